@@ -1,0 +1,43 @@
+# Two commands do all the set-up on a fresh machine:
+#   make demo   - installs what is needed and runs the main job
+#   make test   - installs what is needed and runs the test suite
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export TF_CPP_MIN_LOG_LEVEL ?= 2
+
+.PHONY: demo test bench graphviz clean
+
+$(STAMP): setup.cfg constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip setuptools wheel
+	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
+	# bert4keras pins keras<=2.3.1; it is only an oracle here and runs on tf-keras.
+	$(PY) -m pip install -q --no-deps bert4keras==0.11.5
+	touch $(STAMP)
+
+graphviz:
+	@command -v dot >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get install -y -q graphviz >/dev/null 2>&1 || \
+	     (apt-get update -q >/dev/null && apt-get install -y -q graphviz >/dev/null)); \
+	  else \
+	    echo "graphviz is missing: install it with 'sudo apt-get install graphviz' (Debian/Ubuntu)" \
+	         "or 'brew install graphviz' (macOS); plots are skipped until then."; \
+	  fi; }
+
+demo: $(STAMP) graphviz
+	$(VENV)/bin/kerasbert audit checkpoints/chinese_L-12_H-768_A-12/bert_config.json --num-labels 2
+	$(VENV)/bin/kerasbert plot checkpoints/chinese_L-12_H-768_A-12/bert_config.json \
+	    --num-labels 2 --layers 2 -o out/chinese_base_2_layers.png
+	@echo "plot written to out/chinese_base_2_layers.png"
+
+test: $(STAMP) graphviz
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) out build *.egg-info
