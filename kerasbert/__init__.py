@@ -1,3 +1,22 @@
-"""kerasbert: Google BERT checkpoints on Keras 3, with bert4keras layer names."""
+"""kerasbert: Google BERT checkpoints on Keras 3, with bert4keras layer names.
+
+Example:
+    >>> from kerasbert import build_transformer_model, add_cls_classifier
+    >>> bert = build_transformer_model("checkpoints/chinese_L-12_H-768_A-12/bert_config.json")
+    >>> add_cls_classifier(bert, num_labels=2).count_params()
+    101678594
+"""
 
 __version__ = "0.1.0"
+
+from kerasbert.config import BertConfig
+from kerasbert.heads import add_cls_classifier
+from kerasbert.models import Transformer, build_bert, build_transformer_model
+
+__all__ = [
+    "BertConfig",
+    "Transformer",
+    "add_cls_classifier",
+    "build_bert",
+    "build_transformer_model",
+]

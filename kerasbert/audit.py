@@ -1,0 +1,131 @@
+"""Parameter audit: the count of every layer computed from the config alone, next to a model's.
+
+The formulas are BERT's (V vocabulary, H hidden, T segment types, P positions,
+I intermediate, n labels)::
+
+    Embedding-Token       V·H          MultiHeadSelfAttention  4·(H·H+H)
+    Embedding-Segment     T·H          FeedForward             2·H·I+I+H
+    Embedding-Position    P·H          each LayerNorm          2·H
+    Pooler-Dense          H·H+H        NSP-Proba               2·H+2
+    MLM  H·H+H + 2·H + V (the output matrix is Embedding-Token, counted once)
+    dense_output          H·n+n
+
+Example:
+    >>> config = BertConfig.from_json_file("checkpoints/chinese_L-12_H-768_A-12/bert_config.json")
+    >>> sum(row.expected for row in expected_rows(config, num_labels=2))
+    101678594
+"""
+
+import dataclasses
+
+from kerasbert import names
+
+
+@dataclasses.dataclass
+class Row:
+    """One layer of the audit."""
+
+    group: str
+    layer: str
+    formula: str
+    expected: int
+    actual: int = None
+
+    @property
+    def ok(self):
+        return self.actual == self.expected
+
+
+def expected_rows(config, with_pool=False, with_nsp=False, with_mlm=False, num_labels=None):
+    """The layers that hold parameters, with formula and expected count, in graph order."""
+    V, H, T, P, I = (config.vocab_size, config.hidden_size, config.type_vocab_size,
+                     config.max_position_embeddings, config.intermediate_size)
+    norm = ("2·H", 2 * H)
+    rows = [Row("embeddings", names.EMBEDDING_TOKEN, "V·H", V * H)]
+    if T > 0:
+        rows.append(Row("embeddings", names.EMBEDDING_SEGMENT, "T·H", T * H))
+    rows += [
+        Row("embeddings", names.EMBEDDING_POSITION, "P·H", P * H),
+        Row("embeddings", names.EMBEDDING_NORM, *norm),
+    ]
+    for i in range(config.num_hidden_layers):
+        attention, feed_forward = names.attention_name(i), names.feed_forward_name(i)
+        rows += [
+            Row("encoder", attention, "4·(H·H+H)", 4 * (H * H + H)),
+            Row("encoder", names.norm_name(attention), *norm),
+            Row("encoder", feed_forward, "2·H·I+I+H", 2 * H * I + I + H),
+            Row("encoder", names.norm_name(feed_forward), *norm),
+        ]
+    if with_pool or with_nsp:
+        rows.append(Row("pooler", names.POOLER_DENSE, "H·H+H", H * H + H))
+    if with_nsp:
+        rows.append(Row("nsp", names.NSP_PROBA, "2·H+2", 2 * H + 2))
+    if with_mlm:
+        rows += [
+            Row("mlm", names.MLM_DENSE, "H·H+H", H * H + H),
+            Row("mlm", names.MLM_NORM, *norm),
+            Row("mlm", names.MLM_BIAS, "V", V),
+        ]
+    if num_labels:
+        rows.append(Row("classifier", names.CLS_DENSE, "H·n+n", H * num_labels + num_labels))
+    return rows
+
+
+def audit_model(model, config, with_pool=False, with_nsp=False, with_mlm=False, num_labels=None):
+    """Fills in each row's actual count from ``model``.
+
+    A layer of the model that holds parameters but has no row is reported as a row
+    with the formula "unexpected" and expected 0, so it fails the audit.
+
+    Returns:
+        the list of :class:`Row`.
+    """
+    rows = expected_rows(config, with_pool, with_nsp, with_mlm, num_labels)
+    layers = {layer.name: layer for layer in model.layers}
+    for row in rows:
+        layer = layers.get(row.layer)
+        row.actual = None if layer is None else layer.count_params()
+    listed = {row.layer for row in rows}
+    for layer in model.layers:
+        if layer.name not in listed and layer.count_params():
+            rows.append(Row("unexpected", layer.name, "unexpected", 0, layer.count_params()))
+    return rows
+
+
+def group_totals(rows):
+    """``{group: (expected, actual)}`` in first-seen order."""
+    totals = {}
+    for row in rows:
+        expected, actual = totals.get(row.group, (0, 0))
+        totals[row.group] = (expected + row.expected, actual + (row.actual or 0))
+    return totals
+
+
+def format_table(rows, total_params=None):
+    """The audit as a plain-text table with group subtotals and the total."""
+    lines = [f"{'group':<11} {'layer':<44} {'formula':<10} {'expected':>13} {'actual':>13}  ok"]
+    lines.append("-" * len(lines[0]))
+    for row in rows:
+        actual = "missing" if row.actual is None else f"{row.actual:,}"
+        lines.append(f"{row.group:<11} {row.layer:<44} {row.formula:<10} "
+                     f"{row.expected:>13,} {actual:>13}  {'yes' if row.ok else 'NO'}")
+    lines.append("-" * len(lines[0]))
+    for group, (expected, actual) in group_totals(rows).items():
+        lines.append(f"{group:<11} {'(subtotal)':<44} {'':<10} {expected:>13,} {actual:>13,}  "
+                     f"{'yes' if expected == actual else 'NO'}")
+    expected = sum(row.expected for row in rows)
+    actual = sum(row.actual or 0 for row in rows) if total_params is None else total_params
+    lines.append(f"{'total':<11} {'':<44} {'':<10} {expected:>13,} {actual:>13,}  "
+                 f"{'yes' if expected == actual else 'NO'}")
+    return "\n".join(lines)
+
+
+def to_json(rows, total_params):
+    """The audit as a JSON-ready dict: rows, group subtotals, totals and ``ok``."""
+    expected = sum(row.expected for row in rows)
+    return {
+        "rows": [dataclasses.asdict(row) | {"ok": row.ok} for row in rows],
+        "groups": {g: {"expected": e, "actual": a} for g, (e, a) in group_totals(rows).items()},
+        "total": {"expected": expected, "actual": total_params},
+        "ok": all(row.ok for row in rows) and expected == total_params,
+    }

@@ -1,0 +1,197 @@
+"""BertConfig: Google's ``bert_config.json`` (or Hugging Face ``config.json``) as a dataclass.
+
+Key names are Google's, so a config written back with :meth:`BertConfig.to_json_file`
+is read by Google's ``modeling.py``, bert4keras and Hugging Face alike. Keys that
+kerasbert does not use (``pooler_fc_size``, ``directionality``, ``architectures``...)
+are kept in :attr:`BertConfig.extra` and written back unchanged.
+"""
+
+import dataclasses
+import json
+import math
+import os
+
+import keras
+
+# bert4keras accepts these keyword overrides; they name the same facts as Google's keys.
+BERT4KERAS_ALIASES = {
+    "max_position": "max_position_embeddings",
+    "dropout_rate": "hidden_dropout_prob",
+    "attention_dropout_rate": "attention_probs_dropout_prob",
+    "segment_vocab_size": "type_vocab_size",
+}
+
+# hidden_act values with a meaning of their own; any other name must be a Keras activation.
+# "gelu" is the exact erf form (Google, Hugging Face, bert4keras); the others are the tanh form.
+APPROXIMATE_GELU_NAMES = ("gelu_new", "gelu_approximate", "gelu_pytorch_tanh", "gelu_fast")
+
+REQUIRED_KEYS = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+)
+
+
+@dataclasses.dataclass
+class BertConfig:
+    """The architecture of a BERT model, with Google's key names.
+
+    Example:
+        >>> config = BertConfig.from_json_file("checkpoints/chinese_L-12_H-768_A-12/bert_config.json")
+        >>> config.hidden_size, config.head_size
+        (768, 64)
+        >>> BertConfig.from_dict({**config.to_dict(), "num_hidden_layers": 2}).num_hidden_layers
+        2
+    """
+
+    vocab_size: int
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    intermediate_size: int
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    max_position_embeddings: int = 512
+    # Google's modeling.py defaults to 16; published checkpoints and bert4keras use 2.
+    type_vocab_size: int = 2
+    initializer_range: float = 0.02
+    layer_norm_eps: float = 1e-12
+    extra: dict = dataclasses.field(default_factory=dict)
+    source: str = dataclasses.field(default="<dict>", compare=False, repr=False)
+
+    def __post_init__(self):
+        self.validate()
+
+    # ------------------------------------------------------------------ reading
+    @classmethod
+    def from_dict(cls, values, source="<dict>", **overrides):
+        """Builds a config from a dict of Google (or Hugging Face) keys.
+
+        Args:
+            values: the parsed JSON object.
+            source: where the values came from, quoted in error messages.
+            **overrides: keys to replace, Google names or bert4keras aliases
+                (``max_position``, ``dropout_rate``, ``attention_dropout_rate``,
+                ``segment_vocab_size``).
+
+        Raises:
+            ValueError: a required key is missing or a value breaks a rule.
+        """
+        if not isinstance(values, dict):
+            raise ValueError(
+                f"A BERT config must be a JSON object, received {type(values).__name__} in {source}"
+            )
+        merged = dict(values)
+        for key, value in overrides.items():
+            merged[BERT4KERAS_ALIASES.get(key, key)] = value
+        missing = [key for key in REQUIRED_KEYS if key not in merged]
+        if missing:
+            raise ValueError(f"Missing required key(s) {', '.join(missing)} in {source}")
+        names = {f.name for f in dataclasses.fields(cls)} - {"extra", "source"}
+        known = {key: merged[key] for key in merged if key in names}
+        extra = dict(merged.get("extra") or {})
+        extra.update({key: merged[key] for key in merged if key not in names and key != "extra"})
+        return cls(**known, extra=extra, source=source)
+
+    @classmethod
+    def from_json_file(cls, path, **overrides):
+        """Reads ``bert_config.json`` (Google) or ``config.json`` (Hugging Face).
+
+        Raises:
+            FileNotFoundError: no file at ``path``.
+            ValueError: invalid JSON (with line and column) or an invalid value.
+        """
+        path = os.fspath(path)
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except UnicodeDecodeError as error:
+            raise ValueError(f"{path} is not UTF-8 text: {error}") from None
+        try:
+            values = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ValueError(
+                f"Invalid JSON in {path} at line {error.lineno}, column {error.colno}: {error.msg}"
+            ) from None
+        return cls.from_dict(values, source=path, **overrides)
+
+    # ------------------------------------------------------------------ writing
+    def to_dict(self):
+        """The config as Google's JSON object, unknown keys included."""
+        values = {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name not in ("extra", "source")
+        }
+        return {**values, **self.extra}
+
+    def to_json_file(self, path):
+        """Writes the config as ``bert_config.json`` (atomically)."""
+        path = os.fspath(path)
+        temporary = f"{path}.tmp"
+        with open(temporary, "w", encoding="utf-8") as f:
+            json.dump(self.to_dict(), f, indent=2, sort_keys=True, ensure_ascii=False)
+            f.write("\n")
+        os.replace(temporary, path)
+
+    def replace(self, **overrides):
+        """A copy with some keys replaced (Google names or bert4keras aliases)."""
+        return BertConfig.from_dict(self.to_dict(), source=self.source, **overrides)
+
+    # ---------------------------------------------------------------- derived
+    @property
+    def head_size(self):
+        return self.hidden_size // self.num_attention_heads
+
+    # ------------------------------------------------------------- validation
+    def validate(self):
+        """Checks every value; the message names key, value, rule and file."""
+        where = f"in {self.source}"
+        for name in REQUIRED_KEYS + ("max_position_embeddings",):
+            _check_int(name, getattr(self, name), where, minimum=1)
+        _check_int("type_vocab_size", self.type_vocab_size, where, minimum=0)
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+            value = _check_number(name, getattr(self, name), where)
+            if not 0 <= value < 1:
+                raise ValueError(f"{name} ({value!r}) must be in [0, 1) {where}")
+        for name in ("initializer_range", "layer_norm_eps"):
+            value = _check_number(name, getattr(self, name), where)
+            if not value > 0:
+                raise ValueError(f"{name} ({value!r}) must be positive {where}")
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                f"hidden_size ({self.hidden_size}) must be divisible by "
+                f"num_attention_heads ({self.num_attention_heads}) {where}"
+            )
+        if not isinstance(self.hidden_act, str):
+            raise ValueError(
+                f"hidden_act ({self.hidden_act!r}) must be a string such as 'gelu' {where}"
+            )
+        if self.hidden_act not in APPROXIMATE_GELU_NAMES:
+            try:
+                keras.activations.get(self.hidden_act)
+            except (ValueError, TypeError):
+                raise ValueError(
+                    f"Unknown hidden_act ({self.hidden_act!r}) {where}: use 'gelu' (exact), "
+                    f"one of {', '.join(APPROXIMATE_GELU_NAMES)} (tanh approximation), "
+                    "or a Keras activation name such as 'relu'"
+                ) from None
+
+
+def _check_int(name, value, where, minimum):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(
+            f"{name} ({value!r}) must be an integer, received {type(value).__name__} {where}"
+        )
+    if value < minimum:
+        rule = "positive" if minimum == 1 else f"at least {minimum}"
+        raise ValueError(f"{name} ({value}) must be {rule} {where}")
+
+
+def _check_number(name, value, where):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name} ({value!r}) must be a finite number {where}")
+    return float(value)

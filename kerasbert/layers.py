@@ -1,0 +1,287 @@
+"""The few layers Keras does not have in the form a Google checkpoint needs.
+
+Keras supplies the embeddings, layer norms, dense layers and dropouts. What remains:
+self-attention and feed-forward blocks whose kernels are the 2-D matrices stored in
+Google checkpoints (so loading is a plain assignment, no reshaping), the learned
+position embedding, the first-token slice used by ``Pooler`` and ``CLS-token``, and
+the output bias of the MLM head. All build their weights in ``build()`` so
+``model.summary()`` is exact before the first call, and all are registered so a
+saved ``.keras`` file loads with ``safe_mode=True``.
+"""
+
+import math
+
+import keras
+from keras import ops
+
+from kerasbert.config import APPROXIMATE_GELU_NAMES
+
+PACKAGE = "kerasbert"
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+def gelu_approximate(x):
+    """The tanh approximation of GELU (Hugging Face's ``gelu_new``)."""
+    return keras.activations.gelu(x, approximate=True)
+
+
+def get_activation(name):
+    """Resolves a config's ``hidden_act``: ``"gelu"`` is the exact erf form."""
+    if name in APPROXIMATE_GELU_NAMES:
+        return gelu_approximate
+    return keras.activations.get(name)
+
+
+def _truncated_normal(stddev):
+    return keras.initializers.TruncatedNormal(stddev=stddev)
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class TokenEmbedding(keras.layers.ReversibleEmbedding):
+    """Token embedding whose transpose is also the MLM output matrix (``reverse=True``).
+
+    Keras's ``ReversibleEmbedding`` with the padding mask (token id 0) handed on to the
+    next layers of a functional graph, as ``keras.layers.Embedding(mask_zero=True)`` does.
+
+    Example:
+        >>> layer = TokenEmbedding(100, 16, mask_zero=True)
+        >>> layer(keras.ops.ones((1, 4), "int32"), reverse=False).shape
+        (1, 4, 16)
+    """
+
+    def compute_mask(self, inputs, mask=None):
+        if self.mask_zero and "int" in str(inputs.dtype):
+            return ops.not_equal(inputs, 0)
+        return None
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class Add(keras.layers.Add):
+    """``keras.layers.Add`` that keeps the mask of the inputs that have one.
+
+    Keras 3 drops the mask when any input has none; token + segment embeddings must
+    keep the token padding mask (the segment embedding has no mask of its own).
+    """
+
+    def compute_mask(self, inputs, mask=None):
+        masks = [m for m in (mask or []) if m is not None]
+        if not masks:
+            return None
+        output_mask = masks[0]
+        for m in masks[1:]:
+            output_mask = ops.logical_and(output_mask, m)
+        return output_mask
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class PositionEmbedding(keras.layers.Layer):
+    """Adds a learned embedding of each position to the input sequence.
+
+    Args:
+        max_position: the number of positions (``max_position_embeddings``).
+        initializer_range: stddev of the truncated-normal initializer.
+
+    Example:
+        >>> layer = PositionEmbedding(max_position=512)
+        >>> layer(keras.ops.zeros((2, 10, 16))).shape
+        (2, 10, 16)
+    """
+
+    def __init__(self, max_position, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.max_position = max_position
+        self.initializer_range = initializer_range
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        self.embeddings = self.add_weight(
+            name="embeddings",
+            shape=(self.max_position, input_shape[-1]),
+            initializer=_truncated_normal(self.initializer_range),
+        )
+
+    def call(self, inputs):
+        length = ops.shape(inputs)[1]
+        positions = ops.cast(self.embeddings[:length], inputs.dtype)
+        return inputs + positions[None]
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "max_position": self.max_position,
+            "initializer_range": self.initializer_range,
+        }
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class MultiHeadSelfAttention(keras.layers.Layer):
+    """BERT self-attention with Google's 2-D query/key/value/output kernels.
+
+    Padding (mask value False, from token id 0) is never attended to.
+
+    Args:
+        num_heads: number of attention heads.
+        head_size: size of each head; ``num_heads * head_size`` is the width of q, k, v.
+        dropout: dropout rate on the attention probabilities.
+        initializer_range: stddev of the truncated-normal kernel initializer.
+
+    Example:
+        >>> layer = MultiHeadSelfAttention(num_heads=2, head_size=8)
+        >>> layer(keras.ops.zeros((1, 5, 16))).shape
+        (1, 5, 16)
+    """
+
+    PROJECTIONS = ("query", "key", "value")
+
+    def __init__(self, num_heads, head_size, dropout=0.0, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.head_size = head_size
+        self.dropout = dropout
+        self.initializer_range = initializer_range
+        self.supports_masking = True
+        self.probability_dropout = keras.layers.Dropout(dropout) if dropout else None
+
+    def build(self, input_shape):
+        hidden = input_shape[-1]
+        inner = self.num_heads * self.head_size
+        initializer = _truncated_normal(self.initializer_range)
+        for projection in self.PROJECTIONS:
+            setattr(self, f"{projection}_kernel", self.add_weight(
+                name=f"{projection}_kernel", shape=(hidden, inner), initializer=initializer))
+            setattr(self, f"{projection}_bias", self.add_weight(
+                name=f"{projection}_bias", shape=(inner,), initializer="zeros"))
+        self.output_kernel = self.add_weight(
+            name="output_kernel", shape=(inner, hidden), initializer=initializer)
+        self.output_bias = self.add_weight(
+            name="output_bias", shape=(hidden,), initializer="zeros")
+
+    def _heads(self, inputs, projection):
+        kernel = getattr(self, f"{projection}_kernel")
+        bias = getattr(self, f"{projection}_bias")
+        x = ops.matmul(inputs, kernel) + bias
+        batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
+        return ops.reshape(x, (batch, length, self.num_heads, self.head_size))
+
+    def call(self, inputs, mask=None, training=None):
+        query, key, value = (self._heads(inputs, p) for p in self.PROJECTIONS)
+        scores = ops.einsum("bqhd,bkhd->bhqk", query, key) / math.sqrt(self.head_size)
+        if mask is not None:
+            # A large negative rather than -inf: a row of padding still gives finite output.
+            floor = -1e4 if scores.dtype == "float16" else -1e9
+            scores = ops.where(mask[:, None, None, :], scores, ops.cast(floor, scores.dtype))
+        probabilities = ops.softmax(scores, axis=-1)
+        if self.probability_dropout is not None:
+            probabilities = self.probability_dropout(probabilities, training=training)
+        context = ops.einsum("bhqk,bkhd->bqhd", probabilities, value)
+        batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
+        context = ops.reshape(context, (batch, length, self.num_heads * self.head_size))
+        return ops.matmul(context, self.output_kernel) + self.output_bias
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "num_heads": self.num_heads,
+            "head_size": self.head_size,
+            "dropout": self.dropout,
+            "initializer_range": self.initializer_range,
+        }
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class FeedForward(keras.layers.Layer):
+    """Position-wise feed-forward block: ``act(x W1 + b1) W2 + b2``.
+
+    Args:
+        intermediate_size: width of the hidden layer.
+        activation: ``hidden_act`` of the config ("gelu" is the exact erf form).
+        initializer_range: stddev of the truncated-normal kernel initializer.
+
+    Example:
+        >>> FeedForward(intermediate_size=32)(keras.ops.zeros((1, 5, 16))).shape
+        (1, 5, 16)
+    """
+
+    def __init__(self, intermediate_size, activation="gelu", initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.intermediate_size = intermediate_size
+        self.activation = activation
+        self.initializer_range = initializer_range
+        self.activation_fn = get_activation(activation)
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        hidden = input_shape[-1]
+        initializer = _truncated_normal(self.initializer_range)
+        self.intermediate_kernel = self.add_weight(
+            name="intermediate_kernel", shape=(hidden, self.intermediate_size),
+            initializer=initializer)
+        self.intermediate_bias = self.add_weight(
+            name="intermediate_bias", shape=(self.intermediate_size,), initializer="zeros")
+        self.output_kernel = self.add_weight(
+            name="output_kernel", shape=(self.intermediate_size, hidden), initializer=initializer)
+        self.output_bias = self.add_weight(
+            name="output_bias", shape=(hidden,), initializer="zeros")
+
+    def call(self, inputs):
+        x = self.activation_fn(ops.matmul(inputs, self.intermediate_kernel) + self.intermediate_bias)
+        return ops.matmul(x, self.output_kernel) + self.output_bias
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "intermediate_size": self.intermediate_size,
+            "activation": self.activation,
+            "initializer_range": self.initializer_range,
+        }
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class FirstToken(keras.layers.Layer):
+    """Takes the vector of the first token ([CLS]): ``(batch, length, hidden) -> (batch, hidden)``.
+
+    Used by ``Pooler`` and ``CLS-token``. The sequence mask ends here: the output is
+    one vector per example.
+
+    Example:
+        >>> FirstToken()(keras.ops.zeros((2, 7, 16))).shape
+        (2, 16)
+    """
+
+    def call(self, inputs):
+        return inputs[:, 0]
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], input_shape[-1])
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class BiasAdd(keras.layers.Layer):
+    """Adds a learned bias to the last axis (the MLM head's ``output_bias``).
+
+    Example:
+        >>> BiasAdd()(keras.ops.zeros((1, 3, 10))).shape
+        (1, 3, 10)
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        self.bias = self.add_weight(name="bias", shape=(input_shape[-1],), initializer="zeros")
+
+    def call(self, inputs):
+        return inputs + ops.cast(self.bias, inputs.dtype)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape

@@ -1,0 +1,216 @@
+"""Config → functional Keras 3 BERT with bert4keras's layer names.
+
+The graph, per bert4keras 0.11.5 and Google's ``modeling.py``::
+
+    Input-Token ─ Embedding-Token ─┐
+    Input-Segment ─ Embedding-Segment ─ Embedding-Token-Segment (add)
+      ─ Embedding-Position (add) ─ Embedding-Norm ─ Embedding-Dropout
+      ─ L × [ Transformer-i-MultiHeadSelfAttention ─ -Dropout ─ -Add ─ -Norm
+              Transformer-i-FeedForward ─ -Dropout ─ -Add ─ -Norm ]
+      ─ heads (Pooler / NSP / MLM), if asked for
+
+Token id 0 is padding: ``Embedding-Token`` emits a mask that every layer passes on
+and attention honours, so outputs at real tokens do not depend on padding.
+"""
+
+import dataclasses
+
+import keras
+
+from kerasbert import names
+from kerasbert.config import BertConfig
+from kerasbert.heads import apply_mlm, apply_nsp, apply_pooler
+from kerasbert.layers import (
+    Add,
+    FeedForward,
+    MultiHeadSelfAttention,
+    PositionEmbedding,
+    TokenEmbedding,
+)
+
+SUPPORTED_MODELS = ("bert", "roberta")
+
+
+@dataclasses.dataclass
+class Transformer:
+    """What ``build_transformer_model(..., return_keras_model=False)`` returns."""
+
+    model: keras.Model
+    config: BertConfig
+    keep_tokens: list = None
+    compound_tokens: list = None
+
+
+def _dropout(x, rate, name):
+    # bert4keras leaves the layer out when the rate is 0; the layer list matches.
+    return keras.layers.Dropout(rate, name=name)(x) if rate else x
+
+
+def _initializer(config):
+    return keras.initializers.TruncatedNormal(stddev=config.initializer_range)
+
+
+def _residual_block(x, block, block_name, config):
+    """``block`` → Dropout → Add(residual) → Norm, named after ``block_name``."""
+    y = block(x)
+    y = _dropout(y, config.hidden_dropout_prob, names.dropout_name(block_name))
+    y = keras.layers.Add(name=names.add_name(block_name))([x, y])
+    return keras.layers.LayerNormalization(
+        epsilon=config.layer_norm_eps, name=names.norm_name(block_name)
+    )(y)
+
+
+def _embeddings(token_ids, segment_ids, config):
+    token_embedding = TokenEmbedding(
+        config.vocab_size,
+        config.hidden_size,
+        embeddings_initializer=_initializer(config),
+        mask_zero=True,
+        tie_weights=True,
+        name=names.EMBEDDING_TOKEN,
+    )
+    x = token_embedding(token_ids)
+    if segment_ids is not None:
+        s = keras.layers.Embedding(
+            config.type_vocab_size,
+            config.hidden_size,
+            embeddings_initializer=_initializer(config),
+            name=names.EMBEDDING_SEGMENT,
+        )(segment_ids)
+        x = Add(name=names.EMBEDDING_TOKEN_SEGMENT)([x, s])
+    x = PositionEmbedding(
+        config.max_position_embeddings,
+        initializer_range=config.initializer_range,
+        name=names.EMBEDDING_POSITION,
+    )(x)
+    x = keras.layers.LayerNormalization(epsilon=config.layer_norm_eps, name=names.EMBEDDING_NORM)(x)
+    x = _dropout(x, config.hidden_dropout_prob, names.EMBEDDING_DROPOUT)
+    return x, token_embedding
+
+
+def _encoder_layer(x, index, config):
+    attention = MultiHeadSelfAttention(
+        config.num_attention_heads,
+        config.head_size,
+        dropout=config.attention_probs_dropout_prob,
+        initializer_range=config.initializer_range,
+        name=names.attention_name(index),
+    )
+    x = _residual_block(x, attention, names.attention_name(index), config)
+    feed_forward = FeedForward(
+        config.intermediate_size,
+        activation=config.hidden_act,
+        initializer_range=config.initializer_range,
+        name=names.feed_forward_name(index),
+    )
+    return _residual_block(x, feed_forward, names.feed_forward_name(index), config)
+
+
+def build_bert(config, with_pool=False, with_nsp=False, with_mlm=False, sequence_length=None,
+               name=None):
+    """Builds the functional BERT graph for a :class:`BertConfig`.
+
+    Args:
+        config: the architecture.
+        with_pool: add ``Pooler``/``Pooler-Dense``; True means tanh, a string names
+            another activation. Implied by ``with_nsp``.
+        with_nsp: add ``NSP-Proba`` on the pooled vector.
+        with_mlm: add the masked-LM head; True means softmax, a string names another
+            activation (``"linear"`` gives logits).
+        sequence_length: fixed input length, or None for any length.
+        name: the model's name.
+
+    Returns:
+        A ``keras.Model`` with int32 inputs ``Input-Token`` (and ``Input-Segment``
+        when ``type_vocab_size > 0``). Outputs follow bert4keras: no head → the
+        sequence output; one head → that head; several → a list (pooler/NSP, MLM).
+    """
+    token_ids = keras.Input((sequence_length,), dtype="int32", name=names.INPUT_TOKEN)
+    inputs = [token_ids]
+    segment_ids = None
+    if config.type_vocab_size > 0:
+        segment_ids = keras.Input((sequence_length,), dtype="int32", name=names.INPUT_SEGMENT)
+        inputs.append(segment_ids)
+
+    x, token_embedding = _embeddings(token_ids, segment_ids, config)
+    for index in range(config.num_hidden_layers):
+        x = _encoder_layer(x, index, config)
+
+    heads = []
+    if with_pool or with_nsp:
+        pooled = apply_pooler(x, config, "tanh" if with_pool in (True, False) else with_pool)
+        heads.append(apply_nsp(pooled, config) if with_nsp else pooled)
+    if with_mlm:
+        heads.append(apply_mlm(x, config, token_embedding,
+                               "softmax" if with_mlm is True else with_mlm))
+    outputs = x if not heads else heads[0] if len(heads) == 1 else heads
+    return keras.Model(inputs if len(inputs) > 1 else token_ids, outputs, name=name or "bert")
+
+
+def build_transformer_model(config_path=None, checkpoint_path=None, model="bert", with_pool=False,
+                            with_nsp=False, with_mlm=False, keep_tokens=None,
+                            return_keras_model=True, compound_tokens=None, sequence_length=None,
+                            name=None, **overrides):
+    """Builds a BERT from ``bert_config.json``, bert4keras style.
+
+    Args:
+        config_path: a ``bert_config.json`` / Hugging Face ``config.json`` path, a
+            :class:`BertConfig`, or a dict of Google keys.
+        checkpoint_path: a Google checkpoint to load.
+        model: "bert" or "roberta" (the same graph; RoBERTa-wwm-ext ships as BERT).
+        with_pool, with_nsp, with_mlm: heads, see :func:`build_bert`.
+        keep_tokens: token ids to keep from the checkpoint vocabulary (the vocabulary
+            becomes ``len(keep_tokens)``).
+        return_keras_model: return the ``keras.Model`` (default) or a :class:`Transformer`.
+        compound_tokens: extra tokens, each a list of existing ids whose embeddings are
+            averaged; they are appended to the vocabulary.
+        sequence_length: fixed input length, or None.
+        name: the model's name.
+        **overrides: config keys to replace (``num_hidden_layers=2``, ``dropout_rate=0``...).
+
+    Returns:
+        a ``keras.Model`` (or a :class:`Transformer` holding it).
+
+    Raises:
+        ValueError: unknown ``model`` or an invalid config.
+
+    Example:
+        >>> bert = build_transformer_model("checkpoints/chinese_L-12_H-768_A-12/bert_config.json")
+        >>> bert.count_params()
+        101677056
+    """
+    if not isinstance(model, str) or model.lower() not in SUPPORTED_MODELS:
+        raise ValueError(
+            f"model={model!r} is not supported; supported: {', '.join(SUPPORTED_MODELS)}"
+        )
+    config = resolve_config(config_path, **overrides)
+    vocab_size = config.vocab_size
+    if keep_tokens is not None:
+        vocab_size = len(keep_tokens)
+    if compound_tokens is not None:
+        vocab_size += len(compound_tokens)
+    if vocab_size != config.vocab_size:
+        config = config.replace(vocab_size=vocab_size)
+
+    keras_model = build_bert(config, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
+                             sequence_length=sequence_length, name=name)
+    if checkpoint_path is not None:
+        raise NotImplementedError(
+            "Loading Google checkpoints is not available in this version of kerasbert"
+        )
+    if return_keras_model:
+        return keras_model
+    return Transformer(keras_model, config, keep_tokens, compound_tokens)
+
+
+def resolve_config(config, **overrides):
+    """A :class:`BertConfig` from a path, a dict or a config, with overrides applied."""
+    if config is None:
+        if not overrides:
+            raise ValueError("Give config_path (a bert_config.json) or the config keys as keywords")
+        return BertConfig.from_dict({}, source="<keywords>", **overrides)
+    if isinstance(config, BertConfig):
+        return config.replace(**overrides) if overrides else config
+    if isinstance(config, dict):
+        return BertConfig.from_dict(config, **overrides)
+    return BertConfig.from_json_file(config, **overrides)

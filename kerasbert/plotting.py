@@ -1,0 +1,40 @@
+"""Drawing a model with ``keras.utils.plot_model`` (pydot + Graphviz)."""
+
+import os
+import shutil
+
+import keras
+
+
+class GraphvizMissing(RuntimeError):
+    """Graphviz's ``dot`` program (or pydot) is not installed."""
+
+
+def check_graphviz():
+    """Raises :class:`GraphvizMissing` with install instructions if a plot cannot be drawn."""
+    try:
+        import pydot  # noqa: F401  (plot_model needs it)
+    except ImportError:
+        raise GraphvizMissing("pydot is not installed: run 'pip install pydot'") from None
+    if shutil.which("dot") is None:
+        raise GraphvizMissing(
+            "Graphviz's 'dot' program was not found on PATH: install Graphviz "
+            "('sudo apt-get install graphviz' on Debian/Ubuntu, 'brew install graphviz' on macOS)"
+        )
+
+
+def plot(model, path, dpi=96):
+    """Draws ``model`` to ``path`` (PNG, SVG or PDF by extension) with names and shapes.
+
+    Raises:
+        GraphvizMissing: Graphviz or pydot is not installed.
+    """
+    check_graphviz()
+    directory = os.path.dirname(os.fspath(path))
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    keras.utils.plot_model(
+        model, to_file=os.fspath(path), show_shapes=True, show_layer_names=True,
+        show_dtype=False, dpi=dpi,
+    )
+    return path

@@ -1,0 +1,168 @@
+import json
+import math
+
+import keras
+import numpy as np
+import pytest
+
+from kerasbert import add_cls_classifier, build_bert, build_transformer_model, names
+from peers import run_python
+
+TINY_LAYERS = [
+    "Input-Token", "Input-Segment", "Embedding-Token", "Embedding-Segment",
+    "Embedding-Token-Segment", "Embedding-Position", "Embedding-Norm", "Embedding-Dropout",
+] + [
+    f"Transformer-{i}-{block}{suffix}"
+    for i in range(2)
+    for block in ("MultiHeadSelfAttention", "FeedForward")
+    for suffix in ("", "-Dropout", "-Add", "-Norm")
+]
+
+
+def batch(rng, vocab=100, shape=(3, 9), pad_from=(9, 6, 4)):
+    tokens = rng.integers(1, vocab, size=shape).astype("int32")
+    segments = np.zeros(shape, "int32")
+    for row, start in enumerate(pad_from):
+        tokens[row, start:] = 0
+        segments[row, start // 2:start] = 1
+    return tokens, segments
+
+
+def test_layer_names_and_order(tiny_config):
+    model = build_bert(tiny_config)
+    assert [layer.name for layer in model.layers] == TINY_LAYERS
+
+
+def test_dropout_layers_are_omitted_at_rate_zero(tiny_config):
+    model = build_bert(tiny_config.replace(dropout_rate=0))
+    layer_names = [layer.name for layer in model.layers]
+    assert not [n for n in layer_names if n.endswith("Dropout")]
+    assert layer_names == [n for n in TINY_LAYERS if not n.endswith("Dropout")]
+
+
+def test_inputs_are_int32_and_no_lambda_layers(tiny_config):
+    model = build_transformer_model(tiny_config, with_pool=True, with_nsp=True, with_mlm=True)
+    assert [x.dtype for x in model.inputs] == ["int32", "int32"]
+    assert not [layer for layer in model.layers if isinstance(layer, keras.layers.Lambda)]
+
+
+def test_weights_exist_before_the_first_call(tiny_config):
+    model = build_bert(tiny_config)
+    assert all(layer.built for layer in model.layers)
+    attention = model.get_layer(names.attention_name(0))
+    assert [w.path.split("/")[-1] for w in attention.weights] == [
+        "query_kernel", "query_bias", "key_kernel", "key_bias", "value_kernel", "value_bias",
+        "output_kernel", "output_bias"]
+    assert attention.weights[0].shape == (16, 16)
+
+
+def test_output_rules_follow_bert4keras(tiny_config):
+    def shapes(**heads):
+        outputs = build_transformer_model(tiny_config, **heads).outputs
+        return [tuple(o.shape) for o in outputs]
+
+    assert shapes() == [(None, None, 16)]
+    assert shapes(with_pool=True) == [(None, 16)]
+    assert shapes(with_nsp=True) == [(None, 2)]
+    assert shapes(with_mlm=True) == [(None, None, 100)]
+    assert shapes(with_pool=True, with_mlm=True) == [(None, 16), (None, None, 100)]
+    assert shapes(with_nsp=True, with_mlm=True) == [(None, 2), (None, None, 100)]
+
+
+def test_unknown_model_lists_the_supported_ones(tiny_config):
+    with pytest.raises(ValueError, match="model='albert' is not supported; supported: bert, roberta"):
+        build_transformer_model(tiny_config, model="albert")
+    roberta = build_transformer_model(tiny_config, model="roberta")
+    assert [layer.name for layer in roberta.layers] == TINY_LAYERS
+
+
+def test_config_path_keep_tokens_and_overrides(tiny_config_path):
+    model = build_transformer_model(str(tiny_config_path), keep_tokens=list(range(40)),
+                                    compound_tokens=[[1, 2], [3]], num_hidden_layers=1)
+    assert model.get_layer("Embedding-Token").embeddings.shape == (42, 16)
+    assert model.get_layer("Transformer-0-FeedForward") is not None
+    with pytest.raises(ValueError, match="Transformer-1-FeedForward"):
+        model.get_layer("Transformer-1-FeedForward")
+
+
+def test_type_vocab_size_zero_has_no_segment_input(tiny_config):
+    model = build_bert(tiny_config.replace(type_vocab_size=0))
+    assert [x.name for x in model.inputs] == ["Input-Token"]
+    assert "Embedding-Segment" not in [layer.name for layer in model.layers]
+
+
+def test_padding_does_not_change_real_tokens(tiny_config):
+    model = build_transformer_model(tiny_config, with_pool=True, with_mlm=True)
+    tokens, segments = batch(np.random.default_rng(0))
+    pooled, mlm = model([tokens, segments])
+    longer = [np.pad(a, ((0, 0), (0, 7))) for a in (tokens, segments)]
+    pooled2, mlm2 = model(longer)
+    np.testing.assert_allclose(pooled, pooled2, atol=1e-6)
+    for row, length in enumerate((9, 6, 4)):
+        np.testing.assert_allclose(mlm[row, :length], mlm2[row, :length], atol=1e-6)
+
+
+def test_gelu_is_exact_and_gelu_new_is_tanh(tiny_config):
+    from kerasbert.layers import FeedForward
+
+    x = np.linspace(-4, 4, 16, dtype="float32").reshape(1, 1, 16)
+    exact, tanh = FeedForward(32, "gelu"), FeedForward(32, "gelu_new")
+    exact.build(x.shape)
+    tanh.build(x.shape)
+    for layer in (exact, tanh):
+        layer.set_weights([np.eye(16, 32, dtype="float32"), np.zeros(32, "float32"),
+                           np.eye(32, 16, dtype="float32"), np.zeros(16, "float32")])
+    erf = np.vectorize(math.erf)
+    np.testing.assert_allclose(exact(x), x * 0.5 * (1 + erf(x / math.sqrt(2))), atol=1e-6)
+    approx = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    np.testing.assert_allclose(tanh(x), approx, atol=1e-6)
+    assert np.abs(np.asarray(exact(x)) - approx).max() > 1e-5  # the two forms really differ
+
+
+def test_mlm_output_is_tied_to_the_token_embedding(tiny_config):
+    model = build_transformer_model(tiny_config.replace(dropout_rate=0), with_mlm="linear")
+    tokens, segments = batch(np.random.default_rng(1))
+    bias = model.get_layer("MLM-Bias")
+    bias.bias.assign(np.random.default_rng(2).normal(size=100).astype("float32"))
+    norm = keras.Model(model.inputs, model.get_layer("MLM-Norm").output)
+    hidden = np.asarray(norm([tokens, segments]))
+    table = model.get_layer("Embedding-Token").embeddings.numpy()
+    np.testing.assert_allclose(model([tokens, segments]), hidden @ table.T + bias.bias.numpy(),
+                               atol=1e-5)
+
+
+def test_checkpoint_path_is_not_available_yet(tiny_config):
+    with pytest.raises(NotImplementedError, match="checkpoint"):
+        build_transformer_model(tiny_config, checkpoint_path="bert_model.ckpt")
+
+
+def test_classifier_layers_and_count(tiny_config):
+    bert = build_transformer_model(tiny_config)
+    model = add_cls_classifier(bert, num_labels=3)
+    assert [layer.name for layer in model.layers][-3:] == ["CLS-token", "CLS-Dropout", "dense_output"]
+    assert model.count_params() == bert.count_params() + 16 * 3 + 3
+    assert tuple(model.outputs[0].shape) == (None, 3)
+    pooled = add_cls_classifier(build_transformer_model(tiny_config, with_pool=True), 2, 0)
+    assert [layer.name for layer in pooled.layers][-2:] == ["Pooler-Dense", "dense_output"]
+    with pytest.raises(ValueError, match="num_labels"):
+        add_cls_classifier(bert, num_labels=0)
+
+
+def test_saved_model_loads_in_safe_mode_in_a_fresh_process(tiny_config, tmp_path):
+    model = add_cls_classifier(
+        build_transformer_model(tiny_config.replace(hidden_act="gelu_new"), with_mlm=False), 2)
+    tokens, segments = batch(np.random.default_rng(3))
+    expected = np.asarray(model([tokens, segments])).tolist()
+    path = tmp_path / "classifier.keras"
+    model.save(path)
+    np.save(tmp_path / "tokens.npy", tokens)
+    np.save(tmp_path / "segments.npy", segments)
+    got = run_python(f"""
+        import json, numpy as np, keras, kerasbert
+        model = keras.saving.load_model({str(path)!r}, safe_mode=True)
+        x = [np.load({str(tmp_path / 'tokens.npy')!r}), np.load({str(tmp_path / 'segments.npy')!r})]
+        print(json.dumps({{"out": np.asarray(model(x)).tolist(),
+                           "names": [l.name for l in model.layers]}}))
+    """)
+    assert got["names"] == [layer.name for layer in model.layers]
+    np.testing.assert_array_equal(np.array(got["out"]), np.array(expected))
