@@ -80,6 +80,12 @@ def add_cls_classifier(model, num_labels, dropout_rate=0.1, activation="softmax"
             f"{len(model.outputs)} (build it without the NSP/MLM heads)"
         )
     x = model.outputs[0]
+    head = x._keras_history.operation.name
+    if head in (names.NSP_PROBA, names.MLM_ACTIVATION):
+        raise ValueError(
+            f"add_cls_classifier needs the sequence or pooled output; {model.name} ends in "
+            f"{head} (build it without the NSP/MLM heads)"
+        )
     if len(x.shape) == 3:
         x = FirstToken(name=names.CLS_TOKEN)(x)
     if dropout_rate:

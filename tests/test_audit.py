@@ -1,0 +1,134 @@
+"""Full-size parameter counts (the published figures) and the audit command."""
+
+import io
+import json
+import contextlib
+
+import keras
+import pytest
+
+import reference as ref
+from kerasbert import BertConfig, add_cls_classifier, build_transformer_model
+from kerasbert.audit import audit_model, expected_rows, group_totals
+from kerasbert.cli import main
+
+
+def summary_text(model):
+    lines = []
+    model.summary(print_fn=lambda line, **_: lines.append(line), line_length=120)
+    return "\n".join(lines)
+
+
+@pytest.fixture(scope="module")
+def chinese_base():
+    keras.utils.clear_session()
+    return build_transformer_model(ref.CHINESE_BASE, with_pool=True, with_nsp=True, with_mlm=True)
+
+
+@pytest.mark.slow
+def test_chinese_base_summary_reproduces_the_published_counts():
+    bert = build_transformer_model(ref.CHINESE_BASE)
+    assert bert.count_params() == ref.CHINESE_BASE_ENCODER
+    for name, count in ref.CHINESE_BASE_LAYERS.items():
+        assert bert.get_layer(name).count_params() == count, name
+    model = add_cls_classifier(bert, num_labels=2)
+    assert "Total params: 101,678,594" in summary_text(model)
+    assert model.count_params() == ref.CHINESE_BASE_CLS2
+    pooled = build_transformer_model(ref.CHINESE_BASE, with_pool=True)
+    assert "Total params: 102,267,648" in summary_text(pooled)
+
+
+@pytest.mark.slow
+def test_chinese_base_all_heads(chinese_base):
+    config = BertConfig.from_json_file(ref.CHINESE_BASE)
+    rows = audit_model(chinese_base, config, with_pool=True, with_nsp=True, with_mlm=True)
+    assert all(row.ok for row in rows)
+    assert chinese_base.count_params() == ref.CHINESE_BASE_ALL_HEADS
+    assert sum(row.expected for row in rows) == ref.CHINESE_BASE_ALL_HEADS
+
+
+@pytest.mark.slow
+def test_chinese_large_without_pooler():
+    keras.utils.clear_session()
+    model = build_transformer_model(ref.CHINESE_LARGE)
+    assert model.count_params() == ref.CHINESE_LARGE_ENCODER
+    assert "Total params: 324,472,832" in summary_text(model)
+
+
+@pytest.mark.slow
+def test_english_uncased_with_pooler_groups():
+    keras.utils.clear_session()
+    config = BertConfig.from_json_file(ref.ENGLISH_UNCASED)
+    model = build_transformer_model(config, with_pool=True)
+    rows = audit_model(model, config, with_pool=True)
+    groups = group_totals(rows)
+    assert groups["embeddings"] == (ref.ENGLISH_UNCASED_EMBEDDINGS,) * 2
+    assert groups["encoder"] == (ref.ENGLISH_UNCASED_ENCODER,) * 2
+    assert model.count_params() == ref.ENGLISH_UNCASED_POOLER
+
+
+def test_expected_counts_need_no_model():
+    config = BertConfig.from_json_file(ref.CHINESE_BASE)
+    total = lambda **kw: sum(row.expected for row in expected_rows(config, **kw))  # noqa: E731
+    assert total() == ref.CHINESE_BASE_ENCODER
+    assert total(num_labels=2) == ref.CHINESE_BASE_CLS2
+    assert total(with_pool=True) == ref.CHINESE_BASE_POOLER
+    assert total(with_pool=True, with_nsp=True, with_mlm=True) == ref.CHINESE_BASE_ALL_HEADS
+
+
+def test_audit_flags_a_model_that_does_not_match_its_config(tiny_config):
+    model = build_transformer_model(tiny_config.replace(vocab_size=101), with_pool=True)
+    rows = audit_model(model, tiny_config, with_pool=True, num_labels=2)
+    bad = {row.layer: (row.expected, row.actual) for row in rows if not row.ok}
+    assert bad == {"Embedding-Token": (1600, 1616), "dense_output": (34, None)}
+
+
+def run_cli(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_audit_command_prints_summary_and_table(tiny_config_path):
+    code, out, _ = run_cli("audit", str(tiny_config_path), "--num-labels", "3", "--with-pool")
+    assert code == 0
+    assert "Total params:" in out and "Embedding-Token" in out
+    assert "Pooler-Dense" in out and "every count matches" in out
+    code, out, _ = run_cli("audit", str(tiny_config_path), "--with-mlm")
+    assert code == 0 and "MLM-Bias" in out
+
+
+def test_classifier_refuses_a_model_ending_in_a_pretraining_head(tiny_config_path):
+    code, _, err = run_cli("audit", str(tiny_config_path), "--num-labels", "2", "--with-mlm")
+    assert code == 2 and "ends in MLM-Activation" in err
+
+
+def test_audit_command_json(tiny_config_path):
+    code, out, _ = run_cli("audit", str(tiny_config_path), "--with-nsp", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["ok"]
+    assert report["groups"]["nsp"] == {"expected": 34, "actual": 34}
+    assert report["total"]["expected"] == report["total"]["actual"]
+
+
+def test_audit_command_exits_non_zero_on_a_mismatch(tiny_config_path, monkeypatch):
+    import kerasbert.audit
+
+    original = kerasbert.audit.expected_rows
+
+    def off_by_one(*args, **kwargs):
+        rows = original(*args, **kwargs)
+        rows[0].expected += 1
+        return rows
+
+    monkeypatch.setattr(kerasbert.audit, "expected_rows", off_by_one)
+    code, out, _ = run_cli("audit", str(tiny_config_path))
+    assert code == 1 and "MISMATCH" in out
+
+
+def test_audit_command_reports_a_bad_config(tmp_path):
+    path = tmp_path / "bert_config.json"
+    path.write_text('{"vocab_size": 10,')
+    code, _, err = run_cli("audit", str(path))
+    assert code == 2 and "Invalid JSON" in err and str(path) in err
