@@ -60,11 +60,16 @@ class Add(keras.layers.Add):
     """``keras.layers.Add`` that keeps the mask of the inputs that have one.
 
     Keras 3 drops the mask when any input has none; token + segment embeddings must
-    keep the token padding mask (the segment embedding has no mask of its own).
+    keep the token padding mask (the segment embedding has no mask of its own). A
+    residual sum sees the same mask twice: it is passed on as it is, so the graph
+    (and ``plot_model``) holds one padding-mask operation, not one per layer.
     """
 
     def compute_mask(self, inputs, mask=None):
-        masks = [m for m in (mask or []) if m is not None]
+        masks = []
+        for m in mask or []:
+            if m is not None and not any(m is seen for seen in masks):
+                masks.append(m)
         if not masks:
             return None
         output_mask = masks[0]

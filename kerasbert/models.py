@@ -54,7 +54,7 @@ def _residual_block(x, block, block_name, config):
     """``block`` → Dropout → Add(residual) → Norm, named after ``block_name``."""
     y = block(x)
     y = _dropout(y, config.hidden_dropout_prob, names.dropout_name(block_name))
-    y = keras.layers.Add(name=names.add_name(block_name))([x, y])
+    y = Add(name=names.add_name(block_name))([x, y])
     return keras.layers.LayerNormalization(
         epsilon=config.layer_norm_eps, name=names.norm_name(block_name)
     )(y)
