@@ -1,0 +1,85 @@
+"""Optimizer and learning-rate schedule for BERT fine-tuning and pretraining.
+
+BERT's recipe (Devlin et al.; Google's ``optimization.py``): AdamW with weight decay on
+the matrices only (not on LayerNorm parameters or biases), a learning rate that rises
+linearly over the first steps and then falls linearly to zero, and global-norm clipping.
+Here it is assembled from Keras's own ``AdamW``; only the schedule is written out, as a
+serializable ``LearningRateSchedule`` so a saved model reloads with its optimizer.
+
+Example:
+    >>> schedule = WarmupLinearDecay(2e-5, warmup_steps=10, total_steps=100)
+    >>> [round(float(schedule(s)), 8) for s in (0, 5, 10, 55, 100)]
+    [0.0, 1e-05, 2e-05, 1e-05, 0.0]
+"""
+
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warm-up from 0 to ``peak_learning_rate``, then linear decay to 0.
+
+    Args:
+        peak_learning_rate: the rate reached at the end of warm-up.
+        warmup_steps: optimizer steps of warm-up (0 for none).
+        total_steps: optimizer steps of the whole run.
+    """
+
+    def __init__(self, peak_learning_rate, warmup_steps, total_steps):
+        if total_steps < 1 or not 0 <= warmup_steps <= total_steps:
+            raise ValueError(
+                f"warmup_steps ({warmup_steps}) must be in [0, total_steps] and total_steps "
+                f"({total_steps}) at least 1"
+            )
+        self.peak_learning_rate = float(peak_learning_rate)
+        self.warmup_steps = int(warmup_steps)
+        self.total_steps = int(total_steps)
+
+    def __call__(self, step):
+        step = ops.cast(step, "float32")
+        warmup = ops.cast(max(self.warmup_steps, 1), "float32")
+        rising = self.peak_learning_rate * step / warmup
+        remaining = max(self.total_steps - self.warmup_steps, 1)
+        falling = self.peak_learning_rate * ops.maximum(
+            0.0, (self.total_steps - step) / float(remaining))
+        return ops.where(step < self.warmup_steps, rising, falling)
+
+    def get_config(self):
+        return {
+            "peak_learning_rate": self.peak_learning_rate,
+            "warmup_steps": self.warmup_steps,
+            "total_steps": self.total_steps,
+        }
+
+
+def make_optimizer(model, learning_rate, total_steps, warmup=0.1, weight_decay=0.01,
+                   clipnorm=1.0, gradient_accumulation=1):
+    """Keras ``AdamW`` set up the BERT way for ``model``.
+
+    Args:
+        model: the model to train (its 1-D variables, LayerNorm and biases, get no decay).
+        learning_rate: peak learning rate.
+        total_steps: optimizer updates in the whole run.
+        warmup: fraction of ``total_steps`` spent warming up.
+        weight_decay: decoupled weight decay on the matrices.
+        clipnorm: global gradient-norm clip (None for none).
+        gradient_accumulation: batches whose gradients are summed per update.
+
+    Returns:
+        a ``keras.optimizers.AdamW``.
+    """
+    if gradient_accumulation < 1:
+        raise ValueError(f"gradient_accumulation ({gradient_accumulation}) must be at least 1")
+    schedule = WarmupLinearDecay(learning_rate, round(warmup * total_steps), total_steps)
+    optimizer = keras.optimizers.AdamW(
+        learning_rate=schedule,
+        weight_decay=weight_decay,
+        epsilon=1e-6,
+        global_clipnorm=clipnorm,
+        gradient_accumulation_steps=gradient_accumulation if gradient_accumulation > 1 else None,
+    )
+    # LayerNorm gamma/beta and every bias are the model's 1-D variables.
+    optimizer.exclude_from_weight_decay(
+        var_list=[v for v in model.trainable_variables if len(v.shape) == 1])
+    return optimizer
