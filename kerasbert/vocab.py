@@ -1,4 +1,8 @@
-"""BERT vocabularies: read `vocab.txt`, check it, shrink it to what can be produced.
+"""BERT vocabularies and Google's character classes.
+
+Reads, checks and shrinks `vocab.txt`, and gives the `tokenizers` engine the
+normalizer and pre-tokenizer that split text into words exactly as Google's
+`BasicTokenizer` does.
 
 Example:
     >>> token_dict = load_vocab("checkpoints/chinese_L-12_H-768_A-12/vocab.txt")
@@ -6,8 +10,11 @@ Example:
     101
 """
 
+import functools
 import os
 import unicodedata
+
+from tokenizers import Regex, normalizers, pre_tokenizers
 
 #: Tokens every BERT vocabulary must hold; [MASK] is only needed for pre-training.
 REQUIRED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
@@ -145,3 +152,65 @@ def check_vocab(token_dict, source="the given dict"):
             f"{source} lacks the special token(s) {', '.join(missing)}; "
             f"a BERT vocabulary needs all of {', '.join(REQUIRED_TOKENS)}"
         )
+
+
+# Python lowercases a word-final capital sigma to "ς" (Unicode Final_Sigma), as
+# Google's tokenizer does through str.lower(); the engine lowercases letter by letter.
+_FINAL_SIGMA = Regex(r"(?<=\p{Cased}\p{Case_Ignorable}*)Σ(?!\p{Case_Ignorable}*\p{Cased})")
+
+
+def _char_class(codepoints):
+    """An engine regex matching any of the sorted `codepoints`, written as ranges."""
+    ranges = []
+    for cp in codepoints:
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1][1] = cp
+        else:
+            ranges.append([cp, cp])
+    return Regex("[" + "".join(f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in ranges) + "]")
+
+
+@functools.cache
+def _google_classes():
+    """Google's character classes, from this Python's `unicodedata`, as engine regexes.
+
+    The engine's own Unicode tables differ from Python's (some newer, some older):
+    alone it would keep unassigned code points and recent format characters as
+    [UNK], keep recent combining marks, and disagree on some punctuation. Google's
+    code classifies with `unicodedata`, so that is what decides here too.
+
+    Returns:
+        `(dropped, marks, punctuation)` regexes; built once per process (~0.3 s).
+    """
+    dropped, marks, punctuation = [], [], []
+    for cp, cat in enumerate(map(unicodedata.category, map(chr, range(0x110000)))):
+        if cat[0] == "C" and cp not in (9, 10, 13) or cp == 0xFFFD:
+            dropped.append(cp)
+        elif cat == "Mn":
+            marks.append(cp)
+        elif cat[0] == "P" or 33 <= cp <= 126 and not chr(cp).isalnum():
+            punctuation.append(cp)
+        elif 0x2B820 <= cp <= 0x2B91F:
+            # Google's CJK Ext. E block starts at U+2B820, the engine's at U+2B920;
+            # a CJK character stands alone, exactly like punctuation.
+            punctuation.append(cp)
+    return _char_class(dropped), _char_class(marks), _char_class(punctuation)
+
+
+def google_normalizer(do_lower_case):
+    """Engine normalizer doing Google's text cleaning, CJK spacing, lowercasing and accent stripping."""
+    dropped, marks, _ = _google_classes()
+    steps = [normalizers.Replace(dropped, "")]
+    if do_lower_case:
+        steps += [normalizers.Replace(_FINAL_SIGMA, "ς"), normalizers.NFD(),
+                  normalizers.Replace(marks, "")]
+    steps.append(normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=False, lowercase=do_lower_case))
+    return normalizers.Sequence(steps)
+
+
+def google_pre_tokenizer():
+    """Engine pre-tokenizer splitting on whitespace and isolating each punctuation mark."""
+    return pre_tokenizers.Sequence([
+        pre_tokenizers.WhitespaceSplit(),
+        pre_tokenizers.Split(_google_classes()[2], behavior="isolated")])
