@@ -28,8 +28,8 @@ MAX_WORD_CHARS = 100
 # Pair layouts: "S*E*E" is [CLS] a [SEP] b [SEP]; "S*ES*E" repeats [CLS] before b.
 _PATTERNS = ("S*E*E", "S*ES*E")
 _TRUNCATE_FROM = ("right", "left")
-# decode: no space after opening brackets, none around joiners ("state-of-the-art").
-_OPENERS = set("([{<“‘«《〈「『【〔（［｛＜")
+# decode: no space after openers ("(a", "$5"), none around joiners ("state-of-the-art").
+_OPENERS = set("([{<“‘«《〈「『【〔（［｛＜$#£€¥")
 _JOINERS = set("-/+=@_~^\\")
 _CONTRACTIONS = {"s", "t", "m", "d", "re", "ve", "ll"}
 
@@ -278,31 +278,18 @@ class Tokenizer:
             >>> tokenizer.decode(tokenizer.encode("语言模型 BERT, 2.5 倍")[0])
             '语言模型bert, 2.5倍'
         """
-        tokens = [t for t in self.ids_to_tokens(ids) if not is_special(t)]
-        text, prev = "", ""
-        for token in tokens:
+        text, prev, quotes = "", "", 0
+        for token in self.ids_to_tokens(ids):
+            if is_special(token):
+                continue
             suffix = token.startswith("##") and len(token) > 2
             piece = token[2:] if suffix else token
-            if text and not (suffix or self._joins(text, prev, piece)):
+            if text and not (suffix or _glued(text, prev, piece, quotes % 2)):
                 text += " "
             text += piece
-            prev = token
+            quotes += piece == '"'
+            prev = piece
         return text
-
-    @staticmethod
-    def _joins(text, prev, piece):
-        """Whether `piece` is written right after `text` (prev: the previous token)."""
-        last = text[-1]
-        if is_cjk(last) or is_cjk(piece[0]) or last in _OPENERS or last in _JOINERS:
-            return True
-        if len(piece) == 1 and is_punctuation(piece) and piece not in _OPENERS:
-            return True
-        if is_punctuation(last) and not last.isascii():
-            return True  # full-width punctuation carries its own spacing
-        if prev == "'" and piece in _CONTRACTIONS:
-            return True
-        # "2 . 5" was the number 2.5
-        return prev == "." and piece[0].isdigit() and len(text) > 1 and text[-2].isdigit()
 
     def rematch(self, text, tokens):
         """Character positions in `text` of each token, e.g. for span extraction.
@@ -357,3 +344,21 @@ def _longest_first(a, b, budget):
     a, b = (a - cut, b) if a >= b else (a, b - cut)
     excess -= cut
     return a - (excess + 1) // 2, b - excess // 2
+
+
+def _glued(text, prev, piece, in_quote):
+    """Whether `piece` follows `text` (whose last token was `prev`) without a space."""
+    last = text[-1]
+    if is_cjk(last) or is_cjk(piece[0]) or last in _OPENERS or last in _JOINERS:
+        return True
+    if piece == '"' or last == '"' and in_quote:
+        return bool(in_quote)  # a closing quote, or the word after an opening one
+    if len(piece) == 1 and is_punctuation(piece) and piece not in _OPENERS:
+        return True
+    if is_punctuation(last) and not last.isascii():
+        return True  # full-width punctuation carries its own spacing
+    if prev == "'" and piece in _CONTRACTIONS:
+        return True
+    # "2 . 5" was 2.5 and "1 , 000" was 1,000
+    return (prev in (".", ",") and len(text) > 1 and text[-2].isdigit() and piece.isdigit()
+            and (prev == "." or len(piece) == 3))
