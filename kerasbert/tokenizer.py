@@ -67,7 +67,7 @@ class Tokenizer:
         self._unk_id, self._pad_id = token_dict["[UNK]"], token_dict["[PAD]"]
         self._cls_id, self._sep_id = token_dict["[CLS]"], token_dict["[SEP]"]
         self._frame = {"[CLS]", "[SEP]", "[PAD]", "[MASK]"}
-        self._engines = {}
+        self._engines, self._vanishing = {}, {}
         self._engine = self._engine_for()
 
     @property
@@ -291,6 +291,13 @@ class Tokenizer:
             prev = piece
         return text
 
+    def _vanishes(self, ch):
+        """Whether normalization deletes `ch` (a control, zero-width or combining character)."""
+        gone = self._vanishing.get(ch)
+        if gone is None:
+            gone = self._vanishing[ch] = not self._engine.normalizer.normalize_str(ch)
+        return gone
+
     def rematch(self, text, tokens):
         """Character positions in `text` of each token, e.g. for span extraction.
 
@@ -298,8 +305,10 @@ class Tokenizer:
             text: the original text. tokens: its tokens, as `tokenize(text)` gave them.
 
         Returns:
-            one list of character indices per token; [CLS], [SEP], [PAD] and
-            [MASK] map to `[]`, an [UNK] to the word it replaced.
+            one list of character indices per token, leaving out characters the
+            tokenizer drops (controls, zero-width, combining accents when
+            lowercasing); [CLS], [SEP], [PAD] and [MASK] map to `[]`, an [UNK]
+            to the word it replaced.
 
         Raises:
             ValueError: a token that does not occur (in order) in `text`.
@@ -319,7 +328,7 @@ class Tokenizer:
             k = next((k for k in range(start, len(pieces)) if pieces[k][0] == token), None)
             if k is not None:
                 begin, end = pieces[k][1]
-                mapping.append(list(range(begin, end)))
+                mapping.append([i for i in range(begin, end) if not self._vanishes(text[i])])
                 start = k + 1
             elif is_special(token):
                 mapping.append([])
