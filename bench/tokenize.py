@@ -109,14 +109,31 @@ def _digest(row):
     return zlib.crc32(array("i", row).tobytes())
 
 
-def _best(fn, repeat):
-    """Shortest wall time of `repeat` runs (the machine may be shared) and the last result."""
-    best, result = float("inf"), None
+def _interleaved(methods, repeat):
+    """Shortest wall time of each method over `repeat` rounds, taken in turn so that
+    load from other processes falls on all of them alike; and each one's last result."""
+    best, results = {name: float("inf") for name in methods}, {}
     for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, result
+        for name, fn in methods.items():
+            start = time.perf_counter()
+            results[name] = fn()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best, results
+
+
+def reference_engine(vocab, maxlen):
+    """The `tokenizers` engine as configured for BERT, with nothing of kerasbert."""
+    from tokenizers import Tokenizer as Engine
+    from tokenizers import models, normalizers, pre_tokenizers, processors
+
+    engine = Engine(models.WordPiece.from_file(vocab, unk_token="[UNK]"))
+    engine.normalizer = normalizers.BertNormalizer(lowercase=True)
+    engine.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    cls, sep = engine.token_to_id("[CLS]"), engine.token_to_id("[SEP]")
+    engine.post_processor = processors.BertProcessing(("[SEP]", sep), ("[CLS]", cls))
+    engine.enable_truncation(maxlen)
+    engine.enable_padding(pad_id=engine.token_to_id("[PAD]"))
+    return engine
 
 
 def _bert4keras(vocab, lines, maxlen):
@@ -139,7 +156,6 @@ def _bert4keras(vocab, lines, maxlen):
 def run(lines, vocab, maxlen=128, repeat=3, peers=True):
     """Time every tokenizer on `lines`; returns a list of row dicts."""
     import numpy as np
-    from tokenizers import BertWordPieceTokenizer
 
     from kerasbert.tokenizer import Tokenizer
 
@@ -152,39 +168,31 @@ def run(lines, vocab, maxlen=128, repeat=3, peers=True):
 
     tokenizer = Tokenizer(vocab, do_lower_case=True)
     tokenizer.encode_batch(lines[:10], maxlen=maxlen)  # build the engine outside the timing
-
-    def batch():
-        ids, _ = tokenizer.encode_batch(lines, maxlen=maxlen)
-        lengths = (ids != tokenizer.token_to_id("[PAD]")).sum(axis=1)
-        return ids, lengths
-
-    seconds, (ids, lengths) = _best(batch, repeat)
-    timings["kerasbert Tokenizer.encode_batch"] = (
-        seconds, [_digest(row[:n].tolist()) for row, n in zip(ids, lengths)])
-    seconds, reference = _best(lambda: [tokenizer.encode(x, maxlen=maxlen)[0] for x in lines], repeat)
-    reference = [_digest(row) for row in reference]
-    timings["kerasbert Tokenizer.encode (loop)"] = (seconds, reference)
-
-    engine = BertWordPieceTokenizer(vocab, lowercase=True)
-    engine.enable_truncation(maxlen)
-    engine.enable_padding()
-
-    def direct(method):
-        def call():
-            encodings = method(lines)
-            return [e.ids for e in encodings], [e.type_ids for e in encodings]
-        return call
-
-    for name, method in (("encode_batch", engine.encode_batch),
-                         ("encode_batch_fast", engine._tokenizer.encode_batch_fast)):
-        seconds, (rows, _) = _best(direct(method), repeat)
-        timings[f"tokenizers engine {name}"] = (
-            seconds, [_digest([i for i in row if i != 0]) for row in rows])
+    engine = reference_engine(vocab, maxlen)
+    pad = tokenizer.token_to_id("[PAD]")
+    fast = {
+        "kerasbert Tokenizer.encode_batch": lambda: tokenizer.encode_batch(lines, maxlen=maxlen)[0],
+        "kerasbert Tokenizer.encode (loop)": lambda: [tokenizer.encode(x, maxlen=maxlen)[0]
+                                                      for x in lines],
+        # The least a caller of the engine must do: encode, then read the ids (for
+        # single texts every segment id is 0, so no type_ids are needed).
+        "tokenizers engine encode_batch": lambda: [e.ids for e in engine.encode_batch(lines)],
+        "tokenizers engine encode_batch_fast": lambda: [e.ids for e in
+                                                        engine.encode_batch_fast(lines)],
+    }
+    best, results = _interleaved(fast, repeat)
+    reference = [_digest(row) for row in results["kerasbert Tokenizer.encode (loop)"]]
+    for name, rows in results.items():
+        digests = [_digest([i for i in row if i != pad]) for row in
+                   (rows.tolist() if isinstance(rows, np.ndarray) else rows)]
+        timings[name] = (best[name], digests)
     if peers:
         from transformers.models.bert.tokenization_bert_legacy import BertTokenizerLegacy
 
         legacy = BertTokenizerLegacy(vocab, do_lower_case=True)
-        seconds, out = _best(lambda: legacy(lines, max_length=maxlen, truncation=True), 1)
+        start = time.perf_counter()
+        out = legacy(lines, max_length=maxlen, truncation=True)
+        seconds = time.perf_counter() - start
         timings["transformers BertTokenizerLegacy"] = (
             seconds, [_digest(row) for row in out["input_ids"]])
 
@@ -228,11 +236,12 @@ def main(argv=None):
         else os.path.join(ROOT, args.vocab)
     files = args.corpus or find_corpus()
     if files:
-        lines, source = read_corpus(files), [os.path.relpath(f, ROOT) for f in files]
+        lines = read_corpus(files)
+        source = args.corpus or [os.path.relpath(f, ROOT) for f in files]
     else:
         from kerasbert.vocab import load_vocab
 
-        lines, source = synthetic_corpus(load_vocab(vocab)), ["synthetic"]
+        lines, source = synthetic_corpus(load_vocab(vocab), n=args.limit or 20000), ["synthetic"]
     lines = lines[:args.limit] if args.limit else lines
     rows = run(lines, vocab, args.maxlen, args.repeat, peers=not args.no_peers)
     result = {"corpus": source, "lines": len(lines), "chars": sum(map(len, lines)),

@@ -324,3 +324,22 @@ def test_random_unicode_never_crashes_and_spans_lie_inside(tok, text):
         assert all(0 <= i < len(text) for i in span)
         assert span == sorted(span) and (not span or span[0] > last)
         last = span[-1] if span else last
+
+
+# --- benchmark ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("corpus_dirs", [None, ()])
+def test_benchmark_runs_with_and_without_the_corpus(tmp_path, monkeypatch, corpus_dirs):
+    import json
+
+    import bench.tokenize as bench
+
+    if corpus_dirs is not None:
+        monkeypatch.setattr(bench, "CORPUS_DIRS", corpus_dirs)  # as if the corpus were absent
+    out = tmp_path / "tokenize.json"
+    result = bench.main(["--no-peers", "--limit", "200", "--repeat", "1", "--json", str(out)])
+    assert json.loads(out.read_text()) == result and result["lines"] == 200
+    assert {r["method"] for r in result["rows"]} >= {"kerasbert Tokenizer.encode_batch",
+                                                      "tokenizers engine encode_batch_fast"}
+    assert all(r["same_ids"] == 1.0 for r in result["rows"] if r["method"].startswith("kerasbert"))
