@@ -97,10 +97,10 @@ class Tokenizer:
         engine.post_processor = processors.TemplateProcessing(
             single="[CLS] $A [SEP]", special_tokens=[("[CLS]", self._cls_id), ("[SEP]", self._sep_id)])
         if maxlen is not None:
-            engine.enable_truncation(maxlen, direction=truncate_from)
+            engine.enable_truncation(int(maxlen), direction=truncate_from)
         if pad:
             engine.enable_padding(pad_id=self._pad_id, pad_token="[PAD]",
-                                  length=maxlen if pad == "maxlen" else None)
+                                  length=int(maxlen) if pad == "maxlen" else None)
         if len(self._engines) >= 32:
             self._engines.clear()
         self._engines[key] = engine
@@ -113,8 +113,10 @@ class Tokenizer:
             raise ValueError(f"truncate_from={truncate_from!r} must be 'right' or 'left'")
         if maxlen is None:
             return
+        if isinstance(maxlen, bool) or not isinstance(maxlen, (int, np.integer)):
+            raise ValueError(f"maxlen must be an int or None, got maxlen={maxlen!r}")
         least = (4 if pattern == "S*ES*E" else 3) if pair else 2
-        if isinstance(maxlen, bool) or not isinstance(maxlen, (int, np.integer)) or maxlen < least:
+        if maxlen < least:
             what = f"a pair with pattern {pattern!r}" if pair else "a single text"
             raise ValueError(
                 f"maxlen={maxlen!r} is too small: {what} needs maxlen >= {least} "
@@ -130,11 +132,6 @@ class Tokenizer:
         return ([self._cls_id] + a + [self._sep_id] + second,
                 [0] * (len(a) + 2) + [1] * len(second))
 
-    @staticmethod
-    def _check_text(text, name):
-        if not isinstance(text, str):
-            raise TypeError(f"{name} must be a str, got {type(text).__name__}: {text!r:.60}")
-
     def tokenize(self, text, maxlen=None):
         """Split `text` into WordPiece tokens framed by [CLS] and [SEP].
 
@@ -144,7 +141,7 @@ class Tokenizer:
         Returns:
             list of str, e.g. `['[CLS]', '语', '言', '[SEP]']`; unknown words are `[UNK]`.
         """
-        self._check_text(text, "text")
+        _need_str(text, "text")
         self._check(maxlen, "S*E*E", "right", False)
         ids = self._engine_for(maxlen).encode_batch_fast([text])[0].ids
         return [self._id_to_token[i] for i in ids]
@@ -173,9 +170,9 @@ class Tokenizer:
             ([101, 6427, 6241, 102, 3563, 1798, 102], [0, 0, 0, 0, 1, 1, 1])
         """
         pair = second_text is not None
-        self._check_text(first_text, "first_text")
+        _need_str(first_text, "first_text")
         if pair:
-            self._check_text(second_text, "second_text")
+            _need_str(second_text, "second_text")
         self._check(maxlen, pattern, truncate_from, pair)
         if not pair:
             # The batch call skips offset tracking: faster than encode() even for one text.
@@ -202,16 +199,12 @@ class Tokenizer:
             >>> ids.shape
             (2, 6)
         """
-        texts = list(texts)
+        texts = _str_list(texts, "texts")
         if pairs is not None:
-            pairs = list(pairs)
+            pairs = _str_list(pairs, "pairs")
             if len(pairs) != len(texts):
                 raise ValueError(f"got {len(texts)} texts but {len(pairs)} pairs; "
                                  "pairs needs one second text per text")
-        for name, seq in (("texts", texts), ("pairs", pairs or ())):
-            bad = next((i for i, t in enumerate(seq) if not isinstance(t, str)), None)
-            if bad is not None:
-                raise TypeError(f"{name}[{bad}] must be a str, got {type(seq[bad]).__name__}")
         self._check(maxlen, pattern, truncate_from, pairs is not None)
         if pad_to_maxlen and maxlen is None:
             raise ValueError("pad_to_maxlen=True needs a maxlen to pad to")
@@ -317,7 +310,7 @@ class Tokenizer:
             >>> tokenizer.rematch("BERT模型", ['[CLS]', 'be', '##rt', '模', '型', '[SEP]'])
             [[], [0, 1], [2, 3], [4], [5], []]
         """
-        self._check_text(text, "text")
+        _need_str(text, "text")
         encoding = self._engine.encode(text, add_special_tokens=False)
         pieces = list(zip(encoding.tokens, encoding.offsets))
         mapping, start = [], 0
@@ -338,6 +331,20 @@ class Tokenizer:
                     f"tokens[{n}]={token!r} does not occur in the text after character "
                     f"{after}; rematch needs the tokens that tokenize(text) returned")
         return mapping
+
+
+def _need_str(value, name):
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}: {value!r:.60}")
+
+
+def _str_list(values, name):
+    if isinstance(values, str):
+        raise TypeError(f"{name} must be a list of str, not a single str ({values!r:.40})")
+    values = list(values)
+    for i, value in enumerate(values):
+        _need_str(value, f"{name}[{i}]")
+    return values
 
 
 def _longest_first(a, b, budget):

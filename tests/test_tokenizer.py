@@ -177,8 +177,8 @@ def test_pair_truncation(tok, pattern, specials, truncate_from):
     ({"second_text": "b", "maxlen": 2}, r"maxlen=2 is too small: a pair with pattern 'S\*E\*E' needs maxlen >= 3"),
     ({"second_text": "b", "maxlen": 3, "pattern": "S*ES*E"}, r"needs maxlen >= 4"),
     ({"maxlen": 1}, r"maxlen=1 is too small: a single text needs maxlen >= 2"),
-    ({"maxlen": True}, r"maxlen=True"),
-    ({"maxlen": 2.5}, r"maxlen=2.5"),
+    ({"maxlen": True}, r"maxlen must be an int or None, got maxlen=True"),
+    ({"maxlen": 2.5}, r"maxlen must be an int or None, got maxlen=2.5"),
     ({"pattern": "SEE"}, r"pattern='SEE' is not supported"),
     ({"truncate_from": "middle"}, r"truncate_from='middle' must be 'right' or 'left'"),
 ])
@@ -194,6 +194,8 @@ def test_non_text_input_is_a_type_error(tok):
         tok.encode("a", ["b"])
     with pytest.raises(TypeError, match=r"texts\[1\] must be a str, got NoneType"):
         tok.encode_batch(["a", None])
+    with pytest.raises(TypeError, match=r"texts must be a list of str, not a single str"):
+        tok.encode_batch("语言模型")
 
 
 def test_token_and_id_lookups(tok):
@@ -268,6 +270,13 @@ def test_encode_batch_padding_and_edge_cases(tok):
 ])
 def test_odd_text(tok, text, tokens):
     assert tok.tokenize(text) == ["[CLS]"] + tokens + ["[SEP]"]
+
+
+def test_do_lower_case_false_keeps_case_and_accents():
+    vocab = {t: i for i, t in enumerate(SPECIALS + ["Hello", "hello", "café", "cafe"])}
+    assert Tokenizer(vocab, do_lower_case=False).tokenize("Hello café") == \
+        ["[CLS]", "Hello", "café", "[SEP]"]
+    assert Tokenizer(vocab).tokenize("Hello café") == ["[CLS]", "hello", "cafe", "[SEP]"]
 
 
 def test_word_over_100_characters_is_unk(tok):
