@@ -149,7 +149,8 @@ DIFFERENT = {  # text -> why bert4keras's ids differ from Google's (and ours)
     "a\ue000b": "private-use character: Google drops it, bert4keras keeps it (word -> [UNK])",
     "x\U000e0080y": "unassigned code point: Google drops it, bert4keras keeps it",
 }
-PAIRS = [("一二三四五六七", "甲乙丙"), ("语言", "模型"), ("BERT很好", "非常好的模型，推荐！")]
+PAIRS = [("一二三四五六七", "甲乙丙"), ("语言", "模型"), ("BERT很好", "非常好的模型，推荐！"),
+         ("今天天气很好", "适合出去玩")]  # the last one is the example in docs/tokenizer.md
 
 _B4K_SCRIPT = r"""
 import json, sys
