@@ -1,8 +1,7 @@
-"""BERT tokenizer with the bert4keras interface, run by Hugging Face `tokenizers`.
+"""BERT tokenizer with the bert4keras interface and Google's ids, run by Hugging Face `tokenizers`.
 
-The engine is a `tokenizers` WordPiece model behind the BERT normalizer and
-pre-tokenizer, which reproduces Google's `FullTokenizer`; this module adds the
-bert4keras methods (`encode`, `decode`, `rematch`, ...) and numpy batches.
+The engine is a `tokenizers` WordPiece model behind Google's text cleaning and word
+splitting (see `kerasbert.vocab`); this module adds bert4keras's methods and numpy batches.
 
 Example:
     >>> tokenizer = Tokenizer("checkpoints/chinese_L-12_H-768_A-12/vocab.txt")
@@ -22,40 +21,33 @@ from kerasbert.vocab import (check_vocab, google_normalizer, google_pre_tokenize
 
 __all__ = ["Tokenizer", "load_vocab"]
 
-# Google's WordPiece gives [UNK] for any word longer than this.
-MAX_WORD_CHARS = 100
-
-# Pair layouts: "S*E*E" is [CLS] a [SEP] b [SEP]; "S*ES*E" repeats [CLS] before b.
-_PATTERNS = ("S*E*E", "S*ES*E")
-_TRUNCATE_FROM = ("right", "left")
+MAX_WORD_CHARS = 100  # Google's WordPiece gives [UNK] for any longer word
+_PATTERNS = ("S*E*E", "S*ES*E")  # [CLS] a [SEP] b [SEP]; the second repeats [CLS] before b
 # decode: no space after openers ("(a", "$5"), none around joiners ("state-of-the-art").
 _OPENERS = set("([{<“‘«《〈「『【〔（［｛＜$#£€¥")
 _JOINERS = set("-/+=@_~^\\")
 _CONTRACTIONS = {"s", "t", "m", "d", "re", "ve", "ll"}
 
+
 class Tokenizer:
     """BERT WordPiece tokenizer with bert4keras's methods and Google's ids.
 
     Args:
-        vocab: path of a `vocab.txt`, or a `{token: id}` dict (e.g. from
-            `load_vocab(..., simplified=True)`).
-        do_lower_case: lowercase and strip accents (True for uncased and Chinese
-            checkpoints, False for cased ones).
+        vocab: a `vocab.txt` path, or a `{token: id}` dict (e.g. from `load_vocab`).
+        do_lower_case: lowercase and strip accents (Chinese and uncased checkpoints).
 
     Raises:
-        ValueError: the vocabulary lacks [PAD], [UNK], [CLS] or [SEP], or the file is bad.
+        ValueError: the vocabulary lacks [PAD], [UNK], [CLS] or [SEP], or its file is bad.
         TypeError: `vocab` is neither a path nor a dict.
 
     Example:
-        >>> tokenizer = Tokenizer({"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "hi": 4})
-        >>> tokenizer.tokenize("Hi!")
+        >>> Tokenizer({"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "hi": 4}).tokenize("Hi!")
         ['[CLS]', 'hi', '[UNK]', '[SEP]']
     """
 
     def __init__(self, vocab, do_lower_case=True):
         if isinstance(vocab, (str, os.PathLike)):
-            source = os.fspath(vocab)
-            token_dict = load_vocab(source)
+            source, token_dict = os.fspath(vocab), load_vocab(vocab)
         elif isinstance(vocab, dict):
             source, token_dict = "the given vocabulary dict", dict(vocab)
         else:
@@ -80,36 +72,36 @@ class Tokenizer:
         """A copy of the `{token: id}` vocabulary."""
         return dict(self._token_dict)
 
-    def _engine_for(self, maxlen=None, truncate_from="right", pad=False):
-        """An engine for one truncation/padding choice, built once and reused.
+    def _engine_for(self, maxlen=None, truncate_from="right", pad=None):
+        """The engine for one truncation and padding (None, "longest", "maxlen"), made once.
 
-        `pad` is False (no padding), "longest" or "maxlen". Engines are never
-        reconfigured after creation, so concurrent calls cannot disturb each other.
+        Engines are never reconfigured, so concurrent calls cannot disturb each other.
         """
         key = (maxlen, truncate_from if maxlen else "right", pad)
         engine = self._engines.get(key)
-        if engine is not None:
-            return engine
-        engine = _Engine(models.WordPiece(
-            self._token_dict, unk_token="[UNK]", max_input_chars_per_word=MAX_WORD_CHARS))
-        engine.normalizer = google_normalizer(self._do_lower_case)
-        engine.pre_tokenizer = google_pre_tokenizer()
-        engine.post_processor = processors.TemplateProcessing(
-            single="[CLS] $A [SEP]", special_tokens=[("[CLS]", self._cls_id), ("[SEP]", self._sep_id)])
-        if maxlen is not None:
-            engine.enable_truncation(int(maxlen), direction=truncate_from)
-        if pad:
-            engine.enable_padding(pad_id=self._pad_id, pad_token="[PAD]",
-                                  length=int(maxlen) if pad == "maxlen" else None)
-        if len(self._engines) >= 32:
-            self._engines.clear()
-        self._engines[key] = engine
+        if engine is None:
+            engine = _Engine(models.WordPiece(self._token_dict, unk_token="[UNK]",
+                                              max_input_chars_per_word=MAX_WORD_CHARS))
+            engine.normalizer = google_normalizer(self._do_lower_case)
+            engine.pre_tokenizer = google_pre_tokenizer()
+            engine.post_processor = processors.TemplateProcessing(
+                single="[CLS] $A [SEP]",
+                special_tokens=[("[CLS]", self._cls_id), ("[SEP]", self._sep_id)])
+            if maxlen is not None:
+                engine.enable_truncation(int(maxlen), direction=truncate_from)
+            if pad:
+                engine.enable_padding(pad_id=self._pad_id, pad_token="[PAD]",
+                                      length=int(maxlen) if pad == "maxlen" else None)
+            if len(self._engines) >= 32:
+                self._engines.clear()
+            self._engines[key] = engine
         return engine
 
-    def _check(self, maxlen, pattern, truncate_from, pair):
+    @staticmethod
+    def _check(maxlen, pattern, truncate_from, pair):
         if pattern not in _PATTERNS:
             raise ValueError(f"pattern={pattern!r} is not supported; use one of {list(_PATTERNS)}")
-        if truncate_from not in _TRUNCATE_FROM:
+        if truncate_from not in ("right", "left"):
             raise ValueError(f"truncate_from={truncate_from!r} must be 'right' or 'left'")
         if maxlen is None:
             return
@@ -118,28 +110,18 @@ class Tokenizer:
         least = (4 if pattern == "S*ES*E" else 3) if pair else 2
         if maxlen < least:
             what = f"a pair with pattern {pattern!r}" if pair else "a single text"
-            raise ValueError(
-                f"maxlen={maxlen!r} is too small: {what} needs maxlen >= {least} "
-                f"to hold its [CLS]/[SEP] tokens")
-
-    def _pair_row(self, a, b, maxlen, pattern, truncate_from):
-        """`(token_ids, segment_ids)` of a pair from the ids of both texts (no specials)."""
-        repeat_cls = pattern == "S*ES*E"
-        if maxlen is not None:
-            na, nb = _longest_first(len(a), len(b), maxlen - 3 - repeat_cls)
-            a, b = (a[:na], b[:nb]) if truncate_from == "right" else (a[len(a) - na:], b[len(b) - nb:])
-        second = [self._cls_id] * repeat_cls + b + [self._sep_id]
-        return ([self._cls_id] + a + [self._sep_id] + second,
-                [0] * (len(a) + 2) + [1] * len(second))
+            raise ValueError(f"maxlen={maxlen!r} is too small: {what} needs maxlen >= {least} "
+                             "to hold its [CLS]/[SEP] tokens")
 
     def tokenize(self, text, maxlen=None):
-        """Split `text` into WordPiece tokens framed by [CLS] and [SEP].
+        """WordPiece tokens of `text` between [CLS] and [SEP]; unknown words are [UNK].
 
         Args:
             text: the text. maxlen: keep at most this many tokens (cut before [SEP]).
 
-        Returns:
-            list of str, e.g. `['[CLS]', '语', '言', '[SEP]']`; unknown words are `[UNK]`.
+        Example:
+            >>> tokenizer.tokenize("语言BERT")
+            ['[CLS]', '语', '言', 'be', '##rt', '[SEP]']
         """
         _need_str(text, "text")
         self._check(maxlen, "S*E*E", "right", False)
@@ -148,22 +130,21 @@ class Tokenizer:
 
     def encode(self, first_text, second_text=None, maxlen=None, pattern="S*E*E",
                truncate_from="right"):
-        """Token ids and segment ids of one text or a text pair, unpadded.
+        """Token ids and segment ids of a text or a text pair, unpadded.
 
         Args:
             first_text: the text (segment 0). second_text: optional second text (segment 1).
-            maxlen: total length limit, special tokens included; a pair is cut
-                longest-first.
-            pattern: "S*E*E" gives `[CLS] a [SEP] b [SEP]`; "S*ES*E" gives
-                `[CLS] a [SEP] [CLS] b [SEP]`.
+            maxlen: length limit, special tokens included; a pair loses tokens from its
+                longer text first (from the first text when both are as long).
+            pattern: "S*E*E" is `[CLS] a [SEP] b [SEP]`, "S*ES*E" `[CLS] a [SEP] [CLS] b [SEP]`.
             truncate_from: "right" drops the last tokens, "left" the first ones.
 
         Returns:
-            `(token_ids, segment_ids)`, two lists of ints of equal length.
+            `(token_ids, segment_ids)`, two lists of ints.
 
         Raises:
-            ValueError: `maxlen` too small to hold the special tokens, or an
-                unknown `pattern` / `truncate_from`.
+            ValueError: `maxlen` cannot hold the special tokens, or a bad `pattern` or
+                `truncate_from`.
 
         Example:
             >>> tokenizer.encode("语言", "模型")
@@ -181,22 +162,35 @@ class Tokenizer:
         a, b = self._engine.encode_batch_fast([first_text, second_text], add_special_tokens=False)
         return self._pair_row(a.ids, b.ids, maxlen, pattern, truncate_from)
 
+    def _pair_row(self, a, b, maxlen, pattern, truncate_from):
+        """`(token_ids, segment_ids)` of a pair from the ids of its texts.
+
+        The engine's own pair truncation keeps a leftover token in the text that was
+        longer, which is neither Google's nor bert4keras's rule; so it is done here.
+        """
+        repeat_cls = pattern == "S*ES*E"
+        if maxlen is not None:
+            na, nb = _longest_first(len(a), len(b), maxlen - 3 - repeat_cls)
+            a, b = ((a[:na], b[:nb]) if truncate_from == "right"
+                    else (a[len(a) - na:], b[len(b) - nb:]))
+        second = [self._cls_id] * repeat_cls + b + [self._sep_id]
+        return [self._cls_id] + a + [self._sep_id] + second, [0] * (len(a) + 2) + [1] * len(second)
+
     def encode_batch(self, texts, pairs=None, maxlen=None, pattern="S*E*E",
                      truncate_from="right", pad_to_maxlen=False):
-        """Encode many texts at once (in parallel Rust threads) into padded arrays.
+        """Encode many texts at once, in parallel Rust threads, into padded arrays.
 
         Args:
-            texts: sequence of str. pairs: optional sequence of second texts.
+            texts: a list of str. pairs: optional list of second texts.
             maxlen, pattern, truncate_from: as in `encode`.
-            pad_to_maxlen: pad every row to `maxlen` instead of to the longest row.
+            pad_to_maxlen: pad every row to `maxlen`, not to the longest row.
 
         Returns:
-            `(token_ids, segment_ids)`, int32 arrays of shape `(len(texts), length)`,
+            `(token_ids, segment_ids)`: int32 arrays of shape `(len(texts), length)`,
             padded with the [PAD] id and segment 0.
 
         Example:
-            >>> ids, segments = tokenizer.encode_batch(["语言模型", "好"], maxlen=128)
-            >>> ids.shape
+            >>> tokenizer.encode_batch(["语言模型", "好"], maxlen=128)[0].shape
             (2, 6)
         """
         texts = _str_list(texts, "texts")
@@ -212,44 +206,34 @@ class Tokenizer:
             empty = np.zeros((0, maxlen if pad_to_maxlen else 0), dtype=np.int32)
             return empty, empty.copy()
         if pairs is not None:
-            return self._pair_batch(texts, pairs, maxlen, pattern, truncate_from, pad_to_maxlen)
+            encodings = self._engine.encode_batch_fast(texts + pairs, add_special_tokens=False)
+            rows = [self._pair_row(encodings[i].ids, encodings[len(texts) + i].ids, maxlen,
+                                   pattern, truncate_from) for i in range(len(texts))]
+            width = maxlen if pad_to_maxlen else max(len(ids) for ids, _ in rows)
+            token_ids = np.full((len(rows), width), self._pad_id, dtype=np.int32)
+            segment_ids = np.zeros((len(rows), width), dtype=np.int32)
+            for i, (ids, segments) in enumerate(rows):
+                token_ids[i, :len(ids)], segment_ids[i, :len(ids)] = ids, segments
+            return token_ids, segment_ids
         engine = self._engine_for(maxlen, truncate_from, "maxlen" if pad_to_maxlen else "longest")
-        # encode_batch_fast skips offset tracking, which batches never need; the
-        # engine truncates and pads, so every row has the same length.
+        # No offsets needed; the engine truncates and pads, so all rows are as long.
         encodings = engine.encode_batch_fast(texts)
         shape = (len(encodings), len(encodings[0]))
-        # fromiter over a flat generator is about twice as fast as np.array(list of lists).
+        # fromiter over one flat generator is about twice as fast as np.array(list of lists).
         token_ids = np.fromiter(chain.from_iterable(e.ids for e in encodings), np.int32,
                                 count=shape[0] * shape[1]).reshape(shape)
         return token_ids, np.zeros(shape, dtype=np.int32)
-
-    def _pair_batch(self, texts, pairs, maxlen, pattern, truncate_from, pad_to_maxlen):
-        encodings = self._engine.encode_batch_fast(texts + pairs, add_special_tokens=False)
-        n = len(texts)
-        rows = [self._pair_row(encodings[i].ids, encodings[n + i].ids, maxlen, pattern,
-                               truncate_from) for i in range(n)]
-        width = maxlen if pad_to_maxlen else max(len(ids) for ids, _ in rows)
-        token_ids = np.full((n, width), self._pad_id, dtype=np.int32)
-        segment_ids = np.zeros((n, width), dtype=np.int32)
-        for i, (ids, segments) in enumerate(rows):
-            token_ids[i, :len(ids)] = ids
-            segment_ids[i, :len(ids)] = segments
-        return token_ids, segment_ids
 
     def token_to_id(self, token):
         """Id of `token`, or the [UNK] id if it is not in the vocabulary."""
         return self._token_dict.get(token, self._unk_id)
 
     def tokens_to_ids(self, tokens):
-        """`token_to_id` over a list."""
+        """`token_to_id` of each token."""
         return [self._token_dict.get(t, self._unk_id) for t in tokens]
 
     def id_to_token(self, i):
-        """Token of id `i`.
-
-        Raises:
-            KeyError: `i` is not an id of the vocabulary.
-        """
+        """Token of id `i`. Raises KeyError if `i` is not an id of the vocabulary."""
         try:
             return self._id_to_token[int(i)]
         except KeyError:
@@ -257,15 +241,14 @@ class Tokenizer:
                            f"({len(self._token_dict)} tokens)") from None
 
     def ids_to_tokens(self, ids):
-        """`id_to_token` over a list."""
+        """`id_to_token` of each id."""
         return [self.id_to_token(i) for i in ids]
 
     def decode(self, ids):
-        """Readable text from ids: special tokens dropped, `##` pieces joined.
+        """Readable text: special tokens dropped, `##` pieces joined, CJK without spaces.
 
-        CJK characters are written without spaces; other words are separated by
-        one space, with punctuation attached as in ordinary prose. Lowercasing
-        and accent stripping are not undone.
+        Other words are separated by a space, punctuation attached as in prose;
+        lowercasing and accent stripping are not undone.
 
         Example:
             >>> tokenizer.decode(tokenizer.encode("语言模型 BERT, 2.5 倍")[0])
@@ -284,27 +267,19 @@ class Tokenizer:
             prev = piece
         return text
 
-    def _vanishes(self, ch):
-        """Whether normalization deletes `ch` (a control, zero-width or combining character)."""
-        gone = self._vanishing.get(ch)
-        if gone is None:
-            gone = self._vanishing[ch] = not self._engine.normalizer.normalize_str(ch)
-        return gone
-
     def rematch(self, text, tokens):
-        """Character positions in `text` of each token, e.g. for span extraction.
+        """Character positions in `text` of each token, e.g. to map spans back.
 
         Args:
             text: the original text. tokens: its tokens, as `tokenize(text)` gave them.
 
         Returns:
-            one list of character indices per token, leaving out characters the
-            tokenizer drops (controls, zero-width, combining accents when
-            lowercasing); [CLS], [SEP], [PAD] and [MASK] map to `[]`, an [UNK]
-            to the word it replaced.
+            a list of character indices per token, without the characters the tokenizer
+            deletes (controls, zero-width, combining accents when lowercasing); [CLS],
+            [SEP], [PAD] and [MASK] get `[]`, an [UNK] the word it replaced.
 
         Raises:
-            ValueError: a token that does not occur (in order) in `text`.
+            ValueError: a token that does not occur, in order, in `text`.
 
         Example:
             >>> tokenizer.rematch("BERT模型", ['[CLS]', 'be', '##rt', '模', '型', '[SEP]'])
@@ -315,10 +290,8 @@ class Tokenizer:
         pieces = list(zip(encoding.tokens, encoding.offsets))
         mapping, start = [], 0
         for n, token in enumerate(tokens):
-            if token in self._frame:
-                mapping.append([])
-                continue
-            k = next((k for k in range(start, len(pieces)) if pieces[k][0] == token), None)
+            k = None if token in self._frame else next(
+                (k for k in range(start, len(pieces)) if pieces[k][0] == token), None)
             if k is not None:
                 begin, end = pieces[k][1]
                 mapping.append([i for i in range(begin, end) if not self._vanishes(text[i])])
@@ -327,10 +300,16 @@ class Tokenizer:
                 mapping.append([])
             else:
                 after = pieces[start - 1][1][1] if start else 0
-                raise ValueError(
-                    f"tokens[{n}]={token!r} does not occur in the text after character "
-                    f"{after}; rematch needs the tokens that tokenize(text) returned")
+                raise ValueError(f"tokens[{n}]={token!r} does not occur in the text after "
+                                 f"character {after}; rematch needs the tokens of tokenize(text)")
         return mapping
+
+    def _vanishes(self, ch):
+        """Whether normalization deletes `ch` (a control, zero-width or combining character)."""
+        gone = self._vanishing.get(ch)
+        if gone is None:
+            gone = self._vanishing[ch] = not self._engine.normalizer.normalize_str(ch)
+        return gone
 
 
 def _need_str(value, name):
@@ -348,10 +327,10 @@ def _str_list(values, name):
 
 
 def _longest_first(a, b, budget):
-    """Lengths `(a, b)` cut to `a + b <= budget` as bert4keras does it.
+    """Lengths `(a, b)` cut to `a + b <= budget` as bert4keras does.
 
-    One token at a time from the longer text, from the first text on a tie;
-    Google's `_truncate_seq_pair` takes the tie from the second text instead.
+    One token at a time from the longer text, from the first text on a tie (Google's
+    `_truncate_seq_pair` takes ties from the second text).
     """
     excess = a + b - budget
     if excess <= 0:

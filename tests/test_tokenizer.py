@@ -88,7 +88,8 @@ def test_duplicate_token_names_both_lines(tmp_path):
 
 
 def test_vocab_file_with_bom_and_crlf(tmp_path):
-    path = write_vocab(tmp_path, [b"\xef\xbb\xbf[PAD]\r", b"[UNK]\r", b"[CLS]\r", b"[SEP]\r", b"hi\r"])
+    lines = [b"\xef\xbb\xbf[PAD]\r", b"[UNK]\r", b"[CLS]\r", b"[SEP]\r", b"hi\r"]
+    path = write_vocab(tmp_path, lines)
     assert load_vocab(path) == {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "hi": 4}
     assert Tokenizer(path).encode("hi") == ([2, 4, 3], [0, 0, 0])
 
@@ -115,7 +116,8 @@ def test_simplified_vocab_keeps_ids_and_tokenization(tok):
     inverse = {i: t for t, i in full.items()}
     assert all(inverse[keep[i]] == t for t, i in new.items())
     small = Tokenizer(new)
-    for text in ["我爱自然语言处理！", "BERT模型在2018年发布，效果stunning。", "ｆｕｌｌ-width 全角"]:
+    for text in ["我爱自然语言处理！", "BERT模型在2018年发布，效果stunning。",
+                 "ｆｕｌｌ-width 全角"]:
         assert small.tokenize(text) == tok.tokenize(text)
         assert [keep[i] for i in small.encode(text)[0]] == tok.encode(text)[0]
 
@@ -166,7 +168,8 @@ def test_pair_truncation(tok, pattern, specials, truncate_from):
         na, nb = bert4keras_truncation(len(a), len(b), maxlen - specials)
         ids, segments = tok.encode(first, second, maxlen=maxlen, pattern=pattern,
                                    truncate_from=truncate_from)
-        keep_a, keep_b = (a[:na], b[:nb]) if truncate_from == "right" else (a[len(a) - na:], b[len(b) - nb:])
+        keep_a, keep_b = ((a[:na], b[:nb]) if truncate_from == "right"
+                          else (a[len(a) - na:], b[len(b) - nb:]))
         cls = [101] if pattern == "S*ES*E" else []
         assert ids == [101] + keep_a + [102] + cls + keep_b + [102]
         assert segments == [0] * (na + 2) + [1] * (nb + 1 + len(cls))
@@ -174,7 +177,8 @@ def test_pair_truncation(tok, pattern, specials, truncate_from):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"second_text": "b", "maxlen": 2}, r"maxlen=2 is too small: a pair with pattern 'S\*E\*E' needs maxlen >= 3"),
+    ({"second_text": "b", "maxlen": 2},
+     r"maxlen=2 is too small: a pair with pattern 'S\*E\*E' needs maxlen >= 3"),
     ({"second_text": "b", "maxlen": 3, "pattern": "S*ES*E"}, r"needs maxlen >= 4"),
     ({"maxlen": 1}, r"maxlen=1 is too small: a single text needs maxlen >= 2"),
     ({"maxlen": True}, r"maxlen must be an int or None, got maxlen=True"),
@@ -215,7 +219,7 @@ TEXTS = ["语言模型", "", "BERT是一个预训练模型，效果很好！" * 
 
 def unpadded(ids, segments, pad=0):
     n = int((ids != pad).sum())
-    return ids[:n].tolist(), segments[:n].tolist()
+    return ids[:n].tolist(), segments[:n].tolist()  # lists, as encode() gives
 
 
 @pytest.mark.parametrize("maxlen", [None, 5, 128])
@@ -225,7 +229,7 @@ def test_encode_batch_equals_encode(tok, maxlen, truncate_from):
     assert ids.dtype == segments.dtype == np.int32
     expected = [tok.encode(t, maxlen=maxlen, truncate_from=truncate_from) for t in TEXTS]
     assert ids.shape == (len(TEXTS), max(len(e[0]) for e in expected))
-    assert [unpadded(i, s) for i, s in zip(ids, segments)] == [tuple(map(list, e)) for e in expected]
+    assert [unpadded(i, s) for i, s in zip(ids, segments)] == [tuple(e) for e in expected]
 
 
 @pytest.mark.parametrize("pattern", ["S*E*E", "S*ES*E"])
@@ -235,7 +239,7 @@ def test_encode_batch_pairs_equal_encode(tok, pattern, maxlen):
     ids, segments = tok.encode_batch(TEXTS, seconds, maxlen=maxlen, pattern=pattern)
     expected = [tok.encode(a, b, maxlen=maxlen, pattern=pattern) for a, b in zip(TEXTS, seconds)]
     assert ids.shape[1] == max(len(e[0]) for e in expected)
-    assert [unpadded(i, s) for i, s in zip(ids, segments)] == [tuple(map(list, e)) for e in expected]
+    assert [unpadded(i, s) for i, s in zip(ids, segments)] == [tuple(e) for e in expected]
 
 
 def test_encode_batch_padding_and_edge_cases(tok):

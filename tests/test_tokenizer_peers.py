@@ -222,7 +222,8 @@ def test_bert4keras_pair_truncation_matches(bert4keras):
     _, pairs, out = bert4keras
     ours = Tokenizer(VOCAB)
     for (a, b, maxlen, pattern, side), theirs in zip(pairs, out["pairs"]):
-        assert ours.encode(a, b, maxlen=maxlen, pattern=pattern, truncate_from=side) == tuple(theirs)
+        mine = ours.encode(a, b, maxlen=maxlen, pattern=pattern, truncate_from=side)
+        assert mine == tuple(theirs), (a, b, maxlen, pattern, side)
 
 
 def test_bert4keras_tokens_and_rematch_match(bert4keras):
