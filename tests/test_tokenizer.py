@@ -316,11 +316,13 @@ def test_rematch_maps_tokens_to_characters(tok):
 def test_rematch_truncated_tokens_and_errors(tok):
     text = "语言模型"
     assert tok.rematch(text, tok.tokenize(text, maxlen=4)) == [[], [0], [1], []]
+    assert tok.tokenize("묠") == ["[CLS]", "ᄆ", "##ᅭ", "##ᆯ", "[SEP]"]  # accents stripped: NFD
+    assert tok.rematch("묠", tok.tokenize("묠")) == [[], [0], [0], [0], []]
     with pytest.raises(ValueError, match=r"tokens\[1\]='猫' does not occur in the text"):
         tok.rematch(text, ["[CLS]", "猫", "[SEP]"])
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(max_size=60))
 def test_random_unicode_never_crashes_and_spans_lie_inside(tok, text):
     tokens = tok.tokenize(text)
@@ -335,7 +337,8 @@ def test_random_unicode_never_crashes_and_spans_lie_inside(tok, text):
     last = -1
     for span in mapping:
         assert all(0 <= i < len(text) for i in span)
-        assert span == sorted(span) and (not span or span[0] > last)
+        # in order; one character may give several tokens (a Hangul syllable: its jamo)
+        assert span == sorted(span) and (not span or span[0] >= last)
         last = span[-1] if span else last
 
 
