@@ -136,6 +136,22 @@ def reference_engine(vocab, maxlen):
     return engine
 
 
+def slow_bert_tokenizer():
+    """transformers' pure-Python BERT tokenizer class (`BertTokenizerLegacy` in 5.x,
+    `BertTokenizer` before), or None if transformers is not installed."""
+    try:
+        from transformers.models.bert import tokenization_bert_legacy as slow
+        return slow.BertTokenizerLegacy
+    except ImportError:
+        pass
+    try:
+        from transformers.models.bert import tokenization_bert as slow
+    except ImportError:
+        print("transformers skipped: not installed", file=sys.stderr)
+        return None
+    return slow.BertTokenizer
+
+
 def _bert4keras(vocab, lines, maxlen):
     """(seconds, digests) from bert4keras in a subprocess, or None if it cannot run."""
     env = dict(os.environ, TF_KERAS="1", TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="3",
@@ -186,14 +202,12 @@ def run(lines, vocab, maxlen=128, repeat=3, peers=True):
         digests = [_digest([i for i in row if i != pad]) for row in
                    (rows.tolist() if isinstance(rows, np.ndarray) else rows)]
         timings[name] = (best[name], digests)
-    if peers:
-        from transformers.models.bert.tokenization_bert_legacy import BertTokenizerLegacy
-
-        legacy = BertTokenizerLegacy(vocab, do_lower_case=True)
+    legacy = slow_bert_tokenizer() if peers else None
+    if legacy is not None:
         start = time.perf_counter()
-        out = legacy(lines, max_length=maxlen, truncation=True)
+        out = legacy(vocab, do_lower_case=True)(lines, max_length=maxlen, truncation=True)
         seconds = time.perf_counter() - start
-        timings["transformers BertTokenizerLegacy"] = (
+        timings[f"transformers {legacy.__name__}"] = (
             seconds, [_digest(row) for row in out["input_ids"]])
 
     chars = sum(map(len, lines))

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from bench.tokenize import find_corpus, read_corpus
+from bench.tokenize import find_corpus, read_corpus, slow_bert_tokenizer
 from kerasbert.tokenizer import Tokenizer, load_vocab
 
 pytestmark = pytest.mark.peer
@@ -48,8 +48,10 @@ def minilm_vocab():
 
 def google(vocab_path, do_lower_case=True):
     """Google's FullTokenizer algorithm (transformers' port): text -> ids, no [CLS]/[SEP]."""
-    legacy_module = pytest.importorskip("transformers.models.bert.tokenization_bert_legacy")
-    legacy = legacy_module.BertTokenizerLegacy(vocab_path, do_lower_case=do_lower_case)
+    slow = slow_bert_tokenizer()
+    if slow is None:
+        pytest.skip("transformers is not installed")
+    legacy = slow(vocab_path, do_lower_case=do_lower_case)
     basic, wordpiece, vocab = legacy.basic_tokenizer, legacy.wordpiece_tokenizer, legacy.vocab
 
     def ids(text):
