@@ -12,11 +12,14 @@ __version__ = "0.1.0"
 from kerasbert.config import BertConfig
 from kerasbert.heads import add_cls_classifier
 from kerasbert.models import Transformer, build_bert, build_transformer_model
+from kerasbert.tokenizer import Tokenizer, load_vocab
 
 __all__ = [
     "BertConfig",
+    "Tokenizer",
     "Transformer",
     "add_cls_classifier",
     "build_bert",
     "build_transformer_model",
+    "load_vocab",
 ]
