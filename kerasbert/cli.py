@@ -1,6 +1,7 @@
 """``kerasbert <command>``: parses arguments and calls the library, nothing more."""
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -63,6 +64,83 @@ def command_plot(args):
     return 0
 
 
+def command_train(args):
+    from kerasbert import finetune
+
+    fields = {f.name for f in dataclasses.fields(finetune.TrainOptions)}
+    options = finetune.TrainOptions(**{k: v for k, v in vars(args).items() if k in fields})
+    summary = finetune.train(options)
+    shown = "test" if "test" in summary else "dev"
+    print(f"\n{shown} accuracy {summary[shown]['accuracy']:.4f}, "
+          f"macro-F1 {summary[shown]['macro_f1']:.4f} (best epoch {summary['best_epoch']})")
+    skipped = {path: n for path, n in summary["skipped_rows"].items() if n}
+    if skipped:
+        print("skipped rows: " + ", ".join(f"{n} in {path}" for path, n in skipped.items()))
+    print(f"run directory: {options.output} (metrics.json, confusion_matrix.png, "
+          "training_curves.png, model.keras)")
+    return 0
+
+
+def command_evaluate(args):
+    from kerasbert.finetune import Run
+
+    metrics = Run(args.model).evaluate(args.data)
+    if args.json:
+        print(json.dumps(metrics, indent=2, ensure_ascii=False))
+    else:
+        print(f"examples {metrics['examples']}  accuracy {metrics['accuracy']:.4f}  "
+              f"macro-F1 {metrics['macro_f1']:.4f}")
+        for label, row in metrics["per_class"].items():
+            print(f"  {label:<20} precision {row['precision']:.4f}  recall {row['recall']:.4f}  "
+                  f"F1 {row['f1']:.4f}  support {row['support']}")
+    return 0
+
+
+def command_predict(args):
+    from kerasbert.finetune import Run
+
+    if not args.input and not args.texts:
+        raise ValueError("give texts to classify, or --input FILE")
+    run = Run(args.model)
+    rows = run.predict(path=args.input) if args.input else run.predict(texts=args.texts)
+    for row in rows:
+        print(json.dumps(row, ensure_ascii=False))
+    return 0
+
+
+def command_export(args):
+    from kerasbert.finetune import Run
+
+    print(f"wrote {Run(args.model).export(args.to)}")
+    return 0
+
+
+def _train_arguments(parser):
+    add = parser.add_argument
+    add("--train", help="labelled TSV/CSV/JSONL (default: the shipped review split)")
+    add("--dev", help="labelled file for choosing the best epoch")
+    add("--test", help="labelled file evaluated once at the end")
+    add("--output", required=True, help="run directory to create")
+    add("--config", help="bert_config.json (default: the shipped kerasbert-zh-small)")
+    add("--checkpoint", help="Google checkpoint prefix to start from")
+    add("--vocab", help="vocab.txt (default: beside the config)")
+    add("--text-column", default="text")
+    add("--pair-column", default=None, help="second text of sentence pairs")
+    add("--label-column", default="label")
+    for name, kind, default in (("--maxlen", int, 128), ("--batch-size", int, 32),
+                                ("--epochs", int, 3), ("--lr", float, 2e-5),
+                                ("--warmup", float, 0.1), ("--weight-decay", float, 0.01),
+                                ("--grad-accum", int, 1), ("--dropout", float, 0.1),
+                                ("--patience", int, 2), ("--seed", int, 42),
+                                ("--max-train-examples", int, None)):
+        add(name, type=kind, default=default)
+    add("--mixed-precision", action="store_true", help="bfloat16 compute (float32 weights)")
+    add("--jit-compile", action="store_true", help="compile the train step with XLA")
+    add("--strategy", choices=["mirrored", "multi-worker"], default=None)
+    add("--skip-bad-rows", action="store_true", help="skip and count bad rows instead of failing")
+    add("--resume", action="store_true", help="continue an interrupted run in --output")
+
+
 def make_parser():
     parser = argparse.ArgumentParser(prog="kerasbert", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -78,6 +156,27 @@ def make_parser():
     plot.add_argument("--layers", type=int, default=None,
                       help="draw a model cut to this many transformer layers (a readable picture)")
     plot.set_defaults(run=command_plot)
+
+    train = commands.add_parser("train", help="fine-tune a BERT text classifier")
+    _train_arguments(train)
+    train.set_defaults(run=command_train)
+
+    evaluate = commands.add_parser("evaluate", help="metrics of a run's model on a labelled file")
+    evaluate.add_argument("--model", required=True, help="run directory")
+    evaluate.add_argument("--data", required=True, help="labelled TSV/CSV/JSONL")
+    evaluate.add_argument("--json", action="store_true")
+    evaluate.set_defaults(run=command_evaluate)
+
+    predict = commands.add_parser("predict", help="classify texts (JSON lines out)")
+    predict.add_argument("--model", required=True, help="run directory")
+    predict.add_argument("--input", help="file whose text column to classify")
+    predict.add_argument("texts", nargs="*")
+    predict.set_defaults(run=command_predict)
+
+    export = commands.add_parser("export", help="write a TensorFlow SavedModel")
+    export.add_argument("--model", required=True, help="run directory")
+    export.add_argument("--to", required=True, help="SavedModel directory to write")
+    export.set_defaults(run=command_export)
     return parser
 
 
@@ -85,7 +184,7 @@ def main(argv=None):
     args = make_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, FileNotFoundError, FileExistsError) as error:
         print(f"kerasbert {args.command}: {error}", file=sys.stderr)
         return 2
 
