@@ -161,7 +161,8 @@ def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_t
         keep_tokens: checkpoint token ids whose rows of ``word_embeddings`` and
             ``cls/predictions/output_bias`` are kept, in this order.
         compound_tokens: extra rows appended after those, each the average of the
-            rows of a list of checkpoint ids, or of ``(ids, weights)``.
+            rows of a list of ids, or of ``(ids, weights)``; as in bert4keras the ids
+            count in the vocabulary after ``keep_tokens``.
 
     Returns:
         A :class:`LoadReport`.
@@ -228,13 +229,18 @@ class _Vocabulary:
         return (stored_rows if self.keep is None else len(self.keep)) + len(self.compound)
 
     def check(self, stored_rows):
-        ids = list(self.keep or []) + [i for ids, _ in self.compound for i in ids]
-        bad = [i for i in ids if not 0 <= i < stored_rows]
-        if bad:
-            raise CheckpointError(
-                f"Token id {bad[0]} in keep_tokens/compound_tokens is outside the vocabulary "
-                f"of {self.where} (0 to {stored_rows - 1})"
-            )
+        # As in bert4keras, compound ids index the vocabulary after keep_tokens.
+        kept_rows = stored_rows if self.keep is None else len(self.keep)
+        for argument, ids, rows in (("keep_tokens", self.keep or [], stored_rows),
+                                    ("compound_tokens", [i for ids, _ in self.compound for i in ids],
+                                     kept_rows)):
+            bad = [i for i in ids if not 0 <= i < rows]
+            if bad:
+                raise CheckpointError(
+                    f"Token id {bad[0]} in {argument} is outside the vocabulary of "
+                    f"{self.where} (0 to {rows - 1}"
+                    f"{', after keep_tokens' if argument == 'compound_tokens' else ''})"
+                )
 
     def apply(self, rows):
         if self.keep is not None:

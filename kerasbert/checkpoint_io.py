@@ -15,6 +15,14 @@ INDEX_SUFFIX = ".index"
 DATA_SUFFIX = ".data-"
 
 
+# TensorFlow's reader raises its own errors, and plain ones where its C++ status is
+# translated by pybind (OutOfRange → IndexError for a truncated data file).
+def _read_errors():
+    import tensorflow as tf
+
+    return (tf.errors.OpError, ValueError, IndexError, RuntimeError)
+
+
 class CheckpointError(ValueError):
     """A checkpoint that exists but cannot be used: corrupt, truncated, or not fitting the model."""
 
@@ -115,7 +123,7 @@ class FileSource:
         self.description = self.prefix
         try:
             self.reader = tf.train.load_checkpoint(self.prefix)
-        except (tf.errors.OpError, ValueError) as error:
+        except _read_errors() as error:
             raise CheckpointError(
                 f"Cannot read checkpoint index {self.prefix}{INDEX_SUFFIX} "
                 f"(corrupt or not a TensorFlow checkpoint): {_message(error)}"
@@ -131,11 +139,9 @@ class FileSource:
         Raises:
             CheckpointError: the data file is truncated or corrupt (it is named).
         """
-        import tensorflow as tf
-
         try:
             return self.reader.get_tensor(name)
-        except (tf.errors.OpError, ValueError) as error:
+        except _read_errors() as error:
             files = ", ".join(_data_files(self.prefix)) or self.prefix
             raise CheckpointError(
                 f"Cannot read {name} from checkpoint data file {files} "

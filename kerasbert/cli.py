@@ -63,6 +63,17 @@ def command_plot(args):
     return 0
 
 
+def command_convert(args):
+    from kerasbert.convert import convert_hf_to_google
+
+    done = convert_hf_to_google(args.from_hf, args.to)
+    print(f"wrote {done.prefix} ({done.variables} variables) and {done.config_path}")
+    print(f"wrote {done.vocab_path}" if done.vocab_path else f"no vocab.txt in {args.from_hf}")
+    if done.skipped:
+        print(f"left out (no Google name): {', '.join(done.skipped)}")
+    return 0
+
+
 def make_parser():
     parser = argparse.ArgumentParser(prog="kerasbert", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -78,6 +89,14 @@ def make_parser():
     plot.add_argument("--layers", type=int, default=None,
                       help="draw a model cut to this many transformer layers (a readable picture)")
     plot.set_defaults(run=command_plot)
+
+    convert = commands.add_parser(
+        "convert", help="write a Google checkpoint, bert_config.json and vocab.txt")
+    convert.add_argument("--from-hf", required=True, metavar="DIR",
+                         help="Hugging Face BERT directory (config.json, model.safetensors, vocab.txt)")
+    convert.add_argument("--to", required=True, metavar="PREFIX",
+                         help="checkpoint prefix to write, e.g. out/minilm/bert_model.ckpt")
+    convert.set_defaults(run=command_convert)
     return parser
 
 
