@@ -13,6 +13,7 @@ import numpy as np
 
 from kerasbert import names
 from kerasbert.checkpoint_io import CheckpointError, open_source, write_checkpoint
+from kerasbert.keep_tokens import KeepTokens
 
 logger = logging.getLogger(__name__)
 
@@ -181,7 +182,7 @@ def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_t
     """
     source = open_source(checkpoint)
     available = source.shapes()
-    vocabulary = _Vocabulary(keep_tokens, compound_tokens, source.description)
+    vocabulary = KeepTokens(keep_tokens, compound_tokens, source.description)
     targets, missing, mismatched = [], [], []
     owners = {}
     for target in model_targets(model):
@@ -197,7 +198,8 @@ def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_t
         else:
             targets.append(target)
     if strict and (missing or mismatched):
-        raise CheckpointError(_failure_message(source.description, missing, mismatched, available, owners))
+        raise CheckpointError(
+            _failure_message(source.description, missing, mismatched, available, owners))
 
     values = [_prepare(target, source.read(target.name), vocabulary) for target in targets]
     for target, value in zip(targets, values):
@@ -212,49 +214,6 @@ def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_t
     )
     logger.info("%s", report)
     return report
-
-
-class _Vocabulary:
-    """keep_tokens / compound_tokens, checked against the checkpoint's vocabulary."""
-
-    def __init__(self, keep_tokens, compound_tokens, where):
-        self.keep = None if keep_tokens is None else [int(i) for i in keep_tokens]
-        self.compound = [
-            (list(item), [1.0] * len(item)) if not _is_weighted(item) else (list(item[0]), list(item[1]))
-            for item in compound_tokens or []
-        ]
-        self.where = where
-
-    def size(self, stored_rows):
-        return (stored_rows if self.keep is None else len(self.keep)) + len(self.compound)
-
-    def check(self, stored_rows):
-        # As in bert4keras, compound ids index the vocabulary after keep_tokens.
-        kept_rows = stored_rows if self.keep is None else len(self.keep)
-        for argument, ids, rows in (("keep_tokens", self.keep or [], stored_rows),
-                                    ("compound_tokens", [i for ids, _ in self.compound for i in ids],
-                                     kept_rows)):
-            bad = [i for i in ids if not 0 <= i < rows]
-            if bad:
-                raise CheckpointError(
-                    f"Token id {bad[0]} in {argument} is outside the vocabulary of "
-                    f"{self.where} (0 to {rows - 1}"
-                    f"{', after keep_tokens' if argument == 'compound_tokens' else ''})"
-                )
-
-    def apply(self, rows):
-        if self.keep is not None:
-            rows = rows[self.keep]
-        if self.compound:
-            extra = [np.average(rows[ids], axis=0, weights=weights).astype(rows.dtype)
-                     for ids, weights in self.compound]
-            rows = np.concatenate([rows, np.stack(extra)], axis=0)
-        return rows
-
-
-def _is_weighted(item):
-    # bert4keras accepts (ids, weights) as well as a plain list of ids.
-    return isinstance(item, tuple) and len(item) == 2 and not isinstance(item[0], (int, np.integer))
 
 
 def _loaded_shape(name, stored, vocabulary):
