@@ -201,9 +201,12 @@ def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_t
         raise CheckpointError(
             _failure_message(source.description, missing, mismatched, available, owners))
 
-    values = [_prepare(target, source.read(target.name), vocabulary) for target in targets]
-    for target, value in zip(targets, values):
-        target.variable.assign(value)
+    values = source.read_all([target.name for target in targets])
+    values = [_prepare(target, value, vocabulary) for target, value in zip(targets, values)]
+    for index, target in enumerate(targets):
+        target.variable.assign(values[index])
+        # Released as soon as assigned, so the peak stays at model + one checkpoint copy.
+        values[index] = None
     used = {target.name for target in targets} | {row[0] for row in mismatched}
     report = LoadReport(
         checkpoint=source.description,
@@ -227,20 +230,12 @@ def _loaded_shape(name, stored, vocabulary):
 
 def _prepare(target, value, vocabulary):
     if target.name in TRANSPOSED_VARIABLES:
-        value = value.T
-    if target.name in VOCABULARY_VARIABLES:
-        value = vocabulary.apply(value)
-    dtype = _numpy_dtype(target.variable.dtype)
-    return value if value.dtype == dtype else value.astype(dtype)
-
-
-def _numpy_dtype(name):
-    name = keras.backend.standardize_dtype(name)
-    if name == "bfloat16":  # NumPy knows it only through ml_dtypes (a Keras dependency)
-        import ml_dtypes
-
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(name)
+        value = np.asarray(value).T
+    if target.name in VOCABULARY_VARIABLES and vocabulary.changes_rows:
+        value = vocabulary.apply(np.asarray(value))
+    if keras.backend.standardize_dtype(value.dtype) != target.variable.dtype:
+        value = keras.ops.cast(value, target.variable.dtype)  # half-precision checkpoints
+    return value
 
 
 # The config key behind the first axis of a variable, for mismatch hints.

@@ -7,6 +7,7 @@ knows nothing of models; :mod:`kerasbert.checkpoint` maps variables to layers.
 
 import glob
 import os
+import re
 import uuid
 
 import numpy as np
@@ -103,13 +104,13 @@ class DictSource:
         """``{name: shape}`` of every variable."""
         return {name: tuple(np.shape(value)) for name, value in self.arrays.items()}
 
-    def read(self, name):
-        """The variable as a NumPy array."""
-        return np.asarray(self.arrays[name])
+    def read_all(self, names):
+        """The variables ``names`` as NumPy arrays, in that order."""
+        return [np.asarray(self.arrays[name]) for name in names]
 
 
 class FileSource:
-    """Variables of a checkpoint on disk, read with TensorFlow's checkpoint reader.
+    """Variables of a checkpoint on disk, read with TensorFlow.
 
     Raises:
         FileNotFoundError: see :func:`resolve_prefix`.
@@ -133,24 +134,35 @@ class FileSource:
         """``{name: shape}`` of every variable, from the index alone."""
         return {name: tuple(shape) for name, shape in self.reader.get_variable_to_shape_map().items()}
 
-    def read(self, name):
-        """The variable as a NumPy array.
+    def read_all(self, names):
+        """The variables ``names`` as TensorFlow tensors, in that order, in one read.
+
+        One ``RestoreV2`` reads them all (checksums checked) straight into tensors
+        that a variable can take over without another copy.
 
         Raises:
             CheckpointError: the data file is truncated or corrupt (it is named).
         """
+        import tensorflow as tf
+
+        dtypes = self.reader.get_variable_to_dtype_map()
         try:
-            return self.reader.get_tensor(name)
+            with tf.device("/cpu:0"):
+                return list(tf.raw_ops.RestoreV2(
+                    prefix=self.prefix, tensor_names=list(names),
+                    shape_and_slices=[""] * len(names), dtypes=[dtypes[n] for n in names]))
         except _read_errors() as error:
             files = ", ".join(_data_files(self.prefix)) or self.prefix
             raise CheckpointError(
-                f"Cannot read {name} from checkpoint data file {files} "
-                f"(truncated or corrupt): {_message(error)}"
+                f"Cannot read checkpoint data file {files} (truncated or corrupt): "
+                f"{_message(error)}"
             ) from None
 
 
 def _message(error):
-    return getattr(error, "message", None) or str(error)
+    # Eager op errors carry the wrapped function's name and the op name: noise to a user.
+    message = getattr(error, "message", None) or str(error)
+    return re.sub(r"\{\{function_node [^}]*\}\}\s*|\s*\[Op:\w+\]", "", message)
 
 
 def open_source(checkpoint):

@@ -32,6 +32,11 @@ class KeepTokens:
                          for item in compound_tokens or []]
         self.where = where
 
+    @property
+    def changes_rows(self):
+        """Whether :meth:`apply` changes anything."""
+        return self.keep is not None or bool(self.compound)
+
     def size(self, stored_rows):
         """The number of rows after selection, for a checkpoint with ``stored_rows``."""
         return (stored_rows if self.keep is None else len(self.keep)) + len(self.compound)

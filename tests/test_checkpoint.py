@@ -199,6 +199,14 @@ def test_missing_truncated_and_corrupt_files_are_named(saved, tiny_config, tmp_p
     # Some variables were read before the truncated one; none was assigned.
     assert_same_weights(weights_of(target), before)
 
+    save_weights_as_checkpoint(build_transformer_model(tiny_config, **ALL_HEADS), prefix)
+    with open(data, "r+b") as f:
+        f.seek(100)
+        f.write(b"flip")
+    with pytest.raises(CheckpointError, match=r"data-00000-of-00001.*Checksum does not match"):
+        load_checkpoint(target, prefix)
+    assert_same_weights(weights_of(target), before)
+
     os.remove(data)
     with pytest.raises(FileNotFoundError, match="data-00000-of-00001"):
         load_checkpoint(target, prefix)
