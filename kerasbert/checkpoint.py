@@ -203,10 +203,8 @@ def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_t
 
     values = source.read_all([target.name for target in targets])
     values = [_prepare(target, value, vocabulary) for target, value in zip(targets, values)]
-    for index, target in enumerate(targets):
-        target.variable.assign(values[index])
-        # Released as soon as assigned, so the peak stays at model + one checkpoint copy.
-        values[index] = None
+    for target, value in zip(targets, values):
+        target.variable.assign(value)
     used = {target.name for target in targets} | {row[0] for row in mismatched}
     report = LoadReport(
         checkpoint=source.description,

@@ -31,6 +31,11 @@ class KeepTokens:
                          else (list(item), [1.0] * len(item))
                          for item in compound_tokens or []]
         self.where = where
+        for ids, weights in self.compound:
+            if not ids or len(ids) != len(weights):
+                raise ValueError(
+                    f"compound_tokens entry ({ids!r}, {weights!r}) needs at least one id and "
+                    "one weight per id")
 
     @property
     def changes_rows(self):

@@ -259,6 +259,8 @@ def test_keep_and_compound_tokens_gather_and_average_rows(saved, tiny_config):
         build_transformer_model(tiny_config, prefix, keep_tokens=[1, 100])
     with pytest.raises(CheckpointError, match=r"Token id 5 in compound_tokens .* \(0 to 4, after"):
         build_transformer_model(tiny_config, prefix, keep_tokens=keep, compound_tokens=[[5]])
+    with pytest.raises(ValueError, match=r"\(\[1, 2\], \[1\]\) needs .* one weight per id"):
+        build_transformer_model(tiny_config, prefix, compound_tokens=[([1, 2], [1])])
 
 
 # -------------------------------------------------------------------------------- atomic
