@@ -40,7 +40,8 @@ def resolve_prefix(path):
 
     Raises:
         FileNotFoundError: no checkpoint there (the message names what was looked for).
-        CheckpointError: a directory with several checkpoints and no ``checkpoint`` file.
+        CheckpointError: a Keras ``.weights.h5`` / ``.keras`` file, or a directory with
+            several checkpoints and no ``checkpoint`` file.
 
     Example:
         >>> resolve_prefix("chinese_L-12_H-768_A-12")
@@ -53,6 +54,10 @@ def resolve_prefix(path):
         if path.endswith(suffix) and os.path.exists(path):
             path = path[: -len(suffix)]
     if not os.path.exists(path + INDEX_SUFFIX):
+        if path.endswith((".h5", ".keras")) and os.path.isfile(path):
+            raise CheckpointError(
+                f"{path} is a Keras weights file, not a Google checkpoint: load it with "
+                "model.load_weights, or write a checkpoint with save_weights_as_checkpoint")
         if os.path.isfile(path):  # a TF1 (V1) single-file checkpoint
             return path
         raise FileNotFoundError(
@@ -125,8 +130,9 @@ class FileSource:
         try:
             self.reader = tf.train.load_checkpoint(self.prefix)
         except _read_errors() as error:
+            index = self.prefix + INDEX_SUFFIX if os.path.exists(self.prefix + INDEX_SUFFIX) else self.prefix
             raise CheckpointError(
-                f"Cannot read checkpoint index {self.prefix}{INDEX_SUFFIX} "
+                f"Cannot read checkpoint index {index} "
                 f"(corrupt or not a TensorFlow checkpoint): {_message(error)}"
             ) from None
 

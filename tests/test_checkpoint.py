@@ -174,11 +174,16 @@ def test_heads_the_checkpoint_lacks_raise_with_a_hint(tiny_config, tmp_path):
         build_transformer_model(tiny_config, prefix, with_mlm=True)
 
 
-def test_object_based_checkpoint_is_recognised(tiny_config, tmp_path):
+def test_keras_weights_and_object_based_checkpoints_are_recognised(tiny_config, tmp_path):
+    """bert4keras's most reported error: 'Key bert/embeddings/word_embeddings not found'."""
     prefix = tf.train.Checkpoint(embeddings=tf.Variable(np.zeros((100, 16), "float32"))).write(
         str(tmp_path / "object"))
     with pytest.raises(CheckpointError, match="object-based checkpoint"):
         build_transformer_model(tiny_config, prefix)
+    model = build_transformer_model(tiny_config)
+    model.save_weights(tmp_path / "model.weights.h5")
+    with pytest.raises(CheckpointError, match=r"model.weights.h5 is a Keras weights file"):
+        load_checkpoint(model, tmp_path / "model.weights.h5")
 
 
 # ------------------------------------------------------------------------------- files
