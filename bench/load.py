@@ -3,7 +3,9 @@
 The floor is reading every tensor with TensorFlow's checkpoint reader and keeping it.
 Each implementation runs in a fresh interpreter (bert4keras on tf-keras), one after the
 other, several rounds; the table shows medians. Peak RSS is ``ru_maxrss`` inside each
-process: raw, after imports, and the difference (what building and loading added).
+process: raw, after imports, the difference (what building and loading added), and the
+part the load alone added (peak at the end minus peak after building). Timings on a
+busy machine mislead: the machine's load average is printed before and after.
 
 Usage::
 
@@ -35,7 +37,7 @@ SCRIPTS = {
         import tensorflow as tf
         baseline = rss_mb()
         start = time.perf_counter()
-        built = start
+        built, built_mb = start, rss_mb()
         reader = tf.train.load_checkpoint(prefix)
         tensors = [reader.get_tensor(name) for name in reader.get_variable_to_shape_map()]
     """,
@@ -44,7 +46,7 @@ SCRIPTS = {
         baseline = rss_mb()
         start = time.perf_counter()
         model = build_transformer_model(config, **{HEADS!r})
-        built = time.perf_counter()
+        built, built_mb = time.perf_counter(), rss_mb()
         load_checkpoint(model, prefix)
     """,
     "bert4keras": f"""
@@ -52,14 +54,14 @@ SCRIPTS = {
         baseline = rss_mb()
         start = time.perf_counter()
         bert = build_transformer_model(config, return_keras_model=False, **{HEADS!r})
-        built = time.perf_counter()
+        built, built_mb = time.perf_counter(), rss_mb()
         bert.load_weights_from_checkpoint(prefix)
     """,
 }
 EPILOGUE = """
     done = time.perf_counter()
-    print(json.dumps({"build_s": built - start, "load_s": done - built,
-                      "baseline_mb": baseline, "peak_mb": rss_mb()}))
+    print(json.dumps({"build_s": built - start, "load_s": done - built, "baseline_mb": baseline,
+                      "built_mb": built_mb, "peak_mb": rss_mb()}))
 """
 ENVIRONMENTS = {
     "floor": {},
@@ -118,27 +120,34 @@ def summarize(samples, checkpoint_mb):
         row = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
         row["total_s"] = statistics.median(run["build_s"] + run["load_s"] for run in runs)
         row["added_mb"] = statistics.median(run["peak_mb"] - run["baseline_mb"] for run in runs)
+        row["load_added_mb"] = statistics.median(run["peak_mb"] - run["built_mb"] for run in runs)
         results[name] = row
     floor, ours = results["floor"], results["kerasbert"]
     for row in results.values():
         row["total_vs_floor"] = row["total_s"] / floor["total_s"]
         row["load_vs_floor"] = row["load_s"] / floor["load_s"]
         row["added_vs_checkpoint"] = row["added_mb"] / checkpoint_mb
+        row["load_added_vs_checkpoint"] = row["load_added_mb"] / checkpoint_mb
     if "bert4keras" in results:
         ours["total_vs_bert4keras"] = ours["total_s"] / results["bert4keras"]["total_s"]
     return results
 
 
-def format_table(results, checkpoint_mb, runs):
+def format_table(results, checkpoint_mb, runs, load_before):
+    columns = [  # heading, key, format
+        ("build s", "build_s", ".2f"), ("load s", "load_s", ".2f"), ("total s", "total_s", ".2f"),
+        ("total/floor", "total_vs_floor", ".2f"), ("load/floor", "load_vs_floor", ".2f"),
+        ("peak MiB", "peak_mb", ".0f"), ("imports MiB", "baseline_mb", ".0f"),
+        ("added MiB", "added_mb", ".0f"), ("added/ckpt", "added_vs_checkpoint", ".2f"),
+        ("load added/ckpt", "load_added_vs_checkpoint", ".2f"),
+    ]
     lines = [f"BERT-base checkpoint with all heads: {checkpoint_mb:.0f} MiB; median of {runs} runs; "
-             f"load average {os.getloadavg()[0]:.2f}",
-             f"{'':12}{'build s':>9}{'load s':>9}{'total s':>9}{'total/floor':>13}"
-             f"{'load/floor':>12}{'peak MiB':>10}{'imports MiB':>13}{'added MiB':>11}{'added/ckpt':>12}"]
+             f"load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after",
+             "| | " + " | ".join(heading for heading, _, _ in columns) + " |",
+             "|---" * (len(columns) + 1) + "|"]
     for name, row in results.items():
-        lines.append(
-            f"{name:12}{row['build_s']:9.2f}{row['load_s']:9.2f}{row['total_s']:9.2f}"
-            f"{row['total_vs_floor']:13.2f}{row['load_vs_floor']:12.2f}{row['peak_mb']:10.0f}"
-            f"{row['baseline_mb']:13.0f}{row['added_mb']:11.0f}{row['added_vs_checkpoint']:12.2f}")
+        lines.append(f"| {name} | " + " | ".join(format(row[key], spec) for _, key, spec in columns)
+                     + " |")
     if "total_vs_bert4keras" in results["kerasbert"]:
         lines.append(f"kerasbert / bert4keras, build + load: "
                      f"{results['kerasbert']['total_vs_bert4keras']:.2f}")
@@ -153,6 +162,7 @@ def main(argv=None):
     parser.add_argument("--skip-bert4keras", action="store_true", help="when it is not installed")
     args = parser.parse_args(argv)
 
+    load_before = os.getloadavg()[0]
     names = ["floor", "kerasbert"] + ([] if args.skip_bert4keras else ["bert4keras"])
     with tempfile.TemporaryDirectory() as directory:
         prefix = os.path.join(directory, "bert_model.ckpt")
@@ -162,7 +172,7 @@ def main(argv=None):
             for name in names:  # interleaved, so drift in machine load spreads evenly
                 samples[name].append(run_one(name, args.config, prefix))
     results = summarize(samples, checkpoint_mb)
-    print(format_table(results, checkpoint_mb, args.runs))
+    print(format_table(results, checkpoint_mb, args.runs, load_before))
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w", encoding="utf-8") as f:
