@@ -213,7 +213,8 @@ def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_t
         unused=sorted(set(available) - used),
         mismatched=mismatched,
     )
-    logger.info("%s", report)
+    # Non-strict loads that skipped something say so even where the report is not kept.
+    (logger.info if report.ok else logger.warning)("%s", report)
     return report
 
 
