@@ -239,6 +239,17 @@ def test_half_precision_checkpoint_is_cast(tiny_config, saved, tmp_path):
         loaded.get_layer(names.feed_forward_name(1)).intermediate_kernel.numpy(),
         original.astype("float16").astype("float32"))
 
+    import ml_dtypes
+
+    # From the float16 checkpoint, so rounded twice.
+    bfloat16 = {name: value.astype(ml_dtypes.bfloat16) for name, value in
+                checkpoint_dict(prefix).items()}
+    report = load_checkpoint(loaded, write_checkpoint(bfloat16, str(tmp_path / "bf16.ckpt")))
+    assert report.ok and len(report.loaded) == 46
+    np.testing.assert_array_equal(
+        loaded.get_layer(names.feed_forward_name(1)).intermediate_kernel.numpy(),
+        original.astype("float16").astype(ml_dtypes.bfloat16).astype("float32"))
+
 
 # ---------------------------------------------------------------------------- vocabulary
 def test_keep_and_compound_tokens_gather_and_average_rows(saved, tiny_config):
