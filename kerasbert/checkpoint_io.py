@@ -199,6 +199,9 @@ def write_checkpoint(variables, prefix):
     import tensorflow as tf
 
     prefix = os.fspath(prefix)
+    if os.path.isdir(prefix):
+        raise ValueError(f"{prefix} is a directory; give a prefix such as "
+                         f"{os.path.join(prefix, 'bert_model.ckpt')}")
     directory, base = os.path.split(os.path.abspath(prefix))
     os.makedirs(directory, exist_ok=True)
     temporary = os.path.join(directory, f".{base}.tmp-{uuid.uuid4().hex[:8]}")

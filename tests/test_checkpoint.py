@@ -315,6 +315,8 @@ def test_a_failed_write_leaves_no_checkpoint_and_no_temporary_files(saved, monke
 
     written = write_checkpoint({"step": np.int64(3)}, prefix)
     assert tf.train.load_variable(written, "step") == 3
+    with pytest.raises(ValueError, match="is a directory; give a prefix such as"):
+        write_checkpoint({"step": np.int64(3)}, tmp_path)
 
 
 # ------------------------------------------------------------------------------ bert4keras
