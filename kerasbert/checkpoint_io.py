@@ -50,9 +50,8 @@ def resolve_prefix(path):
     path = os.fspath(path)
     if os.path.isdir(path):
         return _prefix_in_directory(path)
-    for suffix in (INDEX_SUFFIX, ".data-00000-of-00001", ".meta"):
-        if path.endswith(suffix) and os.path.exists(path):
-            path = path[: -len(suffix)]
+    if os.path.isfile(path):
+        path = re.sub(r"(\.index|\.meta|\.data-\d+-of-\d+)$", "", path)
     if not os.path.exists(path + INDEX_SUFFIX):
         if path.endswith((".h5", ".keras")) and os.path.isfile(path):
             raise CheckpointError(
@@ -77,11 +76,10 @@ def _data_files(prefix):
 
 
 def _prefix_in_directory(directory):
-    # Hidden names are unfinished writes of write_checkpoint; never load them.
+    # glob's * skips hidden names, so unfinished writes of write_checkpoint are never found.
     prefixes = sorted(
         found[: -len(INDEX_SUFFIX)]
         for found in glob.glob(os.path.join(glob.escape(directory), "*" + INDEX_SUFFIX))
-        if not os.path.basename(found).startswith(".")
     )
     if len(prefixes) == 1:
         return resolve_prefix(prefixes[0])
