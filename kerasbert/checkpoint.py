@@ -255,7 +255,8 @@ def _hint(name, expected, found):
         return hint
     if "intermediate" in name or ("/output/dense/kernel" in name and "attention" not in name):
         return "intermediate_size or hidden_size in the config differs from the checkpoint's"
-    return "hidden_size in the config differs from the checkpoint's (is it the right bert_config.json?)"
+    return ("hidden_size in the config differs from the checkpoint's "
+            "(is it the right bert_config.json?)")
 
 
 def _failure_message(where, missing, mismatched, available, owners):

@@ -128,7 +128,8 @@ class FileSource:
         try:
             self.reader = tf.train.load_checkpoint(self.prefix)
         except _read_errors() as error:
-            index = self.prefix + INDEX_SUFFIX if os.path.exists(self.prefix + INDEX_SUFFIX) else self.prefix
+            index = self.prefix + INDEX_SUFFIX
+            index = index if os.path.exists(index) else self.prefix  # a V1 checkpoint: one file
             raise CheckpointError(
                 f"Cannot read checkpoint index {index} "
                 f"(corrupt or not a TensorFlow checkpoint): {_message(error)}"

@@ -93,7 +93,8 @@ def make_parser():
     convert = commands.add_parser(
         "convert", help="write a Google checkpoint, bert_config.json and vocab.txt")
     convert.add_argument("--from-hf", required=True, metavar="DIR",
-                         help="Hugging Face BERT directory (config.json, model.safetensors, vocab.txt)")
+                         help="Hugging Face BERT directory: config.json, model.safetensors, "
+                              "vocab.txt")
     convert.add_argument("--to", required=True, metavar="PREFIX",
                          help="checkpoint prefix to write, e.g. out/minilm/bert_model.ckpt")
     convert.set_defaults(run=command_convert)

@@ -6,7 +6,6 @@ bert4keras and :func:`kerasbert.build_transformer_model` read.
 """
 
 import dataclasses
-import json
 import os
 import re
 import shutil
@@ -77,7 +76,8 @@ def google_name(hf_name):
     if scope is None:
         return None
     if scope.endswith("LayerNorm"):
-        return (f"{scope}/{_NORM_PARAMETERS[parameter]}", False) if parameter in _NORM_PARAMETERS else None
+        norm = _NORM_PARAMETERS.get(parameter)
+        return (f"{scope}/{norm}", False) if norm else None
     if parameter == "weight":
         return f"{scope}/kernel", True
     return (f"{scope}/bias", False) if parameter == "bias" else None
@@ -120,17 +120,15 @@ def convert_hf_to_google(hf_dir, prefix, dtype="float32"):
     config = _read_config(os.path.join(hf_dir, "config.json"))
     weights_path = os.path.join(hf_dir, "model.safetensors")
     if not os.path.exists(weights_path):
-        others = [f for f in ("pytorch_model.bin", "tf_model.h5") if os.path.exists(os.path.join(hf_dir, f))]
-        raise FileNotFoundError(
-            f"No model.safetensors in {hf_dir}"
-            + (f" (found {', '.join(others)}; save it with safe_serialization=True)" if others else "")
-        )
+        others = [name for name in ("pytorch_model.bin", "tf_model.h5")
+                  if os.path.exists(os.path.join(hf_dir, name))]
+        hint = f" (found {', '.join(others)}; save it with safe_serialization=True)" if others else ""
+        raise FileNotFoundError(f"No model.safetensors in {hf_dir}{hint}")
     variables, skipped = _read_weights(weights_path, dtype)
     _check_complete(variables, config, weights_path)
 
-    directory = os.path.dirname(os.path.abspath(prefix))
-    os.makedirs(directory, exist_ok=True)
     write_checkpoint(variables, prefix)
+    directory = os.path.dirname(os.path.abspath(prefix))
     config_path = os.path.join(directory, "bert_config.json")
     config.to_json_file(config_path)
     vocab_path = None
@@ -141,19 +139,18 @@ def convert_hf_to_google(hf_dir, prefix, dtype="float32"):
 
 
 def _read_config(path):
-    with open(path, encoding="utf-8") as f:
-        values = json.load(f)
-    model_type = values.get("model_type", "bert")
+    config = BertConfig.from_json_file(path)
+    model_type = config.extra.get("model_type", "bert")
     if model_type != "bert":
         raise ValueError(f"model_type ({model_type!r}) in {path} is not supported: only 'bert'")
-    positions = values.get("position_embedding_type", "absolute")
+    positions = config.extra.get("position_embedding_type", "absolute")
     if positions != "absolute":
         raise ValueError(
             f"position_embedding_type ({positions!r}) in {path} is not supported: only 'absolute'")
-    config = BertConfig.from_dict(values, source=path)
     # Google's bert_config.json: its own keys only, none of Hugging Face's bookkeeping.
-    return BertConfig.from_dict({k: v for k, v in config.to_dict().items() if k not in config.extra},
-                                source=path)
+    return BertConfig.from_dict(
+        {key: value for key, value in config.to_dict().items() if key not in config.extra},
+        source=path)
 
 
 def _read_weights(path, dtype):

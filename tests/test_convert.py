@@ -19,7 +19,8 @@ def hf_weights(rng, old_norm_names=False):
     gamma, beta = ("gamma", "beta") if old_norm_names else ("weight", "bias")
 
     def linear(name, n_out, n_in):
-        return {f"{name}.weight": rng.normal(size=(n_out, n_in)), f"{name}.bias": rng.normal(size=n_out)}
+        return {f"{name}.weight": rng.normal(size=(n_out, n_in)),
+                f"{name}.bias": rng.normal(size=n_out)}
 
     def norm(name):
         return {f"{name}.{gamma}": rng.normal(size=H), f"{name}.{beta}": rng.normal(size=H)}
@@ -66,7 +67,8 @@ def test_names_follow_google(tmp_path):
     assert google_name("bert.encoder.layer.0.attention.output.LayerNorm.bias") == (
         "bert/encoder/layer_0/attention/output/LayerNorm/beta", False)
     assert google_name("embeddings.LayerNorm.gamma") == ("bert/embeddings/LayerNorm/gamma", False)
-    assert google_name("cls.seq_relationship.weight") == ("cls/seq_relationship/output_weights", False)
+    assert google_name("cls.seq_relationship.weight") == (
+        "cls/seq_relationship/output_weights", False)
     assert google_name("classifier.weight") is None
 
 
