@@ -2,7 +2,6 @@
 
 import os
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf

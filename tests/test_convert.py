@@ -61,7 +61,7 @@ def hf_directory(path, weights, **config):
     return path
 
 
-def test_names_follow_google(tmp_path):
+def test_names_follow_google():
     assert google_name("encoder.layer.11.output.dense.weight") == (
         "bert/encoder/layer_11/output/dense/kernel", True)
     assert google_name("bert.encoder.layer.0.attention.output.LayerNorm.bias") == (
