@@ -93,6 +93,9 @@ def model_targets(model):
 
     Layers are found by name, also inside nested models; the number of encoder
     layers is the model's own.
+
+    Raises:
+        CheckpointError: no layer of ``model`` has a Google name.
     """
     layers = _layers_by_name(model)
     num_layers = 0
@@ -105,6 +108,10 @@ def model_targets(model):
             variable = getattr(layer, attribute, None) if layer is not None else None
             if variable is not None:
                 targets.append(Target(layer_name, attribute, name, variable))
+    if not targets:
+        raise CheckpointError(
+            f"Model {model.name} has no layer with a Google variable name (such as "
+            f"{names.EMBEDDING_TOKEN}); build it with kerasbert.build_transformer_model")
     return targets
 
 
@@ -312,10 +319,5 @@ def save_weights_as_checkpoint(model, prefix, dtype=None):
         if target.name in TRANSPOSED_VARIABLES:
             value = value.T
         variables[target.name] = value if dtype is None else value.astype(dtype)
-    if not variables:
-        raise CheckpointError(
-            f"Model {model.name} has no layer with a Google variable name (such as "
-            f"{names.EMBEDDING_TOKEN}); nothing to write to {prefix}"
-        )
     write_checkpoint(variables, prefix)
     return sorted(variables)

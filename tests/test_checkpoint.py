@@ -2,6 +2,7 @@
 
 import os
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -71,6 +72,10 @@ def test_mapping_names_every_weight_once_by_attribute(tiny_config):
         "bert/encoder/layer_1/output/LayerNorm/beta")
     assert table[names.attention_name(0)]["output_kernel"] == (
         "bert/encoder/layer_0/attention/output/dense/kernel")
+
+    other = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)], name="other")
+    with pytest.raises(CheckpointError, match="Model other has no layer with a Google variable"):
+        load_checkpoint(other, {"bert/pooler/dense/bias": np.zeros(2)})
 
 
 # ---------------------------------------------------------------------------- round trip
