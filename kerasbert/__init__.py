@@ -9,6 +9,8 @@ Example:
 
 __version__ = "0.1.0"
 
+from kerasbert.checkpoint import LoadReport, load_checkpoint, save_weights_as_checkpoint
+from kerasbert.checkpoint_io import CheckpointError, write_checkpoint
 from kerasbert.config import BertConfig
 from kerasbert.heads import add_cls_classifier
 from kerasbert.models import Transformer, build_bert, build_transformer_model
@@ -16,10 +18,15 @@ from kerasbert.tokenizer import Tokenizer, load_vocab
 
 __all__ = [
     "BertConfig",
+    "CheckpointError",
+    "LoadReport",
     "Tokenizer",
     "Transformer",
     "add_cls_classifier",
     "build_bert",
     "build_transformer_model",
+    "load_checkpoint",
     "load_vocab",
+    "save_weights_as_checkpoint",
+    "write_checkpoint",
 ]

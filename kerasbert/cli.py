@@ -141,6 +141,17 @@ def _train_arguments(parser):
     add("--resume", action="store_true", help="continue an interrupted run in --output")
 
 
+def command_convert(args):
+    from kerasbert.convert import convert_hf_to_google
+
+    done = convert_hf_to_google(args.from_hf, args.to)
+    print(f"wrote {done.prefix} ({done.variables} variables) and {done.config_path}")
+    print(f"wrote {done.vocab_path}" if done.vocab_path else f"no vocab.txt in {args.from_hf}")
+    if done.skipped:
+        print(f"left out (no Google name): {', '.join(done.skipped)}")
+    return 0
+
+
 def make_parser():
     parser = argparse.ArgumentParser(prog="kerasbert", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -177,6 +188,15 @@ def make_parser():
     export.add_argument("--model", required=True, help="run directory")
     export.add_argument("--to", required=True, help="SavedModel directory to write")
     export.set_defaults(run=command_export)
+
+    convert = commands.add_parser(
+        "convert", help="write a Google checkpoint, bert_config.json and vocab.txt")
+    convert.add_argument("--from-hf", required=True, metavar="DIR",
+                         help="Hugging Face BERT directory: config.json, model.safetensors, "
+                              "vocab.txt")
+    convert.add_argument("--to", required=True, metavar="PREFIX",
+                         help="checkpoint prefix to write, e.g. out/minilm/bert_model.ckpt")
+    convert.set_defaults(run=command_convert)
     return parser
 
 

@@ -18,6 +18,7 @@ import dataclasses
 import keras
 
 from kerasbert import names
+from kerasbert.checkpoint import load_checkpoint, save_weights_as_checkpoint
 from kerasbert.config import BertConfig
 from kerasbert.heads import apply_mlm, apply_nsp, apply_pooler
 from kerasbert.layers import (
@@ -33,12 +34,34 @@ SUPPORTED_MODELS = ("bert", "roberta")
 
 @dataclasses.dataclass
 class Transformer:
-    """What ``build_transformer_model(..., return_keras_model=False)`` returns."""
+    """What ``build_transformer_model(..., return_keras_model=False)`` returns.
+
+    Example:
+        >>> bert = build_transformer_model(config_path, checkpoint_path, return_keras_model=False)
+        >>> bert.load_report.missing
+        []
+        >>> bert.save_weights_as_checkpoint("fine_tuned/bert_model.ckpt")[:1]
+        ['bert/embeddings/LayerNorm/beta']
+    """
 
     model: keras.Model
     config: BertConfig
     keep_tokens: list = None
     compound_tokens: list = None
+    load_report: object = None
+
+    def load_weights_from_checkpoint(self, checkpoint, strict=True):
+        """Loads a Google checkpoint with this model's keep/compound tokens; see
+        :func:`kerasbert.checkpoint.load_checkpoint`. Returns the :class:`LoadReport`."""
+        self.load_report = load_checkpoint(self.model, checkpoint, strict=strict,
+                                           keep_tokens=self.keep_tokens,
+                                           compound_tokens=self.compound_tokens)
+        return self.load_report
+
+    def save_weights_as_checkpoint(self, prefix, dtype=None):
+        """Writes the weights under Google's names; see
+        :func:`kerasbert.checkpoint.save_weights_as_checkpoint`."""
+        return save_weights_as_checkpoint(self.model, prefix, dtype=dtype)
 
 
 def _dropout(x, rate, name):
@@ -150,13 +173,14 @@ def build_bert(config, with_pool=False, with_nsp=False, with_mlm=False, sequence
 def build_transformer_model(config_path=None, checkpoint_path=None, model="bert", with_pool=False,
                             with_nsp=False, with_mlm=False, keep_tokens=None,
                             return_keras_model=True, compound_tokens=None, sequence_length=None,
-                            name=None, **overrides):
+                            name=None, strict=True, **overrides):
     """Builds a BERT from ``bert_config.json``, bert4keras style.
 
     Args:
         config_path: a ``bert_config.json`` / Hugging Face ``config.json`` path, a
             :class:`BertConfig`, or a dict of Google keys.
-        checkpoint_path: a Google checkpoint to load.
+        checkpoint_path: a Google checkpoint to load: a prefix
+            (``.../bert_model.ckpt``), a directory holding one, or a dict of arrays.
         model: "bert" or "roberta" (the same graph; RoBERTa-wwm-ext ships as BERT).
         with_pool, with_nsp, with_mlm: heads, see :func:`build_bert`.
         keep_tokens: token ids to keep from the checkpoint vocabulary (the vocabulary
@@ -166,6 +190,8 @@ def build_transformer_model(config_path=None, checkpoint_path=None, model="bert"
             averaged; they are appended to the vocabulary.
         sequence_length: fixed input length, or None.
         name: the model's name.
+        strict: with a checkpoint, raise on any missing variable or shape mismatch
+            (default); False loads what fits (see ``Transformer.load_report``).
         **overrides: config keys to replace (``num_hidden_layers=2``, ``dropout_rate=0``...).
 
     Returns:
@@ -173,6 +199,9 @@ def build_transformer_model(config_path=None, checkpoint_path=None, model="bert"
 
     Raises:
         ValueError: unknown ``model`` or an invalid config.
+        FileNotFoundError: no checkpoint at ``checkpoint_path``.
+        kerasbert.CheckpointError (a ValueError): the checkpoint is corrupt or does
+            not fit the config (the message names the variable, both shapes and a hint).
 
     Example:
         >>> bert = build_transformer_model("checkpoints/chinese_L-12_H-768_A-12/bert_config.json")
@@ -194,13 +223,10 @@ def build_transformer_model(config_path=None, checkpoint_path=None, model="bert"
 
     keras_model = build_bert(config, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
                              sequence_length=sequence_length, name=name)
+    built = Transformer(keras_model, config, keep_tokens, compound_tokens)
     if checkpoint_path is not None:
-        raise NotImplementedError(
-            "Loading Google checkpoints is not available in this version of kerasbert"
-        )
-    if return_keras_model:
-        return keras_model
-    return Transformer(keras_model, config, keep_tokens, compound_tokens)
+        built.load_weights_from_checkpoint(checkpoint_path, strict=strict)
+    return keras_model if return_keras_model else built
 
 
 def resolve_config(config, **overrides):

@@ -131,9 +131,20 @@ def test_mlm_output_is_tied_to_the_token_embedding(tiny_config):
                                atol=1e-5)
 
 
-def test_checkpoint_path_is_not_available_yet(tiny_config):
-    with pytest.raises(NotImplementedError, match="checkpoint"):
-        build_transformer_model(tiny_config, checkpoint_path="bert_model.ckpt")
+def test_checkpoint_path_loads_and_the_transformer_saves_back(tiny_config, tmp_path):
+    source = build_transformer_model(tiny_config, with_pool=True, return_keras_model=False)
+    for weight in source.model.weights:
+        weight.assign(np.random.default_rng(4).normal(size=weight.shape).astype("float32"))
+    prefix = str(tmp_path / "bert_model.ckpt")
+    assert len(source.save_weights_as_checkpoint(prefix)) == 39
+    built = build_transformer_model(tiny_config, checkpoint_path=prefix, with_pool=True,
+                                    return_keras_model=False)
+    assert built.load_report.ok and len(built.load_report.loaded) == 39
+    tokens, segments = batch(np.random.default_rng(5))
+    np.testing.assert_array_equal(built.model([tokens, segments]),
+                                  source.model([tokens, segments]))
+    with pytest.raises(FileNotFoundError, match="missing.ckpt"):
+        build_transformer_model(tiny_config, checkpoint_path=str(tmp_path / "missing.ckpt"))
 
 
 def test_classifier_layers_and_count(tiny_config):

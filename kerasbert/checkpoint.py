@@ -1,0 +1,323 @@
+"""Google BERT checkpoints in and out: the name mapping, strict loading, saving back.
+
+Every weight is matched by layer name *and* weight attribute to one Google variable
+name, never by position (Keras 3 ``LayerNormalization`` creates ``gamma`` before
+``beta``; bert4keras's positional table lists ``beta`` first).
+"""
+
+import dataclasses
+import logging
+
+import keras
+import numpy as np
+
+from kerasbert import names
+from kerasbert.checkpoint_io import CheckpointError, open_source, write_checkpoint
+from kerasbert.keep_tokens import KeepTokens
+
+logger = logging.getLogger(__name__)
+
+WORD_EMBEDDINGS = "bert/embeddings/word_embeddings"
+MLM_OUTPUT_BIAS = "cls/predictions/output_bias"
+NSP_OUTPUT_WEIGHTS = "cls/seq_relationship/output_weights"
+
+# One row per vocabulary entry: keep_tokens / compound_tokens apply to these.
+VOCABULARY_VARIABLES = (WORD_EMBEDDINGS, MLM_OUTPUT_BIAS)
+# Stored [2, hidden] in Google checkpoints; the Keras Dense kernel is [hidden, 2].
+TRANSPOSED_VARIABLES = (NSP_OUTPUT_WEIGHTS,)
+
+
+def _dense(scope):
+    return {"kernel": f"{scope}/kernel", "bias": f"{scope}/bias"}
+
+
+def _norm(scope):
+    return {"gamma": f"{scope}/gamma", "beta": f"{scope}/beta"}
+
+
+def variable_mapping(num_hidden_layers):
+    """The table ``{layer name: {weight attribute: Google variable name}}``.
+
+    Example:
+        >>> variable_mapping(12)["Embedding-Norm"]
+        {'gamma': 'bert/embeddings/LayerNorm/gamma', 'beta': 'bert/embeddings/LayerNorm/beta'}
+    """
+    mapping = {
+        names.EMBEDDING_TOKEN: {"embeddings": WORD_EMBEDDINGS},
+        names.EMBEDDING_SEGMENT: {"embeddings": "bert/embeddings/token_type_embeddings"},
+        names.EMBEDDING_POSITION: {"embeddings": "bert/embeddings/position_embeddings"},
+        names.EMBEDDING_NORM: _norm("bert/embeddings/LayerNorm"),
+    }
+    for i in range(num_hidden_layers):
+        scope = f"bert/encoder/layer_{i}"
+        attention, feed_forward = names.attention_name(i), names.feed_forward_name(i)
+        mapping[attention] = {
+            f"{projection}_{kind}": f"{scope}/attention/self/{projection}/{kind}"
+            for projection in ("query", "key", "value")
+            for kind in ("kernel", "bias")
+        }
+        mapping[attention].update(
+            output_kernel=f"{scope}/attention/output/dense/kernel",
+            output_bias=f"{scope}/attention/output/dense/bias",
+        )
+        mapping[names.norm_name(attention)] = _norm(f"{scope}/attention/output/LayerNorm")
+        mapping[feed_forward] = {
+            "intermediate_kernel": f"{scope}/intermediate/dense/kernel",
+            "intermediate_bias": f"{scope}/intermediate/dense/bias",
+            "output_kernel": f"{scope}/output/dense/kernel",
+            "output_bias": f"{scope}/output/dense/bias",
+        }
+        mapping[names.norm_name(feed_forward)] = _norm(f"{scope}/output/LayerNorm")
+    mapping.update({
+        names.POOLER_DENSE: _dense("bert/pooler/dense"),
+        names.NSP_PROBA: {"kernel": NSP_OUTPUT_WEIGHTS, "bias": "cls/seq_relationship/output_bias"},
+        names.MLM_DENSE: _dense("cls/predictions/transform/dense"),
+        names.MLM_NORM: _norm("cls/predictions/transform/LayerNorm"),
+        names.MLM_BIAS: {"bias": MLM_OUTPUT_BIAS},
+    })
+    return mapping
+
+
+@dataclasses.dataclass
+class Target:
+    """One model weight and the Google variable it is stored as."""
+
+    layer: str
+    attribute: str
+    name: str
+    variable: object
+
+
+def model_targets(model):
+    """Every weight of ``model`` that has a Google name, as :class:`Target` rows.
+
+    Layers are found by name, also inside nested models; the number of encoder
+    layers is the model's own.
+
+    Raises:
+        CheckpointError: no layer of ``model`` has a Google name.
+    """
+    layers = _layers_by_name(model)
+    num_layers = 0
+    while names.attention_name(num_layers) in layers:
+        num_layers += 1
+    targets = []
+    for layer_name, weights in variable_mapping(num_layers).items():
+        layer = layers.get(layer_name)
+        for attribute, name in weights.items():
+            variable = getattr(layer, attribute, None) if layer is not None else None
+            if variable is not None:
+                targets.append(Target(layer_name, attribute, name, variable))
+    if not targets:
+        raise CheckpointError(
+            f"Model {model.name} has no layer with a Google variable name (such as "
+            f"{names.EMBEDDING_TOKEN}); build it with kerasbert.build_transformer_model")
+    return targets
+
+
+def _layers_by_name(model):
+    found, pending = {}, list(model.layers)
+    while pending:
+        layer = pending.pop(0)
+        found.setdefault(layer.name, layer)
+        if isinstance(layer, keras.Model):
+            pending.extend(layer.layers)
+    return found
+
+
+@dataclasses.dataclass
+class LoadReport:
+    """What :func:`load_checkpoint` did, variable by variable (Google names).
+
+    Attributes:
+        checkpoint: where the weights came from.
+        loaded: variables assigned to the model.
+        missing: variables the model needs that the checkpoint lacks.
+        unused: checkpoint variables the model has no place for (optimizer slots,
+            layers beyond ``num_hidden_layers``, heads not built...).
+        mismatched: ``(name, model shape, checkpoint shape, hint)`` for each misfit.
+    """
+
+    checkpoint: str
+    loaded: list
+    missing: list
+    unused: list
+    mismatched: list
+
+    @property
+    def ok(self):
+        return not self.missing and not self.mismatched
+
+    def __str__(self):
+        return (f"{self.checkpoint}: {len(self.loaded)} loaded, {len(self.missing)} missing, "
+                f"{len(self.mismatched)} mismatched, {len(self.unused)} unused")
+
+
+def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_tokens=None):
+    """Loads a Google BERT checkpoint into a model built by kerasbert, by name.
+
+    Everything is read and checked before the first assignment, so a load that
+    fails leaves the model as it was. Half-precision variables are cast.
+
+    Args:
+        model: a ``keras.Model`` with kerasbert's layer names (heads and a classifier
+            on top are fine; unmapped layers are left alone).
+        checkpoint: a prefix (``.../bert_model.ckpt``), a directory holding one, one
+            of its files, or a dict ``{Google name: array}``.
+        strict: raise on any missing variable or shape mismatch (default); if False,
+            load what fits and report the rest.
+        keep_tokens: checkpoint token ids whose rows of ``word_embeddings`` and
+            ``cls/predictions/output_bias`` are kept, in this order.
+        compound_tokens: extra rows appended after those, each the average of the
+            rows of a list of ids, or of ``(ids, weights)``; as in bert4keras the ids
+            count in the vocabulary after ``keep_tokens``.
+
+    Returns:
+        A :class:`LoadReport`.
+
+    Raises:
+        FileNotFoundError: no checkpoint at ``checkpoint``.
+        CheckpointError (a ValueError): a corrupt or truncated file (named), a bad
+            token id, or with ``strict`` a missing variable or a shape mismatch
+            (named, with both shapes and a hint).
+
+    Example:
+        >>> bert = build_transformer_model("chinese_L-12_H-768_A-12/bert_config.json")
+        >>> report = load_checkpoint(bert, "chinese_L-12_H-768_A-12/bert_model.ckpt")
+        >>> len(report.loaded), report.missing, report.unused[:1]
+        (197, [], ['bert/pooler/dense/bias'])
+    """
+    source = open_source(checkpoint)
+    available = source.shapes()
+    vocabulary = KeepTokens(keep_tokens, compound_tokens, source.description)
+    targets, missing, mismatched = [], [], []
+    owners = {}
+    for target in model_targets(model):
+        owners[target.name] = f"{target.layer}.{target.attribute}"
+        if target.name not in available:
+            missing.append(target.name)
+            continue
+        stored = available[target.name]
+        expected = tuple(target.variable.shape)
+        loaded = _loaded_shape(target.name, stored, vocabulary)
+        if loaded != expected:
+            mismatched.append((target.name, expected, stored, _hint(target.name, expected, loaded)))
+        else:
+            targets.append(target)
+    if strict and (missing or mismatched):
+        raise CheckpointError(
+            _failure_message(source.description, missing, mismatched, available, owners))
+
+    values = source.read_all([target.name for target in targets])
+    values = [_prepare(target, value, vocabulary) for target, value in zip(targets, values)]
+    for target, value in zip(targets, values):
+        target.variable.assign(value)
+    used = {target.name for target in targets} | {row[0] for row in mismatched}
+    report = LoadReport(
+        checkpoint=source.description,
+        loaded=[target.name for target in targets],
+        missing=missing,
+        unused=sorted(set(available) - used),
+        mismatched=mismatched,
+    )
+    # Non-strict loads that skipped something say so even where the report is not kept.
+    (logger.info if report.ok else logger.warning)("%s", report)
+    return report
+
+
+def _loaded_shape(name, stored, vocabulary):
+    if name in TRANSPOSED_VARIABLES:
+        return stored[::-1]
+    if name in VOCABULARY_VARIABLES and stored:
+        vocabulary.check(stored[0])
+        return (vocabulary.size(stored[0]),) + stored[1:]
+    return stored
+
+
+def _prepare(target, value, vocabulary):
+    if target.name in TRANSPOSED_VARIABLES:
+        value = np.asarray(value).T
+    if target.name in VOCABULARY_VARIABLES and vocabulary.changes_rows:
+        value = vocabulary.apply(np.asarray(value))
+    if keras.backend.standardize_dtype(value.dtype) != target.variable.dtype:
+        value = keras.ops.cast(value, target.variable.dtype)  # half-precision checkpoints
+    return value
+
+
+# The config key behind the first axis of a variable, for mismatch hints.
+_FIRST_AXIS_KEYS = {
+    WORD_EMBEDDINGS: "vocab_size",
+    MLM_OUTPUT_BIAS: "vocab_size",
+    "bert/embeddings/position_embeddings": "max_position_embeddings",
+    "bert/embeddings/token_type_embeddings": "type_vocab_size",
+}
+
+
+def _hint(name, expected, found):
+    key = _FIRST_AXIS_KEYS.get(name)
+    if key and expected[:1] != found[:1]:
+        hint = f"{key} in the config ({expected[0]}) vs the checkpoint ({found[0]})"
+        if key == "vocab_size":
+            hint += "; keep_tokens selects a smaller vocabulary"
+        return hint
+    if "intermediate" in name or ("/output/dense/kernel" in name and "attention" not in name):
+        return "intermediate_size or hidden_size in the config differs from the checkpoint's"
+    return ("hidden_size in the config differs from the checkpoint's "
+            "(is it the right bert_config.json?)")
+
+
+def _failure_message(where, missing, mismatched, available, owners):
+    lines = [f"Checkpoint {where} does not fit the model:"]
+    for name, expected, stored, hint in mismatched:
+        lines.append(f"  shape mismatch for {name}: the model ({owners[name]}) has {expected}, "
+                     f"the checkpoint has {stored}: {hint}")
+    if missing:
+        shown = ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
+        lines.append(f"  {len(missing)} variable(s) missing: {shown}")
+        lines.append(f"  hint: {_missing_hint(missing, available)}")
+    lines.append("  (strict=False loads what fits and reports the rest)")
+    return "\n".join(lines)
+
+
+def _missing_hint(missing, available):
+    if any(name.endswith(".ATTRIBUTES/VARIABLE_VALUE") for name in available):
+        return ("this is an object-based checkpoint (written by model.save_weights or "
+                "tf.train.Checkpoint), not a Google one; write with save_weights_as_checkpoint")
+    layers = {name.split("/")[2] for name in available if name.startswith("bert/encoder/layer_")}
+    if any(name.startswith("bert/encoder/layer_") for name in missing):
+        return f"the checkpoint has {len(layers)} encoder layers; lower num_hidden_layers"
+    if all(name.startswith(("cls/", "bert/pooler/")) for name in missing):
+        return ("the checkpoint has no such head (pooler / NSP / MLM); "
+                "build without with_pool / with_nsp / with_mlm")
+    return "is this a BERT checkpoint? names in it start with " + ", ".join(
+        sorted({name.split("/")[0] for name in available})[:5])
+
+
+def save_weights_as_checkpoint(model, prefix, dtype=None):
+    """Writes the model's weights as a Google checkpoint (``bert/...`` names).
+
+    The files are readable by ``tf.train.load_checkpoint``, Google's BERT code,
+    bert4keras and :func:`load_checkpoint`. Weights without a Google name (a
+    classifier head) are not written. The write is atomic (see
+    :func:`kerasbert.checkpoint_io.write_checkpoint`).
+
+    Args:
+        model: a kerasbert model.
+        prefix: the checkpoint prefix, e.g. ``"out/bert_model.ckpt"``.
+        dtype: cast every weight to this NumPy dtype (e.g. ``"float16"``); default: keep.
+
+    Returns:
+        The sorted list of variable names written.
+
+    Example:
+        >>> save_weights_as_checkpoint(bert, "out/bert_model.ckpt")[:1]
+        ['bert/embeddings/LayerNorm/beta']
+    """
+    variables = {}
+    for target in model_targets(model):
+        value = keras.ops.convert_to_numpy(target.variable)
+        if target.name in TRANSPOSED_VARIABLES:
+            value = value.T
+        variables[target.name] = value if dtype is None else value.astype(dtype)
+    write_checkpoint(variables, prefix)
+    return sorted(variables)

@@ -1,0 +1,232 @@
+"""Google (TensorFlow, name-based) checkpoint files: find, read and write them.
+
+A checkpoint is a prefix ``.../bert_model.ckpt`` with two files beside it,
+``bert_model.ckpt.index`` and ``bert_model.ckpt.data-00000-of-00001``. This module
+knows nothing of models; :mod:`kerasbert.checkpoint` maps variables to layers.
+"""
+
+import glob
+import os
+import re
+import uuid
+
+import numpy as np
+
+INDEX_SUFFIX = ".index"
+DATA_SUFFIX = ".data-"
+
+
+# TensorFlow's reader raises its own errors, and plain ones where its C++ status is
+# translated by pybind (OutOfRange → IndexError for a truncated data file).
+def _read_errors():
+    import tensorflow as tf
+
+    return (tf.errors.OpError, ValueError, IndexError, RuntimeError)
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that exists but cannot be used: corrupt, truncated, or not fitting the model."""
+
+
+def resolve_prefix(path):
+    """The checkpoint prefix for a prefix, a directory holding one, or one of its files.
+
+    Args:
+        path: ``.../bert_model.ckpt``, ``.../bert_model.ckpt.index``,
+            ``.../bert_model.ckpt.data-00000-of-00001`` or the directory holding them.
+
+    Returns:
+        The prefix, e.g. ``"chinese_L-12_H-768_A-12/bert_model.ckpt"``.
+
+    Raises:
+        FileNotFoundError: no checkpoint there (the message names what was looked for).
+        CheckpointError: a Keras ``.weights.h5`` / ``.keras`` file, or a directory with
+            several checkpoints and no ``checkpoint`` file.
+
+    Example:
+        >>> resolve_prefix("chinese_L-12_H-768_A-12")
+        'chinese_L-12_H-768_A-12/bert_model.ckpt'
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        return _prefix_in_directory(path)
+    if os.path.isfile(path):
+        path = re.sub(r"(\.index|\.meta|\.data-\d+-of-\d+)$", "", path)
+    if not os.path.exists(path + INDEX_SUFFIX):
+        if path.endswith((".h5", ".keras")) and os.path.isfile(path):
+            raise CheckpointError(
+                f"{path} is a Keras weights file, not a Google checkpoint: load it with "
+                "model.load_weights, or write a checkpoint with save_weights_as_checkpoint")
+        if os.path.isfile(path):  # a TF1 (V1) single-file checkpoint
+            return path
+        raise FileNotFoundError(
+            f"No checkpoint at {path}: expected {path}{INDEX_SUFFIX} and "
+            f"{path}{DATA_SUFFIX}00000-of-00001"
+        )
+    if not _data_files(path):
+        raise FileNotFoundError(
+            f"Checkpoint {path} has an index but no data file: expected "
+            f"{path}{DATA_SUFFIX}00000-of-00001"
+        )
+    return path
+
+
+def _data_files(prefix):
+    return sorted(glob.glob(glob.escape(prefix) + DATA_SUFFIX + "*-of-*"))
+
+
+def _prefix_in_directory(directory):
+    # glob's * skips hidden names, so unfinished writes of write_checkpoint are never found.
+    prefixes = sorted(
+        found[: -len(INDEX_SUFFIX)]
+        for found in glob.glob(os.path.join(glob.escape(directory), "*" + INDEX_SUFFIX))
+    )
+    if len(prefixes) == 1:
+        return resolve_prefix(prefixes[0])
+    if not prefixes:
+        raise FileNotFoundError(f"No checkpoint (*{INDEX_SUFFIX}) in directory {directory}")
+    import tensorflow as tf
+
+    latest = tf.train.latest_checkpoint(directory)
+    if latest:
+        return resolve_prefix(latest)
+    raise CheckpointError(
+        f"Directory {directory} holds {len(prefixes)} checkpoints "
+        f"({', '.join(os.path.basename(p) for p in prefixes)}); pass one prefix"
+    )
+
+
+class DictSource:
+    """Checkpoint variables held in a dict of arrays (tests, converted weights)."""
+
+    def __init__(self, arrays, description="<dict>"):
+        self.arrays = arrays
+        self.description = description
+
+    def shapes(self):
+        """``{name: shape}`` of every variable."""
+        return {name: tuple(np.shape(value)) for name, value in self.arrays.items()}
+
+    def read_all(self, names):
+        """The variables ``names`` as NumPy arrays, in that order."""
+        return [np.asarray(self.arrays[name]) for name in names]
+
+
+class FileSource:
+    """Variables of a checkpoint on disk, read with TensorFlow.
+
+    Raises:
+        FileNotFoundError: see :func:`resolve_prefix`.
+        CheckpointError: the index cannot be parsed (the message names the file).
+    """
+
+    def __init__(self, path):
+        import tensorflow as tf
+
+        self.prefix = resolve_prefix(path)
+        self.description = self.prefix
+        try:
+            self.reader = tf.train.load_checkpoint(self.prefix)
+        except _read_errors() as error:
+            index = self.prefix + INDEX_SUFFIX
+            index = index if os.path.exists(index) else self.prefix  # a V1 checkpoint: one file
+            raise CheckpointError(
+                f"Cannot read checkpoint index {index} "
+                f"(corrupt or not a TensorFlow checkpoint): {_message(error)}"
+            ) from None
+
+    def shapes(self):
+        """``{name: shape}`` of every variable, from the index alone."""
+        return {name: tuple(shape) for name, shape in self.reader.get_variable_to_shape_map().items()}
+
+    def read_all(self, names):
+        """The variables ``names`` as TensorFlow tensors, in that order, in one read.
+
+        One ``RestoreV2`` reads them all (checksums checked) straight into tensors
+        that a variable can take over without another copy.
+
+        Raises:
+            CheckpointError: the data file is truncated or corrupt (it is named).
+        """
+        import tensorflow as tf
+
+        dtypes = self.reader.get_variable_to_dtype_map()
+        try:
+            with tf.device("/cpu:0"):
+                return list(tf.raw_ops.RestoreV2(
+                    prefix=self.prefix, tensor_names=list(names),
+                    shape_and_slices=[""] * len(names), dtypes=[dtypes[n] for n in names]))
+        except _read_errors() as error:
+            files = ", ".join(_data_files(self.prefix)) or self.prefix
+            raise CheckpointError(
+                f"Cannot read checkpoint data file {files} (truncated or corrupt): "
+                f"{_message(error)}"
+            ) from None
+
+
+def _message(error):
+    # Eager op errors carry the wrapped function's name and the op name: noise to a user.
+    message = getattr(error, "message", None) or str(error)
+    return re.sub(r"\{\{function_node [^}]*\}\}\s*|\s*\[Op:\w+\]", "", message)
+
+
+def open_source(checkpoint):
+    """A :class:`DictSource` for a dict, else a :class:`FileSource` for a path."""
+    if isinstance(checkpoint, dict):
+        return DictSource(checkpoint)
+    return FileSource(checkpoint)
+
+
+def write_checkpoint(variables, prefix):
+    """Writes ``{Google name: array}`` as a TensorFlow checkpoint, atomically.
+
+    The files are written under a hidden temporary prefix in the same directory and
+    renamed into place, the index last, so ``prefix`` never names a half-written
+    checkpoint: after a crash it names the whole new checkpoint, or no loadable one.
+
+    Args:
+        variables: variable name → array (float16/32/64, int, bool...).
+        prefix: ``.../bert_model.ckpt``; its directory is created if needed.
+
+    Returns:
+        The prefix written.
+
+    Example:
+        >>> write_checkpoint({"bert/pooler/dense/bias": np.zeros(4, "float32")}, "out/x.ckpt")
+        'out/x.ckpt'
+    """
+    import tensorflow as tf
+
+    prefix = os.fspath(prefix)
+    if os.path.isdir(prefix):
+        raise ValueError(f"{prefix} is a directory; give a prefix such as "
+                         f"{os.path.join(prefix, 'bert_model.ckpt')}")
+    directory, base = os.path.split(os.path.abspath(prefix))
+    os.makedirs(directory, exist_ok=True)
+    temporary = os.path.join(directory, f".{base}.tmp-{uuid.uuid4().hex[:8]}")
+    names = sorted(variables)
+    try:
+        with tf.device("/cpu:0"):
+            tf.raw_ops.SaveV2(
+                prefix=temporary,
+                tensor_names=names,
+                shape_and_slices=[""] * len(names),
+                tensors=[np.asarray(variables[name]) for name in names],
+            )
+        _move_into_place(temporary, prefix)
+    finally:
+        for leftover in glob.glob(glob.escape(temporary) + "*"):
+            os.remove(leftover)
+    return prefix
+
+
+def _move_into_place(temporary, prefix):
+    # An old index beside new data would be a corrupt mix: it goes first, then the
+    # old data shards, then the new data; the new index last makes the prefix valid.
+    if os.path.exists(prefix + INDEX_SUFFIX):
+        os.remove(prefix + INDEX_SUFFIX)
+    for old in _data_files(prefix):
+        os.remove(old)
+    for new in _data_files(temporary):
+        os.replace(new, prefix + new[len(temporary):])
+    os.replace(temporary + INDEX_SUFFIX, prefix + INDEX_SUFFIX)
