@@ -21,13 +21,15 @@ class RunRecorder(keras.callbacks.Callback):
         run_dir: the run directory.
         patience: epochs without a better dev accuracy before training stops (0: never).
         monitor: the logged metric to maximise.
+        first_epoch: the epoch training starts at (a resumed run's restored epoch).
     """
 
-    def __init__(self, run_dir, patience=2, monitor="val_accuracy"):
+    def __init__(self, run_dir, patience=2, monitor="val_accuracy", first_epoch=0):
         super().__init__()
         self.run_dir = run_dir
         self.patience = patience
         self.monitor = monitor
+        self.first_epoch = first_epoch
         self.history = {}
 
     @property
@@ -41,13 +43,12 @@ class RunRecorder(keras.callbacks.Callback):
         return scores.index(max(scores)) + 1 if scores else None
 
     def on_train_begin(self, logs=None):
-        first_epoch = self.model._initial_epoch or 0
         history = {}
-        if first_epoch and os.path.exists(self._state_path):
+        if self.first_epoch and os.path.exists(self._state_path):
             with open(self._state_path, encoding="utf-8") as f:
                 history = json.load(f)
         # Epochs after the restored one were never backed up: they will run again.
-        self.history = {key: values[:first_epoch] for key, values in history.items()}
+        self.history = {key: values[:self.first_epoch] for key, values in history.items()}
 
     def on_epoch_end(self, epoch, logs=None):
         logs = logs or {}

@@ -196,23 +196,26 @@ def length_grouped_batches(lengths, batch_size, seed=None, epoch=0, group=50):
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
-def make_dataset(token_ids, segment_ids, labels=None, batch_size=32, seed=None,
-                 first_epoch=0, epochs=1, pad_multiple=8):
+def make_dataset(token_ids, segment_ids, labels=None, batch_size=32, seed=None, first_epoch=0,
+                 pad_multiple=8):
     """A ``tf.data.Dataset`` of ``((token_ids, segment_ids), labels)`` batches.
 
     Batches are cut to their longest row, rounded up to ``pad_multiple`` (dynamic
-    padding: few distinct shapes, so few retraces). With a ``seed`` the batches are
-    length-grouped and shuffled per epoch (see :func:`length_grouped_batches`) and the
-    dataset holds epochs ``first_epoch .. epochs-1`` back to back.
+    padding: few distinct shapes, so few retraces). Without a ``seed``: one pass in
+    file order. With a ``seed``: endless, epoch after epoch from ``first_epoch``, each
+    length-grouped and shuffled (see :func:`length_grouped_batches`); give ``fit``
+    its ``steps_per_epoch``.
     """
+    import itertools
+
     import tensorflow as tf
 
     lengths = np.count_nonzero(token_ids, axis=1)
-    epoch_range = range(first_epoch, epochs) if seed is not None else [0]
-    plan = [b for epoch in epoch_range
-            for b in length_grouped_batches(lengths, batch_size, seed, epoch)]
+    epochs = itertools.count(first_epoch) if seed is not None else [0]
 
     def generate():
+        plan = (rows for epoch in epochs
+                for rows in length_grouped_batches(lengths, batch_size, seed, epoch))
         for rows in plan:
             width = int(-(-max(lengths[rows].max(), 1) // pad_multiple) * pad_multiple)
             width = min(width, token_ids.shape[1])
@@ -224,4 +227,8 @@ def make_dataset(token_ids, segment_ids, labels=None, batch_size=32, seed=None,
     if labels is not None:
         signature += (tf.TensorSpec((None,), tf.int32),)
     dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
+    if seed is None:
+        # A generator hides its length; Keras needs it for progress bars and epoch ends.
+        batches = -(-len(lengths) // batch_size)
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(batches))
     return dataset.prefetch(tf.data.AUTOTUNE)

@@ -118,15 +118,28 @@ def _first_epoch(output):
         return int(json.load(f)["epoch"])
 
 
-def train(options):
-    """Fine-tunes a classifier; returns the run summary (also in ``metrics.json``)."""
+def train(options, callbacks=()):
+    """Fine-tunes a classifier; returns the run summary (also in ``metrics.json``).
+
+    Args:
+        options: a :class:`TrainOptions`.
+        callbacks: more Keras callbacks for ``fit``.
+    """
     options = options.resolved()
     _check_run_directory(options)
+    policy = keras.mixed_precision.dtype_policy()
+    if options.mixed_precision:
+        keras.mixed_precision.set_dtype_policy("mixed_bfloat16")
+    try:
+        return _train(options, list(callbacks))
+    finally:
+        keras.mixed_precision.set_dtype_policy(policy)
+
+
+def _train(options, callbacks):
     from kerasbert.tokenizer import Tokenizer
 
     keras.utils.set_random_seed(options.seed)
-    if options.mixed_precision:
-        keras.mixed_precision.set_global_policy("mixed_bfloat16")
     tokenizer = Tokenizer(options.vocab)
     read = dict(text_column=options.text_column, pair_column=options.pair_column,
                 label_column=options.label_column, skip_bad_rows=options.skip_bad_rows)
@@ -155,15 +168,16 @@ def train(options):
             loss="sparse_categorical_crossentropy", metrics=["accuracy"],
             jit_compile=options.jit_compile)
     train_set = data.make_dataset(*train_arrays, batch_size=options.batch_size,
-                                  seed=options.seed, first_epoch=first_epoch, epochs=options.epochs)
+                                  seed=options.seed, first_epoch=first_epoch)
     dev_set = data.make_dataset(*dev_arrays, batch_size=64)
-    recorder = RunRecorder(options.output, patience=options.patience)
+    recorder = RunRecorder(options.output, patience=options.patience, first_epoch=first_epoch)
     history = model.fit(
         train_set, validation_data=dev_set, epochs=options.epochs, initial_epoch=first_epoch,
-        steps_per_epoch=steps_per_epoch, verbose=2 if os.environ.get("CI") else 1,
+        steps_per_epoch=steps_per_epoch, shuffle=False, verbose=2 if os.environ.get("CI") else 1,
         # The recorder writes the epoch's history before the backup marks the epoch done.
         callbacks=[recorder,
-                   keras.callbacks.BackupAndRestore(os.path.join(options.output, "backup"))])
+                   keras.callbacks.BackupAndRestore(os.path.join(options.output, "backup"))]
+        + callbacks)
     del history  # the recorder keeps the whole history, resumed epochs included
     return _finish_run(options, tokenizer, labels, train_rows, dev_rows, recorder)
 

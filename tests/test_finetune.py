@@ -1,0 +1,168 @@
+"""Fine-tuning end to end on a tiny model and a synthetic Chinese task the model can learn."""
+
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from kerasbert import build_transformer_model, save_weights_as_checkpoint
+from kerasbert.cli import main
+from kerasbert.data import DataError
+from kerasbert.finetune import Run, TrainOptions, train
+from peers import run_python
+
+GOOD, BAD, NEUTRAL = "好棒赞爱", "差烂坏糟", "这个东西我们买了用过书店"
+
+
+def make_rows(n, seed):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        label = ("positive", "negative")[i % 2]
+        words = list(rng.choice(list(NEUTRAL), size=rng.integers(3, 12)))
+        words.insert(int(rng.integers(0, len(words))), rng.choice(list(GOOD if i % 2 == 0 else BAD)))
+        rows.append((label, "".join(words)))
+    return rows
+
+
+def write_tsv(path, rows):
+    path.write_text("label\ttext\n" + "".join(f"{l}\t{t}\n" for l, t in rows), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def tiny_run_inputs(tmp_path_factory):
+    """A tiny pretrained-format model (random weights) and train/dev/test files."""
+    from conftest import TINY
+
+    root = tmp_path_factory.mktemp("finetune")
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(GOOD + BAD + NEUTRAL))
+    (root / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    config = dict(TINY, vocab_size=len(vocab))
+    (root / "bert_config.json").write_text(json.dumps(config))
+    keras.utils.set_random_seed(0)
+    save_weights_as_checkpoint(build_transformer_model(config, with_pool=True),
+                               str(root / "bert_model.ckpt"))
+    return {
+        "config": str(root / "bert_config.json"), "checkpoint": str(root / "bert_model.ckpt"),
+        "vocab": str(root / "vocab.txt"),
+        "train": write_tsv(root / "train.tsv", make_rows(384, 1)),
+        "dev": write_tsv(root / "dev.tsv", make_rows(64, 2)),
+        "test": write_tsv(root / "test.tsv", make_rows(64, 3)),
+    }
+
+
+def options(inputs, output, **changes):
+    values = dict(inputs, output=str(output), epochs=3, batch_size=16, lr=1e-2, maxlen=32,
+                  patience=0)
+    values.update(changes)
+    return TrainOptions(**values)
+
+
+@pytest.fixture(scope="module")
+def finished_run(tiny_run_inputs, tmp_path_factory):
+    output = tmp_path_factory.mktemp("runs") / "run"
+    return output, train(options(tiny_run_inputs, output))
+
+
+def test_run_directory_holds_everything(finished_run):
+    output, summary = finished_run
+    for name in ("model.keras", "bert_model.ckpt.index", "labels.json", "vocab.txt",
+                 "bert_config.json", "train_config.json", "history.csv", "metrics.json",
+                 "confusion_matrix.png", "training_curves.png"):
+        assert (output / name).exists(), name
+    assert not (output / "backup").exists()
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert metrics["test"]["accuracy"] == summary["test"]["accuracy"] > 0.9
+    assert set(metrics["test"]["per_class"]) == {"negative", "positive"}
+    assert metrics["labels"] == ["negative", "positive"]
+    assert len((output / "history.csv").read_text().splitlines()) == 1 + 3
+
+    import tensorflow as tf
+
+    names = [name for name, _ in tf.train.list_variables(str(output / "bert_model.ckpt"))]
+    assert "bert/encoder/layer_1/output/LayerNorm/gamma" in names
+
+
+def test_same_seed_gives_the_same_metrics(tiny_run_inputs, finished_run, tmp_path):
+    _, first = finished_run
+    again = train(options(tiny_run_inputs, tmp_path / "again"))
+    assert again["dev"] == first["dev"] and again["test"] == first["test"]
+
+
+class Kill(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        if self.model.optimizer.iterations.numpy() == 24 + 5:  # epoch 2, batch 6
+            raise KeyboardInterrupt("killed")
+
+
+def test_a_killed_run_resumes_to_the_same_result(tiny_run_inputs, finished_run, tmp_path):
+    _, uninterrupted = finished_run
+    with pytest.raises(KeyboardInterrupt):
+        train(options(tiny_run_inputs, tmp_path / "run"), callbacks=[Kill()])
+    assert (tmp_path / "run" / "backup").exists()
+    with pytest.raises(FileExistsError, match="interrupted run: pass --resume"):
+        train(options(tiny_run_inputs, tmp_path / "run"))
+    resumed = train(options(tiny_run_inputs, tmp_path / "run", resume=True))
+    assert resumed["test"] == uninterrupted["test"]
+    assert len((tmp_path / "run" / "history.csv").read_text().splitlines()) == 1 + 3
+
+
+def test_evaluate_predict_export(finished_run, tiny_run_inputs, tmp_path, capsys):
+    output, summary = finished_run
+    assert main(["evaluate", "--model", str(output), "--data", tiny_run_inputs["test"],
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["accuracy"] == summary["test"]["accuracy"]
+    assert main(["predict", "--model", str(output), "这个好棒", "书店差"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [row["label"] for row in rows] == ["positive", "negative"]
+    assert all(0.5 < row["probability"] <= 1 for row in rows)
+
+    run = Run(str(output))
+    saved = tmp_path / "saved"
+    assert main(["export", "--model", str(output), "--to", str(saved)]) == 0
+    rows = run.predict(texts=["这个好棒", "我们买了差"])
+    import tensorflow as tf
+
+    served = tf.saved_model.load(str(saved)).signatures["serving_default"]
+    ids, segments = run.tokenizer.encode_batch(["这个好棒", "我们买了差"], maxlen=32)
+    out = list(served(token_ids=tf.constant(ids), segment_ids=tf.constant(segments)).values())[0]
+    np.testing.assert_allclose(out.numpy().max(-1), [r["probability"] for r in rows], atol=1e-5)
+
+
+def test_bad_rows_fail_or_are_counted(tiny_run_inputs, tmp_path):
+    rows = make_rows(64, 5)
+    bad = tmp_path / "train.tsv"
+    bad.write_text("label\ttext\n" + "".join(f"{l}\t{t}\n" for l, t in rows)
+                   + "positive\t\n\t没有标签\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"train.tsv, line 66: empty 'text'"):
+        train(options(tiny_run_inputs, tmp_path / "a", train=str(bad), epochs=1))
+    summary = train(options(tiny_run_inputs, tmp_path / "b", train=str(bad), epochs=1,
+                            skip_bad_rows=True))
+    assert summary["skipped_rows"][str(bad)] == 2 and summary["train_examples"] == 64
+
+
+def test_unseen_label_at_evaluation(finished_run, tmp_path):
+    output, _ = finished_run
+    path = write_tsv(tmp_path / "odd.tsv", [("positive", "好"), ("neutral", "书")])
+    with pytest.raises(DataError, match=r"odd.tsv, line 3: label 'neutral' was not seen"):
+        Run(str(output)).evaluate(path)
+
+
+def test_mirrored_strategy_on_two_cpus_matches_one_device(tiny_run_inputs, finished_run, tmp_path):
+    _, single = finished_run
+    got = run_python(f"""
+        import json, tensorflow as tf
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+        import sys; sys.path.insert(0, "tests")
+        from kerasbert.finetune import TrainOptions, train
+        inputs = {tiny_run_inputs!r}
+        summary = train(TrainOptions(**inputs, output={str(tmp_path / 'mirrored')!r}, epochs=3,
+                                     batch_size=16, lr=1e-2, maxlen=32, patience=0,
+                                     strategy="mirrored"))
+        print(json.dumps(summary["test"]))
+    """)
+    assert abs(got["accuracy"] - single["test"]["accuracy"]) <= 0.05
