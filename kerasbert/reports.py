@@ -25,6 +25,10 @@ def atomic_path(path):
     os.close(handle)
     try:
         yield temporary
+        # mkstemp makes the file private (0600); give it the permissions open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
         os.replace(temporary, path)
     finally:
         if os.path.exists(temporary):

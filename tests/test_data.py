@@ -93,3 +93,15 @@ def test_optimizer_skips_decay_on_norms_and_biases(tiny_config):
                            if v.path in decayed)
     assert not any("gamma" in p or "bias" in p or "beta" in p for p in decayed)
     assert optimizer.gradient_accumulation_steps == 2
+
+
+def test_atomic_writes_leave_no_temporary_and_normal_permissions(tmp_path):
+    import os
+
+    from kerasbert.reports import write_json
+
+    write_json(tmp_path / "metrics.json", {"accuracy": 1.0})
+    assert os.listdir(tmp_path) == ["metrics.json"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert os.stat(tmp_path / "metrics.json").st_mode & 0o777 == 0o666 & ~umask
