@@ -37,7 +37,8 @@ def _parser():
     parser.add_argument("--max-load", type=float, default=1.0,
                         help="wait until the 1-minute load average is at most this")
     parser.add_argument("--max-wait", type=float, default=600,
-                        help="seconds to wait for a quiet machine before running anyway")
+                        help="seconds to wait for a quiet machine (before the run and before "
+                             "each worker) before running anyway")
     return parser
 
 
@@ -79,16 +80,17 @@ def main(argv=None):
     def log(message):
         print(f"[bench] {message}", file=sys.stderr, flush=True)
 
+    runner.IDLE_WAIT_S = args.max_wait
     options = {"warmup": args.warmup, "repeats": args.repeats, "small_repeats": 3 * args.repeats}
     report = {"started": datetime.datetime.now().isoformat(timespec="seconds"),
               "machine": runner.machine(), "options": {**options, "only": args.only},
               "suites": {}}
+    # The load average is checked once, before anything of ours runs (afterwards it also
+    # counts our own workers); each worker then waits for idle cores (runner.run_worker).
+    report["load_average_at_start"], report["load_wait_gave_up"] = runner.wait_for_quiet(
+        args.max_load, args.max_wait, log)
     for name in suites:
-        # Checked before every suite: another job may have started in between.
-        load, gave_up = runner.wait_for_quiet(args.max_load, args.max_wait, log)
         section = _run_suite(name, options, args.only, report["suites"], log)
-        section["load_average_at_start"] = load
-        section["load_wait_gave_up"] = gave_up
         section["load_average_at_end"] = runner.load_average()
         report["suites"][name] = section
         _print_section(section)

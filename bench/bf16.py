@@ -126,7 +126,8 @@ def _hf_max_abs(folder, tokens, fp32, real):
     return float(np.abs(out - fp32)[real].max())
 
 
-WORKERS = {"mixed_bfloat16": lambda: measure("mixed_bfloat16")}
+POLICIES = ("bfloat16", "mixed_bfloat16")
+WORKERS = {policy: (lambda policy=policy: measure(policy)) for policy in POLICIES}
 
 
 def run(options, log=print):
@@ -143,7 +144,7 @@ def run(options, log=print):
                      "cosine": f"{r['min_sentence_cosine']:.5f}",
                      "hf": f"{r['fp32_vs_hf_max_abs']:.2g}" if r.get("fp32_vs_hf_max_abs")
                      is not None else "n/a"})
-    columns = [("policy", "policy"), ("max_abs", "max |bf16 − fp32|"), ("mean_abs", "mean"),
+    columns = [("policy", "policy"), ("max_abs", "max abs diff"), ("mean_abs", "mean"),
                ("relative_rms", "relative RMS"), ("cosine", "min cosine (mean-pooled)"),
                ("hf", "fp32 vs Hugging Face (max abs)")]
     title = (f"bf16 deviation from fp32, all-MiniLM-L6-v2, {len(SENTENCES)} sentences, "

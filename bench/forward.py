@@ -17,7 +17,7 @@ SHAPES = [[8, 128], [1, 32]]
 IMPLEMENTATIONS = {
     "kerasbert": ("kerasbert Predictor, fp32", False),
     "kerasbert-predict": ("kerasbert model.predict, fp32", False),
-    "kerasbert-bf16": ("kerasbert Predictor, mixed_bfloat16", False),
+    "kerasbert-bf16": ("kerasbert Predictor, bfloat16", False),
     "bert4keras": ("bert4keras", True),
     "keras-hub": ("keras-hub", False),
     "hf-torch": ("Hugging Face torch", False),
@@ -70,7 +70,7 @@ def kerasbert(mode="predictor", dtype_policy=None, jit_compile=False,
 KERASBERT_MODES = {
     "kerasbert": {},
     "kerasbert-predict": {"mode": "predict"},
-    "kerasbert-bf16": {"dtype_policy": "mixed_bfloat16"},
+    "kerasbert-bf16": {"dtype_policy": "bfloat16"},
     "kerasbert-function": {"mode": "function"},
     "kerasbert-xla": {"jit_compile": True},
 }

@@ -18,6 +18,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # bert4keras 0.11.5 needs Keras 2: it runs on tf-keras and never shares a process with Keras 3.
 TF_KERAS_ENV = {"TF_KERAS": "1", "TF_USE_LEGACY_KERAS": "1"}
+# How long a worker waits for other jobs to leave the cores; `--max-wait` sets it.
+IDLE_WAIT_S = 300
 QUIET_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": "", "PYTHONWARNINGS": "ignore"}
 
 
@@ -52,6 +54,39 @@ def wait_for_quiet(max_load, max_wait_s, log=print):
     return load_average(), False
 
 
+def busy_fraction(seconds=2.0):
+    """The share of all cores' time spent busy over the next ``seconds`` (None off Linux)."""
+    def sample():
+        with open("/proc/stat", encoding="ascii") as f:
+            values = [int(v) for v in f.readline().split()[1:]]
+        idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
+        return sum(values), idle
+
+    try:
+        total0, idle0 = sample()
+        time.sleep(seconds)
+        total1, idle1 = sample()
+    except (OSError, ValueError):
+        return None
+    return 1.0 - (idle1 - idle0) / max(total1 - total0, 1)
+
+
+def wait_for_idle(max_busy=0.25, max_wait_s=None, log=print):
+    """Waits until other processes leave the cores (nearly) idle; returns the busy share.
+
+    The load average lags by a minute and counts the worker that just ended; the
+    busy share of the last two seconds does neither, so it is checked before each worker.
+    """
+    max_wait_s = IDLE_WAIT_S if max_wait_s is None else max_wait_s
+    start = time.monotonic()
+    busy = busy_fraction()
+    while busy is not None and busy > max_busy and time.monotonic() - start < max_wait_s:
+        log(f"cores {busy:.0%} busy: waiting for other jobs to finish")
+        time.sleep(10)
+        busy = busy_fraction()
+    return None if busy is None else round(busy, 2)
+
+
 def timed(fn, warmup=3, repeats=10):
     """Calls ``fn`` ``warmup`` times untimed, then ``repeats`` times timed.
 
@@ -81,6 +116,8 @@ def run_worker(suite, name, options, tf_keras=False, timeout=900):
         for key in TF_KERAS_ENV:
             env.pop(key, None)
     command = [sys.executable, "-m", "bench.worker", suite, name, json.dumps(options)]
+    busy = wait_for_idle(log=lambda message: print(f"[bench] {message}", file=sys.stderr))
+    load = load_average()
     try:
         result = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True,
                                 timeout=timeout)
@@ -90,7 +127,7 @@ def run_worker(suite, name, options, tf_keras=False, timeout=900):
     if result.returncode or not lines:
         tail = (result.stderr.strip().splitlines() or ["no output"])[-1]
         return {"skipped": f"worker failed: {tail[:300]}"}
-    return json.loads(lines[-1])
+    return {**json.loads(lines[-1]), "busy_before": busy, "load_average": load}
 
 
 def machine():

@@ -11,10 +11,12 @@ __version__ = "0.1.0"
 
 from kerasbert.config import BertConfig
 from kerasbert.heads import add_cls_classifier
+from kerasbert.inference import Predictor
 from kerasbert.models import Transformer, build_bert, build_transformer_model
 
 __all__ = [
     "BertConfig",
+    "Predictor",
     "Transformer",
     "add_cls_classifier",
     "build_bert",

@@ -26,14 +26,16 @@ DEFAULT_BUCKET = 32
 
 
 def with_dtype_policy(model, dtype_policy):
-    """A copy of ``model`` computing under ``dtype_policy`` (e.g. ``"mixed_bfloat16"``).
+    """A copy of ``model`` computing under ``dtype_policy``, the original left as it is.
 
-    Variables stay float32 (the weights are copied exactly); matrix products and
-    activations run in the policy's compute dtype. Layer norm and the attention
-    softmax are computed in float32 whatever the policy.
+    ``"bfloat16"`` stores the copy's weights in bfloat16 (rounded once) and computes in
+    it: half the memory traffic, and the fastest on CPUs with AVX-512 BF16 or AMX.
+    ``"mixed_bfloat16"`` keeps float32 weights and casts them on every call, which
+    costs more than it saves for inference; it is the policy for training. Under
+    both, layer norm and the attention softmax are computed in float32.
 
     Example:
-        >>> fast = with_dtype_policy(model, "mixed_bfloat16")
+        >>> fast = with_dtype_policy(model, "bfloat16")
         >>> fast.get_layer("Transformer-0-FeedForward").compute_dtype
         'bfloat16'
 
@@ -62,8 +64,8 @@ class Predictor:
             ``Input-Token`` and, optionally, ``Input-Segment``), with or without heads.
         jit_compile: compile with XLA (TensorFlow backend).
         bucket: under XLA, lengths are padded up to a multiple of this.
-        dtype_policy: run a copy of the model under this policy, e.g.
-            ``"mixed_bfloat16"`` on CPUs with AVX-512 BF16 or AMX.
+        dtype_policy: run a copy of the model under this policy, e.g. ``"bfloat16"``
+            on CPUs with AVX-512 BF16 or AMX (see :func:`with_dtype_policy`).
 
     Example:
         >>> predict = Predictor(build_transformer_model(config))

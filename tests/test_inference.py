@@ -116,15 +116,19 @@ def test_model_predict_does_not_retrace_when_only_contents_change(tiny_model):
     assert len(traces) == first
 
 
-def test_bf16_copy_keeps_the_weights_and_stays_close(tiny_model):
-    copy = with_dtype_policy(tiny_model, "mixed_bfloat16")
+@pytest.mark.parametrize("policy", ["bfloat16", "mixed_bfloat16"])
+def test_bf16_copy_keeps_the_weights_and_stays_close(tiny_model, policy):
+    copy = with_dtype_policy(tiny_model, policy)
     assert [layer.name for layer in copy.layers] == [layer.name for layer in tiny_model.layers]
     assert copy.get_layer(names.feed_forward_name(0)).compute_dtype == "bfloat16"
+    assert tiny_model.get_layer(names.feed_forward_name(0)).compute_dtype == "float32"
+    # bfloat16 keeps 8 significant bits: weights rounded once, to within 2^-8 relative.
+    rtol = 2.0**-8 if policy == "bfloat16" else 0
     for ours, theirs in zip(copy.get_weights(), tiny_model.get_weights()):
-        np.testing.assert_array_equal(ours, theirs)
+        np.testing.assert_allclose(np.asarray(ours, "float32"), theirs, rtol=rtol, atol=0)
     tokens, segments = padded_batch(np.random.default_rng(6), (3, 9), (9, 6, 4))
     fp32 = Predictor(tiny_model)(tokens, segments)
-    bf16 = Predictor(tiny_model, dtype_policy="mixed_bfloat16")(tokens, segments)
+    bf16 = Predictor(tiny_model, dtype_policy=policy)(tokens, segments)
     for a, b in zip(fp32, bf16):
         assert b.dtype == np.float32
         np.testing.assert_allclose(a, b, atol=0.1)
