@@ -54,6 +54,9 @@ def _run_suite(name, options, only, results, log):
         if error.name != f"bench.{name}":
             raise
         return {"suite": name, "skipped": "not part of this version of the benchmarks"}
+    if not hasattr(module, "run"):
+        # A benchmark written as a script: run it as one and keep what it prints.
+        return runner.run_script(name)
     return module.run(options, log)
 
 
@@ -66,6 +69,8 @@ def _print_section(section):
         print(runner.format_table(table["columns"], table["rows"]))
     for note in section.get("notes", []):
         print(f"\n{note}")
+    if "output" in section:
+        print(f"\n## {section['suite']}\n\n{section['output']}")
 
 
 def main(argv=None):
@@ -90,7 +95,10 @@ def main(argv=None):
     report["load_average_at_start"], report["load_wait_gave_up"] = runner.wait_for_quiet(
         args.max_load, args.max_wait, log)
     for name in suites:
-        section = _run_suite(name, options, args.only, report["suites"], log)
+        try:
+            section = _run_suite(name, options, args.only, report["suites"], log)
+        except Exception as error:  # one broken suite must not cost the others' figures
+            section = {"suite": name, "skipped": f"crashed: {type(error).__name__}: {error}"}
         section["load_average_at_end"] = runner.load_average()
         report["suites"][name] = section
         _print_section(section)

@@ -130,6 +130,25 @@ def run_worker(suite, name, options, tf_keras=False, timeout=900):
     return {**json.loads(lines[-1]), "busy_before": busy, "load_average": load}
 
 
+def run_script(suite, timeout=900):
+    """Runs ``python -m bench.<suite>`` as it is; its JSON last line, if any, is kept as data."""
+    env = dict(os.environ, **QUIET_ENV)
+    try:
+        result = subprocess.run([sys.executable, "-m", f"bench.{suite}"], env=env, cwd=ROOT,
+                                capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"suite": suite, "skipped": f"timed out after {timeout} s"}
+    if result.returncode:
+        tail = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"suite": suite, "skipped": f"failed: {tail[:300]}"}
+    section = {"suite": suite, "output": result.stdout.strip()}
+    try:
+        section["results"] = json.loads(result.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        pass
+    return section
+
+
 def machine():
     """The facts a reader needs to compare figures: CPU, cores, library versions."""
     cpu, flags = platform.processor() or "unknown", ""
