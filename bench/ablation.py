@@ -16,6 +16,7 @@ VARIANTS = {
     "predictor": ("Predictor (default)", {}),
     "function": ("model(x) in tf.function", {"mode": "function"}),
     "predict": ("model.predict", {"mode": "predict"}),
+    "predict_on_batch": ("model.predict_on_batch", {"mode": "predict_on_batch"}),
     "xla": ("Predictor, jit_compile=True", {"jit_compile": True}),
     "einsum-attention": ("previous einsum + where attention, Predictor", {"attention": "einsum"}),
     "fused-qkv": ("q/k/v in one GEMM (kernels concatenated per call)", {"attention": "fused"}),

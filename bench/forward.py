@@ -48,7 +48,8 @@ def example_inputs(batch, length, vocab_size, seed=0):
 
 def kerasbert(mode="predictor", dtype_policy=None, jit_compile=False,
               config_path=peers.CHINESE_BASE):
-    """kerasbert's forward pass: ``Predictor``, ``model.predict`` or ``model(x)`` compiled."""
+    """kerasbert's forward pass: ``Predictor``, ``model.predict[_on_batch]``, or ``model(x)``
+    in a ``tf.function``."""
     import keras
 
     import kerasbert as package
@@ -61,6 +62,8 @@ def kerasbert(mode="predictor", dtype_policy=None, jit_compile=False,
         return Predictor(model, jit_compile=jit_compile, dtype_policy=dtype_policy), label
     if mode == "predict":
         return (lambda t, s: model.predict([t, s], batch_size=len(t), verbose=0)), label
+    if mode == "predict_on_batch":
+        return (lambda t, s: model.predict_on_batch([t, s])), label
     import tensorflow as tf
 
     function = tf.function(lambda t, s: model([t, s], training=False), jit_compile=jit_compile)
