@@ -32,6 +32,9 @@ def _parser():
                         help="where to write the JSON results (default: out/bench.json)")
     parser.add_argument("--repeats", type=int, default=10, help="timed calls per figure")
     parser.add_argument("--warmup", type=int, default=3, help="untimed calls first")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="forward: run each implementation this many times, taking turns, "
+                             "and keep its best median")
     parser.add_argument("--only", nargs="+", metavar="NAME",
                         help="forward/ablation: only these implementations")
     parser.add_argument("--max-load", type=float, default=1.0,
@@ -42,10 +45,12 @@ def _parser():
     return parser
 
 
-def _run_suite(name, options, only, results, log):
+def _run_suite(name, options, args, results, log):
+    only = args.only
     if name == "forward":
         gemm = results.get("gemm", {}).get("results", {}).get("float32")
-        return importlib.import_module("bench.forward").run(options, log, only, gemm)
+        return importlib.import_module("bench.forward").run(
+            {**options, "rounds": args.rounds}, log, only, gemm)
     if name == "ablation":
         return importlib.import_module("bench.ablation").run(options, log, only)
     try:
@@ -88,7 +93,8 @@ def main(argv=None):
     runner.IDLE_WAIT_S = args.max_wait
     options = {"warmup": args.warmup, "repeats": args.repeats, "small_repeats": 3 * args.repeats}
     report = {"started": datetime.datetime.now().isoformat(timespec="seconds"),
-              "machine": runner.machine(), "options": {**options, "only": args.only},
+              "machine": runner.machine(),
+              "options": {**options, "only": args.only, "rounds": args.rounds},
               "suites": {}}
     # The load average is checked once, before anything of ours runs (afterwards it also
     # counts our own workers); each worker then waits for idle cores (runner.run_worker).
@@ -96,7 +102,7 @@ def main(argv=None):
         args.max_load, args.max_wait, log)
     for name in suites:
         try:
-            section = _run_suite(name, options, args.only, report["suites"], log)
+            section = _run_suite(name, options, args, report["suites"], log)
         except Exception as error:  # one broken suite must not cost the others' figures
             section = {"suite": name, "skipped": f"crashed: {type(error).__name__}: {error}"}
         section["load_average_at_end"] = runner.load_average()
