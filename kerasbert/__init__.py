@@ -13,6 +13,7 @@ from kerasbert.checkpoint import LoadReport, load_checkpoint, save_weights_as_ch
 from kerasbert.checkpoint_io import CheckpointError, write_checkpoint
 from kerasbert.config import BertConfig
 from kerasbert.heads import add_cls_classifier
+from kerasbert.inference import Predictor
 from kerasbert.models import Transformer, build_bert, build_transformer_model
 from kerasbert.tokenizer import Tokenizer, load_vocab
 
@@ -20,6 +21,7 @@ __all__ = [
     "BertConfig",
     "CheckpointError",
     "LoadReport",
+    "Predictor",
     "Tokenizer",
     "Transformer",
     "add_cls_classifier",

@@ -182,5 +182,5 @@ def test_saved_model_loads_in_safe_mode_in_a_fresh_process(tiny_config, tmp_path
 def test_padding_mask_is_computed_once_per_batch(tiny_config):
     # Keras records mask computations as graph operations; residual sums must not add more.
     model = build_transformer_model(tiny_config, with_pool=True)
-    extra = [op.name for op in model.operations if not isinstance(op, keras.layers.Layer)]
-    assert extra == ["not_equal"]
+    extra = [type(op).__name__ for op in model.operations if not isinstance(op, keras.layers.Layer)]
+    assert extra == ["NotEqual"]

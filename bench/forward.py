@@ -1,0 +1,168 @@
+"""Forward-pass speed: kerasbert against its peers, batch 8 x 128 and latency at 1 x 32.
+
+Chinese BERT-base, random weights, sequence output, full-length inputs. Each
+implementation runs in its own process and is timed as the median of ``repeats``
+calls after ``warmup`` untimed ones; the figures are compared with the peers measured
+in the same run and with the machine's GEMM limit (:mod:`bench.gemm`).
+"""
+
+import numpy as np
+
+from bench import peers
+from bench.runner import run_worker, timed
+
+SHAPES = [[8, 128], [1, 32]]
+
+# name -> (how it is built, runs under tf_keras); kerasbert variants first.
+IMPLEMENTATIONS = {
+    "kerasbert": ("kerasbert Predictor, fp32", False),
+    "kerasbert-predict": ("kerasbert model.predict, fp32", False),
+    "kerasbert-bf16": ("kerasbert Predictor, bfloat16", False),
+    "bert4keras": ("bert4keras", True),
+    "keras-hub": ("keras-hub", False),
+    "hf-torch": ("Hugging Face torch", False),
+    "onnxruntime": ("onnxruntime", False),
+}
+PEERS = ("bert4keras", "keras-hub", "hf-torch", "onnxruntime")
+
+
+def encoder_flops(config, batch, length):
+    """FLOPs of one encoder forward pass: every matrix product, 2 per multiply-add.
+
+    Per layer: q, k, v, output projections (4 H^2 per token), feed-forward
+    (2 H I per token), and the two attention products (2 L^2 H per example).
+    """
+    hidden, inner = config["hidden_size"], config["intermediate_size"]
+    tokens = batch * length
+    dense = 2 * tokens * (4 * hidden * hidden + 2 * hidden * inner)
+    attention = 2 * 2 * batch * length * length * hidden
+    return config["num_hidden_layers"] * (dense + attention)
+
+
+def example_inputs(batch, length, vocab_size, seed=0):
+    """Token ids without padding (every position real), all segment 0."""
+    rng = np.random.default_rng(seed)
+    return (rng.integers(1, vocab_size, (batch, length)).astype("int32"),
+            np.zeros((batch, length), "int32"))
+
+
+def kerasbert(mode="predictor", dtype_policy=None, jit_compile=False,
+              config_path=peers.CHINESE_BASE):
+    """kerasbert's forward pass: ``Predictor``, ``model.predict[_on_batch]``, or ``model(x)``
+    in a ``tf.function``."""
+    import keras
+
+    import kerasbert as package
+    from kerasbert import build_transformer_model
+    from kerasbert.inference import Predictor
+
+    model = build_transformer_model(config_path)
+    label = f"kerasbert {package.__version__}, keras {keras.__version__}"
+    if mode == "predictor":
+        return Predictor(model, jit_compile=jit_compile, dtype_policy=dtype_policy), label
+    if mode == "predict":
+        return (lambda t, s: model.predict([t, s], batch_size=len(t), verbose=0)), label
+    if mode == "predict_on_batch":
+        return (lambda t, s: model.predict_on_batch([t, s])), label
+    import tensorflow as tf
+
+    function = tf.function(lambda t, s: model([t, s], training=False), jit_compile=jit_compile)
+    return (lambda t, s: function(t, s).numpy()), label
+
+
+KERASBERT_MODES = {
+    "kerasbert": {},
+    "kerasbert-predict": {"mode": "predict"},
+    "kerasbert-bf16": {"dtype_policy": "bfloat16"},
+    "kerasbert-function": {"mode": "function"},
+    "kerasbert-xla": {"jit_compile": True},
+}
+
+
+def measure(name, shapes=SHAPES, warmup=3, repeats=10, small_repeats=30, **overrides):
+    """Worker: builds implementation ``name`` and times it at each ``(batch, length)``."""
+    if name in KERASBERT_MODES:
+        call, label = kerasbert(**{**KERASBERT_MODES[name], **overrides})
+    else:
+        call, label = peers.BUILDERS[name](**overrides)
+    vocab = peers.read_config()["vocab_size"]
+    timings = {}
+    for batch, length in shapes:
+        tokens, segments = example_inputs(batch, length, vocab)
+        # Short calls vary more from call to call: time more of them.
+        count = small_repeats if batch * length <= 256 else repeats
+        timings[f"{batch}x{length}"] = timed(lambda: call(tokens, segments), warmup, count)
+    return {"label": label, "timings": timings}
+
+
+WORKERS = {name: (lambda name=name, **options: measure(name, **options))
+           for name in list(IMPLEMENTATIONS) + list(KERASBERT_MODES)}
+
+
+def run(options, log=print, names=None, gemm=None):
+    """Times every implementation, each in its own process; returns the section.
+
+    Args:
+        options: ``warmup``, ``repeats``, ``small_repeats`` (see :func:`measure`), and
+            ``rounds``: how many times each implementation is run, taking turns.
+        names: implementations to run (default: all of :data:`IMPLEMENTATIONS`).
+        gemm: the GEMM suite's result, for the limit columns.
+    """
+    names = names or list(IMPLEMENTATIONS)
+    options = dict(options)
+    rounds = options.pop("rounds", 1)
+    results = {}
+    # With several rounds the implementations take turns, so a burst of load from other
+    # jobs falls on all of them; each keeps its best round (lowest median) per shape.
+    for round_ in range(rounds):
+        for name in names:
+            log(f"forward: {name}" + (f" (round {round_ + 1} of {rounds})" if rounds > 1 else ""))
+            tf_keras = IMPLEMENTATIONS.get(name, ("", False))[1]
+            results[name] = _best(results.get(name),
+                                  run_worker("forward", name, options, tf_keras=tf_keras))
+    config = peers.read_config()
+    tables = [_table(results, shape, config, gemm) for shape in ("8x128", "1x32")]
+    return {"suite": "forward", "results": results, "tables": tables}
+
+
+def _best(kept, new):
+    """Per shape, the round with the lower median (a skipped round never wins)."""
+    if kept is None or "skipped" in kept:
+        return new
+    if "skipped" in new:
+        return kept
+    for shape, timing in new["timings"].items():
+        if timing["median_ms"] < kept["timings"][shape]["median_ms"]:
+            kept["timings"][shape] = timing
+    return kept
+
+
+def _table(results, shape, config, gemm):
+    batch, length = map(int, shape.split("x"))
+    flops = encoder_flops(config, batch, length)
+    base = results.get("kerasbert", {}).get("timings", {}).get(shape)
+    limit_ms = None
+    if gemm and shape in gemm.get("gflops", {}):
+        limit_ms = flops / gemm["gflops"][shape] / 1e6
+    rows = []
+    for name, result in results.items():
+        if "skipped" in result:
+            rows.append({"name": name, "label": "skipped: " + result["skipped"]})
+            continue
+        t = result["timings"][shape]
+        rows.append({
+            "name": name, "label": result["label"],
+            "median_ms": t["median_ms"], "min_ms": t["min_ms"], "max_ms": t["max_ms"],
+            "tokens_per_s": round(batch * length / t["median_ms"] * 1e3),
+            "gflops": round(flops / t["median_ms"] / 1e6, 1),
+            "kerasbert_speedup": round(t["median_ms"] / base["median_ms"], 2) if base else None,
+            "of_gemm_limit": f"{limit_ms / t['median_ms']:.0%}" if limit_ms else None,
+        })
+    title = (f"Forward pass, batch {batch} x {length} tokens, {flops / 1e9:.1f} GFLOP"
+             + (f"; GEMM limit {limit_ms:.0f} ms" if limit_ms else ""))
+    columns = [("name", "implementation"), ("median_ms", "median ms"), ("min_ms", "min"),
+               ("max_ms", "max"), ("tokens_per_s", "tokens/s"), ("gflops", "GFLOP/s"),
+               ("kerasbert_speedup", "kerasbert ×"), ("of_gemm_limit", "% of GEMM limit"),
+               ("label", "version / mode")]
+    return {"title": title, "columns": columns, "rows": rows, "shape": shape,
+            "flops": flops, "limit_ms": limit_ms}

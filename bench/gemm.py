@@ -1,0 +1,76 @@
+"""The machine's GEMM limit: how fast TensorFlow multiplies the encoder's own matrices.
+
+A BERT forward pass is almost all matrix products, so the time those products take
+alone, at the library's best GEMM speed, bounds the whole pass from below. The
+worker times ``tf.matmul`` (oneDNN on x86) at exactly the shapes of the encoder's
+dense layers for each benchmarked batch; the throughput it reaches over them is the
+"GEMM limit" the forward table compares against. A large square product is timed
+too, as the machine's headline figure.
+"""
+
+from bench.peers import read_config
+from bench.runner import run_worker
+
+SQUARE = 2048
+
+
+def dense_shapes(config, tokens):
+    """``(m, k, n)`` of the per-layer dense products: q, k, v, output, FFN in and out."""
+    hidden, inner = config["hidden_size"], config["intermediate_size"]
+    return [(tokens, hidden, hidden)] * 4 + [(tokens, hidden, inner), (tokens, inner, hidden)]
+
+
+def measure(shapes=((8, 128), (1, 32)), dtype="float32", repeats=20):
+    """Worker: GFLOP/s of ``tf.matmul`` over the encoder's dense shapes per batch shape."""
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow as tf
+
+    from bench.runner import timed
+
+    matmul = tf.function(tf.matmul)
+    config = read_config()
+
+    def gflops(m, k, n):
+        a = tf.random.normal((m, k), dtype="float32")
+        b = tf.random.normal((k, n), dtype="float32")
+        a, b = tf.cast(a, dtype), tf.cast(b, dtype)
+        # One product per call: a CPU op runs synchronously, so the call time is its time.
+        # The fastest call, not the median: a limit is what the GEMM can do at best.
+        seconds = timed(lambda: matmul(a, b), warmup=3, repeats=repeats)["min_ms"] / 1e3
+        return 2 * m * k * n / seconds / 1e9, seconds
+
+    result = {"label": f"tensorflow {tf.__version__} tf.matmul, {dtype}", "gflops": {}}
+    for batch, length in shapes:
+        flops = seconds = 0.0
+        for m, k, n in dense_shapes(config, batch * length):
+            _, s = gflops(m, k, n)
+            flops, seconds = flops + 2 * m * k * n, seconds + s
+        result["gflops"][f"{batch}x{length}"] = round(flops / seconds / 1e9, 1)
+    result["square_gflops"] = round(gflops(SQUARE, SQUARE, SQUARE)[0], 1)
+    return result
+
+
+WORKERS = {"float32": lambda **o: measure(dtype="float32", **o),
+           "bfloat16": lambda **o: measure(dtype="bfloat16", **o)}
+
+
+def run(options, log=print):
+    """Measures fp32 and bf16 GEMM throughput, each in its own process."""
+    results = {}
+    for dtype in WORKERS:
+        log(f"gemm: {dtype}")
+        results[dtype] = run_worker("gemm", dtype, {"repeats": options.get("gemm_repeats", 20)})
+    rows = []
+    for dtype, result in results.items():
+        if "skipped" in result:
+            rows.append({"dtype": dtype, "label": "skipped: " + result["skipped"]})
+            continue
+        rows.append({"dtype": dtype, **{f"gflops_{k}": v for k, v in result["gflops"].items()},
+                     "square": result["square_gflops"], "label": result["label"]})
+    columns = [("dtype", "dtype"), ("gflops_8x128", "GFLOP/s at 8x128's shapes"),
+               ("gflops_1x32", "GFLOP/s at 1x32's shapes"),
+               ("square", f"GFLOP/s {SQUARE}³"), ("label", "library")]
+    table = {"title": "GEMM throughput (the limit)", "columns": columns, "rows": rows}
+    return {"suite": "gemm", "results": results, "tables": [table]}

@@ -1,0 +1,143 @@
+"""The peers' forward passes, each built the way its own documentation runs it fastest.
+
+Every function here runs inside a worker process of its own (see :mod:`bench.worker`)
+and returns a ``call(token_ids, segment_ids) -> numpy sequence output`` plus a label
+with the library's version. Weights are random: speed does not depend on their values.
+Each peer computes the same encoder (Chinese BERT-base shape, sequence output, padding
+mask from token id 0).
+"""
+
+import json
+import os
+import tempfile
+
+from bench.runner import ROOT, Skipped
+
+CHINESE_BASE = os.path.join(ROOT, "checkpoints", "chinese_L-12_H-768_A-12", "bert_config.json")
+
+
+def read_config(path=CHINESE_BASE):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _require(module):
+    try:
+        return __import__(module, fromlist=["_"])
+    except ImportError as error:
+        raise Skipped(f"{module} is not installed ({error})") from None
+
+
+def bert4keras(config_path=CHINESE_BASE):
+    """bert4keras 0.11.5 on tf-keras, called in a ``tf.function`` (needs TF_KERAS=1)."""
+    if os.environ.get("TF_KERAS") != "1":
+        raise Skipped("bert4keras must run with TF_KERAS=1 TF_USE_LEGACY_KERAS=1")
+    tf = _require("tensorflow")
+    models = _require("bert4keras.models")
+    model = models.build_transformer_model(config_path)
+    function = tf.function(lambda t, s: model([t, s], training=False))
+    label = f"bert4keras {_require('bert4keras').__version__} (tf_keras, tf.function)"
+    return (lambda t, s: function(t, s).numpy()), label
+
+
+def keras_hub(config_path=CHINESE_BASE):
+    """keras-hub's ``BertBackbone`` (Keras 3) called in a ``tf.function``."""
+    hub = _require("keras_hub")
+    tf = _require("tensorflow")
+    config = read_config(config_path)
+    backbone = hub.models.BertBackbone(
+        vocabulary_size=config["vocab_size"], num_layers=config["num_hidden_layers"],
+        num_heads=config["num_attention_heads"], hidden_dim=config["hidden_size"],
+        intermediate_dim=config["intermediate_size"],
+        max_sequence_length=config["max_position_embeddings"],
+        num_segments=config["type_vocab_size"])
+
+    @tf.function
+    def function(t, s):
+        inputs = {"token_ids": t, "segment_ids": s, "padding_mask": tf.not_equal(t, 0)}
+        return backbone(inputs, training=False)["sequence_output"]
+
+    return (lambda t, s: function(t, s).numpy()), f"keras-hub {hub.__version__} BertBackbone"
+
+
+def _hf_model(config_path):
+    torch = _require("torch")
+    transformers = _require("transformers")
+    torch.set_num_threads(os.cpu_count())
+    config = transformers.BertConfig(**read_config(config_path))
+    return torch, transformers, transformers.BertModel(config, add_pooling_layer=False).eval()
+
+
+def hf_torch(config_path=CHINESE_BASE):
+    """Hugging Face ``BertModel`` on CPU torch, under ``torch.inference_mode``."""
+    torch, transformers, model = _hf_model(config_path)
+
+    def call(t, s):
+        t, s = torch.from_numpy(t).long(), torch.from_numpy(s).long()
+        with torch.inference_mode():
+            return model(input_ids=t, token_type_ids=s,
+                         attention_mask=(t != 0).long()).last_hidden_state.numpy()
+
+    return call, f"transformers {transformers.__version__}, torch {torch.__version__}"
+
+
+def onnxruntime(config_path=CHINESE_BASE):
+    """The Hugging Face model exported to ONNX, with onnxruntime's BERT fusions."""
+    ort = _require("onnxruntime")
+    torch, transformers, model = _hf_model(config_path)
+    folder = tempfile.mkdtemp(prefix="bench-onnx-")
+    path = os.path.join(folder, "bert.onnx")
+    example = torch.ones((2, 16), dtype=torch.long)
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    axes = {name: {0: "batch", 1: "length"} for name in names + ["last_hidden_state"]}
+
+    class SequenceOutput(torch.nn.Module):
+        # Keyword arguments in a fixed order: BertModel.forward's positions change between versions.
+        def __init__(self):
+            super().__init__()
+            self.bert = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                             token_type_ids=token_type_ids).last_hidden_state
+
+    try:
+        with torch.no_grad():
+            torch.onnx.export(SequenceOutput(), (example, example, example.mul(0)), path,
+                              input_names=names, output_names=["last_hidden_state"],
+                              dynamic_axes=axes, opset_version=17, dynamo=False)
+    except Exception as error:  # an exporter that is missing or refuses is a skip, not a crash
+        raise Skipped(f"torch.onnx.export failed: {type(error).__name__}: {error}") from None
+    label = f"onnxruntime {ort.__version__}"
+    try:
+        # The BERT-specific fusions (attention, layer norm, GELU) that onnxruntime ships.
+        from onnxruntime.transformers import optimizer
+
+        config = read_config(config_path)
+        fused = optimizer.optimize_model(path, model_type="bert",
+                                         num_heads=config["num_attention_heads"],
+                                         hidden_size=config["hidden_size"])
+        path = os.path.join(folder, "bert-fused.onnx")
+        fused.save_model_to_file(path)
+        label += " (BERT fusions)"
+    except Exception:  # the plain export still measures onnxruntime, say so in the label
+        label += " (no BERT fusions)"
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = os.cpu_count()
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+    def call(t, s):
+        feed = {"input_ids": t.astype("int64"), "attention_mask": (t != 0).astype("int64"),
+                "token_type_ids": s.astype("int64")}
+        return session.run(None, feed)[0]
+
+    return call, label
+
+
+BUILDERS = {
+    "bert4keras": bert4keras,
+    "keras-hub": keras_hub,
+    "hf-torch": hf_torch,
+    "onnxruntime": onnxruntime,
+}
