@@ -142,7 +142,7 @@ def _train_arguments(parser):
 
 
 def command_pretrain(args):
-    from kerasbert import pretrain
+    from kerasbert import pretrain  # the module
 
     fields = {f.name for f in dataclasses.fields(pretrain.PretrainOptions)}
     options = pretrain.PretrainOptions(**{k: v for k, v in vars(args).items() if k in fields})

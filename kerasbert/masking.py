@@ -31,6 +31,25 @@ class MaskedBatch:
     labels: np.ndarray
     weights: np.ndarray
 
+    def gathered(self, min_k=1):
+        """The chosen positions only: ``(positions, labels, weights)``, each ``[batch, k]``.
+
+        ``k`` is the most positions chosen in a row, at least ``min_k`` (a ``k`` fixed by
+        the batch width keeps the number of distinct shapes, and so of retraces, small);
+        shorter rows are filled with unchosen positions of weight 0. This is the form of
+        Google's ``masked_lm_positions`` / ``masked_lm_ids`` / ``masked_lm_weights``.
+
+        Example:
+            >>> MaskedBatch(ids, ids, np.array([[0, 1, 0, 1], [0, 0, 1, 0]], "float32")
+            ...             ).gathered()[0].tolist()
+            [[1, 3], [2, 0]]
+        """
+        chosen = self.weights > 0
+        k = min(max(min_k, int(chosen.sum(axis=1).max())), chosen.shape[1])
+        positions = np.argsort(~chosen, axis=1, kind="stable")[:, :k].astype(np.int32)
+        return (positions, np.take_along_axis(self.labels, positions, axis=1),
+                np.take_along_axis(self.weights, positions, axis=1))
+
 
 class Masker:
     """Chooses and corrupts the positions to predict, BERT's way.

@@ -69,7 +69,33 @@ class PretrainOptions:
     resume: bool = False
 
 
-def mlm_batches(matrix, masker, batch_size, seed, start_step=0, shuffle=True):
+def mlm_training_model(model):
+    """``model``'s MLM head computed at the chosen positions only, for training.
+
+    As in Google's ``run_pretraining.py`` (``masked_lm_positions``): the sequence output
+    is gathered at the positions to predict before ``MLM-Dense``, so the vocabulary-sized
+    output is computed for ~15% of the tokens. In a small model that output is a third
+    of the work. The layers are ``model``'s own: training this model trains ``model``.
+
+    Args:
+        model: a model built ``with_mlm`` (and no other head).
+
+    Returns:
+        A ``keras.Model`` taking ``[token_ids, segment_ids, positions]`` (positions
+        ``[batch, k]``, int32) and giving the MLM output ``[batch, k, vocab]``.
+    """
+    layers = [model.get_layer(name) for name in (names.MLM_DENSE, names.MLM_NORM,
+                                                 names.EMBEDDING_TOKEN, names.MLM_BIAS,
+                                                 names.MLM_ACTIVATION)]
+    positions = keras.Input((None,), dtype="int32", name=names.INPUT_MLM_POSITIONS)
+    x = keras.ops.take_along_axis(layers[0].input, keras.ops.expand_dims(positions, -1), axis=1)
+    x = layers[1](layers[0](x))
+    x = layers[2](x, reverse=True)
+    x = layers[4](layers[3](x))
+    return keras.Model(model.inputs + [positions], x, name=f"{model.name}_mlm_training")
+
+
+def mlm_batches(matrix, masker, batch_size, seed, start_step=0, shuffle=True, gathered=False):
     """Masked batches ``((token_ids, segment_ids), labels, weights)`` from a padded matrix.
 
     Args:
@@ -79,6 +105,9 @@ def mlm_batches(matrix, masker, batch_size, seed, start_step=0, shuffle=True):
         seed: draws the order of each pass (if ``shuffle``) and every mask.
         start_step: the batch to begin at, counted over the endless plan.
         shuffle: length-grouped random order, endless; False: one pass in file order.
+        gathered: yield ``((token_ids, segment_ids, positions), labels, weights)`` with
+            labels and weights at the chosen positions only (see
+            :meth:`kerasbert.masking.MaskedBatch.gathered`), for :func:`mlm_training_model`.
 
     Yields:
         numpy tuples; each batch is cut to its longest row (see
@@ -94,7 +123,12 @@ def mlm_batches(matrix, masker, batch_size, seed, start_step=0, shuffle=True):
             rows = plan[index]
             ids = matrix[rows, :data.batch_width(lengths[rows], matrix.shape[1])]
             batch = masker(ids, np.random.default_rng([seed, data_pass, index]))
-            yield (batch.inputs, np.zeros_like(ids)), batch.labels, batch.weights
+            if gathered:
+                positions, labels, weights = batch.gathered(
+                    min_k=int(np.ceil(masker.rate * ids.shape[1])))
+                yield (batch.inputs, np.zeros_like(ids), positions), labels, weights
+            else:
+                yield (batch.inputs, np.zeros_like(ids)), batch.labels, batch.weights
         if not shuffle:
             return
         data_pass, skip = data_pass + 1, 0
@@ -104,9 +138,9 @@ def _dataset(matrix, masker, batch_size, seed, start_step):
     import tensorflow as tf
 
     ints = tf.TensorSpec((None, None), tf.int32)
-    signature = ((ints, ints), ints, tf.TensorSpec((None, None), tf.float32))
+    signature = ((ints, ints, ints), ints, tf.TensorSpec((None, None), tf.float32))
     dataset = tf.data.Dataset.from_generator(
-        lambda: mlm_batches(matrix, masker, batch_size, seed, start_step),
+        lambda: mlm_batches(matrix, masker, batch_size, seed, start_step, gathered=True),
         output_signature=signature)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
@@ -115,8 +149,7 @@ def evaluate_mlm(model, matrix, masker, batch_size=64, seed=DEV_MASK_SEED):
     """Masked-token accuracy and loss of an MLM model on fixed masks of ``matrix``.
 
     Args:
-        model: a model built ``with_mlm`` (softmax or ``"linear"``; both rank the same,
-            the loss is computed from log-softmax of the output either way).
+        model: a model built ``with_mlm``: True (probabilities) or ``"linear"`` (logits).
         matrix, masker, batch_size: as :func:`mlm_batches`.
         seed: the masks; the same seed gives the same masks.
 
@@ -165,7 +198,7 @@ def _check_resume(options):
         return
     with open(path, encoding="utf-8") as f:
         saved = json.load(f)
-    current = dataclasses.asdict(options)
+    current = json.loads(json.dumps(dataclasses.asdict(options)))  # tuples as saved: lists
     changed = [k for k in current if k != "resume" and saved.get(k) != current[k]]
     if changed:
         raise ValueError(f"--resume continues the run in {options.output} with its options; "
@@ -214,7 +247,7 @@ def pretrain(options, callbacks=()):
 
     bert = build_transformer_model(config, options.checkpoint, with_mlm="linear",
                                    keep_tokens=vocab.keep_tokens, return_keras_model=False)
-    model = bert.model
+    model = mlm_training_model(bert.model)
     model.compile(
         optimizer=make_optimizer(model, options.lr, options.steps, options.warmup,
                                  options.weight_decay),
@@ -235,12 +268,13 @@ def pretrain(options, callbacks=()):
 
 
 def _finish(options, bert, vocab, masker, texts, matrix, recorder, started, start_epoch):
+    """Writes the checkpoint, config and metrics (last: a finished run has them)."""
     output = options.output
     dtype = None if options.save_dtype == "float32" else options.save_dtype
     bert.save_weights_as_checkpoint(os.path.join(output, "bert_model.ckpt"), dtype=dtype)
     bert.config.to_json_file(os.path.join(output, "bert_config.json"))
     summary = {
-        "steps": int(bert.model.optimizer.iterations.numpy()),
+        "steps": int(recorder.model.optimizer.iterations.numpy()),
         "parameters": bert.model.count_params(),
         "vocab_size": len(vocab.tokens),
         "corpus": {"files": list(options.corpus), "texts": len(texts),

@@ -13,7 +13,7 @@ from kerasbert import Tokenizer, build_transformer_model
 from kerasbert.cli import main
 from kerasbert.corpus import SPECIAL_TOKENS, pad_rows, read_corpus, reduce_vocab, split_rows
 from kerasbert.masking import Masker
-from kerasbert.pretrain import PretrainOptions, evaluate_mlm, pretrain
+from kerasbert.pretrain import PretrainOptions, evaluate_mlm, mlm_training_model, pretrain
 
 CHINESE_VOCAB = "checkpoints/chinese_L-12_H-768_A-12/vocab.txt"
 SHIPPED = "checkpoints/kerasbert-zh-small"
@@ -84,6 +84,25 @@ def test_whole_words_are_masked_together():
         assert chosen[[1, 4, 6, 8]].sum() == 2  # round(0.5 * 4 words)
         seen.add(tuple(chosen[[1, 4, 6, 8]]))
     assert len(seen) == 6  # every pair of words gets its turn
+
+
+def test_the_training_model_predicts_at_the_gathered_positions(tiny_config):
+    bert = build_transformer_model(tiny_config, with_mlm="linear")
+    ids = random_rows(np.random.default_rng(2), 6, 12, tiny_config.vocab_size)
+    batch = Masker(MASK, [PAD, UNK, CLS, SEP, MASK], tiny_config.vocab_size)(
+        ids, np.random.default_rng(3))
+    positions, labels, weights = batch.gathered(min_k=3)
+    chosen = batch.weights > 0
+    assert positions.shape[1] == max(3, chosen.sum(1).max())
+    np.testing.assert_array_equal(weights.sum(1), chosen.sum(1))
+    np.testing.assert_array_equal(np.sort(np.where(weights > 0, positions, -1), axis=1)[:, -1],
+                                  [np.flatnonzero(row).max() for row in chosen])
+    segments = np.zeros_like(ids)
+    full = np.asarray(bert([batch.inputs, segments]))
+    part = np.asarray(mlm_training_model(bert)([batch.inputs, segments, positions]))
+    np.testing.assert_allclose(part, np.take_along_axis(full, positions[..., None], axis=1),
+                               atol=1e-5)
+    np.testing.assert_array_equal(labels, np.take_along_axis(ids, positions, axis=1))
 
 
 def test_masker_refuses_a_vocabulary_without_mask():
