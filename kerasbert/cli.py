@@ -141,6 +141,44 @@ def _train_arguments(parser):
     add("--resume", action="store_true", help="continue an interrupted run in --output")
 
 
+def command_pretrain(args):
+    from kerasbert import pretrain  # the module
+
+    fields = {f.name for f in dataclasses.fields(pretrain.PretrainOptions)}
+    options = pretrain.PretrainOptions(**{k: v for k, v in vars(args).items() if k in fields})
+    summary = pretrain.pretrain(options)
+    print(f"\n{summary['steps']} steps, vocabulary {summary['vocab_size']}, "
+          f"{summary['parameters']:,} parameters, {summary['wall_seconds']:.0f} s")
+    if "dev" in summary:
+        print(f"dev MLM accuracy {summary['dev']['accuracy']:.4f}, loss "
+              f"{summary['dev']['loss']:.4f} ({summary['dev']['masked_tokens']} masked tokens)")
+    print(f"wrote {options.output} (bert_model.ckpt, bert_config.json, vocab.txt, "
+          "pretrain_metrics.json)")
+    return 0
+
+
+def _pretrain_arguments(parser):
+    add = parser.add_argument
+    add("--config", required=True, help="bert_config.json of the model to pretrain "
+        "(its vocab_size is replaced by the reduced vocabulary's)")
+    add("--vocab", required=True, help="full vocab.txt; the corpus's tokens are kept")
+    add("--corpus", required=True, nargs="+", metavar="FILE",
+        help="labelled TSV/CSV/JSONL (its text column) or plain text, one text per line")
+    add("--output", required=True, help="directory to write the checkpoint to")
+    add("--dev", nargs="+", metavar="FILE", help="text to measure MLM accuracy on at the end")
+    add("--checkpoint", help="Google checkpoint to start from (default: random init)")
+    add("--text-column", default="text")
+    for name, kind, default in (("--steps", int, 10000), ("--steps-per-epoch", int, 200),
+                                ("--batch-size", int, 32), ("--maxlen", int, 128),
+                                ("--lr", float, 5e-4), ("--warmup", float, 0.1),
+                                ("--weight-decay", float, 0.01), ("--seed", int, 42)):
+        add(name, type=kind, default=default)
+    add("--save-dtype", choices=["float32", "float16"], default="float32",
+        help="dtype of the written checkpoint (float16 halves its size)")
+    add("--jit-compile", action="store_true", help="compile the train step with XLA")
+    add("--resume", action="store_true", help="continue an interrupted run in --output")
+
+
 def command_convert(args):
     from kerasbert.convert import convert_hf_to_google
 
@@ -171,6 +209,11 @@ def make_parser():
     train = commands.add_parser("train", help="fine-tune a BERT text classifier")
     _train_arguments(train)
     train.set_defaults(run=command_train)
+
+    pretrain = commands.add_parser(
+        "pretrain", help="masked-LM pretraining; writes a Google checkpoint")
+    _pretrain_arguments(pretrain)
+    pretrain.set_defaults(run=command_pretrain)
 
     evaluate = commands.add_parser("evaluate", help="metrics of a run's model on a labelled file")
     evaluate.add_argument("--model", required=True, help="run directory")

@@ -196,6 +196,13 @@ def length_grouped_batches(lengths, batch_size, seed=None, epoch=0, group=50):
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
+def batch_width(lengths, limit, pad_multiple=8):
+    """The width a batch is cut to: its longest row rounded up to ``pad_multiple``, at most
+    ``limit`` (few distinct shapes, so few retraces)."""
+    width = -(-max(int(np.max(lengths)), 1) // pad_multiple) * pad_multiple
+    return int(min(width, limit))
+
+
 def make_dataset(token_ids, segment_ids, labels=None, batch_size=32, seed=None, first_epoch=0,
                  pad_multiple=8):
     """A ``tf.data.Dataset`` of ``((token_ids, segment_ids), labels)`` batches.
@@ -217,8 +224,7 @@ def make_dataset(token_ids, segment_ids, labels=None, batch_size=32, seed=None, 
         plan = (rows for epoch in epochs
                 for rows in length_grouped_batches(lengths, batch_size, seed, epoch))
         for rows in plan:
-            width = int(-(-max(lengths[rows].max(), 1) // pad_multiple) * pad_multiple)
-            width = min(width, token_ids.shape[1])
+            width = batch_width(lengths[rows], token_ids.shape[1], pad_multiple)
             features = (token_ids[rows, :width], segment_ids[rows, :width])
             yield (features, labels[rows]) if labels is not None else (features,)
 

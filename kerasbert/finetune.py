@@ -23,7 +23,7 @@ import keras
 import numpy as np
 
 from kerasbert import data, reports
-from kerasbert.callbacks import RunRecorder
+from kerasbert.callbacks import RunRecorder, backup_and_restore, check_run_directory, first_epoch
 from kerasbert.config import BertConfig
 from kerasbert.heads import add_cls_classifier
 from kerasbert.models import build_transformer_model
@@ -98,26 +98,6 @@ def _strategy(name):
     raise ValueError(f"strategy {name!r} is not supported; use mirrored or multi-worker")
 
 
-def _check_run_directory(options):
-    backup = os.path.join(options.output, "backup")
-    if options.resume:
-        return
-    if os.path.isdir(backup):
-        raise FileExistsError(f"{options.output} holds an interrupted run: pass --resume to "
-                              "continue it, or choose another --output")
-    if os.path.exists(os.path.join(options.output, "metrics.json")):
-        raise FileExistsError(f"{options.output} holds a finished run; choose another --output")
-
-
-def _first_epoch(output):
-    """The epoch a resumed run starts at (what BackupAndRestore will restore)."""
-    path = os.path.join(output, "backup", "training_metadata.json")
-    if not os.path.exists(path):
-        return 0
-    with open(path) as f:
-        return int(json.load(f)["epoch"])
-
-
 def train(options, callbacks=()):
     """Fine-tunes a classifier; returns the run summary (also in ``metrics.json``).
 
@@ -126,7 +106,7 @@ def train(options, callbacks=()):
         callbacks: more Keras callbacks for ``fit``.
     """
     options = options.resolved()
-    _check_run_directory(options)
+    check_run_directory(options.output, options.resume)
     policy = keras.mixed_precision.dtype_policy()
     if options.mixed_precision:
         keras.mixed_precision.set_dtype_policy("mixed_bfloat16")
@@ -156,7 +136,7 @@ def _train(options, callbacks):
 
     steps_per_epoch = -(-len(train_rows) // options.batch_size)
     updates = max(1, steps_per_epoch * options.epochs // options.grad_accum)
-    first_epoch = _first_epoch(options.output) if options.resume else 0
+    start_epoch = first_epoch(options.output) if options.resume else 0
     os.makedirs(options.output, exist_ok=True)
     with _strategy(options.strategy).scope():
         bert = build_transformer_model(options.config, options.checkpoint,
@@ -168,16 +148,14 @@ def _train(options, callbacks):
             loss="sparse_categorical_crossentropy", metrics=["accuracy"],
             jit_compile=options.jit_compile)
     train_set = data.make_dataset(*train_arrays, batch_size=options.batch_size,
-                                  seed=options.seed, first_epoch=first_epoch)
+                                  seed=options.seed, first_epoch=start_epoch)
     dev_set = data.make_dataset(*dev_arrays, batch_size=64)
-    recorder = RunRecorder(options.output, patience=options.patience, first_epoch=first_epoch)
+    recorder = RunRecorder(options.output, patience=options.patience, first_epoch=start_epoch)
     history = model.fit(
-        train_set, validation_data=dev_set, epochs=options.epochs, initial_epoch=first_epoch,
+        train_set, validation_data=dev_set, epochs=options.epochs, initial_epoch=start_epoch,
         steps_per_epoch=steps_per_epoch, shuffle=False, verbose=2 if os.environ.get("CI") else 1,
         # The recorder writes the epoch's history before the backup marks the epoch done.
-        callbacks=[recorder,
-                   keras.callbacks.BackupAndRestore(os.path.join(options.output, "backup"))]
-        + callbacks)
+        callbacks=[recorder, backup_and_restore(options.output)] + callbacks)
     del history  # the recorder keeps the whole history, resumed epochs included
     return _finish_run(options, tokenizer, labels, train_rows, dev_rows, recorder)
 

@@ -6,6 +6,8 @@ looks layers up by these names, so each is spelled here and nowhere else.
 
 INPUT_TOKEN = "Input-Token"
 INPUT_SEGMENT = "Input-Segment"
+# Pretraining only: the positions whose tokens the MLM head predicts.
+INPUT_MLM_POSITIONS = "Input-MLM-Positions"
 
 EMBEDDING_TOKEN = "Embedding-Token"
 EMBEDDING_SEGMENT = "Embedding-Segment"

@@ -1,0 +1,164 @@
+"""Pretraining text: reading a corpus, the vocabulary it uses, sequences of at most maxlen.
+
+A corpus file is a labelled table (``.tsv`` / ``.csv`` / ``.jsonl``, its text column
+is read) or plain text with one text per line (any other extension). The reduced
+vocabulary holds the special tokens and the tokens the corpus actually uses under
+the full vocabulary, so the embedding of a small model shrinks from 21,128 rows (the
+Chinese vocabulary) to a few thousand; ``keep_tokens`` maps it back to the full one.
+
+Example:
+    >>> texts = read_corpus(["data/reviews/train.tsv"])
+    >>> vocab = reduce_vocab("checkpoints/chinese_L-12_H-768_A-12/vocab.txt", texts)
+    >>> len(vocab.tokens) < 6000, vocab.tokens[:5]
+    (True, ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'])
+"""
+
+import dataclasses
+import os
+
+import numpy as np
+
+from kerasbert import data, reports
+from kerasbert.vocab import load_vocab
+
+#: Kept first, in this order, by every reduced vocabulary.
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def read_corpus(paths, text_column="text"):
+    """Every text of the corpus files, in order.
+
+    Args:
+        paths: files; ``.tsv``/``.csv``/``.jsonl`` are read with
+            :func:`kerasbert.data.read_examples` (labels not needed), anything else
+            as one text per line (blank lines skipped).
+        text_column: the column holding the text in tables.
+
+    Returns:
+        A list of str.
+
+    Raises:
+        FileNotFoundError: a file does not exist.
+        kerasbert.data.DataError: a table lacks the text column, or a file holds no text.
+    """
+    texts = []
+    for path in [os.fspath(p) for p in paths]:
+        if os.path.splitext(path)[1].lower() in data.FORMATS:
+            texts += data.read_examples(path, text_column=text_column, label_column=None,
+                                        require_labels=False).texts
+            continue
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"No such corpus file: {path}")
+        with open(path, encoding="utf-8-sig") as f:
+            lines = [line.strip() for line in f]
+        found = [line for line in lines if line]
+        if not found:
+            raise data.DataError(f"{path}: no text (one text per line is expected)")
+        texts += found
+    return texts
+
+
+def token_rows(tokenizer, texts, batch=1024):
+    """The ids of each text, ``[CLS] ... [SEP]`` with no padding, as a list of int32 arrays."""
+    rows = []
+    for start in range(0, len(texts), batch):
+        ids, _ = tokenizer.encode_batch(texts[start:start + batch])
+        # [PAD] (id 0) only ever pads: the tokenizer never emits it inside a text.
+        rows += [row[:n] for row, n in zip(ids, np.count_nonzero(ids, axis=1))]
+    return rows
+
+
+@dataclasses.dataclass
+class CorpusVocab:
+    """A vocabulary reduced to what a corpus uses.
+
+    Attributes:
+        tokens: the reduced vocabulary; a token's id is its index.
+        keep_tokens: ``keep_tokens[new id]`` is the token's id in the full vocabulary.
+        rows: the corpus texts as reduced ids (``[CLS] ... [SEP]``).
+    """
+
+    tokens: list
+    keep_tokens: list
+    rows: list
+
+    @property
+    def token_dict(self):
+        return {token: i for i, token in enumerate(self.tokens)}
+
+    def write(self, path):
+        """Writes ``vocab.txt`` (one token per line), atomically."""
+        with reports.atomic_path(path) as temporary:
+            with open(temporary, "w", encoding="utf-8") as f:
+                f.write("".join(token + "\n" for token in self.tokens))
+
+
+def reduce_vocab(vocab_path, texts):
+    """The special tokens and every token ``texts`` use under ``vocab_path``.
+
+    The order is the full vocabulary's (:func:`kerasbert.vocab.load_vocab` with
+    ``simplified=True``), the special tokens first. Since WordPiece picks the longest
+    piece in the vocabulary and every piece the corpus used is kept, the reduced
+    vocabulary tokenizes the corpus exactly as the full one does.
+
+    Args:
+        vocab_path: the full ``vocab.txt`` (it must hold [PAD] [UNK] [CLS] [SEP] [MASK]).
+        texts: the corpus.
+
+    Returns:
+        A :class:`CorpusVocab` (its ``rows`` are the texts in reduced ids).
+
+    Raises:
+        ValueError: a special token is missing from ``vocab_path``.
+    """
+    from kerasbert.tokenizer import Tokenizer
+
+    simplified, keep = load_vocab(vocab_path, simplified=True, startswith=list(SPECIAL_TOKENS))
+    full = Tokenizer(vocab_path)
+    full_rows = token_rows(full, texts)
+    used = np.zeros(full.vocab_size, dtype=bool)
+    for row in full_rows:
+        used[row] = True
+    kept = [(token, keep[i]) for token, i in simplified.items()
+            if token in SPECIAL_TOKENS or used[keep[i]]]
+    tokens, keep_tokens = [t for t, _ in kept], [i for _, i in kept]
+    new_id = np.full(len(used), tokens.index("[UNK]"), dtype=np.int32)
+    new_id[keep_tokens] = np.arange(len(keep_tokens), dtype=np.int32)
+    return CorpusVocab(tokens, keep_tokens, [new_id[row] for row in full_rows])
+
+
+def split_rows(rows, maxlen, continuation=None):
+    """Cuts each ``[CLS] ... [SEP]`` row longer than ``maxlen`` into several that fit.
+
+    Every piece gets its own [CLS] and [SEP]; a cut never falls just before a ``##``
+    piece when it can be avoided (``continuation``: boolean array by id).
+
+    Raises:
+        ValueError: ``maxlen`` below 3 (no room for a token between [CLS] and [SEP]).
+
+    Example:
+        >>> [r.tolist() for r in split_rows([np.array([2, 7, 8, 9, 3])], maxlen=4)]
+        [[2, 7, 8, 3], [2, 9, 3]]
+    """
+    if maxlen < 3:
+        raise ValueError(f"maxlen ({maxlen}) must be at least 3: [CLS], a token and [SEP]")
+    pieces, width = [], maxlen - 2
+    for row in rows:
+        cls, body, sep = row[:1], row[1:-1], row[-1:]
+        start = 0
+        while start < len(body):
+            end = min(start + width, len(body))
+            while (continuation is not None and start + 1 < end < len(body)
+                   and continuation[body[end]]):
+                end -= 1
+            pieces.append(np.concatenate([cls, body[start:end], sep]))
+            start = end
+    return pieces
+
+
+def pad_rows(rows):
+    """Rows of different lengths as one int32 matrix padded with 0 ([PAD])."""
+    matrix = np.zeros((len(rows), max(len(r) for r in rows)), dtype=np.int32)
+    for i, row in enumerate(rows):
+        matrix[i, :len(row)] = row
+    return matrix

@@ -1,0 +1,295 @@
+"""Masked-LM pretraining of a BERT on a text corpus, saved as a Google checkpoint.
+
+The output directory, when the run is done::
+
+    bert_model.ckpt.*      Google variable names, MLM head (cls/predictions/...) included
+    bert_config.json       the given config with the reduced vocab_size
+    vocab.txt              the reduced vocabulary (see kerasbert.corpus.reduce_vocab)
+    pretrain_config.json   the options; pretrain_metrics.json  MLM accuracy on --dev
+    history.csv            loss and masked accuracy per epoch
+
+A run is ``steps`` optimizer updates cut into epochs of ``steps_per_epoch``; each epoch
+is backed up (``<output>/backup``), and a killed run continues with ``resume=True``.
+Batches come from an endless plan: pass ``p`` over the corpus is ordered by
+``(seed, p)`` and batch ``b`` of it masked by ``(seed, p, b)``, so the batches of step
+``k`` are the same whether or not the run was interrupted before it.
+
+Example:
+    >>> summary = pretrain(PretrainOptions(
+    ...     config="bert_config.json", vocab="chinese_L-12_H-768_A-12/vocab.txt",
+    ...     corpus=["data/reviews/train.tsv"], dev=["data/reviews/dev.tsv"],
+    ...     output="runs/zh-small", steps=6000))
+    >>> summary["dev"]["accuracy"] > 0.3
+    True
+"""
+
+import dataclasses
+import json
+import logging
+import os
+import time
+
+import keras
+import numpy as np
+
+from kerasbert import corpus, data, names, reports
+from kerasbert.callbacks import (EpochSeeds, RunRecorder, StopAtStep, backup_and_restore,
+                                 check_run_directory, first_epoch)
+from kerasbert.masking import Masker
+from kerasbert.models import build_transformer_model, resolve_config
+from kerasbert.training import make_optimizer
+
+#: Dev masks come from this seed whatever the training seed, so runs compare.
+DEV_MASK_SEED = 0
+FINISHED = "pretrain_metrics.json"
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class PretrainOptions:
+    """Everything ``kerasbert pretrain`` takes; saved as ``pretrain_config.json``."""
+
+    config: str
+    vocab: str
+    corpus: list
+    output: str
+    dev: list = None
+    checkpoint: str = None
+    text_column: str = "text"
+    steps: int = 10000
+    steps_per_epoch: int = 200
+    batch_size: int = 32
+    maxlen: int = 128
+    lr: float = 5e-4
+    warmup: float = 0.1
+    weight_decay: float = 0.01
+    seed: int = 42
+    save_dtype: str = "float32"
+    jit_compile: bool = False
+    resume: bool = False
+
+
+def mlm_training_model(model):
+    """``model``'s MLM head computed at the chosen positions only, for training.
+
+    As in Google's ``run_pretraining.py`` (``masked_lm_positions``): the sequence output
+    is gathered at the positions to predict before ``MLM-Dense``, so the vocabulary-sized
+    output is computed for ~15% of the tokens. In a small model that output is a third
+    of the work. The layers are ``model``'s own: training this model trains ``model``.
+
+    Args:
+        model: a model built ``with_mlm`` (and no other head).
+
+    Returns:
+        A ``keras.Model`` taking ``[token_ids, segment_ids, positions]`` (positions
+        ``[batch, k]``, int32) and giving the MLM output ``[batch, k, vocab]``.
+    """
+    layers = [model.get_layer(name) for name in (names.MLM_DENSE, names.MLM_NORM,
+                                                 names.EMBEDDING_TOKEN, names.MLM_BIAS,
+                                                 names.MLM_ACTIVATION)]
+    positions = keras.Input((None,), dtype="int32", name=names.INPUT_MLM_POSITIONS)
+    x = keras.ops.take_along_axis(layers[0].input, keras.ops.expand_dims(positions, -1), axis=1)
+    x = layers[1](layers[0](x))
+    x = layers[2](x, reverse=True)
+    x = layers[4](layers[3](x))
+    return keras.Model(model.inputs + [positions], x, name=f"{model.name}_mlm_training")
+
+
+def mlm_batches(matrix, masker, batch_size, seed, start_step=0, shuffle=True, gathered=False):
+    """Masked batches ``((token_ids, segment_ids), labels, weights)`` from a padded matrix.
+
+    Args:
+        matrix: int32 ``[sequences, maxlen]``, ``[CLS] ... [SEP]`` then [PAD].
+        masker: a :class:`kerasbert.masking.Masker`.
+        batch_size: rows per batch.
+        seed: draws the order of each pass (if ``shuffle``) and every mask.
+        start_step: the batch to begin at, counted over the endless plan.
+        shuffle: length-grouped random order, endless; False: one pass in file order.
+        gathered: yield ``((token_ids, segment_ids, positions), labels, weights)`` with
+            labels and weights at the chosen positions only (see
+            :meth:`kerasbert.masking.MaskedBatch.gathered`), for :func:`mlm_training_model`.
+
+    Yields:
+        numpy tuples; each batch is cut to its longest row (see
+        :func:`kerasbert.data.batch_width`).
+    """
+    lengths = np.count_nonzero(matrix, axis=1)
+    per_pass = -(-len(matrix) // batch_size)
+    data_pass, skip = divmod(start_step, per_pass)
+    while True:
+        plan = data.length_grouped_batches(lengths, batch_size, seed if shuffle else None,
+                                           data_pass)
+        for index in range(skip, len(plan)):
+            rows = plan[index]
+            ids = matrix[rows, :data.batch_width(lengths[rows], matrix.shape[1])]
+            batch = masker(ids, np.random.default_rng([seed, data_pass, index]))
+            if gathered:
+                positions, labels, weights = batch.gathered(
+                    min_k=int(np.ceil(masker.rate * ids.shape[1])))
+                yield (batch.inputs, np.zeros_like(ids), positions), labels, weights
+            else:
+                yield (batch.inputs, np.zeros_like(ids)), batch.labels, batch.weights
+        if not shuffle:
+            return
+        data_pass, skip = data_pass + 1, 0
+
+
+def _dataset(matrix, masker, batch_size, seed, start_step):
+    import tensorflow as tf
+
+    ints = tf.TensorSpec((None, None), tf.int32)
+    signature = ((ints, ints, ints), ints, tf.TensorSpec((None, None), tf.float32))
+    dataset = tf.data.Dataset.from_generator(
+        lambda: mlm_batches(matrix, masker, batch_size, seed, start_step, gathered=True),
+        output_signature=signature)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def evaluate_mlm(model, matrix, masker, batch_size=64, seed=DEV_MASK_SEED):
+    """Masked-token accuracy and loss of an MLM model on fixed masks of ``matrix``.
+
+    Args:
+        model: a model built ``with_mlm``: True (probabilities) or ``"linear"`` (logits).
+        matrix, masker, batch_size: as :func:`mlm_batches`.
+        seed: the masks; the same seed gives the same masks.
+
+    Returns:
+        ``{"accuracy", "loss", "masked_tokens", "sequences"}``; accuracy and loss are
+        over every chosen position ([MASK], random and kept alike), as Google reports.
+
+    Example:
+        >>> evaluate_mlm(bert, dev_matrix, Masker.for_vocab(tokenizer.token_dict))["accuracy"]
+        0.42
+    """
+    logits = model.get_layer(names.MLM_ACTIVATION).get_config()["activation"] == "linear"
+    correct = total = 0
+    loss = 0.0
+    for features, labels, weights in mlm_batches(matrix, masker, batch_size, seed,
+                                                 shuffle=False):
+        chosen = weights > 0
+        out = np.asarray(model(list(features), training=False))[chosen].astype(np.float64)
+        target = labels[chosen]
+        if logits:
+            out -= out.max(-1, keepdims=True)
+            log_p = out - np.log(np.exp(out).sum(-1, keepdims=True))
+        else:
+            log_p = np.log(np.maximum(out, 1e-30))
+        correct += int((out.argmax(-1) == target).sum())
+        loss -= float(log_p[np.arange(len(target)), target].sum())
+        total += len(target)
+    return {"accuracy": correct / max(total, 1), "loss": loss / max(total, 1),
+            "masked_tokens": total, "sequences": len(matrix)}
+
+
+def _check_options(options):
+    if options.steps < 1 or options.steps_per_epoch < 1 or options.batch_size < 1:
+        raise ValueError(f"steps ({options.steps}), steps_per_epoch ({options.steps_per_epoch}) "
+                         f"and batch_size ({options.batch_size}) must be positive")
+    if options.save_dtype not in ("float32", "float16"):
+        raise ValueError(f"save_dtype ({options.save_dtype!r}) must be float32 or float16")
+    if not options.corpus:
+        raise ValueError("give at least one --corpus file")
+
+
+def _check_resume(options):
+    """A resumed run must continue the same run: same options but ``resume``."""
+    path = os.path.join(options.output, "pretrain_config.json")
+    if not (options.resume and os.path.exists(path)):
+        return
+    with open(path, encoding="utf-8") as f:
+        saved = json.load(f)
+    current = json.loads(json.dumps(dataclasses.asdict(options)))  # tuples as saved: lists
+    changed = [k for k in current if k != "resume" and saved.get(k) != current[k]]
+    if changed:
+        raise ValueError(f"--resume continues the run in {options.output} with its options; "
+                         f"{', '.join(f'{k} ({saved.get(k)!r} -> {current[k]!r})' for k in changed)}"
+                         " differ from its pretrain_config.json")
+
+
+def pretrain(options, callbacks=()):
+    """Pretrains a BERT with its MLM head; returns the summary (also ``pretrain_metrics.json``).
+
+    Args:
+        options: a :class:`PretrainOptions`.
+        callbacks: more Keras callbacks for ``fit``.
+
+    Raises:
+        FileExistsError: ``output`` holds a finished run, or an interrupted one and
+            ``resume`` is not set.
+        ValueError: a bad option, a config whose ``max_position_embeddings`` is below
+            ``maxlen``, or ``resume`` with options that differ from the run's.
+        kerasbert.data.DataError: a corpus file without text.
+    """
+    started = time.time()
+    _check_options(options)
+    check_run_directory(options.output, options.resume, finished=FINISHED)
+    _check_resume(options)
+    keras.utils.set_random_seed(options.seed)
+
+    texts = corpus.read_corpus(options.corpus, options.text_column)
+    vocab = corpus.reduce_vocab(options.vocab, texts)
+    config = resolve_config(options.config).replace(vocab_size=len(vocab.tokens))
+    if options.maxlen > config.max_position_embeddings:
+        raise ValueError(f"maxlen ({options.maxlen}) exceeds max_position_embeddings "
+                         f"({config.max_position_embeddings}) in {options.config}")
+    masker = Masker.for_vocab(vocab.token_dict)
+    continuation = np.array([t.startswith("##") for t in vocab.tokens])
+    sequences = corpus.split_rows(vocab.rows, options.maxlen, continuation)
+    matrix = corpus.pad_rows(sequences)
+    log.info("corpus: %d texts, %d sequences, %d tokens, vocabulary %d of the full one",
+             len(texts), len(matrix), int(np.count_nonzero(matrix)), len(vocab.tokens))
+
+    os.makedirs(options.output, exist_ok=True)
+    reports.write_json(os.path.join(options.output, "pretrain_config.json"),
+                       dataclasses.asdict(options))
+    vocab.write(os.path.join(options.output, "vocab.txt"))
+    start_epoch = first_epoch(options.output) if options.resume else 0
+
+    bert = build_transformer_model(config, options.checkpoint, with_mlm="linear",
+                                   keep_tokens=vocab.keep_tokens, return_keras_model=False)
+    model = mlm_training_model(bert.model)
+    model.compile(
+        optimizer=make_optimizer(model, options.lr, options.steps, options.warmup,
+                                 options.weight_decay),
+        loss=keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction="mean_with_sample_weight"),
+        weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        jit_compile=options.jit_compile)
+    recorder = RunRecorder(options.output, monitor=None, first_epoch=start_epoch)
+    model.fit(
+        _dataset(matrix, masker, options.batch_size, options.seed,
+                 start_epoch * options.steps_per_epoch),
+        epochs=-(-options.steps // options.steps_per_epoch), initial_epoch=start_epoch,
+        steps_per_epoch=options.steps_per_epoch, shuffle=False,
+        verbose=2 if os.environ.get("CI") else 1,
+        callbacks=[EpochSeeds(options.seed), StopAtStep(options.steps), recorder,
+                   backup_and_restore(options.output)] + list(callbacks))
+    return _finish(options, bert, vocab, masker, texts, matrix, recorder, started, start_epoch)
+
+
+def _finish(options, bert, vocab, masker, texts, matrix, recorder, started, start_epoch):
+    """Writes the checkpoint, config and metrics (last: a finished run has them)."""
+    output = options.output
+    dtype = None if options.save_dtype == "float32" else options.save_dtype
+    bert.save_weights_as_checkpoint(os.path.join(output, "bert_model.ckpt"), dtype=dtype)
+    bert.config.to_json_file(os.path.join(output, "bert_config.json"))
+    summary = {
+        "steps": int(recorder.model.optimizer.iterations.numpy()),
+        "parameters": bert.model.count_params(),
+        "vocab_size": len(vocab.tokens),
+        "corpus": {"files": list(options.corpus), "texts": len(texts),
+                   "sequences": len(matrix), "tokens": int(np.count_nonzero(matrix))},
+        "train": {key: values[-1] for key, values in recorder.history.items()},
+        "resumed_at_epoch": start_epoch or None,
+        "wall_seconds": round(time.time() - started, 1),
+    }
+    if options.dev:
+        from kerasbert.tokenizer import Tokenizer
+
+        rows = corpus.token_rows(Tokenizer(vocab.token_dict),
+                                 corpus.read_corpus(options.dev, options.text_column))
+        dev = corpus.pad_rows(corpus.split_rows(rows, options.maxlen))
+        summary["dev"] = {"files": list(options.dev), "mask_seed": DEV_MASK_SEED,
+                          **evaluate_mlm(bert.model, dev, masker)}
+    reports.write_json(os.path.join(output, FINISHED), summary)
+    return summary
