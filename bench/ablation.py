@@ -10,7 +10,7 @@ XLA, and the two bf16 policies.
 import math
 
 from bench import forward
-from bench.runner import run_worker
+from bench.runner import run_worker, timing_row
 
 VARIANTS = {
     "predictor": ("Predictor (default)", {}),
@@ -88,14 +88,11 @@ def run(options, log=print, names=None):
     for shape in ("8x128", "1x32"):
         rows = []
         for name, result in results.items():
-            if "skipped" in result:
-                rows.append({"name": name, "label": "skipped: " + result["skipped"]})
-                continue
-            t = result["timings"][shape]
+            row, t = timing_row(name, result, shape)
             relative = base.get(shape, {}).get("median_ms")
-            rows.append({"name": name, "label": result["label"], "median_ms": t["median_ms"],
-                         "min_ms": t["min_ms"], "max_ms": t["max_ms"],
-                         "vs_default": round(relative / t["median_ms"], 2) if relative else None})
+            if t and relative:
+                row["vs_default"] = round(relative / t["median_ms"], 2)
+            rows.append(row)
         columns = [("name", "variant"), ("median_ms", "median ms"), ("min_ms", "min"),
                    ("max_ms", "max"), ("vs_default", "speed vs default"), ("label", "what")]
         tables.append({"title": f"kerasbert variants, batch {shape}", "columns": columns,

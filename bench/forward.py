@@ -9,7 +9,7 @@ in the same run and with the machine's GEMM limit (:mod:`bench.gemm`).
 import numpy as np
 
 from bench import peers
-from bench.runner import run_worker, timed
+from bench.runner import run_worker, timed, timing_row
 
 SHAPES = [[8, 128], [1, 32]]
 
@@ -146,13 +146,11 @@ def _table(results, shape, config, gemm):
         limit_ms = flops / gemm["gflops"][shape] / 1e6
     rows = []
     for name, result in results.items():
-        if "skipped" in result:
-            rows.append({"name": name, "label": "skipped: " + result["skipped"]})
+        row, t = timing_row(name, result, shape)
+        rows.append(row)
+        if t is None:
             continue
-        t = result["timings"][shape]
-        rows.append({
-            "name": name, "label": result["label"],
-            "median_ms": t["median_ms"], "min_ms": t["min_ms"], "max_ms": t["max_ms"],
+        row.update({
             "tokens_per_s": round(batch * length / t["median_ms"] * 1e3),
             "gflops": round(flops / t["median_ms"] / 1e6, 1),
             "kerasbert_speedup": round(t["median_ms"] / base["median_ms"], 2) if base else None,

@@ -172,6 +172,15 @@ def machine():
     }
 
 
+def timing_row(name, result, shape):
+    """A table row for one worker's result at one shape, and its timing (None if skipped)."""
+    if "skipped" in result:
+        return {"name": name, "label": "skipped: " + result["skipped"]}, None
+    timing = result["timings"][shape]
+    return {"name": name, "label": result["label"], "median_ms": timing["median_ms"],
+            "min_ms": timing["min_ms"], "max_ms": timing["max_ms"]}, timing
+
+
 def format_table(columns, rows):
     """A GitHub-markdown table; ``columns`` are ``(key, heading)`` pairs."""
     lines = ["| " + " | ".join(heading for _, heading in columns) + " |",

@@ -6,15 +6,7 @@ import pytest
 
 from kerasbert import build_transformer_model, names
 from kerasbert.inference import Predictor, with_dtype_policy
-
-
-def padded_batch(rng, shape, lengths, vocab=100):
-    tokens = rng.integers(1, vocab, size=shape).astype("int32")
-    segments = np.zeros(shape, "int32")
-    for row, length in enumerate(lengths):
-        tokens[row, length:] = 0
-        segments[row, length // 2:length] = 1
-    return tokens, segments
+from test_models import batch
 
 
 def reference_attention(x, mask, weights, num_heads):
@@ -67,7 +59,7 @@ def test_attention_without_mask_equals_the_reference(tiny_model):
 
 
 def test_predictor_equals_the_eager_model_with_padding(tiny_model):
-    tokens, segments = padded_batch(np.random.default_rng(2), (3, 9), (9, 6, 4))
+    tokens, segments = batch(np.random.default_rng(2), shape=(3, 9), pad_from=(9, 6, 4))
     expected = [np.asarray(o) for o in tiny_model([tokens, segments])]
     got = Predictor(tiny_model)(tokens, segments)
     for g, e in zip(got, expected):
@@ -79,7 +71,7 @@ def test_predictor_traces_once_for_any_batch_contents_and_shape(tiny_model):
     rng = np.random.default_rng(3)
     for shape, lengths in [((3, 9), (9, 6, 4)), ((3, 9), (2, 9, 5)), ((3, 9), (9, 9, 1)),
                            ((5, 17), (17, 3, 8, 1, 12)), ((1, 4), (4,))]:
-        pooled, mlm = predict(*padded_batch(rng, shape, lengths))
+        pooled, mlm = predict(*batch(rng, shape=shape, pad_from=lengths))
         assert pooled.shape == (shape[0], 16) and mlm.shape == (*shape, 100)
     assert predict.traces == 1
 
@@ -88,7 +80,7 @@ def test_xla_predictor_buckets_lengths_and_keeps_the_numbers(tiny_model):
     predict = Predictor(tiny_model, jit_compile=True, bucket=8)
     rng = np.random.default_rng(4)
     for shape, lengths in [((3, 9), (9, 6, 4)), ((3, 11), (11, 2, 7)), ((4, 16), (16, 3, 5, 9))]:
-        tokens, segments = padded_batch(rng, shape, lengths)
+        tokens, segments = batch(rng, shape=shape, pad_from=lengths)
         pooled, mlm = predict(tokens, segments)
         expected_pooled, expected_mlm = tiny_model([tokens, segments])
         assert mlm.shape == (*shape, 100)
@@ -109,10 +101,12 @@ def test_model_predict_does_not_retrace_when_only_contents_change(tiny_model):
 
     tiny_model.predict_step = counting_predict_step
     rng = np.random.default_rng(5)
-    tiny_model.predict(list(padded_batch(rng, (4, 9), (9, 6, 4, 2))), batch_size=4, verbose=0)
+    tiny_model.predict(list(batch(rng, shape=(4, 9), pad_from=(9, 6, 4, 2))), batch_size=4,
+                       verbose=0)
     first = len(traces)
     for lengths in [(1, 2, 3, 4), (9, 9, 9, 9), (5, 0, 7, 8)]:
-        tiny_model.predict(list(padded_batch(rng, (4, 9), lengths)), batch_size=4, verbose=0)
+        tiny_model.predict(list(batch(rng, shape=(4, 9), pad_from=lengths)), batch_size=4,
+                           verbose=0)
     assert len(traces) == first
 
 
@@ -126,7 +120,7 @@ def test_bf16_copy_keeps_the_weights_and_stays_close(tiny_model, policy):
     rtol = 2.0**-8 if policy == "bfloat16" else 0
     for ours, theirs in zip(copy.get_weights(), tiny_model.get_weights()):
         np.testing.assert_allclose(np.asarray(ours, "float32"), theirs, rtol=rtol, atol=0)
-    tokens, segments = padded_batch(np.random.default_rng(6), (3, 9), (9, 6, 4))
+    tokens, segments = batch(np.random.default_rng(6), shape=(3, 9), pad_from=(9, 6, 4))
     fp32 = Predictor(tiny_model)(tokens, segments)
     bf16 = Predictor(tiny_model, dtype_policy=policy)(tokens, segments)
     for a, b in zip(fp32, bf16):
