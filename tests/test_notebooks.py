@@ -23,4 +23,5 @@ def test_notebook_runs(path):
 
 def test_notebooks_are_there():
     names = [os.path.basename(path) for path in NOTEBOOKS]
-    assert names[:2] == ["01_bert_architecture.ipynb", "02_checkpoints.ipynb"]
+    assert names == ["01_bert_architecture.ipynb", "02_checkpoints.ipynb",
+                     "03_finetune_chinese_classifier.ipynb"]
