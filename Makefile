@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: demo test bench graphviz clean
+.PHONY: demo test bench notebooks graphviz clean
 
 $(STAMP): setup.cfg constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -40,7 +40,13 @@ demo: $(STAMP) graphviz
 test: $(STAMP) graphviz
 	$(PY) -m pytest -q
 
+# Executed copies of the notebooks, with their outputs, in out/notebooks/.
+notebooks: $(STAMP) graphviz
+	$(PY) notebooks/run.py --output out/notebooks
+
+# The peers the benchmarks compare with (keras-hub, onnxruntime) are only needed here.
 bench: $(STAMP)
+	$(PY) -m pip install -q -c constraints.txt -e '.[test,bench]'
 	$(PY) -m bench
 
 clean:

@@ -36,7 +36,7 @@ def _parser():
                         help="forward: run each implementation this many times, taking turns, "
                              "and keep its best median")
     parser.add_argument("--only", nargs="+", metavar="NAME",
-                        help="forward/ablation: only these implementations")
+                        help="forward/ablation/train: only these implementations")
     parser.add_argument("--max-load", type=float, default=1.0,
                         help="wait until the 1-minute load average is at most this")
     parser.add_argument("--max-wait", type=float, default=600,
@@ -51,8 +51,8 @@ def _run_suite(name, options, args, results, log):
         gemm = results.get("gemm", {}).get("results", {}).get("float32")
         return importlib.import_module("bench.forward").run(
             {**options, "rounds": args.rounds}, log, only, gemm)
-    if name == "ablation":
-        return importlib.import_module("bench.ablation").run(options, log, only)
+    if name in ("ablation", "train"):
+        return importlib.import_module(f"bench.{name}").run(options, log, only)
     try:
         module = importlib.import_module(f"bench.{name}")
     except ModuleNotFoundError as error:

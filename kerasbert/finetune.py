@@ -195,7 +195,8 @@ def _finish_run(options, tokenizer, labels, train_rows, dev_rows, recorder):
     reports.plot_confusion_matrix(os.path.join(output, "confusion_matrix.png"), labels,
                                   shown["confusion_matrix"],
                                   title="test" if options.test else "dev")
-    reports.plot_training_curves(os.path.join(output, "training_curves.png"), recorder.history)
+    reports.plot_training_curves(os.path.join(output, "training_curves.png"), recorder.history,
+                                 best_epoch=recorder.best_epoch)
     return summary
 
 

@@ -105,15 +105,24 @@ def plot_confusion_matrix(path, labels, matrix, title="Confusion matrix"):
     _save(fig, path, plt)
 
 
-def plot_training_curves(path, history):
-    """Draws loss and accuracy per epoch (train and dev) to a PNG, atomically."""
+def plot_training_curves(path, history, best_epoch=None):
+    """Draws loss and accuracy per epoch (train and dev) to a PNG, atomically.
+
+    ``best_epoch`` (1-based), the epoch whose model was kept, is marked on both panels.
+    """
     plt = _figure()
+    from matplotlib.ticker import MaxNLocator
+
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, metric in zip(axes, ("loss", "accuracy")):
         for key, label in ((metric, "train"), (f"val_{metric}", "dev")):
             if key in history:
                 epochs = range(1, len(history[key]) + 1)
                 ax.plot(epochs, history[key], marker="o", label=label)
+        if best_epoch:
+            ax.axvline(best_epoch, color="grey", linestyle="--", linewidth=1,
+                       label=f"kept (epoch {best_epoch})")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("epoch")
         ax.set_title(metric)
         ax.grid(alpha=0.3)

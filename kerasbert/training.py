@@ -71,7 +71,11 @@ def make_optimizer(model, learning_rate, total_steps, warmup=0.1, weight_decay=0
     """
     if gradient_accumulation < 1:
         raise ValueError(f"gradient_accumulation ({gradient_accumulation}) must be at least 1")
-    schedule = WarmupLinearDecay(learning_rate, round(warmup * total_steps), total_steps)
+    # Keras evaluates a schedule at the count of batches seen, not of updates made: with
+    # accumulation the schedule runs in batches, so its warm-up and end fall on the same updates.
+    batches = gradient_accumulation
+    schedule = WarmupLinearDecay(learning_rate, round(warmup * total_steps) * batches,
+                                 total_steps * batches)
     optimizer = keras.optimizers.AdamW(
         learning_rate=schedule,
         weight_decay=weight_decay,

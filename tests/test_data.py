@@ -95,6 +95,22 @@ def test_optimizer_skips_decay_on_norms_and_biases(tiny_config):
     assert optimizer.gradient_accumulation_steps == 2
 
 
+def test_accumulated_run_follows_the_schedule_in_updates(tiny_config):
+    """Keras evaluates a schedule at the batch count; with 2 batches per update the rate at
+    update k must still be the schedule's value at step k (warm-up 2 updates, end at 10)."""
+    from kerasbert import build_transformer_model
+
+    model = build_transformer_model(tiny_config)
+    optimizer = make_optimizer(model, 1e-3, total_steps=10, warmup=0.2, gradient_accumulation=2)
+    optimizer.build(model.trainable_variables)
+    expected = WarmupLinearDecay(1e-3, warmup_steps=2, total_steps=10)
+    for update in (0, 1, 2, 6, 10):
+        optimizer._iterations.assign(2 * update)  # the batch count Keras keeps
+        assert int(optimizer.iterations) == update
+        np.testing.assert_allclose(float(optimizer.learning_rate), float(expected(update)),
+                                   atol=1e-9)
+
+
 def test_atomic_writes_leave_no_temporary_and_normal_permissions(tmp_path):
     import os
 

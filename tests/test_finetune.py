@@ -92,6 +92,21 @@ def test_same_seed_gives_the_same_metrics(tiny_run_inputs, finished_run, tmp_pat
     assert again["dev"] == first["dev"] and again["test"] == first["test"]
 
 
+def test_speed_options_learn_the_task_and_save_a_loadable_model(tiny_run_inputs, tmp_path):
+    """--mixed-precision, --jit-compile and --grad-accum together still learn the task (8
+    epochs: two batches per update halve the updates); the saved model loads and predicts,
+    and the global dtype policy is given back."""
+    output = tmp_path / "fast"
+    summary = train(options(tiny_run_inputs, output, epochs=8, mixed_precision=True,
+                            jit_compile=True, grad_accum=2))
+    assert keras.mixed_precision.dtype_policy().name == "float32"
+    assert summary["test"]["accuracy"] > 0.9
+    config = json.loads((output / "train_config.json").read_text())
+    assert config["mixed_precision"] and config["jit_compile"] and config["grad_accum"] == 2
+    rows = Run(str(output)).predict(["好好好这个", "差差差这个"])
+    assert [row["label"] for row in rows] == ["positive", "negative"]
+
+
 class Kill(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         if self.model.optimizer.iterations.numpy() == 24 + 5:  # epoch 2, batch 6

@@ -1,0 +1,310 @@
+"""Training speed: samples/s of a classifier fine-tuned with Keras ``fit`` and its peers.
+
+The small config of the embedded default (``kerasbert-zh-small``: L4 H256 A4 I1024),
+batch 16, sequences cut at 128 tokens, real review texts from the shipped training
+split, two labels, dropout 0.1, an Adam-family optimizer at 1e-4. Every implementation
+trains on the same examples in its own process:
+
+* ``bert4keras``: its ``build_transformer_model`` + first token + Dense, tf-keras ``fit``;
+* ``keras-hub``: ``BertBackbone`` in ``BertTextClassifier`` (pooled output + Dense),
+  Keras ``fit`` with its default ``jit_compile`` (which is off on a CPU);
+* ``hf-torch``: ``BertForSequenceClassification`` with ``torch.optim.AdamW``, a plain loop;
+* ``kerasbert``: :func:`kerasbert.add_cls_classifier` + :func:`kerasbert.training.make_optimizer`,
+  Keras ``fit``, every batch padded to 128 like the peers;
+
+and kerasbert's options one at a time: ``kerasbert-bucketed`` (the batches of
+``kerasbert train``: grouped by length, cut to their longest row), ``kerasbert-xla``
+(``jit_compile=True``), ``kerasbert-bf16`` (``mixed_bfloat16``, ``--mixed-precision``)
+and both of the fast ones together (``kerasbert-bucketed-bf16``).
+
+Each worker first trains a few warm-up batches (tracing, compiling), then times
+``epochs`` passes over the same ``samples`` examples and keeps the fastest pass.
+"""
+
+import os
+import tempfile
+import time
+
+import numpy as np
+
+from bench.runner import ROOT, Skipped, run_worker
+
+MODEL = os.path.join(ROOT, "checkpoints", "kerasbert-zh-small")
+CONFIG = os.path.join(MODEL, "bert_config.json")
+TRAIN_FILE = os.path.join(ROOT, "data", "reviews", "train.tsv")
+BATCH, MAXLEN, LEARNING_RATE = 16, 128, 1e-4
+DEFAULTS = {"samples": 640, "warmup_batches": 4, "epochs": 2}
+
+# name -> (what it is, runs under tf_keras); kerasbert variants first.
+IMPLEMENTATIONS = {
+    "kerasbert": ("kerasbert, fit, padded to 128", False),
+    "kerasbert-bucketed": ("kerasbert, fit, length-grouped batches", False),
+    "kerasbert-xla": ("kerasbert, fit, jit_compile=True", False),
+    "kerasbert-bf16": ("kerasbert, fit, mixed_bfloat16", False),
+    "kerasbert-bucketed-bf16": ("kerasbert, fit, length-grouped batches, mixed_bfloat16", False),
+    "bert4keras": ("bert4keras", True),
+    "keras-hub": ("keras-hub", False),
+    "hf-torch": ("Hugging Face torch", False),
+}
+
+
+def prepare(path, samples, warmup_batches, seed=0):
+    """Worker: tokenizes the texts once, for all implementations, into ``path`` (.npz).
+
+    The timed examples are ``samples`` reviews drawn with ``seed``; the warm-up
+    batches are others. Token ids are padded to ``MAXLEN``.
+    """
+    from kerasbert import data
+    from kerasbert.tokenizer import Tokenizer
+
+    rows = data.read_examples(TRAIN_FILE)
+    order = np.random.default_rng(seed).permutation(len(rows))[:samples + warmup_batches * BATCH]
+    tokenizer = Tokenizer(os.path.join(MODEL, "vocab.txt"))
+    tokens, segments = tokenizer.encode_batch([rows.texts[i] for i in order], maxlen=MAXLEN)
+    pad = MAXLEN - tokens.shape[1]
+    tokens, segments = (np.pad(a, ((0, 0), (0, pad))).astype("int32") for a in (tokens, segments))
+    labels = data.label_ids(data.Examples([rows.texts[i] for i in order], [None] * len(order),
+                                          [rows.labels[i] for i in order], TRAIN_FILE,
+                                          list(order), 0), sorted(set(rows.labels)))
+    np.savez(path, tokens=tokens, segments=segments, labels=labels, samples=samples)
+    lengths = np.count_nonzero(tokens[:samples], axis=1)
+    return {"path": path, "mean_tokens": round(float(lengths.mean()), 1),
+            "median_tokens": int(np.median(lengths)), "truncated": int((lengths == MAXLEN).sum())}
+
+
+def _load(path):
+    arrays = np.load(path)
+    samples = int(arrays["samples"])
+    timed = tuple(arrays[k][:samples] for k in ("tokens", "segments", "labels"))
+    warmup = tuple(arrays[k][samples:] for k in ("tokens", "segments", "labels"))
+    return timed, warmup
+
+
+class _EpochTimer:
+    """Seconds of each epoch of a Keras ``fit`` (a callback for Keras 3 or tf-keras)."""
+
+    def __init__(self, keras):
+        timer = self
+
+        class Callback(keras.callbacks.Callback):
+            def on_epoch_begin(self, epoch, logs=None):
+                timer.started = time.perf_counter()
+
+            def on_epoch_end(self, epoch, logs=None):
+                timer.seconds.append(time.perf_counter() - timer.started)
+
+        self.seconds, self.started, self.callback = [], 0.0, Callback()
+
+
+def _fit_timed(keras, model, timed, warmup, epochs, make_dataset=None):
+    """Warm-up batches first, then ``epochs`` timed passes; returns the seconds per pass.
+
+    With ``make_dataset`` (arrays -> endless ``tf.data`` pipeline) both the warm-up and
+    the timed passes draw their batches from it, so the warm-up sees varying widths.
+    """
+    timer = _EpochTimer(keras)
+    if make_dataset is None:
+        (tokens, segments, labels), (w_tokens, w_segments, w_labels) = timed, warmup
+        model.fit([w_tokens, w_segments], w_labels, batch_size=BATCH, epochs=1, shuffle=False,
+                  verbose=0)
+        model.fit([tokens, segments], labels, batch_size=BATCH, epochs=epochs, shuffle=False,
+                  verbose=0, callbacks=[timer.callback])
+    else:
+        model.fit(make_dataset(warmup), epochs=1, steps_per_epoch=len(warmup[2]) // BATCH,
+                  verbose=0)
+        model.fit(make_dataset(timed), epochs=epochs, steps_per_epoch=-(-len(timed[2]) // BATCH),
+                  verbose=0, callbacks=[timer.callback])
+    return timer.seconds
+
+
+def _result(label, seconds, samples, extra=None):
+    return {"label": label, "epoch_seconds": [round(s, 3) for s in seconds],
+            "samples_per_s": round(samples / min(seconds), 1), **(extra or {})}
+
+
+def kerasbert(path, epochs, bucketed=False, jit_compile=False, dtype_policy=None, **_):
+    """kerasbert's classifier under Keras ``fit``, as ``kerasbert train`` builds it."""
+    import keras
+
+    import kerasbert as package
+    from kerasbert import add_cls_classifier, build_transformer_model, data
+    from kerasbert.training import make_optimizer
+
+    if dtype_policy:
+        keras.mixed_precision.set_dtype_policy(dtype_policy)
+    keras.utils.set_random_seed(0)
+    timed, warmup = _load(path)
+    model = add_cls_classifier(build_transformer_model(CONFIG), 2)
+    steps = (len(timed[2]) // BATCH) * epochs + len(warmup[2]) // BATCH
+    model.compile(optimizer=make_optimizer(model, LEARNING_RATE, steps),
+                  loss="sparse_categorical_crossentropy", jit_compile=jit_compile)
+    make_dataset = None
+    if bucketed:  # the batches of `kerasbert train`: length-grouped, cut to the longest row
+        def make_dataset(arrays):
+            return data.make_dataset(*arrays, batch_size=BATCH, seed=0)
+    seconds = _fit_timed(keras, model, timed, warmup, epochs, make_dataset)
+    return _result(f"kerasbert {package.__version__}, keras {keras.__version__}", seconds,
+                   len(timed[2]))
+
+
+def bert4keras(path, epochs, **_):
+    """bert4keras 0.11.5 on tf-keras: encoder, first token, Dense(2), Adam, ``fit``."""
+    if os.environ.get("TF_KERAS") != "1":
+        raise Skipped("bert4keras must run with TF_KERAS=1 TF_USE_LEGACY_KERAS=1")
+    try:
+        import bert4keras as package
+        from bert4keras.backend import keras
+        from bert4keras.models import build_transformer_model
+    except ImportError as error:
+        raise Skipped(f"bert4keras is not installed ({error})") from None
+    import tensorflow as tf
+
+    tf.random.set_seed(0)
+    timed, warmup = _load(path)
+    bert = build_transformer_model(CONFIG)
+    first = keras.layers.Lambda(lambda x: x[:, 0])(bert.output)
+    first = keras.layers.Dropout(0.1)(first)
+    output = keras.layers.Dense(2, activation="softmax")(first)
+    model = keras.models.Model(bert.inputs, output)
+    model.compile(optimizer=keras.optimizers.Adam(LEARNING_RATE),
+                  loss="sparse_categorical_crossentropy")
+    seconds = _fit_timed(keras, model, timed, warmup, epochs)
+    label = f"bert4keras {package.__version__} (tf_keras, tensorflow {tf.__version__})"
+    return _result(label, seconds, len(timed[2]))
+
+
+def keras_hub(path, epochs, jit_compile="auto", **_):
+    """keras-hub's ``BertTextClassifier`` (no preprocessor) under Keras ``fit``."""
+    try:
+        import keras_hub as hub
+    except ImportError as error:
+        raise Skipped(f"keras_hub is not installed ({error})") from None
+    import json
+
+    import keras
+
+    keras.utils.set_random_seed(0)
+    with open(CONFIG, encoding="utf-8") as f:
+        config = json.load(f)
+    backbone = hub.models.BertBackbone(
+        vocabulary_size=config["vocab_size"], num_layers=config["num_hidden_layers"],
+        num_heads=config["num_attention_heads"], hidden_dim=config["hidden_size"],
+        intermediate_dim=config["intermediate_size"],
+        max_sequence_length=config["max_position_embeddings"],
+        num_segments=config["type_vocab_size"], dropout=0.1)
+    classifier = hub.models.BertTextClassifier(backbone, num_classes=2, preprocessor=None)
+    classifier.compile(optimizer=keras.optimizers.AdamW(LEARNING_RATE),
+                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                       jit_compile=jit_compile)
+    timed, warmup = _load(path)
+
+    class Inputs:  # keras-hub takes a dict with an explicit padding mask
+        def __init__(self, arrays):
+            tokens, segments, self.labels = arrays
+            self.x = {"token_ids": tokens, "segment_ids": segments, "padding_mask": tokens != 0}
+
+    timed, warmup = Inputs(timed), Inputs(warmup)
+    classifier.fit(warmup.x, warmup.labels, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
+    timer = _EpochTimer(keras)
+    classifier.fit(timed.x, timed.labels, batch_size=BATCH, epochs=epochs, shuffle=False,
+                   verbose=0, callbacks=[timer.callback])
+    return _result(f"keras-hub {hub.__version__}, jit_compile={jit_compile}", timer.seconds,
+                   len(timed.labels))
+
+
+def hf_torch(path, epochs, **_):
+    """Hugging Face ``BertForSequenceClassification`` on CPU torch, AdamW, a plain loop."""
+    try:
+        import torch
+        import transformers
+    except ImportError as error:
+        raise Skipped(f"torch/transformers are not installed ({error})") from None
+    import json
+
+    torch.manual_seed(0)
+    torch.set_num_threads(os.cpu_count())
+    with open(CONFIG, encoding="utf-8") as f:
+        config = transformers.BertConfig(**json.load(f), num_labels=2)
+    model = transformers.BertForSequenceClassification(config).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, weight_decay=0.01)
+    timed, warmup = _load(path)
+
+    def one_pass(arrays):
+        tokens, segments, labels = (torch.from_numpy(a).long() for a in arrays)
+        for start in range(0, len(labels), BATCH):
+            batch = slice(start, start + BATCH)
+            loss = model(input_ids=tokens[batch], token_type_ids=segments[batch],
+                         attention_mask=(tokens[batch] != 0).long(), labels=labels[batch]).loss
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+    one_pass(warmup)
+    seconds = []
+    for _ in range(epochs):
+        started = time.perf_counter()
+        one_pass(timed)
+        seconds.append(time.perf_counter() - started)
+    return _result(f"transformers {transformers.__version__}, torch {torch.__version__}", seconds,
+                   len(timed[2]))
+
+
+WORKERS = {
+    "prepare": prepare,
+    "kerasbert": kerasbert,
+    "kerasbert-bucketed": lambda **o: kerasbert(**o, bucketed=True),
+    "kerasbert-xla": lambda **o: kerasbert(**o, jit_compile=True),
+    "kerasbert-bf16": lambda **o: kerasbert(**o, dtype_policy="mixed_bfloat16"),
+    "kerasbert-bucketed-bf16": lambda **o: kerasbert(**o, bucketed=True,
+                                                     dtype_policy="mixed_bfloat16"),
+    "bert4keras": bert4keras,
+    "keras-hub": keras_hub,
+    "hf-torch": hf_torch,
+}
+
+
+def run(options, log=print, names=None):
+    """Times every implementation, each in its own process; returns the section.
+
+    Args:
+        options: may hold ``samples``, ``warmup_batches`` and ``epochs`` (see :data:`DEFAULTS`);
+            the shared ``repeats``/``warmup`` of other suites are ignored.
+        names: implementations to run (default: all of :data:`IMPLEMENTATIONS`).
+    """
+    settings = {k: options.get(k, v) for k, v in DEFAULTS.items()}
+    folder = tempfile.mkdtemp(prefix="bench-train-")
+    log("train: tokenizing the review texts")
+    prepared = run_worker("train", "prepare", {
+        "path": os.path.join(folder, "batches.npz"), "samples": settings["samples"],
+        "warmup_batches": settings["warmup_batches"]})
+    if "skipped" in prepared:
+        return {"suite": "train", "skipped": f"could not prepare the data: {prepared['skipped']}"}
+    results = {}
+    for name in names or list(IMPLEMENTATIONS):
+        log(f"train: {name}")
+        results[name] = run_worker("train", name, {"path": prepared["path"],
+                                                   "epochs": settings["epochs"]},
+                                   tf_keras=IMPLEMENTATIONS[name][1])
+    return {"suite": "train", "results": results, "data": prepared,
+            "tables": [_table(results, settings, prepared)]}
+
+
+def _table(results, settings, prepared):
+    base = results.get("kerasbert", {}).get("samples_per_s")
+    hub = results.get("keras-hub", {}).get("samples_per_s")
+    rows = []
+    for name, result in results.items():
+        if "skipped" in result:
+            rows.append({"name": name, "label": "skipped: " + result["skipped"]})
+            continue
+        speed = result["samples_per_s"]
+        rows.append({"name": name, "label": result["label"], "samples_per_s": speed,
+                     "best_epoch_s": min(result["epoch_seconds"]),
+                     "vs_kerasbert": round(speed / base, 2) if base else None,
+                     "vs_keras_hub": round(speed / hub, 2) if hub else None})
+    title = (f"Training, L4 H256 A4 I1024, batch {BATCH} x {MAXLEN}, {settings['samples']} review "
+             f"texts (mean {prepared['mean_tokens']} tokens), best of {settings['epochs']} passes")
+    columns = [("name", "implementation"), ("samples_per_s", "samples/s"),
+               ("best_epoch_s", "pass s"), ("vs_kerasbert", "÷ kerasbert"),
+               ("vs_keras_hub", "÷ keras-hub"), ("label", "version / mode")]
+    return {"title": title, "columns": columns, "rows": rows}
