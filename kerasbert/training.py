@@ -73,9 +73,8 @@ def make_optimizer(model, learning_rate, total_steps, warmup=0.1, weight_decay=0
         raise ValueError(f"gradient_accumulation ({gradient_accumulation}) must be at least 1")
     # Keras evaluates a schedule at the count of batches seen, not of updates made: with
     # accumulation the schedule runs in batches, so its warm-up and end fall on the same updates.
-    batches = gradient_accumulation
-    schedule = WarmupLinearDecay(learning_rate, round(warmup * total_steps) * batches,
-                                 total_steps * batches)
+    schedule = WarmupLinearDecay(learning_rate, round(warmup * total_steps) * gradient_accumulation,
+                                 total_steps * gradient_accumulation)
     optimizer = keras.optimizers.AdamW(
         learning_rate=schedule,
         weight_decay=weight_decay,
