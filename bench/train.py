@@ -96,18 +96,21 @@ class _EpochTimer:
         self.seconds, self.started, self.callback = [], 0.0, Callback()
 
 
-def _fit_timed(keras, model, timed, warmup, epochs, make_dataset=None):
+def _fit_timed(keras, model, timed, warmup, epochs, make_dataset=None, inputs=None):
     """Warm-up batches first, then ``epochs`` timed passes; returns the seconds per pass.
 
-    With ``make_dataset`` (arrays -> endless ``tf.data`` pipeline) both the warm-up and
-    the timed passes draw their batches from it, so the warm-up sees varying widths.
+    Args:
+        timed, warmup: ``(tokens, segments, labels)`` arrays.
+        make_dataset: arrays -> an endless ``tf.data`` pipeline; when given, the warm-up
+            and the timed passes draw their batches from it (so the warm-up sees varying widths).
+        inputs: ``(tokens, segments) -> what the model takes``; default ``[tokens, segments]``.
     """
     timer = _EpochTimer(keras)
     if make_dataset is None:
-        (tokens, segments, labels), (w_tokens, w_segments, w_labels) = timed, warmup
-        model.fit([w_tokens, w_segments], w_labels, batch_size=BATCH, epochs=1, shuffle=False,
+        inputs = inputs or (lambda tokens, segments: [tokens, segments])
+        model.fit(inputs(*warmup[:2]), warmup[2], batch_size=BATCH, epochs=1, shuffle=False,
                   verbose=0)
-        model.fit([tokens, segments], labels, batch_size=BATCH, epochs=epochs, shuffle=False,
+        model.fit(inputs(*timed[:2]), timed[2], batch_size=BATCH, epochs=epochs, shuffle=False,
                   verbose=0, callbacks=[timer.callback])
     else:
         model.fit(make_dataset(warmup), epochs=1, steps_per_epoch=len(warmup[2]) // BATCH,
@@ -198,18 +201,12 @@ def keras_hub(path, epochs, jit_compile="auto", **_):
                        jit_compile=jit_compile)
     timed, warmup = _load(path)
 
-    class Inputs:  # keras-hub takes a dict with an explicit padding mask
-        def __init__(self, arrays):
-            tokens, segments, self.labels = arrays
-            self.x = {"token_ids": tokens, "segment_ids": segments, "padding_mask": tokens != 0}
+    def inputs(tokens, segments):  # keras-hub takes a dict with an explicit padding mask
+        return {"token_ids": tokens, "segment_ids": segments, "padding_mask": tokens != 0}
 
-    timed, warmup = Inputs(timed), Inputs(warmup)
-    classifier.fit(warmup.x, warmup.labels, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
-    timer = _EpochTimer(keras)
-    classifier.fit(timed.x, timed.labels, batch_size=BATCH, epochs=epochs, shuffle=False,
-                   verbose=0, callbacks=[timer.callback])
-    return _result(f"keras-hub {hub.__version__}, jit_compile={jit_compile}", timer.seconds,
-                   len(timed.labels))
+    seconds = _fit_timed(keras, classifier, timed, warmup, epochs, inputs=inputs)
+    return _result(f"keras-hub {hub.__version__}, jit_compile={jit_compile}", seconds,
+                   len(timed[2]))
 
 
 def hf_torch(path, epochs, **_):
