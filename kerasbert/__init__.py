@@ -9,7 +9,12 @@ Example:
 
 __version__ = "0.1.0"
 
-from kerasbert.checkpoint import LoadReport, load_checkpoint, save_weights_as_checkpoint
+from kerasbert.quiet import import_tensorflow
+
+import_tensorflow()
+
+# The rest imports TensorFlow (already loaded, quietly).
+from kerasbert.checkpoint import LoadReport, load_checkpoint, save_weights_as_checkpoint  # noqa: E402
 from kerasbert.checkpoint_io import CheckpointError, write_checkpoint
 from kerasbert.config import BertConfig
 from kerasbert.heads import add_cls_classifier

@@ -1,54 +1,70 @@
-"""Runs that survive a kill: RunRecorder, StopAtStep and the run-directory checks.
+"""Keras callbacks of a run: seeds, step limit, history and best model, backup, divergence.
 
-Keras's ``BackupAndRestore`` (in ``<run>/backup``) restores weights and optimizer after
-a kill, but not the history, the best score or the early-stopping count. Here all three
-are derived from ``history.json`` in the run directory, so a resumed run makes the same
-decisions as an uninterrupted one.
+Keras's ``BackupAndRestore`` rewrites its files in place (a kill mid-write leaves them
+corrupt) and deletes them when ``fit`` ends, before the run is finished; here the
+backup is :class:`RunBackup` on :class:`kerasbert.rundir.RunDirectory`, which writes a
+whole new backup before dropping the old one. History, best score and the
+early-stopping count are derived from ``history.json``, so a resumed run makes the
+same decisions as an uninterrupted one.
 """
 
 import json
+import math
 import os
 
 import keras
 import numpy as np
 
-from kerasbert import reports
+from kerasbert import files, reports
+from kerasbert.rundir import HISTORY, pause_point
 
-BACKUP = "backup"
+
+class TrainingDiverged(ValueError):
+    """The loss became NaN or infinite; the message names the epoch, the batch and the cure."""
 
 
-def check_run_directory(output, resume, finished="metrics.json"):
-    """Refuses to start over an interrupted run without ``resume``, or over a finished one.
+class StopOnNonFiniteLoss(keras.callbacks.Callback):
+    """Stops the run with :class:`TrainingDiverged` at the first batch whose loss is not finite.
 
     Args:
-        output: the run directory.
-        resume: whether continuing an interrupted run was asked for.
-        finished: the file whose presence marks a finished run.
-
-    Raises:
-        FileExistsError: naming the directory and what to do.
+        hint: what to change, for the message (``"lower --lr (0.5)"``).
     """
-    if resume:
-        return
-    if os.path.isdir(os.path.join(output, BACKUP)):
-        raise FileExistsError(f"{output} holds an interrupted run: pass --resume to "
-                              "continue it, or choose another --output")
-    if os.path.exists(os.path.join(output, finished)):
-        raise FileExistsError(f"{output} holds a finished run; choose another --output")
+
+    def __init__(self, hint):
+        super().__init__()
+        self.hint = hint
+        self.epoch = 0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(float(loss)):
+            raise TrainingDiverged(
+                f"loss {float(loss)} in epoch {self.epoch + 1}, batch {batch + 1}: training "
+                f"diverged, so it was stopped; {self.hint}")
 
 
-def first_epoch(output):
-    """The epoch a resumed run starts at (what ``BackupAndRestore`` will restore), else 0."""
-    path = os.path.join(output, BACKUP, "training_metadata.json")
-    if not os.path.exists(path):
-        return 0
-    with open(path) as f:
-        return int(json.load(f)["epoch"])
+class RunBackup(keras.callbacks.Callback):
+    """Backs the run up after every epoch and restores it when ``fit`` starts.
 
+    Args:
+        run: a :class:`kerasbert.rundir.RunDirectory`.
+        epochs: the run's last epoch; the backup after it is marked done.
+    """
 
-def backup_and_restore(output):
-    """Keras's ``BackupAndRestore`` in ``<output>/backup``, once per epoch."""
-    return keras.callbacks.BackupAndRestore(os.path.join(output, BACKUP))
+    def __init__(self, run, epochs):
+        super().__init__()
+        self.run = run
+        self.epochs = epochs
+
+    def on_train_begin(self, logs=None):
+        self.run.restore_backup(self.model)
+
+    def on_epoch_end(self, epoch, logs=None):
+        done = bool(self.model.stop_training) or epoch + 1 >= self.epochs
+        self.run.write_backup(self.model, epoch + 1, done)
 
 
 class EpochSeeds(keras.callbacks.Callback):
@@ -91,6 +107,10 @@ class StopAtStep(keras.callbacks.Callback):
 class RunRecorder(keras.callbacks.Callback):
     """Records each epoch, keeps ``model.keras`` at the best dev accuracy, stops early.
 
+    The history of the epochs before ``first_epoch`` is read from ``history.json``
+    when the recorder is made (a resumed run); later epochs there are dropped: they
+    were never backed up and run again.
+
     Args:
         run_dir: the run directory.
         patience: epochs without a better dev accuracy before training stops (0: never).
@@ -104,25 +124,21 @@ class RunRecorder(keras.callbacks.Callback):
         self.patience = patience
         self.monitor = monitor
         self.first_epoch = first_epoch
-        self.history = {}
+        history = {}
+        if first_epoch and os.path.exists(self._state_path):
+            with open(self._state_path, encoding="utf-8") as f:
+                history = json.load(f)
+        self.history = {key: values[:first_epoch] for key, values in history.items()}
 
     @property
     def _state_path(self):
-        return os.path.join(self.run_dir, "history.json")
+        return os.path.join(self.run_dir, HISTORY)
 
     @property
     def best_epoch(self):
         """1-based epoch with the best score so far, or None."""
         scores = self.history.get(self.monitor, [])
         return scores.index(max(scores)) + 1 if scores else None
-
-    def on_train_begin(self, logs=None):
-        history = {}
-        if self.first_epoch and os.path.exists(self._state_path):
-            with open(self._state_path, encoding="utf-8") as f:
-                history = json.load(f)
-        # Epochs after the restored one were never backed up: they will run again.
-        self.history = {key: values[:self.first_epoch] for key, values in history.items()}
 
     def on_epoch_end(self, epoch, logs=None):
         logs = logs or {}
@@ -131,17 +147,19 @@ class RunRecorder(keras.callbacks.Callback):
         for key, value in logs.items():
             self.history.setdefault(key, []).append(float(value))
         self._write_history()
+        pause_point("epoch-end")
         if self.monitor is None:
             return
         scores = self.history[self.monitor]
         if scores[-1] >= max(scores):
             # Earliest best wins ties; a later equal score does not replace the model.
             if scores.index(max(scores)) == len(scores) - 1:
-                with reports.atomic_path(os.path.join(self.run_dir, "model.keras")) as temporary:
+                with files.atomic_path(os.path.join(self.run_dir, "model.keras")) as temporary:
                     self.model.save(temporary)
+                    pause_point("model-write")
         if self.patience and len(scores) - self.best_epoch >= self.patience:
             self.model.stop_training = True
 
     def _write_history(self):
-        reports.write_json(self._state_path, self.history)
+        files.write_json(self._state_path, self.history)
         reports.write_history_csv(os.path.join(self.run_dir, "history.csv"), self.history)

@@ -1,18 +1,66 @@
-"""``kerasbert <command>``: parses arguments and calls the library, nothing more."""
+"""kerasbert: build, audit, draw, fine-tune, pretrain and convert Google BERT models on Keras 3.
+
+A failure ends with exit code 2 and one line on stderr,
+``kerasbert <command>: <what> in <file or flag>: <why>``; ``--debug`` (or
+``KERASBERT_DEBUG=1``) adds the traceback.
+"""
 
 import argparse
-import dataclasses
 import json
 import os
+import re
 import sys
+import traceback
+
+from kerasbert.options import add_arguments, from_arguments, validate
 
 # Quiet TensorFlow's C++ start-up chatter before anything imports it.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+COMMANDS = ("audit", "plot", "train", "pretrain", "evaluate", "predict", "export", "convert")
+
+
+class UsageError(ValueError):
+    """Bad command-line arguments; the message names the flag."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors raised (one line, from :func:`main`) instead of printed."""
+
+    def error(self, message):
+        raise UsageError(_usage_message(message, self.prog))
+
+
+def _usage_message(message, prog):
+    """argparse's error as ``<what> in <flag>: <why>``."""
+    patterns = (
+        (r"the following arguments are required: (.+)",
+         lambda m: f"missing argument in {m[1]}: required (see {prog} --help)"),
+        (r"unrecognized arguments: (.+)",
+         lambda m: f"unknown argument in {m[1]}: not an argument of {prog} (see {prog} --help)"),
+        (r"argument (\S+): invalid choice: (\S+) \(choose from (.+)\)",
+         lambda m: f"invalid value {m[2]} in {m[1]}: choose from {m[3]}"),
+        (r"argument (\S+): invalid (integer|number) value: (.+)",
+         lambda m: f"invalid value {m[3]} in {m[1]}: not {'an' if m[2] == 'integer' else 'a'} "
+                   f"{m[2]}"),
+        (r"argument (\S+): (.+)", lambda m: f"invalid argument in {m[1]}: {m[2]}"),
+    )
+    for pattern, render in patterns:
+        found = re.fullmatch(pattern, message)
+        if found:
+            return render(found)
+    return f"invalid arguments in {prog}: {message}"
+
+
+def _count(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"invalid value {value}: must be at least 1")
+    return value
 
 
 def _model_arguments(parser):
     parser.add_argument("config", help="bert_config.json (Google) or config.json (Hugging Face)")
-    parser.add_argument("--num-labels", type=int, default=None,
+    parser.add_argument("--num-labels", type=_count, default=None,
                         help="add the CLS-token classifier with this many labels")
     parser.add_argument("--with-pool", action="store_true", help="add Pooler/Pooler-Dense")
     parser.add_argument("--with-nsp", action="store_true", help="add the NSP head")
@@ -67,8 +115,8 @@ def command_plot(args):
 def command_train(args):
     from kerasbert import finetune
 
-    fields = {f.name for f in dataclasses.fields(finetune.TrainOptions)}
-    options = finetune.TrainOptions(**{k: v for k, v in vars(args).items() if k in fields})
+    options = from_arguments(finetune.TrainOptions, args)
+    validate(options, flags=True)
     summary = finetune.train(options)
     shown = "test" if "test" in summary else "dev"
     print(f"\n{shown} accuracy {summary[shown]['accuracy']:.4f}, "
@@ -100,7 +148,9 @@ def command_predict(args):
     from kerasbert.finetune import Run
 
     if not args.input and not args.texts:
-        raise ValueError("give texts to classify, or --input FILE")
+        raise UsageError("missing input in --input or TEXT: give texts to classify, or a file")
+    if args.input and args.texts:
+        raise UsageError("too many inputs in --input and TEXT: give texts or a file, not both")
     run = Run(args.model)
     rows = run.predict(path=args.input) if args.input else run.predict(texts=args.texts)
     for row in rows:
@@ -111,41 +161,15 @@ def command_predict(args):
 def command_export(args):
     from kerasbert.finetune import Run
 
-    print(f"wrote {Run(args.model).export(args.to)}")
+    print(f"wrote {Run(args.model).export(args.to, overwrite=args.overwrite)}")
     return 0
-
-
-def _train_arguments(parser):
-    add = parser.add_argument
-    add("--train", help="labelled TSV/CSV/JSONL (default: the shipped review split)")
-    add("--dev", help="labelled file for choosing the best epoch")
-    add("--test", help="labelled file evaluated once at the end")
-    add("--output", required=True, help="run directory to create")
-    add("--config", help="bert_config.json (default: the shipped kerasbert-zh-small)")
-    add("--checkpoint", help="Google checkpoint prefix to start from")
-    add("--vocab", help="vocab.txt (default: beside the config)")
-    add("--text-column", default="text")
-    add("--pair-column", default=None, help="second text of sentence pairs")
-    add("--label-column", default="label")
-    for name, kind, default in (("--maxlen", int, 128), ("--batch-size", int, 32),
-                                ("--epochs", int, 3), ("--lr", float, 2e-5),
-                                ("--warmup", float, 0.1), ("--weight-decay", float, 0.01),
-                                ("--grad-accum", int, 1), ("--dropout", float, 0.1),
-                                ("--patience", int, 2), ("--seed", int, 42),
-                                ("--max-train-examples", int, None)):
-        add(name, type=kind, default=default)
-    add("--mixed-precision", action="store_true", help="bfloat16 compute (float32 weights)")
-    add("--jit-compile", action="store_true", help="compile the train step with XLA")
-    add("--strategy", choices=["mirrored", "multi-worker"], default=None)
-    add("--skip-bad-rows", action="store_true", help="skip and count bad rows instead of failing")
-    add("--resume", action="store_true", help="continue an interrupted run in --output")
 
 
 def command_pretrain(args):
     from kerasbert import pretrain  # the module
 
-    fields = {f.name for f in dataclasses.fields(pretrain.PretrainOptions)}
-    options = pretrain.PretrainOptions(**{k: v for k, v in vars(args).items() if k in fields})
+    options = from_arguments(pretrain.PretrainOptions, args)
+    validate(options, flags=True)
     summary = pretrain.pretrain(options)
     print(f"\n{summary['steps']} steps, vocabulary {summary['vocab_size']}, "
           f"{summary['parameters']:,} parameters, {summary['wall_seconds']:.0f} s")
@@ -155,28 +179,6 @@ def command_pretrain(args):
     print(f"wrote {options.output} (bert_model.ckpt, bert_config.json, vocab.txt, "
           "pretrain_metrics.json)")
     return 0
-
-
-def _pretrain_arguments(parser):
-    add = parser.add_argument
-    add("--config", required=True, help="bert_config.json of the model to pretrain "
-        "(its vocab_size is replaced by the reduced vocabulary's)")
-    add("--vocab", required=True, help="full vocab.txt; the corpus's tokens are kept")
-    add("--corpus", required=True, nargs="+", metavar="FILE",
-        help="labelled TSV/CSV/JSONL (its text column) or plain text, one text per line")
-    add("--output", required=True, help="directory to write the checkpoint to")
-    add("--dev", nargs="+", metavar="FILE", help="text to measure MLM accuracy on at the end")
-    add("--checkpoint", help="Google checkpoint to start from (default: random init)")
-    add("--text-column", default="text")
-    for name, kind, default in (("--steps", int, 10000), ("--steps-per-epoch", int, 200),
-                                ("--batch-size", int, 32), ("--maxlen", int, 128),
-                                ("--lr", float, 5e-4), ("--warmup", float, 0.1),
-                                ("--weight-decay", float, 0.01), ("--seed", int, 42)):
-        add(name, type=kind, default=default)
-    add("--save-dtype", choices=["float32", "float16"], default="float32",
-        help="dtype of the written checkpoint (float16 halves its size)")
-    add("--jit-compile", action="store_true", help="compile the train step with XLA")
-    add("--resume", action="store_true", help="continue an interrupted run in --output")
 
 
 def command_convert(args):
@@ -191,7 +193,10 @@ def command_convert(args):
 
 
 def make_parser():
-    parser = argparse.ArgumentParser(prog="kerasbert", description=__doc__)
+    parser = _Parser(prog="kerasbert", description=__doc__,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of a failure (also KERASBERT_DEBUG=1)")
     commands = parser.add_subparsers(dest="command", required=True)
 
     audit = commands.add_parser("audit", help="print model.summary() and check every parameter count")
@@ -202,17 +207,19 @@ def make_parser():
     plot = commands.add_parser("plot", help="draw the model with keras.utils.plot_model")
     _model_arguments(plot)
     plot.add_argument("-o", "--output", required=True, help="picture to write (.png, .svg, .pdf)")
-    plot.add_argument("--layers", type=int, default=None,
+    plot.add_argument("--layers", type=_count, default=None,
                       help="draw a model cut to this many transformer layers (a readable picture)")
     plot.set_defaults(run=command_plot)
 
+    from kerasbert.options import PretrainOptions, TrainOptions
+
     train = commands.add_parser("train", help="fine-tune a BERT text classifier")
-    _train_arguments(train)
+    add_arguments(train, TrainOptions)
     train.set_defaults(run=command_train)
 
     pretrain = commands.add_parser(
         "pretrain", help="masked-LM pretraining; writes a Google checkpoint")
-    _pretrain_arguments(pretrain)
+    add_arguments(pretrain, PretrainOptions)
     pretrain.set_defaults(run=command_pretrain)
 
     evaluate = commands.add_parser("evaluate", help="metrics of a run's model on a labelled file")
@@ -229,7 +236,9 @@ def make_parser():
 
     export = commands.add_parser("export", help="write a TensorFlow SavedModel")
     export.add_argument("--model", required=True, help="run directory")
-    export.add_argument("--to", required=True, help="SavedModel directory to write")
+    export.add_argument("--to", required=True, help="SavedModel directory to write (new or empty)")
+    export.add_argument("--overwrite", action="store_true",
+                        help="replace an earlier export in --to (never anything else)")
     export.set_defaults(run=command_export)
 
     convert = commands.add_parser(
@@ -244,12 +253,33 @@ def make_parser():
 
 
 def main(argv=None):
-    args = make_parser().parse_args(argv)
+    """Runs one command; returns its exit code (2 on any failure, with one line on stderr)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = next((word for word in argv if word in COMMANDS), None)
+    debug = "--debug" in argv or os.environ.get("KERASBERT_DEBUG") == "1"
+    prefix = f"kerasbert {command}" if command else "kerasbert"
     try:
+        args = make_parser().parse_args([word for word in argv if word != "--debug"])
         return args.run(args)
-    except (ValueError, FileNotFoundError, FileExistsError) as error:
-        print(f"kerasbert {args.command}: {error}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"{prefix}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:  # every failure is one line; --debug shows the traceback
+        if debug:
+            traceback.print_exc()
+        print(f"{prefix}: {one_line(error)}", file=sys.stderr)
         return 2
+
+
+def one_line(error):
+    """An exception as one line: ``<what> in <where>: <why>`` where the error says so."""
+    if isinstance(error, OSError) and error.filename and error.strerror:
+        return f"cannot use the file in {error.filename}: {error.strerror}"
+    text = " ".join(str(error).split("\n")[0].split())
+    if isinstance(error, (ValueError, OSError)) and text:
+        return text
+    return (f"unexpected {type(error).__name__} in kerasbert: {text or 'no message'} "
+            "(run again with --debug for the traceback)")
 
 
 if __name__ == "__main__":

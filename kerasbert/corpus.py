@@ -31,29 +31,30 @@ def read_corpus(paths, text_column="text"):
     Args:
         paths: files; ``.tsv``/``.csv``/``.jsonl`` are read with
             :func:`kerasbert.data.read_examples` (labels not needed), anything else
-            as one text per line (blank lines skipped).
+            as UTF-8 text, one text per line (a line ends at \\n, \\r\\n or \\r;
+            surrounding spaces are stripped and blank lines skipped).
         text_column: the column holding the text in tables.
 
     Returns:
         A list of str.
 
     Raises:
-        FileNotFoundError: a file does not exist.
-        kerasbert.data.DataError: a table lacks the text column, or a file holds no text.
+        FileNotFoundError: ``corpus file in <path>: no such file``.
+        kerasbert.data.DataError: a directory, a line that is not UTF-8, a table that lacks
+            the text column or has a bad row, or a file without text; the message names
+            the file (and the line).
     """
     texts = []
     for path in [os.fspath(p) for p in paths]:
+        data.check_file(path, "corpus file", f"a text file or {data.TABLES}")
         if os.path.splitext(path)[1].lower() in data.FORMATS:
             texts += data.read_examples(path, text_column=text_column, label_column=None,
                                         require_labels=False).texts
             continue
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"No such corpus file: {path}")
-        with open(path, encoding="utf-8-sig") as f:
-            lines = [line.strip() for line in f]
-        found = [line for line in lines if line]
+        found = [line.strip() for _, line in data.read_lines(path, "corpus file")]
+        found = [line for line in found if line]
         if not found:
-            raise data.DataError(f"{path}: no text (one text per line is expected)")
+            raise data.DataError(f"corpus file in {path}: no text (one text per line is expected)")
         texts += found
     return texts
 

@@ -1,9 +1,10 @@
 """Labelled text files in, batched ``tf.data`` pipelines out.
 
 Files are TSV, CSV or JSONL (chosen by extension) whose header row (or JSON keys)
-names the columns. A bad row (empty text, missing label, wrong column count,
-undecodable bytes) is an error naming the file, the line and the problem; with
-``skip_bad_rows=True`` it is skipped and counted instead.
+names the columns; docs/data_formats.md gives the rules of each format. A bad row
+(empty text, missing label, wrong column count, undecodable bytes) is an error naming
+the file, the line and the problem; with ``skip_bad_rows=True`` it is skipped and
+counted instead.
 
 Example:
     >>> examples = read_examples("data/reviews/dev.tsv")
@@ -13,13 +14,32 @@ Example:
 
 import csv
 import dataclasses
-import io
 import json
+import logging
 import os
+import re
+import sys
 
 import numpy as np
 
 FORMATS = {".tsv": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}
+TABLES = "a .tsv/.csv/.jsonl file"
+UNDECODABLE = "undecodable bytes (not UTF-8)"
+
+logger = logging.getLogger(__name__)
+
+# Bytes that are not UTF-8 are read as U+DC80..U+DCFF ("surrogateescape"), so one bad
+# line is reported as such instead of failing the whole file. Valid UTF-8 never decodes to
+# a surrogate: JSONL lines are checked for escaped bytes before parsing, so a surrogate in
+# a parsed value came from a JSON "\ud800" escape.
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# csv refuses fields over 128 KiB by default, yet one long document is a valid field. The
+# limit is process-wide, so it is only ever raised, to the largest value a C long holds on
+# every platform.
+_FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)
+_DIALECTS = {"tsv": {"delimiter": "\t", "quoting": csv.QUOTE_NONE},
+             "csv": {"delimiter": ",", "quotechar": '"', "doublequote": True, "strict": True}}
 
 
 class DataError(ValueError):
@@ -28,7 +48,11 @@ class DataError(ValueError):
 
 @dataclasses.dataclass
 class Examples:
-    """Rows of one labelled file (texts, optional pair texts, labels)."""
+    """Rows of one labelled file (texts, optional pair texts, labels).
+
+    ``lines[i]`` is the line row ``i`` starts on; ``skipped`` lists ``(line, problem)``
+    of the rows left out.
+    """
 
     texts: list
     pairs: list
@@ -37,117 +61,307 @@ class Examples:
     lines: list = dataclasses.field(default_factory=list)
     skipped: list = dataclasses.field(default_factory=list)
 
+    def __post_init__(self):
+        if not self.lines:  # made by hand: number the rows
+            self.lines = list(range(1, len(self.texts) + 1))
+
     def __len__(self):
         return len(self.texts)
 
+    @classmethod
+    def from_texts(cls, texts, pairs=None):
+        """Unlabelled examples of raw strings, e.g. to predict.
 
-def _decoded_lines(path):
-    """Yields ``(line_number, text)``; undecodable bytes are reported per line."""
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
-            try:
-                yield number, raw.decode("utf-8-sig" if number == 1 else "utf-8")
-            except UnicodeDecodeError as error:
-                yield number, error
+        Raises:
+            TypeError: ``texts`` is a single str. ValueError: ``pairs`` differs in length.
+
+        Example:
+            >>> Examples.from_texts(["很好", "太差了"]).lines
+            [1, 2]
+        """
+        if isinstance(texts, str):
+            raise TypeError(f"texts must be a list of str, not a single str ({texts!r:.40})")
+        texts = list(texts)
+        pairs = [None] * len(texts) if pairs is None else list(pairs)
+        if len(pairs) != len(texts):
+            raise ValueError(f"got {len(texts)} texts but {len(pairs)} pairs")
+        return cls(texts, pairs, [None] * len(texts), "the given texts")
+
+    def head(self, n):
+        """The first ``n`` rows (``path`` and ``skipped`` kept)."""
+        return self._select(range(min(n, len(self))), self.skipped)
+
+    def _select(self, rows, skipped):
+        rows = list(rows)
+        return Examples([self.texts[i] for i in rows], [self.pairs[i] for i in rows],
+                        [self.labels[i] for i in rows], self.path,
+                        [self.lines[i] for i in rows], list(skipped))
 
 
-def _rows(path, kind, required):
-    """Yields ``(line_number, dict or problem string)`` for every data row."""
-    lines = _decoded_lines(path)
-    if kind == "jsonl":
-        for number, text in lines:
-            if isinstance(text, Exception):
-                yield number, f"undecodable bytes ({text.reason} at byte {text.start})"
-            elif text.strip():
-                try:
-                    row = json.loads(text)
-                except json.JSONDecodeError as error:
-                    yield number, f"invalid JSON ({error.msg} at column {error.colno})"
-                    continue
-                yield number, row if isinstance(row, dict) else "not a JSON object"
-        return
-    delimiter = "\t" if kind == "tsv" else ","
+def check_file(path, what="data file", expected=TABLES):
+    """Raises the one-line error for a path that is missing or a directory.
+
+    Raises:
+        FileNotFoundError: ``<what> in <path>: no such file``.
+        DataError: ``<what> in <path>: is a directory, expected <expected>``.
+    """
+    if os.path.isdir(path):
+        raise DataError(f"{what} in {path}: is a directory, expected {expected}")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{what} in {path}: no such file")
+
+
+def _physical_lines(path):
+    """Each line of a UTF-8 file with its ending; a line ends at \\n, \\r\\n or a lone \\r.
+
+    A BOM at the start is dropped; bytes that are not UTF-8 become U+DC80..U+DCFF.
+    """
+    with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
+        yield from f
+
+
+def read_lines(path, what="text file"):
+    """Yields ``(line_number, line)`` of a UTF-8 text file, line endings removed.
+
+    Raises:
+        FileNotFoundError, DataError: a missing file, a directory, or a line that is not
+            UTF-8 (``bad line in <path>, line <n>: undecodable bytes (not UTF-8)``).
+    """
+    path = os.fspath(path)
+    check_file(path, what, "a text file")
+    for number, line in enumerate(_physical_lines(path), start=1):
+        if _ESCAPED_BYTE.search(line):
+            raise DataError(f"bad line in {path}, line {number}: {UNDECODABLE}")
+        yield number, line.rstrip("\r\n")
+
+
+def _json_rows(path, columns):
+    """Yields ``(line_number, dict or problem string)`` for every non-blank line."""
+    seen = False
+    for number, line in enumerate(_physical_lines(path), start=1):
+        if not line.strip():
+            continue
+        seen = True
+        if _ESCAPED_BYTE.search(line):
+            yield number, UNDECODABLE
+            continue
+        try:
+            row = json.loads(line.rstrip("\r\n"))  # so an error's column is on this line
+        except json.JSONDecodeError as error:
+            yield number, f"invalid JSON ({error.msg} at column {error.colno})"
+            continue
+        if not isinstance(row, dict):
+            yield number, f"not a JSON object (got {_kind(row)})"
+        elif "\\u" in line:  # only an escape gives a lone surrogate
+            yield number, _lone_surrogate(row, columns) or row
+        else:
+            yield number, row
+    if not seen:
+        raise DataError(f"data file in {path}: the file is empty (one JSON object per line "
+                        "is expected)")
+
+
+def _lone_surrogate(row, columns):
+    for column in columns:
+        found = isinstance(row.get(column), str) and _SURROGATE.search(row[column])
+        if found:
+            return (f"{column} contains a lone surrogate U+{ord(found.group()):04X}, "
+                    "not valid Unicode")
+    return None
+
+
+def _table_rows(path, kind, required):
+    """Yields ``(first_line_number, dict or problem string)`` for every CSV / TSV record."""
+    if csv.field_size_limit() < _FIELD_LIMIT:
+        csv.field_size_limit(_FIELD_LIMIT)
+    reader = csv.reader(_physical_lines(path), **_DIALECTS[kind])
     header = None
-    for number, text in lines:
-        if isinstance(text, Exception):
-            if header is None:
-                raise DataError(f"{path}, line {number}: the header row is not UTF-8")
-            yield number, f"undecodable bytes ({text.reason} at byte {text.start})"
-            continue
-        if not text.strip():
-            continue
-        fields = next(csv.reader(io.StringIO(text), delimiter=delimiter))
+    while True:
+        number = reader.line_num + 1  # a record may span lines: name its first
+        try:
+            fields = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as error:  # the reader goes on at the next line
+            fields, problem = None, _csv_problem(error)
+        else:
+            problem = UNDECODABLE if any(map(_ESCAPED_BYTE.search, fields)) else None
+            if not problem and not any(field.strip() for field in fields):
+                continue  # a blank line, or a row of empty fields
         if header is None:
-            header = fields
-            missing = [column for column in required if column not in header]
-            if missing:
-                raise DataError(f"{path}, line {number}: no column {', '.join(map(repr, missing))} "
-                                f"in the header (columns: {', '.join(header)})")
-            continue
-        if len(fields) != len(header):
+            if problem:
+                raise DataError(f"header row in {path}, line {number}: {problem}")
+            header = _header(path, number, fields, required)
+        elif problem:
+            yield number, problem
+        elif len(fields) != len(header):
             yield number, f"{len(fields)} columns where the header has {len(header)}"
-            continue
-        yield number, dict(zip(header, fields))
+        else:
+            yield number, dict(zip(header, fields))
     if header is None:
-        raise DataError(f"{path}: the file is empty (a header row naming the columns is needed)")
+        raise DataError(f"data file in {path}: the file is empty (a header row naming the "
+                        "columns is needed)")
+
+
+def _csv_problem(error):
+    message = str(error)
+    if "expected after" in message:
+        return 'text after the closing quote of a field (a quote inside quotes is written "")'
+    if "end of data" in message:
+        return "a quoted field is never closed (the file ends inside it)"
+    return f"not valid CSV ({message})"
+
+
+def _header(path, number, fields, required):
+    """The column names (surrounding spaces stripped), checked to hold ``required``."""
+    header = [field.strip() for field in fields]
+    missing = [column for column in required if column not in header]
+    if missing:
+        raise DataError(f"header row in {path}, line {number}: no column "
+                        f"{', '.join(map(repr, missing))} in the header "
+                        f"(columns: {', '.join(header)})")
+    twice = [column for column in required if header.count(column) > 1]
+    if twice:
+        raise DataError(f"header row in {path}, line {number}: column {twice[0]!r} appears "
+                        f"{header.count(twice[0])} times")
+    return header
 
 
 def read_examples(path, text_column="text", pair_column=None, label_column="label",
                   skip_bad_rows=False, require_labels=True):
     """Reads a labelled TSV / CSV / JSONL file.
 
+    Texts are kept exactly as written; labels are stripped of surrounding spaces (a
+    warning names spellings this merges) and a JSON integer label becomes its digits.
+
     Args:
         path: the file; its extension picks the format.
         text_column, pair_column, label_column: column names (``pair_column`` for
             sentence pairs, None for single texts).
         skip_bad_rows: skip and count bad rows instead of raising.
-        require_labels: False for files to predict (the label column may be absent).
+        require_labels: False for files to predict (the label column may be absent or
+            empty; labels are then None).
 
     Returns:
         :class:`Examples`; ``skipped`` lists ``(line, problem)`` of skipped rows.
 
     Raises:
-        DataError: a bad row (when not skipping), an unknown extension, a missing column.
+        FileNotFoundError: no such file.
+        DataError: a bad row (when not skipping), a directory, an unknown extension, an
+            empty file, a missing column, or no usable row.
     """
     path = os.fspath(path)
+    check_file(path)
     kind = FORMATS.get(os.path.splitext(path)[1].lower())
     if kind is None:
-        raise DataError(f"{path}: unknown file type; use .tsv, .csv or .jsonl")
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"No such data file: {path}")
-    examples = Examples([], [], [], path)
+        raise DataError(f"data file in {path}: unknown file type "
+                        f"{os.path.splitext(path)[1]!r}, expected {TABLES}")
     wanted = [text_column] + ([pair_column] if pair_column else [])
     required = wanted + ([label_column] if require_labels else [])
-    for number, row in _rows(path, kind, required):
-        problem = row if isinstance(row, str) else _problem(row, wanted, label_column,
-                                                            require_labels)
-        if problem:
-            if not skip_bad_rows:
-                raise DataError(f"{path}, line {number}: {problem}")
-            examples.skipped.append((number, problem))
+    rows = (_json_rows(path, wanted + [label_column]) if kind == "jsonl"
+            else _table_rows(path, kind, required))
+    examples, spellings = Examples([], [], [], path), {}
+    for number, row in rows:
+        row = row if isinstance(row, str) else _values(row, wanted, label_column, require_labels)
+        if isinstance(row, str):
+            _bad_row(examples, examples.skipped, number, row, skip_bad_rows)
             continue
-        examples.texts.append(str(row[text_column]))
-        examples.pairs.append(str(row[pair_column]) if pair_column else None)
-        examples.labels.append(str(row[label_column]) if label_column in row else None)
+        text, pair, label = row
+        if label is not None:
+            spellings.setdefault(label.strip(), set()).add(label)
+            label = label.strip()
+        examples.texts.append(text)
+        examples.pairs.append(pair)
+        examples.labels.append(label)
         examples.lines.append(number)
-    if not examples.texts:
-        raise DataError(f"{path}: no usable rows" + (
-            f" ({len(examples.skipped)} skipped)" if examples.skipped else ""))
+    _check_usable(examples)
+    _warn_merged(path, spellings)
     return examples
 
 
-def _problem(row, wanted, label_column, require_labels):
+def _values(row, wanted, label_column, require_labels):
+    """``(text, pair, label)`` of a parsed row, or the problem that makes it a bad row."""
+    values = []
     for column in wanted:
         if column not in row:
-            return f"column '{column}' is missing (columns: {', '.join(map(str, row))})"
-        if row[column] is None or not str(row[column]).strip():
+            return _missing(column, row)
+        value = row[column]
+        if not isinstance(value, str):
+            return f"'{column}' must be a string, got {_kind(value)}"
+        if not value.strip():
             return f"empty '{column}'"
-    if require_labels:
-        if label_column not in row:
-            return f"column '{label_column}' is missing (columns: {', '.join(map(str, row))})"
-        if row[label_column] is None or not str(row[label_column]).strip():
-            return f"missing label in column '{label_column}'"
-    return None
+        values.append(value)
+    label = row.get(label_column) if label_column else None
+    if isinstance(label, int) and not isinstance(label, bool):
+        label = str(label)  # a JSON 1 is the label "1"
+    if not label_column or label_column not in row:
+        problem = _missing(label_column, row)
+    elif label is None or isinstance(label, str) and not label.strip():
+        problem = f"missing label in column '{label_column}'"
+    elif not isinstance(label, str):
+        problem = f"the label must be a string or an integer, got {_kind(label)}"
+    else:
+        problem = None
+    if problem:
+        if require_labels:
+            return problem
+        label = None
+    return values[0], values[1] if len(values) > 1 else None, label
+
+
+def _missing(column, row):
+    return f"column '{column}' is missing (columns: {', '.join(map(str, row))})"
+
+
+def _kind(value):
+    """The JSON name of a value's type: a list, an object, a number, a boolean, null."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, (int, float)):
+        return f"a number ({value!r})"
+    return {dict: "an object", list: "a list"}.get(type(value), type(value).__name__)
+
+
+def _bad_row(examples, skipped, line, problem, skip_bad_rows):
+    """Raises the one-line error for a bad row, or adds it to ``skipped``."""
+    if not skip_bad_rows:
+        raise DataError(f"bad row in {examples.path}, line {line}: {problem}")
+    skipped.append((line, problem))
+
+
+def _check_usable(examples):
+    if not examples.texts:
+        skipped = f" ({len(examples.skipped)} skipped)" if examples.skipped else ""
+        raise DataError(f"data file in {examples.path}: no usable rows{skipped}")
+
+
+def _warn_merged(path, spellings):
+    """One warning naming the label spellings that stripping made one."""
+    merged = [(label, sorted(forms, key=lambda form: (form != label, form)))
+              for label, forms in spellings.items() if len(forms) > 1]
+    if merged:
+        groups = "; ".join(f"{_and(forms)} are read as one label {label!r}"
+                           for label, forms in merged)
+        logger.warning("labels in %s: %s (surrounding spaces are stripped)", path, groups)
+
+
+def _and(items):
+    items = [repr(item) for item in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _unknown_labels(examples, labels):
+    """``(row, line, problem)`` of each example whose label is not in ``labels``."""
+    known = set(labels)
+    shown = ", ".join(map(str, labels[:20]))
+    if len(labels) > 20:
+        shown += f", ... ({len(labels)} in all)"
+    for i, (label, line) in enumerate(zip(examples.labels, examples.lines)):
+        if label not in known:
+            yield i, line, (f"label {label!r} was not seen in training (known: {shown})"
+                            if label is not None else "missing label")
 
 
 def label_ids(examples, labels):
@@ -156,16 +370,39 @@ def label_ids(examples, labels):
     Raises:
         DataError: a label that training never saw, naming the file and line.
     """
+    labels = list(labels)
+    for _, line, problem in _unknown_labels(examples, labels):
+        _bad_row(examples, [], line, problem, skip_bad_rows=False)
     index = {label: i for i, label in enumerate(labels)}
-    ids = []
-    for label, line in zip(examples.labels, examples.lines):
-        if label not in index:
-            raise DataError(
-                f"{examples.path}, line {line}: label {label!r} was not seen in training "
-                f"(known: {', '.join(labels)})"
-            )
-        ids.append(index[label])
-    return np.asarray(ids, dtype="int32")
+    return np.asarray([index[label] for label in examples.labels], dtype="int32")
+
+
+def keep_known_labels(examples, labels, skip_bad_rows=False):
+    """The examples whose label is one of ``labels`` (e.g. a dev file after training).
+
+    Args:
+        examples: :class:`Examples` (left unchanged). labels: the known labels.
+        skip_bad_rows: drop a row with another label, adding ``(line, problem)`` to
+            ``skipped``, instead of raising.
+
+    Returns:
+        New :class:`Examples`.
+
+    Raises:
+        DataError: ``bad row in <path>, line <n>: label 'x' was not seen in training
+            (known: a, b)`` when not skipping; ``no usable rows`` when none is left.
+
+    Example:
+        >>> dev = keep_known_labels(read_examples("dev.tsv"), ["neg", "pos"], True)
+    """
+    skipped, dropped = list(examples.skipped), set()
+    for i, line, problem in _unknown_labels(examples, list(labels)):
+        _bad_row(examples, skipped, line, problem, skip_bad_rows)
+        dropped.add(i)
+    kept = examples._select([i for i in range(len(examples)) if i not in dropped],
+                            sorted(skipped))
+    _check_usable(kept)
+    return kept
 
 
 def encode_examples(tokenizer, examples, maxlen):

@@ -14,75 +14,24 @@ Example:
 """
 
 import dataclasses
-import json
 import logging
 import os
-import shutil
 
 import keras
 import numpy as np
 
-from kerasbert import data, reports
-from kerasbert.callbacks import RunRecorder, backup_and_restore, check_run_directory, first_epoch
+from kerasbert import data, files, reports
+from kerasbert.callbacks import (EpochSeeds, RunBackup, RunRecorder, StopOnNonFiniteLoss)
 from kerasbert.config import BertConfig
 from kerasbert.heads import add_cls_classifier
 from kerasbert.models import build_transformer_model
+from kerasbert.options import TrainOptions, validate
+from kerasbert.rundir import RunDirectory, RunError, check_writable, pause_point, read_json
 from kerasbert.training import make_optimizer
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_MODEL = os.path.join(ROOT, "checkpoints", "kerasbert-zh-small")
-DEFAULT_DATA = os.path.join(ROOT, "data", "reviews")
+OPTIONS_FILE = "train_config.json"
+FINISHED_FILE = "metrics.json"
 log = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass
-class TrainOptions:
-    """Everything ``kerasbert train`` takes; saved as ``train_config.json``."""
-
-    output: str
-    train: str = None
-    dev: str = None
-    test: str = None
-    config: str = None
-    checkpoint: str = None
-    vocab: str = None
-    text_column: str = "text"
-    pair_column: str = None
-    label_column: str = "label"
-    maxlen: int = 128
-    batch_size: int = 32
-    epochs: int = 3
-    lr: float = 2e-5
-    warmup: float = 0.1
-    weight_decay: float = 0.01
-    grad_accum: int = 1
-    dropout: float = 0.1
-    patience: int = 2
-    seed: int = 42
-    max_train_examples: int = None
-    mixed_precision: bool = False
-    jit_compile: bool = False
-    strategy: str = None
-    skip_bad_rows: bool = False
-    resume: bool = False
-
-    def resolved(self):
-        """Fills in the shipped model and review split where none is given."""
-        model_dir = DEFAULT_MODEL
-        values = dataclasses.asdict(self)
-        if not self.train:
-            values.update(train=os.path.join(DEFAULT_DATA, "train.tsv"),
-                          dev=self.dev or os.path.join(DEFAULT_DATA, "dev.tsv"),
-                          test=self.test or os.path.join(DEFAULT_DATA, "test.tsv"))
-        if not self.config:
-            values.update(config=os.path.join(model_dir, "bert_config.json"),
-                          checkpoint=self.checkpoint or os.path.join(model_dir, "bert_model.ckpt"),
-                          vocab=self.vocab or os.path.join(model_dir, "vocab.txt"))
-        if not values["dev"]:
-            raise ValueError("--dev is needed: the best epoch is chosen on it")
-        if not values["vocab"]:
-            values["vocab"] = os.path.join(os.path.dirname(values["config"]), "vocab.txt")
-        return TrainOptions(**values)
 
 
 def _strategy(name):
@@ -101,102 +50,150 @@ def _strategy(name):
 def train(options, callbacks=()):
     """Fine-tunes a classifier; returns the run summary (also in ``metrics.json``).
 
+    Everything that can be checked is checked before the first step: the options,
+    the run directory, every input file (train, dev and test rows, labels), the
+    config against the vocabulary and ``maxlen``, and the checkpoint.
+
     Args:
         options: a :class:`TrainOptions`.
         callbacks: more Keras callbacks for ``fit``.
+
+    Raises:
+        kerasbert.options.OptionError: an option outside its range.
+        kerasbert.rundir.RunError: a finished run in ``output``, an interrupted one
+            without ``resume``, or ``resume`` with other options.
+        kerasbert.data.DataError: a bad row (file and line named).
+        kerasbert.callbacks.TrainingDiverged: the loss became NaN or infinite.
     """
+    validate(options)
     options = options.resolved()
-    check_run_directory(options.output, options.resume)
+    run = RunDirectory(options.output, OPTIONS_FILE, FINISHED_FILE)
+    run.check(options, options.resume)
+    inputs = _read_inputs(options)
     policy = keras.mixed_precision.dtype_policy()
     if options.mixed_precision:
         keras.mixed_precision.set_dtype_policy("mixed_bfloat16")
     try:
-        return _train(options, list(callbacks))
+        return _train(options, run, inputs, list(callbacks))
     finally:
         keras.mixed_precision.set_dtype_policy(policy)
 
 
-def _train(options, callbacks):
+@dataclasses.dataclass
+class _Inputs:
+    tokenizer: object
+    labels: list
+    train: data.Examples
+    dev: data.Examples
+    test: data.Examples = None
+
+
+def _read_inputs(options):
+    """Reads and checks every input before anything is built or written."""
     from kerasbert.tokenizer import Tokenizer
 
-    keras.utils.set_random_seed(options.seed)
+    config = BertConfig.from_json_file(options.config)
     tokenizer = Tokenizer(options.vocab)
+    _check_fits(config, tokenizer, options)
     read = dict(text_column=options.text_column, pair_column=options.pair_column,
                 label_column=options.label_column, skip_bad_rows=options.skip_bad_rows)
     train_rows = data.read_examples(options.train, **read)
     if options.max_train_examples:
-        train_rows = _head(train_rows, options.max_train_examples)
-    dev_rows = data.read_examples(options.dev, **read)
+        train_rows = train_rows.head(options.max_train_examples)
     labels = sorted(set(train_rows.labels))
     if len(labels) < 2:
-        raise data.DataError(f"{options.train}: training needs at least two labels, found {labels}")
-    encode = lambda rows: (*data.encode_examples(tokenizer, rows, options.maxlen),  # noqa: E731
-                           data.label_ids(rows, labels))
-    train_arrays, dev_arrays = encode(train_rows), encode(dev_rows)
+        raise data.DataError(f"labels in {options.train}: training needs at least two labels, "
+                             f"found {labels}")
+    inputs = _Inputs(tokenizer, labels, train_rows,
+                     data.keep_known_labels(data.read_examples(options.dev, **read), labels,
+                                            options.skip_bad_rows))
+    if options.test:
+        inputs.test = data.keep_known_labels(data.read_examples(options.test, **read), labels,
+                                             options.skip_bad_rows)
+    if options.checkpoint:
+        from kerasbert.checkpoint_io import resolve_prefix
 
-    steps_per_epoch = -(-len(train_rows) // options.batch_size)
+        resolve_prefix(options.checkpoint)
+    return inputs
+
+
+def _check_fits(config, tokenizer, options):
+    if options.maxlen > config.max_position_embeddings:
+        raise RunError(f"--maxlen ({options.maxlen}) in {options.config}: exceeds "
+                       f"max_position_embeddings ({config.max_position_embeddings})")
+    if tokenizer.vocab_size > config.vocab_size:
+        raise RunError(f"vocab in {options.vocab}: {tokenizer.vocab_size} tokens but vocab_size "
+                       f"is {config.vocab_size} in {options.config}; ids past "
+                       f"{config.vocab_size - 1} have no embedding row")
+
+
+def _train(options, run, inputs, callbacks):
+    keras.utils.set_random_seed(options.seed)
+    encode = lambda rows: (*data.encode_examples(inputs.tokenizer, rows, options.maxlen),  # noqa: E731
+                           data.label_ids(rows, inputs.labels))
+    train_arrays, dev_arrays = encode(inputs.train), encode(inputs.dev)
+
+    steps_per_epoch = -(-len(inputs.train) // options.batch_size)
     updates = max(1, steps_per_epoch * options.epochs // options.grad_accum)
-    start_epoch = first_epoch(options.output) if options.resume else 0
-    os.makedirs(options.output, exist_ok=True)
+    state = run.backup_state() if options.resume else None
+    start_epoch = state["epoch"] if state else 0
     with _strategy(options.strategy).scope():
         bert = build_transformer_model(options.config, options.checkpoint,
                                        dropout_rate=options.dropout)
-        model = add_cls_classifier(bert, len(labels), dropout_rate=options.dropout)
+        model = add_cls_classifier(bert, len(inputs.labels), dropout_rate=options.dropout)
         model.compile(
             optimizer=make_optimizer(model, options.lr, updates, options.warmup,
                                      options.weight_decay, gradient_accumulation=options.grad_accum),
             loss="sparse_categorical_crossentropy", metrics=["accuracy"],
             jit_compile=options.jit_compile)
-    train_set = data.make_dataset(*train_arrays, batch_size=options.batch_size,
-                                  seed=options.seed, first_epoch=start_epoch)
-    dev_set = data.make_dataset(*dev_arrays, batch_size=64)
+    run.start(options)
     recorder = RunRecorder(options.output, patience=options.patience, first_epoch=start_epoch)
-    history = model.fit(
-        train_set, validation_data=dev_set, epochs=options.epochs, initial_epoch=start_epoch,
-        steps_per_epoch=steps_per_epoch, shuffle=False, verbose=2 if os.environ.get("CI") else 1,
-        # The recorder writes the epoch's history before the backup marks the epoch done.
-        callbacks=[recorder, backup_and_restore(options.output)] + callbacks)
-    del history  # the recorder keeps the whole history, resumed epochs included
-    return _finish_run(options, tokenizer, labels, train_rows, dev_rows, recorder)
+    if not (state and state["done"]):
+        train_set = data.make_dataset(*train_arrays, batch_size=options.batch_size,
+                                      seed=options.seed, first_epoch=start_epoch)
+        dev_set = data.make_dataset(*dev_arrays, batch_size=64)
+        model.fit(
+            train_set, validation_data=dev_set, epochs=options.epochs, initial_epoch=start_epoch,
+            steps_per_epoch=steps_per_epoch, shuffle=False,
+            verbose=2 if os.environ.get("CI") else 1,
+            # Seeds first (dropout masks of the epoch); the recorder writes the epoch's
+            # history and decides on stopping before the backup marks the epoch done.
+            callbacks=[EpochSeeds(options.seed),
+                       StopOnNonFiniteLoss(f"lower --lr ({options.lr:g}) or check the data"),
+                       recorder, RunBackup(run, options.epochs)] + callbacks)
+    pause_point("train-end")
+    summary = _finish_run(options, inputs, recorder)
+    run.close()
+    return summary
 
 
-def _head(rows, n):
-    return data.Examples(rows.texts[:n], rows.pairs[:n], rows.labels[:n], rows.path,
-                         rows.lines[:n], rows.skipped)
-
-
-def _finish_run(options, tokenizer, labels, train_rows, dev_rows, recorder):
+def _finish_run(options, inputs, recorder):
+    """Writes the run's files; ``metrics.json`` last, as the mark of a finished run."""
     from kerasbert.checkpoint import save_weights_as_checkpoint
 
     output = options.output
     model = load_run_model(output)
-    config = BertConfig.from_json_file(options.config)
-    config.to_json_file(os.path.join(output, "bert_config.json"))
-    with reports.atomic_path(os.path.join(output, "vocab.txt")) as temporary:
-        shutil.copyfile(options.vocab, temporary)
-    reports.write_json(os.path.join(output, "labels.json"), labels)
-    reports.write_json(os.path.join(output, "train_config.json"), dataclasses.asdict(options))
+    BertConfig.from_json_file(options.config).to_json_file(os.path.join(output, "bert_config.json"))
+    files.copy_file(options.vocab, os.path.join(output, "vocab.txt"))
+    files.write_json(os.path.join(output, "labels.json"), inputs.labels)
     save_weights_as_checkpoint(model, os.path.join(output, "bert_model.ckpt"))
 
+    labels, tokenizer = inputs.labels, inputs.tokenizer
     summary = {"labels": labels, "best_epoch": recorder.best_epoch,
-               "train_examples": len(train_rows),
-               "skipped_rows": {options.train: len(train_rows.skipped),
-                                options.dev: len(dev_rows.skipped)},
-               "dev": _metrics(model, tokenizer, labels, dev_rows, options)}
+               "train_examples": len(inputs.train),
+               "skipped_rows": {options.train: len(inputs.train.skipped),
+                                options.dev: len(inputs.dev.skipped)},
+               "dev": _metrics(model, tokenizer, labels, inputs.dev, options)}
     shown = summary["dev"]
-    if options.test:
-        test_rows = data.read_examples(options.test, text_column=options.text_column,
-                                       pair_column=options.pair_column,
-                                       label_column=options.label_column,
-                                       skip_bad_rows=options.skip_bad_rows)
-        summary["skipped_rows"][options.test] = len(test_rows.skipped)
-        summary["test"] = shown = _metrics(model, tokenizer, labels, test_rows, options)
-    reports.write_json(os.path.join(output, "metrics.json"), summary)
+    if inputs.test is not None:
+        summary["skipped_rows"][options.test] = len(inputs.test.skipped)
+        summary["test"] = shown = _metrics(model, tokenizer, labels, inputs.test, options)
     reports.plot_confusion_matrix(os.path.join(output, "confusion_matrix.png"), labels,
                                   shown["confusion_matrix"],
-                                  title="test" if options.test else "dev")
+                                  title="test" if inputs.test is not None else "dev")
     reports.plot_training_curves(os.path.join(output, "training_curves.png"), recorder.history,
                                  best_epoch=recorder.best_epoch)
+    files.write_json(os.path.join(output, FINISHED_FILE), summary)
     return summary
 
 
@@ -213,25 +210,55 @@ def _predict(model, tokenizer, rows, maxlen, batch_size=64):
 
 
 def load_run_model(run_dir):
-    """The best model of a run, loaded with ``safe_mode=True``."""
+    """The best model of a run, loaded with ``safe_mode=True``.
+
+    Raises:
+        RunError: no ``model.keras``, or one that is truncated or corrupt.
+    """
     path = os.path.join(run_dir, "model.keras")
     if not os.path.exists(path):
-        raise FileNotFoundError(f"No model.keras in {run_dir}: is it a kerasbert run directory?")
-    return keras.saving.load_model(path, safe_mode=True)
+        raise RunError(f"model in {run_dir}: no model.keras; is it a kerasbert run directory?")
+    try:
+        return keras.saving.load_model(path, safe_mode=True)
+    except Exception as error:  # Keras raises ValueError, OSError, zipfile and h5py errors
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise RunError(f"model in {path}: cannot be loaded, the file is truncated or "
+                       f"corrupt ({type(error).__name__}: {reason[:200]})") from None
 
 
 class Run:
-    """A finished run directory, for evaluate / predict / export."""
+    """A finished run directory, for evaluate / predict / export.
+
+    Raises:
+        RunError: not a run directory, an unfinished run, or a missing or corrupt file
+            (named).
+    """
 
     def __init__(self, run_dir):
         from kerasbert.tokenizer import Tokenizer
 
-        self.run_dir = run_dir
+        self.run_dir = run_dir = os.fspath(run_dir)
+        if not os.path.isdir(run_dir):
+            raise RunError(f"run in {run_dir}: no such directory")
+        directory = RunDirectory(run_dir, OPTIONS_FILE, FINISHED_FILE)
+        if not directory.finished:
+            if directory.started:
+                raise RunError(f"run in {run_dir}: not finished; continue it with "
+                               f"kerasbert train --resume --output {run_dir}")
+            raise RunError(f"run in {run_dir}: not a kerasbert run directory "
+                           f"(no {FINISHED_FILE})")
+        self.labels = _read_labels(os.path.join(run_dir, "labels.json"))
+        saved = read_json(os.path.join(run_dir, OPTIONS_FILE), "options")
+        names = {field.name for field in dataclasses.fields(TrainOptions)}
+        if not isinstance(saved, dict) or "output" not in saved:
+            raise RunError(f"options in {os.path.join(run_dir, OPTIONS_FILE)}: not the options "
+                           "of a kerasbert run")
+        self.options = TrainOptions(**{k: v for k, v in saved.items() if k in names})
         self.model = load_run_model(run_dir)
-        with open(os.path.join(run_dir, "labels.json"), encoding="utf-8") as f:
-            self.labels = json.load(f)
-        with open(os.path.join(run_dir, "train_config.json"), encoding="utf-8") as f:
-            self.options = TrainOptions(**json.load(f))
+        outputs = self.model.outputs[0].shape[-1]
+        if outputs != len(self.labels):
+            raise RunError(f"labels in {os.path.join(run_dir, 'labels.json')}: "
+                           f"{len(self.labels)} labels but the model has {outputs} outputs")
         self.tokenizer = Tokenizer(os.path.join(run_dir, "vocab.txt"))
 
     def evaluate(self, path):
@@ -239,6 +266,7 @@ class Run:
         o = self.options
         rows = data.read_examples(path, o.text_column, o.pair_column, o.label_column,
                                   skip_bad_rows=o.skip_bad_rows)
+        rows = data.keep_known_labels(rows, self.labels, o.skip_bad_rows)
         return _metrics(self.model, self.tokenizer, self.labels, rows, o)
 
     def predict(self, texts=None, path=None):
@@ -248,16 +276,27 @@ class Run:
             rows = data.read_examples(path, o.text_column, o.pair_column, o.label_column,
                                       require_labels=False)
         else:
-            rows = data.Examples(list(texts), [None] * len(texts), [None] * len(texts))
+            rows = data.Examples.from_texts(list(texts))
         probabilities = _predict(self.model, self.tokenizer, rows, self.options.maxlen)
         best = probabilities.argmax(-1)
         return [{"text": text, "label": self.labels[i], "probability": float(p[i])}
                 for text, i, p in zip(rows.texts, best, probabilities)]
 
-    def export(self, directory):
-        """Writes a TensorFlow SavedModel with an int32 ``serving_default`` signature."""
+    def export(self, directory, overwrite=False):
+        """Writes a TensorFlow SavedModel with an int32 ``serving_default`` signature.
+
+        The SavedModel is written beside ``directory`` and renamed into place. An
+        existing ``directory`` is replaced only with ``overwrite`` and only if it holds
+        an earlier SavedModel; the run directory itself is never replaced.
+
+        Raises:
+            RunError: ``directory`` is the run directory or holds it, is a file, is a
+                non-empty folder (without ``overwrite``), or is not a SavedModel.
+        """
         import tensorflow as tf
 
+        directory = os.fspath(directory)
+        _check_export_target(directory, self.run_dir, overwrite)
         archive = keras.export.ExportArchive()
         archive.track(self.model)
         spec = [tf.TensorSpec((None, None), tf.int32, name="token_ids"),
@@ -266,10 +305,29 @@ class Run:
                              lambda token_ids, segment_ids: self.model([token_ids, segment_ids],
                                                                        training=False),
                              input_signature=spec)
-        temporary = f"{os.fspath(directory).rstrip('/')}.tmp"
-        shutil.rmtree(temporary, ignore_errors=True)
-        archive.write_out(temporary)
-        if os.path.exists(directory):
-            shutil.rmtree(directory)
-        os.replace(temporary, directory)
+        with files.atomic_directory(directory, create=False) as temporary:
+            archive.write_out(temporary, verbose=False)
         return directory
+
+
+def _check_export_target(directory, run_dir, overwrite):
+    target, run = os.path.realpath(directory), os.path.realpath(run_dir)
+    if target == run or run.startswith(target.rstrip(os.sep) + os.sep):
+        raise RunError(f"--to in {directory}: is the run directory or holds it; export to a "
+                       "new directory")
+    check_writable(directory, flag="--to")
+    if os.path.isdir(directory) and os.listdir(directory):
+        if not overwrite:
+            raise RunError(f"--to in {directory}: exists and is not empty; pass --overwrite to "
+                           "replace an earlier export, or choose a new directory")
+        if not os.path.exists(os.path.join(directory, "saved_model.pb")):
+            raise RunError(f"--to in {directory}: is not a SavedModel; --overwrite only "
+                           "replaces an earlier export")
+
+
+def _read_labels(path):
+    labels = read_json(path, "labels")
+    if (not isinstance(labels, list) or len(labels) < 2
+            or not all(isinstance(label, str) for label in labels)):
+        raise RunError(f"labels in {path}: must be a JSON list of at least two label strings")
+    return labels

@@ -26,8 +26,6 @@ Example:
     0.379
 """
 
-import dataclasses
-import json
 import logging
 import os
 import time
@@ -35,11 +33,13 @@ import time
 import keras
 import numpy as np
 
-from kerasbert import corpus, data, names, reports
-from kerasbert.callbacks import (EpochSeeds, RunRecorder, StopAtStep, backup_and_restore,
-                                 check_run_directory, first_epoch)
+from kerasbert import corpus, data, files, names
+from kerasbert.callbacks import (EpochSeeds, RunBackup, RunRecorder, StopAtStep,
+                                 StopOnNonFiniteLoss)
 from kerasbert.masking import Masker
 from kerasbert.models import build_transformer_model, resolve_config
+from kerasbert.options import PretrainOptions, validate  # noqa: F401 (PretrainOptions re-exported)
+from kerasbert.rundir import RunDirectory, RunError, pause_point
 from kerasbert.training import make_optimizer
 
 #: Dev masks come from this seed whatever the training seed, so runs compare.
@@ -48,28 +48,7 @@ FINISHED = "pretrain_metrics.json"
 log = logging.getLogger(__name__)
 
 
-@dataclasses.dataclass
-class PretrainOptions:
-    """Everything ``kerasbert pretrain`` takes; saved as ``pretrain_config.json``."""
-
-    config: str
-    vocab: str
-    corpus: list
-    output: str
-    dev: list = None
-    checkpoint: str = None
-    text_column: str = "text"
-    steps: int = 10000
-    steps_per_epoch: int = 200
-    batch_size: int = 32
-    maxlen: int = 128
-    lr: float = 5e-4
-    warmup: float = 0.1
-    weight_decay: float = 0.01
-    seed: int = 42
-    save_dtype: str = "float32"
-    jit_compile: bool = False
-    resume: bool = False
+OPTIONS_FILE = "pretrain_config.json"
 
 
 def mlm_training_model(model):
@@ -184,31 +163,6 @@ def evaluate_mlm(model, matrix, masker, batch_size=64, seed=DEV_MASK_SEED):
             "masked_tokens": total, "sequences": len(matrix)}
 
 
-def _check_options(options):
-    if options.steps < 1 or options.steps_per_epoch < 1 or options.batch_size < 1:
-        raise ValueError(f"steps ({options.steps}), steps_per_epoch ({options.steps_per_epoch}) "
-                         f"and batch_size ({options.batch_size}) must be positive")
-    if options.save_dtype not in ("float32", "float16"):
-        raise ValueError(f"save_dtype ({options.save_dtype!r}) must be float32 or float16")
-    if not options.corpus:
-        raise ValueError("give at least one --corpus file")
-
-
-def _check_resume(options):
-    """A resumed run must continue the same run: same options but ``resume``."""
-    path = os.path.join(options.output, "pretrain_config.json")
-    if not (options.resume and os.path.exists(path)):
-        return
-    with open(path, encoding="utf-8") as f:
-        saved = json.load(f)
-    current = json.loads(json.dumps(dataclasses.asdict(options)))  # tuples as saved: lists
-    changed = [k for k in current if k != "resume" and saved.get(k) != current[k]]
-    if changed:
-        raise ValueError(f"--resume continues the run in {options.output} with its options; "
-                         f"{', '.join(f'{k} ({saved.get(k)!r} -> {current[k]!r})' for k in changed)}"
-                         " differ from its pretrain_config.json")
-
-
 def pretrain(options, callbacks=()):
     """Pretrains a BERT with its MLM head; returns the summary (also ``pretrain_metrics.json``).
 
@@ -217,24 +171,27 @@ def pretrain(options, callbacks=()):
         callbacks: more Keras callbacks for ``fit``.
 
     Raises:
-        FileExistsError: ``output`` holds a finished run, or an interrupted one and
-            ``resume`` is not set.
-        ValueError: a bad option, a config whose ``max_position_embeddings`` is below
-            ``maxlen``, or ``resume`` with options that differ from the run's.
+        kerasbert.options.OptionError: an option outside its range.
+        kerasbert.rundir.RunError: ``output`` holds a finished run, or an interrupted
+            one and ``resume`` is not set, or ``resume`` is set with other options;
+            a config whose ``max_position_embeddings`` is below ``maxlen``.
         kerasbert.data.DataError: a corpus file without text.
+        kerasbert.callbacks.TrainingDiverged: the loss became NaN or infinite.
     """
     started = time.time()
-    _check_options(options)
-    check_run_directory(options.output, options.resume, finished=FINISHED)
-    _check_resume(options)
+    validate(options)
+    run = RunDirectory(options.output, OPTIONS_FILE, FINISHED)
+    run.check(options, options.resume)
     keras.utils.set_random_seed(options.seed)
 
     texts = corpus.read_corpus(options.corpus, options.text_column)
     vocab = corpus.reduce_vocab(options.vocab, texts)
     config = resolve_config(options.config).replace(vocab_size=len(vocab.tokens))
     if options.maxlen > config.max_position_embeddings:
-        raise ValueError(f"maxlen ({options.maxlen}) exceeds max_position_embeddings "
-                         f"({config.max_position_embeddings}) in {options.config}")
+        raise RunError(f"--maxlen ({options.maxlen}) in {options.config}: exceeds "
+                       f"max_position_embeddings ({config.max_position_embeddings})")
+    if options.dev:
+        corpus.read_corpus(options.dev, options.text_column)  # a bad dev file fails now
     masker = Masker.for_vocab(vocab.token_dict)
     continuation = np.array([t.startswith("##") for t in vocab.tokens])
     sequences = corpus.split_rows(vocab.rows, options.maxlen, continuation)
@@ -242,12 +199,9 @@ def pretrain(options, callbacks=()):
     log.info("corpus: %d texts, %d sequences, %d tokens, vocabulary %d of the full one",
              len(texts), len(matrix), int(np.count_nonzero(matrix)), len(vocab.tokens))
 
-    os.makedirs(options.output, exist_ok=True)
-    reports.write_json(os.path.join(options.output, "pretrain_config.json"),
-                       dataclasses.asdict(options))
-    vocab.write(os.path.join(options.output, "vocab.txt"))
-    start_epoch = first_epoch(options.output) if options.resume else 0
-
+    state = run.backup_state() if options.resume else None
+    start_epoch = state["epoch"] if state else 0
+    epochs = -(-options.steps // options.steps_per_epoch)
     bert = build_transformer_model(config, options.checkpoint, with_mlm="linear",
                                    keep_tokens=vocab.keep_tokens, return_keras_model=False)
     model = mlm_training_model(bert.model)
@@ -258,26 +212,38 @@ def pretrain(options, callbacks=()):
             from_logits=True, reduction="mean_with_sample_weight"),
         weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
         jit_compile=options.jit_compile)
+    run.start(options)
+    vocab.write(os.path.join(options.output, "vocab.txt"))
     recorder = RunRecorder(options.output, monitor=None, first_epoch=start_epoch)
-    model.fit(
-        _dataset(matrix, masker, options.batch_size, options.seed,
-                 start_epoch * options.steps_per_epoch),
-        epochs=-(-options.steps // options.steps_per_epoch), initial_epoch=start_epoch,
-        steps_per_epoch=options.steps_per_epoch, shuffle=False,
-        verbose=2 if os.environ.get("CI") else 1,
-        callbacks=[EpochSeeds(options.seed), StopAtStep(options.steps), recorder,
-                   backup_and_restore(options.output)] + list(callbacks))
-    return _finish(options, bert, vocab, masker, texts, matrix, recorder, started, start_epoch)
+    if state and state["done"]:
+        run.restore_backup(model)  # trained to the end; only the finishing is left
+    else:
+        model.fit(
+            _dataset(matrix, masker, options.batch_size, options.seed,
+                     start_epoch * options.steps_per_epoch),
+            epochs=epochs, initial_epoch=start_epoch,
+            steps_per_epoch=options.steps_per_epoch, shuffle=False,
+            verbose=2 if os.environ.get("CI") else 1,
+            callbacks=[EpochSeeds(options.seed),
+                       StopOnNonFiniteLoss(f"lower --lr ({options.lr:g})"),
+                       StopAtStep(options.steps), recorder, RunBackup(run, epochs)]
+            + list(callbacks))
+    pause_point("train-end")
+    summary = _finish(options, bert, model, vocab, masker, texts, matrix, recorder, started,
+                      start_epoch)
+    run.close()
+    return summary
 
 
-def _finish(options, bert, vocab, masker, texts, matrix, recorder, started, start_epoch):
+def _finish(options, bert, model, vocab, masker, texts, matrix, recorder, started,
+            start_epoch):
     """Writes the checkpoint, config and metrics (last: a finished run has them)."""
     output = options.output
     dtype = None if options.save_dtype == "float32" else options.save_dtype
     bert.save_weights_as_checkpoint(os.path.join(output, "bert_model.ckpt"), dtype=dtype)
     bert.config.to_json_file(os.path.join(output, "bert_config.json"))
     summary = {
-        "steps": int(recorder.model.optimizer.iterations.numpy()),
+        "steps": int(model.optimizer.iterations.numpy()),
         "parameters": bert.model.count_params(),
         "vocab_size": len(vocab.tokens),
         "corpus": {"files": list(options.corpus), "texts": len(texts),
@@ -294,5 +260,5 @@ def _finish(options, bert, vocab, masker, texts, matrix, recorder, started, star
         dev = corpus.pad_rows(corpus.split_rows(rows, options.maxlen))
         summary["dev"] = {"files": list(options.dev), "mask_seed": DEV_MASK_SEED,
                           **evaluate_mlm(bert.model, dev, masker)}
-    reports.write_json(os.path.join(output, FINISHED), summary)
+    files.write_json(os.path.join(output, FINISHED), summary)
     return summary

@@ -1,46 +1,14 @@
-"""Classification metrics, pictures, and atomic writes of run files.
+"""Classification metrics and pictures of a run.
 
-Metrics come from scikit-learn and pictures from matplotlib; every file is written to
-a temporary name in the same folder and renamed, so a killed run never leaves a
-half-written file under its final name.
+Metrics come from scikit-learn and pictures from matplotlib; every file is written
+atomically (:mod:`kerasbert.files`), so a killed run never leaves a half-written file.
 """
 
-import contextlib
 import csv
-import json
-import os
-import tempfile
 
 import numpy as np
 
-
-@contextlib.contextmanager
-def atomic_path(path):
-    """Yields a temporary path beside ``path``; renames it to ``path`` on success."""
-    path = os.fspath(path)
-    directory, name = os.path.split(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    suffix = os.path.splitext(name)[1]
-    handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=f".tmp{suffix}", dir=directory)
-    os.close(handle)
-    try:
-        yield temporary
-        # mkstemp makes the file private (0600); give it the permissions open() would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-
-
-def write_json(path, value):
-    """Writes ``value`` as pretty JSON, atomically."""
-    with atomic_path(path) as temporary:
-        with open(temporary, "w", encoding="utf-8") as f:
-            json.dump(value, f, indent=2, ensure_ascii=False)
-            f.write("\n")
+from kerasbert.files import atomic_path, write_json  # noqa: F401  (re-exported)
 
 
 def write_history_csv(path, history):

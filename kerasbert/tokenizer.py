@@ -10,6 +10,7 @@ Example:
 """
 
 import os
+import re
 from itertools import chain
 
 import numpy as np
@@ -27,6 +28,7 @@ _PATTERNS = ("S*E*E", "S*ES*E")  # [CLS] a [SEP] b [SEP]; the second repeats [CL
 _OPENERS = set("([{<“‘«《〈「『【〔（［｛＜$#£€¥")
 _JOINERS = set("-/+=@_~^\\")
 _CONTRACTIONS = {"s", "t", "m", "d", "re", "ve", "ll"}
+_SURROGATE = re.compile("[\ud800-\udfff]")  # half of a UTF-16 pair: not a Unicode character
 
 
 class Tokenizer:
@@ -119,13 +121,17 @@ class Tokenizer:
         Args:
             text: the text. maxlen: keep at most this many tokens (cut before [SEP]).
 
+        Raises:
+            ValueError: `text` holds a lone surrogate (half of a UTF-16 pair), named with
+                its position.
+
         Example:
             >>> tokenizer.tokenize("语言BERT")
             ['[CLS]', '语', '言', 'be', '##rt', '[SEP]']
         """
         _need_str(text, "text")
         self._check(maxlen, "S*E*E", "right", False)
-        ids = self._engine_for(maxlen).encode_batch_fast([text])[0].ids
+        ids = _encode(self._engine_for(maxlen), [text], _named("text"))[0].ids
         return [self._id_to_token[i] for i in ids]
 
     def encode(self, first_text, second_text=None, maxlen=None, pattern="S*E*E",
@@ -143,8 +149,8 @@ class Tokenizer:
             `(token_ids, segment_ids)`, two lists of ints.
 
         Raises:
-            ValueError: `maxlen` cannot hold the special tokens, or a bad `pattern` or
-                `truncate_from`.
+            ValueError: `maxlen` cannot hold the special tokens, a bad `pattern` or
+                `truncate_from`, or a text with a lone surrogate (named with its position).
 
         Example:
             >>> tokenizer.encode("语言", "模型")
@@ -157,9 +163,11 @@ class Tokenizer:
         self._check(maxlen, pattern, truncate_from, pair)
         if not pair:
             # The batch call skips offset tracking: faster than encode() even for one text.
-            encoding = self._engine_for(maxlen, truncate_from).encode_batch_fast([first_text])[0]
+            encoding = _encode(self._engine_for(maxlen, truncate_from), [first_text],
+                               _named("first_text"))[0]
             return encoding.ids, encoding.type_ids
-        a, b = self._engine.encode_batch_fast([first_text, second_text], add_special_tokens=False)
+        a, b = _encode(self._engine, [first_text, second_text],
+                       _named("first_text", "second_text"), add_special_tokens=False)
         return self._pair_row(a.ids, b.ids, maxlen, pattern, truncate_from)
 
     def _pair_row(self, a, b, maxlen, pattern, truncate_from):
@@ -189,6 +197,9 @@ class Tokenizer:
             `(token_ids, segment_ids)`: int32 arrays of shape `(len(texts), length)`,
             padded with the [PAD] id and segment 0.
 
+        Raises:
+            ValueError: as in `encode`; a lone surrogate is named as `texts[i]` or `pairs[i]`.
+
         Example:
             >>> tokenizer.encode_batch(["语言模型", "好"], maxlen=128)[0].shape
             (2, 6)
@@ -206,7 +217,8 @@ class Tokenizer:
             empty = np.zeros((0, maxlen if pad_to_maxlen else 0), dtype=np.int32)
             return empty, empty.copy()
         if pairs is not None:
-            encodings = self._engine.encode_batch_fast(texts + pairs, add_special_tokens=False)
+            encodings = _encode(self._engine, texts + pairs, _named_batch(len(texts)),
+                                add_special_tokens=False)
             rows = [self._pair_row(encodings[i].ids, encodings[len(texts) + i].ids, maxlen,
                                    pattern, truncate_from) for i in range(len(texts))]
             width = maxlen if pad_to_maxlen else max(len(ids) for ids, _ in rows)
@@ -217,7 +229,7 @@ class Tokenizer:
             return token_ids, segment_ids
         engine = self._engine_for(maxlen, truncate_from, "maxlen" if pad_to_maxlen else "longest")
         # No offsets needed; the engine truncates and pads, so all rows are as long.
-        encodings = engine.encode_batch_fast(texts)
+        encodings = _encode(engine, texts, _named_batch(len(texts)))
         shape = (len(encodings), len(encodings[0]))
         # fromiter over one flat generator is about twice as fast as np.array(list of lists).
         token_ids = np.fromiter(chain.from_iterable(e.ids for e in encodings), np.int32,
@@ -286,7 +298,8 @@ class Tokenizer:
             [[], [0, 1], [2, 3], [4], [5], []]
         """
         _need_str(text, "text")
-        encoding = self._engine.encode(text, add_special_tokens=False)
+        encoding = _encode(self._engine, [text], _named("text"), add_special_tokens=False,
+                           offsets=True)[0]
         pieces = list(zip(encoding.tokens, encoding.offsets))
         mapping, start = [], 0
         for n, token in enumerate(tokens):
@@ -310,6 +323,38 @@ class Tokenizer:
         if gone is None:
             gone = self._vanishing[ch] = not self._engine.normalizer.normalize_str(ch)
         return gone
+
+
+def _encode(engine, texts, name, add_special_tokens=True, offsets=False):
+    """The engine's encodings of `texts` (with character offsets if `offsets`).
+
+    The engine only takes valid Unicode and answers a lone surrogate (e.g. from a JSON
+    "\\ud800" escape) with a TypeError about its input types. The texts are searched
+    only then, so valid input pays nothing.
+
+    Raises:
+        ValueError: a text holds a lone surrogate; `name(i)` names the i-th text.
+    """
+    try:
+        if offsets:
+            return engine.encode_batch(texts, add_special_tokens=add_special_tokens)
+        return engine.encode_batch_fast(texts, add_special_tokens=add_special_tokens)
+    except Exception:
+        for i, text in enumerate(texts):
+            found = _SURROGATE.search(text)
+            if found:
+                raise ValueError(f"{name(i)} contains a lone surrogate U+{ord(found.group()):04X} "
+                                 f"at character {found.start()}, not valid Unicode") from None
+        raise
+
+
+def _named(*names):
+    return lambda i: names[i]
+
+
+def _named_batch(n):
+    """Names of the texts of a batch: `texts[i]`, then `pairs[i]` past the first `n`."""
+    return lambda i: f"texts[{i}]" if i < n else f"pairs[{i - n}]"
 
 
 def _need_str(value, name):

@@ -11,6 +11,7 @@ from kerasbert import build_transformer_model, save_weights_as_checkpoint
 from kerasbert.cli import main
 from kerasbert.data import DataError
 from kerasbert.finetune import Run, TrainOptions, train
+from kerasbert.rundir import RunError
 from peers import run_python
 
 GOOD, BAD, NEUTRAL = "好棒赞爱", "差烂坏糟", "这个东西我们买了用过书店"
@@ -55,8 +56,9 @@ def tiny_run_inputs(tmp_path_factory):
 
 
 def options(inputs, output, **changes):
+    # The tiny model learns the task from most seeds; seed 42's dropout masks leave it at chance.
     values = dict(inputs, output=str(output), epochs=3, batch_size=16, lr=1e-2, maxlen=32,
-                  patience=0)
+                  patience=0, seed=1)
     values.update(changes)
     return TrainOptions(**values)
 
@@ -118,7 +120,7 @@ def test_a_killed_run_resumes_to_the_same_result(tiny_run_inputs, finished_run, 
     with pytest.raises(KeyboardInterrupt):
         train(options(tiny_run_inputs, tmp_path / "run"), callbacks=[Kill()])
     assert (tmp_path / "run" / "backup").exists()
-    with pytest.raises(FileExistsError, match="interrupted run: pass --resume"):
+    with pytest.raises(RunError, match="holds an interrupted run; pass --resume"):
         train(options(tiny_run_inputs, tmp_path / "run"))
     resumed = train(options(tiny_run_inputs, tmp_path / "run", resume=True))
     assert resumed["test"] == uninterrupted["test"]
@@ -177,7 +179,7 @@ def test_mirrored_strategy_on_two_cpus_matches_one_device(tiny_run_inputs, finis
         inputs = {tiny_run_inputs!r}
         summary = train(TrainOptions(**inputs, output={str(tmp_path / 'mirrored')!r}, epochs=3,
                                      batch_size=16, lr=1e-2, maxlen=32, patience=0,
-                                     strategy="mirrored"))
+                                     strategy="mirrored", seed=1))
         print(json.dumps(summary["test"]))
     """)
     assert abs(got["accuracy"] - single["test"]["accuracy"]) <= 0.05

@@ -1,0 +1,159 @@
+"""Atomic writes: a file or a folder appears whole under its final name, or not at all.
+
+Everything is first written under a hidden temporary name beside its target
+(``.<name>.kerasbert-tmp-<random><suffix>``) and renamed into place, so a run killed in
+the middle of a write never leaves a half-written file under a name that is read
+later. :func:`remove_temporaries` deletes what such a kill left behind; it only ever
+matches names this module (or the checkpoint writer) makes.
+
+Example:
+    >>> write_json("runs/x/labels.json", ["negative", "positive"])
+"""
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import time
+import uuid
+
+MARK = ".kerasbert-tmp-"
+# Temporary names of this module, and of kerasbert.checkpoint_io's checkpoint writer.
+_TEMPORARY = re.compile(r"^\..+(\.kerasbert-tmp-[0-9a-f]{8}|\.tmp-[0-9a-f]{8})")
+
+
+def pause_point(name):
+    """Stops the process here while ``KERASBERT_PAUSE_AT`` names this point.
+
+    Fault-injection hook for tests that ``kill -9`` a run at a known moment:
+    ``KERASBERT_PAUSE_AT=backup-write@2`` pauses at the second time the backup is
+    being written. The process prints ``paused at <name>`` to stderr and waits.
+    """
+    wanted = os.environ.get("KERASBERT_PAUSE_AT")
+    if not wanted:
+        return
+    point, _, count = wanted.partition("@")
+    if point != name:
+        return
+    _PAUSES[name] = _PAUSES.get(name, 0) + 1
+    if count and _PAUSES[name] != int(count):
+        return
+    os.write(2, f"paused at {name}\n".encode())
+    while True:
+        time.sleep(60)
+
+
+_PAUSES = {}
+
+
+def temporary_name(path, suffix=None):
+    """A hidden, unique name beside ``path``, ending in ``path``'s suffix (Keras checks it)."""
+    path = os.fspath(path)
+    directory, name = os.path.split(os.path.abspath(path))
+    if suffix is None:
+        suffix = "".join(_suffixes(name))
+    return os.path.join(directory, f".{name}{MARK}{uuid.uuid4().hex[:8]}{suffix}")
+
+
+def _suffixes(name):
+    # ".weights.h5" and ".tar.gz" are one suffix to the tools that read them.
+    parts = name.split(".")
+    return ["." + p for p in parts[-2:]] if len(parts) > 2 else ["." + parts[-1]] if len(parts) > 1 else []
+
+
+def _readable_permissions(path):
+    # mkstemp-style private files (0600): give them the permissions open() would.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, (0o777 if os.path.isdir(path) else 0o666) & ~umask)
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """Yields a temporary path beside ``path``; renames it to ``path`` on success.
+
+    The folder of ``path`` is created if needed. On an exception the temporary file
+    is removed and ``path`` keeps its old content.
+    """
+    path = os.fspath(path)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    temporary = temporary_name(path)
+    try:
+        yield temporary
+        if os.path.exists(temporary):
+            _readable_permissions(temporary)
+        pause_point(f"write:{os.path.basename(path)}")
+        os.replace(temporary, path)
+    finally:
+        if os.path.lexists(temporary):
+            os.remove(temporary)
+
+
+@contextlib.contextmanager
+def atomic_directory(path, create=True):
+    """Yields a temporary folder path beside ``path``; on success it becomes ``path``.
+
+    An existing ``path`` is replaced only once the new folder is complete: it is
+    moved aside, the new one renamed into place, then the old one deleted.
+
+    Args:
+        path: the folder to write.
+        create: make the temporary folder (False: the caller's writer makes it).
+    """
+    path = os.fspath(path).rstrip(os.sep) or os.sep
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    temporary = temporary_name(path, suffix="")
+    if create:
+        os.mkdir(temporary)
+    try:
+        yield temporary
+        _readable_permissions(temporary)
+        old = None
+        if os.path.lexists(path):
+            old = temporary_name(path, suffix="")
+            os.replace(path, old)
+        os.replace(temporary, path)
+        if old:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        if os.path.lexists(temporary):
+            shutil.rmtree(temporary, ignore_errors=True)
+
+
+def write_text(path, text):
+    """Writes ``text`` (UTF-8), atomically."""
+    with atomic_path(path) as temporary:
+        with open(temporary, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+
+
+def write_json(path, value):
+    """Writes ``value`` as pretty JSON, atomically."""
+    write_text(path, json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+
+
+def copy_file(source, path):
+    """Copies ``source`` to ``path``, atomically."""
+    with atomic_path(path) as temporary:
+        shutil.copyfile(source, temporary)
+
+
+def remove_temporaries(directory):
+    """Deletes the temporary files and folders a killed write left in ``directory``.
+
+    Returns:
+        The names removed.
+    """
+    removed = []
+    if not os.path.isdir(directory):
+        return removed
+    for name in sorted(os.listdir(directory)):
+        if _TEMPORARY.match(name):
+            found = os.path.join(directory, name)
+            if os.path.isdir(found) and not os.path.islink(found):
+                shutil.rmtree(found, ignore_errors=True)
+            else:
+                os.remove(found)
+            removed.append(name)
+    return removed

@@ -1,0 +1,248 @@
+"""One schema for the options of a run: the Python API and the command line share it.
+
+A run's options are a dataclass whose fields carry their help and their rule
+(:func:`option`); :func:`validate` checks every value before any work starts, and
+:func:`add_arguments` makes the command-line flags from the same fields, so a rule or
+a default is written once.
+
+Example:
+    >>> validate(RunOptions(output="runs/x", batch_size=0))
+    Traceback (most recent call last):
+    OptionError: invalid value 0 in batch_size: must be an integer of at least 1
+"""
+
+import dataclasses
+import math
+import os
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class OptionError(ValueError):
+    """An option outside its rule; the message names the option, the value and the rule."""
+
+
+def option(default=None, help="", rule=None, required=False, choices=None, nargs=None,
+           metavar=None):
+    """A dataclass field of a run's options, with its help and rule.
+
+    Args:
+        default: the value when none is given.
+        help: one line for ``--help``.
+        rule: a :class:`Rule` the value must follow (None: any value of the field's type).
+        required: the value must be given (``--flag`` is required on the command line).
+        choices, nargs, metavar: as for ``argparse``.
+    """
+    return dataclasses.field(default=default, metadata={
+        "help": help, "rule": rule, "required": required, "choices": choices, "nargs": nargs,
+        "metavar": metavar})
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """A value's type and range: ``kind`` int or float, ``low`` / ``high`` bounds."""
+
+    kind: type
+    low: float = None
+    high: float = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def words(self):
+        """The rule in words: "an integer of at least 1", "a finite number in [0, 1)"."""
+        return ("an integer" if self.kind is int else "a finite number") + self.describe()
+
+    def why_not(self, value):
+        """None if ``value`` follows the rule, else what it must be."""
+        if self.kind is int:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        else:
+            ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+                  and math.isfinite(value))
+        if not ok:
+            return f"must be {self.words()}"
+        low = self.low is None or (value > self.low if self.low_open else value >= self.low)
+        high = self.high is None or (value < self.high if self.high_open else value <= self.high)
+        return None if low and high else f"must be {self.words()}"
+
+    def describe(self):
+        """The range in words: " of at least 1", " in [0, 1)"."""
+        if self.low is not None and self.high is not None:
+            return (f" in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}"
+                    f"{')' if self.high_open else ']'}")
+        if self.low is not None:
+            return f" {'above' if self.low_open else 'of at least'} {self.low:g}"
+        return ""
+
+
+COUNT = Rule(int, 1)
+NON_NEGATIVE_INT = Rule(int, 0)
+POSITIVE = Rule(float, 0, low_open=True)
+NON_NEGATIVE = Rule(float, 0)
+FRACTION = Rule(float, 0, 1, high_open=True)
+SEED = Rule(int, 0, 2**32 - 1)
+SEQUENCE_LENGTH = Rule(int, 3)  # [CLS] one token [SEP]
+
+
+@dataclasses.dataclass(kw_only=True)
+class RunOptions:
+    """What every training run takes; :class:`TrainOptions` and :class:`PretrainOptions`
+    add their own."""
+
+    output: str = option(help="run directory to create (or to continue with --resume)",
+                         required=True)
+    maxlen: int = option(128, "tokens per sequence, [CLS] and [SEP] included", SEQUENCE_LENGTH)
+    batch_size: int = option(32, "sequences per batch", COUNT)
+    lr: float = option(2e-5, "peak learning rate", POSITIVE)
+    warmup: float = option(0.1, "fraction of the updates spent warming the rate up", FRACTION)
+    weight_decay: float = option(0.01, "AdamW weight decay (not on LayerNorm and biases)",
+                                 NON_NEGATIVE)
+    seed: int = option(42, "seed of the initialisation, data order and dropout", SEED)
+    jit_compile: bool = option(False, "compile the train step with XLA")
+    resume: bool = option(False, "continue an interrupted run in --output")
+
+
+DEFAULT_MODEL = os.path.join(ROOT, "checkpoints", "kerasbert-zh-small")
+DEFAULT_DATA = os.path.join(ROOT, "data", "reviews")
+
+
+@dataclasses.dataclass(kw_only=True)
+class TrainOptions(RunOptions):
+    """Everything ``kerasbert train`` takes; saved as ``train_config.json``."""
+
+    train: str = option(None, "labelled TSV/CSV/JSONL to train on "
+                        "(default: the shipped review split)", metavar="FILE")
+    dev: str = option(None, "labelled file the best epoch is chosen on (required with --train)",
+                      metavar="FILE")
+    test: str = option(None, "labelled file evaluated once at the end", metavar="FILE")
+    config: str = option(None, "bert_config.json (default: the shipped kerasbert-zh-small)",
+                         metavar="FILE")
+    checkpoint: str = option(None, "Google checkpoint prefix to start from", metavar="PREFIX")
+    vocab: str = option(None, "vocab.txt (default: beside the config)", metavar="FILE")
+    text_column: str = option("text", "column of the text")
+    pair_column: str = option(None, "column of the second text of sentence pairs")
+    label_column: str = option("label", "column of the label")
+    epochs: int = option(3, "passes over the training data", COUNT)
+    grad_accum: int = option(1, "batches whose gradients are summed per update", COUNT)
+    dropout: float = option(0.1, "dropout rate of the encoder and the classifier", FRACTION)
+    patience: int = option(2, "epochs without a better dev accuracy before stopping "
+                           "(0: never stop early)", NON_NEGATIVE_INT)
+    max_train_examples: int = option(None, "use only the first N training rows", COUNT,
+                                     metavar="N")
+    mixed_precision: bool = option(False, "bfloat16 compute (float32 weights)")
+    strategy: str = option(None, "distribution strategy", choices=("mirrored", "multi-worker"))
+    skip_bad_rows: bool = option(False, "skip and count bad rows instead of failing")
+
+    def resolved(self):
+        """Fills in the shipped model and review split where none is given."""
+        model_dir = DEFAULT_MODEL
+        values = dataclasses.asdict(self)
+        if not self.train:
+            values.update(train=os.path.join(DEFAULT_DATA, "train.tsv"),
+                          dev=self.dev or os.path.join(DEFAULT_DATA, "dev.tsv"),
+                          test=self.test or os.path.join(DEFAULT_DATA, "test.tsv"))
+        if not self.config:
+            values.update(config=os.path.join(model_dir, "bert_config.json"),
+                          checkpoint=self.checkpoint or os.path.join(model_dir, "bert_model.ckpt"),
+                          vocab=self.vocab or os.path.join(model_dir, "vocab.txt"))
+        if not values["dev"]:
+            raise OptionError("missing file in --dev: the best epoch is chosen on a dev file")
+        if not values["vocab"]:
+            values["vocab"] = os.path.join(os.path.dirname(values["config"]), "vocab.txt")
+        return TrainOptions(**values)
+
+
+@dataclasses.dataclass(kw_only=True)
+class PretrainOptions(RunOptions):
+    """Everything ``kerasbert pretrain`` takes; saved as ``pretrain_config.json``."""
+
+    config: str = option(None, "bert_config.json of the model to pretrain (its vocab_size is "
+                         "replaced by the reduced vocabulary's)", required=True, metavar="FILE")
+    vocab: str = option(None, "full vocab.txt; the corpus's tokens are kept", required=True,
+                        metavar="FILE")
+    corpus: list = option(None, "labelled TSV/CSV/JSONL (its text column) or plain text, one "
+                          "text per line", required=True, nargs="+", metavar="FILE")
+    dev: list = option(None, "text to measure MLM accuracy on at the end", nargs="+",
+                       metavar="FILE")
+    checkpoint: str = option(None, "Google checkpoint to start from (default: random init)",
+                             metavar="PREFIX")
+    text_column: str = option("text", "column of the text in labelled files")
+    steps: int = option(10000, "optimizer updates in the whole run", COUNT)
+    steps_per_epoch: int = option(200, "updates between backups (an epoch)", COUNT)
+    lr: float = option(5e-4, "peak learning rate", POSITIVE)
+    save_dtype: str = option("float32", "dtype of the written checkpoint (float16 halves its "
+                             "size)", choices=("float32", "float16"))
+
+
+def flag(name):
+    """The command-line flag of a field: ``batch_size`` → ``--batch-size``."""
+    return "--" + name.replace("_", "-")
+
+
+def validate(options, flags=False):
+    """Checks every field of ``options`` against its rule.
+
+    Args:
+        options: a :class:`RunOptions` dataclass.
+        flags: name options as command-line flags (``--batch-size``), else as fields.
+
+    Raises:
+        OptionError: ``invalid value -4 in --batch-size: must be an integer of at least 1``.
+    """
+    for field in dataclasses.fields(options):
+        meta, value = field.metadata, getattr(options, field.name)
+        name = flag(field.name) if flags else field.name
+        if value is None:
+            if meta.get("required"):
+                raise OptionError(f"missing value in {name}: it is required")
+            continue
+        why = meta["rule"].why_not(value) if meta.get("rule") else None
+        if why is None and meta.get("choices") and value not in meta["choices"]:
+            why = f"must be one of {', '.join(map(str, meta['choices']))}"
+        if why is None and field.type in ("str", str) and not isinstance(value, str):
+            why = f"must be a string, not {type(value).__name__}"
+        if why is None and field.type in ("bool", bool) and not isinstance(value, bool):
+            why = f"must be true or false, not {value!r}"
+        if why:
+            raise OptionError(f"invalid value {value!r} in {name}: {why}")
+
+
+def integer(text):
+    """argparse type: an integer (its name shows in argparse's messages)."""
+    return int(text)
+
+
+def number(text):
+    """argparse type: a number."""
+    return float(text)
+
+
+def add_arguments(parser, options_class):
+    """Adds one flag per field of ``options_class`` to an ``argparse`` parser."""
+    for field in dataclasses.fields(options_class):
+        meta = field.metadata
+        if "help" not in meta:
+            continue
+        kind = field.type if isinstance(field.type, type) else {
+            "int": int, "float": float, "str": str, "bool": bool, "list": list}[field.type]
+        help_text = meta["help"]
+        if kind is bool:
+            parser.add_argument(flag(field.name), action="store_true", help=help_text)
+            continue
+        if meta.get("rule") is not None:
+            help_text += f"; {meta['rule'].words()}"
+        if meta.get("required"):
+            help_text += " (required)"
+        elif field.default is not None:
+            help_text += f" (default: {field.default})"
+        parser.add_argument(
+            flag(field.name), type={int: integer, float: number}.get(kind, str),
+            default=field.default, required=bool(meta.get("required")), help=help_text,
+            choices=meta.get("choices"), nargs=meta.get("nargs"), metavar=meta.get("metavar"))
+
+
+def from_arguments(options_class, arguments):
+    """An ``options_class`` from an ``argparse`` namespace (fields it does not have ignored)."""
+    names = {field.name for field in dataclasses.fields(options_class)}
+    return options_class(**{k: v for k, v in vars(arguments).items() if k in names})

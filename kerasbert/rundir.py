@@ -1,0 +1,195 @@
+"""The run directory of a training run: checked first, backed up each epoch, finished last.
+
+One lifecycle for fine-tuning and pretraining::
+
+    <run>/<options file>     the options, written before the first step
+    <run>/backup/epoch-NNNN/ weights, optimizer and progress after epoch NNNN (the newest only)
+    <run>/history.json       the metrics of every finished epoch
+    <run>/<finished file>    written last: its presence marks a finished run
+
+A run killed at any moment is continued by ``resume=True`` with the same options: a
+backup folder appears whole or not at all (it is renamed into place), the previous
+one is removed only after the new one is complete, and the backup is deleted only
+after the finished file is written, so a run killed while finishing finishes on
+resume instead of starting again.
+"""
+
+import dataclasses
+import json
+import os
+import shutil
+
+from kerasbert import files
+from kerasbert.files import pause_point
+
+BACKUP = "backup"
+HISTORY = "history.json"
+_STATE = "state.json"
+_WEIGHTS = "training.weights.h5"
+
+
+class RunError(ValueError):
+    """A run directory that cannot be used as asked; the message says what to do."""
+
+
+
+
+def _nearest_existing(path):
+    path = os.path.abspath(path)
+    while not os.path.lexists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return path
+
+
+def check_writable(path, flag="--output"):
+    """Refuses a folder that cannot be created or written, before any work is done.
+
+    Nothing is created: the nearest existing folder on the way is checked instead.
+
+    Raises:
+        RunError: ``output in runs/x: a file is in the way (runs is a file)``.
+    """
+    existing = _nearest_existing(path)
+    if existing == os.path.abspath(path) and os.path.exists(path):
+        if not os.path.isdir(path):
+            raise RunError(f"{flag} in {path}: is a file, not a directory")
+    elif not os.path.isdir(existing):
+        raise RunError(f"{flag} in {path}: cannot create it, {existing} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise RunError(f"{flag} in {path}: cannot write there (no permission on {existing})")
+
+
+@dataclasses.dataclass
+class RunDirectory:
+    """A run directory and the names of its two marker files.
+
+    Args:
+        path: the directory.
+        options_file: where the options are saved (``train_config.json``).
+        finished_file: written last by a finished run (``metrics.json``).
+    """
+
+    path: str
+    options_file: str
+    finished_file: str
+
+    def file(self, name):
+        return os.path.join(self.path, name)
+
+    @property
+    def finished(self):
+        return os.path.exists(self.file(self.finished_file))
+
+    @property
+    def started(self):
+        return (os.path.exists(self.file(self.options_file))
+                or os.path.isdir(self.file(BACKUP)))
+
+    def check(self, options, resume):
+        """Refuses what would lose or mix results; nothing is written.
+
+        Raises:
+            RunError: a finished run; an interrupted one without ``resume``; ``resume``
+                with nothing to continue or with other options than the run's; a
+                folder of other files.
+        """
+        check_writable(self.path)
+        if self.finished:
+            raise RunError(f"--output in {self.path}: holds a finished run; "
+                           "choose a new --output")
+        if resume:
+            if not self.started:
+                raise RunError(f"--resume in {self.path}: no interrupted run to continue; "
+                               "leave out --resume to start one")
+            self._check_same_options(options)
+            return
+        if self.started:
+            raise RunError(f"--output in {self.path}: holds an interrupted run; pass --resume "
+                           "to continue it, or choose another --output")
+        if os.path.isdir(self.path) and [n for n in os.listdir(self.path)
+                                         if not files._TEMPORARY.match(n)]:
+            raise RunError(f"--output in {self.path}: is not empty and holds no kerasbert run; "
+                           "choose a new or empty directory")
+
+    def _check_same_options(self, options):
+        path = self.file(self.options_file)
+        if not os.path.exists(path):
+            return  # killed before its options were written: nothing to compare
+        saved = read_json(path, "options")
+        current = json.loads(json.dumps(dataclasses.asdict(options)))  # tuples as saved: lists
+        changed = [key for key in current if key != "resume" and saved.get(key) != current[key]]
+        if changed:
+            shown = ", ".join(f"{key} ({saved.get(key)!r} -> {current[key]!r})"
+                              for key in changed)
+            raise RunError(f"--resume in {self.path}: the run's options differ ({shown}); "
+                           f"a resumed run keeps the options in its {self.options_file}")
+
+    def start(self, options):
+        """Creates the directory, clears what a kill left behind, saves the options."""
+        os.makedirs(self.path, exist_ok=True)
+        files.remove_temporaries(self.path)
+        files.remove_temporaries(self.file(BACKUP))
+        if not os.path.exists(self.file(self.options_file)):
+            files.write_json(self.file(self.options_file), dataclasses.asdict(options))
+
+    # ------------------------------------------------------------------ backup
+    def backup_state(self):
+        """``{"epoch", "done"}`` of the newest complete backup, or None."""
+        found = self._backups()
+        if not found:
+            return None
+        return read_json(os.path.join(found[-1], _STATE), "backup state")
+
+    def _backups(self):
+        folder = self.file(BACKUP)
+        if not os.path.isdir(folder):
+            return []
+        return [os.path.join(folder, name) for name in sorted(os.listdir(folder))
+                if name.startswith("epoch-")
+                and os.path.exists(os.path.join(folder, name, _STATE))]
+
+    def write_backup(self, model, epoch, done):
+        """Backs up weights and optimizer after ``epoch`` (1-based) epochs, atomically."""
+        target = self.file(os.path.join(BACKUP, f"epoch-{epoch:04d}"))
+        with files.atomic_directory(target) as temporary:
+            model.save_weights(os.path.join(temporary, _WEIGHTS))
+            pause_point("backup-write")
+            files.write_json(os.path.join(temporary, _STATE), {"epoch": epoch, "done": done})
+        pause_point("backup-written")
+        for older in self._backups():
+            if older != target:
+                shutil.rmtree(older, ignore_errors=True)
+
+    def restore_backup(self, model):
+        """Loads the newest backup's weights and optimizer into ``model``; its state or None."""
+        found = self._backups()
+        if not found:
+            return None
+        if model.optimizer is not None and not model.optimizer.built:
+            model.optimizer.build(model.trainable_variables)
+        weights = os.path.join(found[-1], _WEIGHTS)
+        try:
+            model.load_weights(weights)
+        except (OSError, ValueError) as error:
+            raise RunError(f"backup in {weights}: cannot be read ({error}); the run cannot be "
+                           "resumed, start it again with a new --output") from None
+        return read_json(os.path.join(found[-1], _STATE), "backup state")
+
+    def close(self):
+        """After the finished file is written: the backup is no longer needed."""
+        pause_point("backup-removal")
+        shutil.rmtree(self.file(BACKUP), ignore_errors=True)
+
+
+def read_json(path, what):
+    """A JSON file of a run; a missing or corrupt one is a one-line :class:`RunError`."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise RunError(f"{what} in {path}: the file is missing") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise RunError(f"{what} in {path}: not valid JSON ({error})") from None
