@@ -7,17 +7,25 @@ name, never by position (Keras 3 ``LayerNormalization`` creates ``gamma`` before
 
 import dataclasses
 import logging
+import re
 
 import keras
 import numpy as np
 
 from kerasbert import names
-from kerasbert.checkpoint_io import CheckpointError, open_source, write_checkpoint
+from kerasbert.checkpoint_io import (
+    CheckpointError,
+    count_non_finite,
+    is_float_dtype,
+    open_source,
+    write_checkpoint,
+)
 from kerasbert.keep_tokens import KeepTokens
 
 logger = logging.getLogger(__name__)
 
 WORD_EMBEDDINGS = "bert/embeddings/word_embeddings"
+POSITION_EMBEDDINGS = "bert/embeddings/position_embeddings"
 MLM_OUTPUT_BIAS = "cls/predictions/output_bias"
 NSP_OUTPUT_WEIGHTS = "cls/seq_relationship/output_weights"
 
@@ -45,7 +53,7 @@ def variable_mapping(num_hidden_layers):
     mapping = {
         names.EMBEDDING_TOKEN: {"embeddings": WORD_EMBEDDINGS},
         names.EMBEDDING_SEGMENT: {"embeddings": "bert/embeddings/token_type_embeddings"},
-        names.EMBEDDING_POSITION: {"embeddings": "bert/embeddings/position_embeddings"},
+        names.EMBEDDING_POSITION: {"embeddings": POSITION_EMBEDDINGS},
         names.EMBEDDING_NORM: _norm("bert/embeddings/LayerNorm"),
     }
     for i in range(num_hidden_layers):
@@ -178,8 +186,10 @@ def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_t
     Raises:
         FileNotFoundError: no checkpoint at ``checkpoint``.
         CheckpointError (a ValueError): a corrupt or truncated file (named), a bad
-            token id, or with ``strict`` a missing variable or a shape mismatch
-            (named, with both shapes and a hint).
+            token id, a variable that is not float or holds NaN or inf, a checkpoint of
+            another model family (ALBERT, ELECTRA...), or with ``strict`` a missing
+            variable or a shape mismatch (named, with both shapes and a hint). The
+            first line of the message says what is wrong, in which file.
 
     Example:
         >>> bert = build_transformer_model("chinese_L-12_H-768_A-12/bert_config.json")
@@ -204,11 +214,16 @@ def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_t
             mismatched.append((target.name, expected, stored, _hint(target.name, expected, loaded)))
         else:
             targets.append(target)
-    if strict and (missing or mismatched):
+    _check_dtypes(source, [name for name in owners if name in available])
+    # Another family's variables never load into a BERT, strict or not: what would
+    # load (a pooler, the position table) is not worth a model that runs wrongly.
+    family = _other_family(available) if missing or mismatched else None
+    if family or (strict and (missing or mismatched)):
         raise CheckpointError(
-            _failure_message(source.description, missing, mismatched, available, owners))
+            _failure_message(source.description, missing, mismatched, available, owners, family))
 
     values = source.read_all([target.name for target in targets])
+    _check_finite(source.description, targets, values)
     values = [_prepare(target, value, vocabulary) for target, value in zip(targets, values)]
     for target, value in zip(targets, values):
         target.variable.assign(value)
@@ -223,6 +238,34 @@ def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_t
     # Non-strict loads that skipped something say so even where the report is not kept.
     (logger.info if report.ok else logger.warning)("%s", report)
     return report
+
+
+def _check_dtypes(source, names):
+    dtypes = source.dtypes()
+    wrong = [f"{name} ({dtypes[name]})" for name in names if not is_float_dtype(dtypes[name])]
+    if wrong:
+        raise CheckpointError(
+            f"non-float variables in {source.description}: {_listing(wrong)}; the model's "
+            "weights need float values (float16, bfloat16, float32 or float64)")
+
+
+def _check_finite(where, targets, values):
+    # On the tensors already read: one pass each, no second read of the file.
+    wrong = []
+    for target, value in zip(targets, values):
+        nan, inf = count_non_finite(value)
+        if nan or inf:
+            counts = " and ".join(f"{n} {kind}" for n, kind in ((nan, "NaN"), (inf, "inf")) if n)
+            wrong.append(f"{target.name} ({counts})")
+    if wrong:
+        raise CheckpointError(
+            f"non-finite values in {where}: {_listing(wrong)}; these weights are damaged "
+            "(was the checkpoint saved from a run that diverged?)")
+
+
+def _listing(items, limit=8):
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
 def _loaded_shape(name, stored, vocabulary):
@@ -248,7 +291,7 @@ def _prepare(target, value, vocabulary):
 _FIRST_AXIS_KEYS = {
     WORD_EMBEDDINGS: "vocab_size",
     MLM_OUTPUT_BIAS: "vocab_size",
-    "bert/embeddings/position_embeddings": "max_position_embeddings",
+    POSITION_EMBEDDINGS: "max_position_embeddings",
     "bert/embeddings/token_type_embeddings": "type_vocab_size",
 }
 
@@ -266,17 +309,61 @@ def _hint(name, expected, found):
             "(is it the right bert_config.json?)")
 
 
-def _failure_message(where, missing, mismatched, available, owners):
-    lines = [f"Checkpoint {where} does not fit the model:"]
+# Variable names that mark a checkpoint of another model family (Google's, bert4keras's
+# and the families' own releases): (the family with its article, pattern).
+OTHER_FAMILIES = (
+    ("an ALBERT", r"bert/encoder/transformer/group_\d+/"),
+    ("an ALBERT", r"bert/encoder/embedding_hidden_mapping_in/"),
+    ("an ELECTRA", r"(electra|generator|discriminator_predictions|generator_predictions)/"),
+    ("a GPT", r"(gpt|newslm)/"),
+    ("a T5", r"(encoder|decoder)/block_\d+/"),
+)
+
+
+def _other_family(available):
+    """What another family's checkpoint looks like, for the message; None for BERT's."""
+    for family, pattern in OTHER_FAMILIES:
+        for name in sorted(available):
+            found = re.match(pattern, name)
+            if found:
+                return f"{family} checkpoint ({found.group(0)}...)"
+    # RoFormer (rotary) and NEZHA (relative positions) keep BERT's names but learn no
+    # position table.
+    if POSITION_EMBEDDINGS not in available and any(
+            name.startswith("bert/encoder/layer_0/") for name in available):
+        return ("a RoFormer or NEZHA checkpoint "
+                f"(bert/encoder/layer_0/... but no {POSITION_EMBEDDINGS})")
+    return None
+
+
+def _failure_message(where, missing, mismatched, available, owners, family=None):
+    if family:
+        first = (f"checkpoint in {where}: looks like {family}; kerasbert loads BERT "
+                 "checkpoints only (other families are not supported yet)")
+    else:
+        first = (f"checkpoint in {where}: does not fit the model "
+                 f"({_summary(missing, mismatched, available)})")
+    lines = [first]
     for name, expected, stored, hint in mismatched:
         lines.append(f"  shape mismatch for {name}: the model ({owners[name]}) has {expected}, "
                      f"the checkpoint has {stored}: {hint}")
     if missing:
-        shown = ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
-        lines.append(f"  {len(missing)} variable(s) missing: {shown}")
-        lines.append(f"  hint: {_missing_hint(missing, available)}")
-    lines.append("  (strict=False loads what fits and reports the rest)")
+        lines.append(f"  {len(missing)} variable(s) missing: {_listing(missing)}")
+    if not family:
+        lines.append("  (strict=False loads what fits and reports the rest)")
     return "\n".join(lines)
+
+
+def _summary(missing, mismatched, available):
+    """The first line's gist: the first mismatch and what the missing variables mean."""
+    parts = []
+    if mismatched:
+        name, _, _, hint = mismatched[0]
+        parts.append(f"{len(mismatched)} shape mismatch(es), e.g. {name}: {hint}")
+    if missing:
+        parts.append(f"{len(missing)} variable(s) missing, e.g. {missing[0]}: "
+                     f"{_missing_hint(missing, available)}")
+    return "; ".join(parts)
 
 
 def _missing_hint(missing, available):

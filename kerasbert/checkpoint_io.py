@@ -12,6 +12,8 @@ import uuid
 
 import numpy as np
 
+from kerasbert.files import pause_point
+
 INDEX_SUFFIX = ".index"
 DATA_SUFFIX = ".data-"
 
@@ -107,6 +109,12 @@ class DictSource:
         """``{name: shape}`` of every variable."""
         return {name: tuple(np.shape(value)) for name, value in self.arrays.items()}
 
+    def dtypes(self):
+        """``{name: dtype name}`` of every variable (see :func:`dtype_name`)."""
+        return {name: dtype_name(value.dtype if hasattr(value, "dtype")
+                                 else np.asarray(value).dtype)
+                for name, value in self.arrays.items()}
+
     def read_all(self, names):
         """The variables ``names`` as NumPy arrays, in that order."""
         return [np.asarray(self.arrays[name]) for name in names]
@@ -139,6 +147,11 @@ class FileSource:
         """``{name: shape}`` of every variable, from the index alone."""
         return {name: tuple(shape) for name, shape in self.reader.get_variable_to_shape_map().items()}
 
+    def dtypes(self):
+        """``{name: dtype name}`` of every variable, from the index alone."""
+        return {name: dtype_name(dtype)
+                for name, dtype in self.reader.get_variable_to_dtype_map().items()}
+
     def read_all(self, names):
         """The variables ``names`` as TensorFlow tensors, in that order, in one read.
 
@@ -168,6 +181,42 @@ def _message(error):
     # Eager op errors carry the wrapped function's name and the op name: noise to a user.
     message = getattr(error, "message", None) or str(error)
     return re.sub(r"\{\{function_node [^}]*\}\}\s*|\s*\[Op:\w+\]", "", message)
+
+
+def dtype_name(dtype):
+    """A NumPy or TensorFlow dtype as a user knows it: "float32", "bfloat16", "string"..."""
+    if hasattr(dtype, "as_numpy_dtype"):  # TensorFlow's, which also names strings "string"
+        return dtype.name
+    dtype = np.dtype(dtype)
+    return "string" if dtype.kind in "US" else dtype.name
+
+
+def is_float_dtype(name):
+    """Whether a :func:`dtype_name` names a floating-point type (bfloat16 and float8 included)."""
+    return name.startswith(("float", "bfloat"))
+
+
+def count_non_finite(value):
+    """``(NaN count, inf count)`` of a float NumPy array or TensorFlow tensor.
+
+    A tensor is checked by TensorFlow in one pass over it, and counted only when
+    something is not finite, so loading a healthy checkpoint stays fast (about 0.1 s
+    for BERT-base's 400 MB).
+
+    Example:
+        >>> count_non_finite(np.array([1.0, np.nan, np.inf, -np.inf]))
+        (1, 2)
+    """
+    import tensorflow as tf
+
+    if tf.is_tensor(value):
+        if bool(tf.reduce_all(tf.math.is_finite(value))):
+            return 0, 0
+        value = value.numpy()
+    value = np.asarray(value)
+    if np.isfinite(value).all():
+        return 0, 0
+    return int(np.isnan(value).sum()), int(np.isinf(value).sum())
 
 
 def open_source(checkpoint):
@@ -213,6 +262,7 @@ def write_checkpoint(variables, prefix):
                 shape_and_slices=[""] * len(names),
                 tensors=[np.asarray(variables[name]) for name in names],
             )
+        pause_point(f"write:{os.path.basename(prefix)}")
         _move_into_place(temporary, prefix)
     finally:
         for leftover in glob.glob(glob.escape(temporary) + "*"):

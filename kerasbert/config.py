@@ -3,15 +3,22 @@
 Key names are Google's, so a config written back with :meth:`BertConfig.to_json_file`
 is read by Google's ``modeling.py``, bert4keras and Hugging Face alike. Keys that
 kerasbert does not use (``pooler_fc_size``, ``directionality``, ``architectures``...)
-are kept in :attr:`BertConfig.extra` and written back unchanged.
+are kept in :attr:`BertConfig.extra` and written back unchanged, except keys that
+describe another model family (:data:`OTHER_FAMILY_RULES`), which are refused.
+
+:func:`check_vocab_fits` and :func:`check_maxlen` let training code refuse a
+vocabulary or a sequence length that does not fit the model before the first step.
 """
 
 import dataclasses
 import json
 import math
+import numbers
 import os
 
 import keras
+
+from kerasbert.files import open_input
 
 # bert4keras accepts these keyword overrides; they name the same facts as Google's keys.
 BERT4KERAS_ALIASES = {
@@ -24,6 +31,28 @@ BERT4KERAS_ALIASES = {
 # hidden_act values with a meaning of their own; any other name must be a Keras activation.
 # "gelu" is the exact erf form (Google, Hugging Face, bert4keras); the others are the tanh form.
 APPROXIMATE_GELU_NAMES = ("gelu_new", "gelu_approximate", "gelu_pytorch_tanh", "gelu_fast")
+
+# Hugging Face keys whose values describe a model other than BERT, which kerasbert cannot
+# build yet: (key, is the value BERT's?, why another is refused). A key that is absent
+# or null is BERT's; ``values`` is the whole config, for rules that compare two keys.
+OTHER_FAMILY_RULES = (
+    ("model_type", lambda value, values: value == "bert",
+     "kerasbert builds BERT (model_type 'bert'); ALBERT, ELECTRA, NEZHA, RoFormer and "
+     "Hugging Face's RoBERTa (whose positions start after the padding id) are other families"),
+    ("position_embedding_type", lambda value, values: value == "absolute",
+     "kerasbert builds BERT's absolute position embeddings, not relative or rotary ones"),
+    ("embedding_size", lambda value, values: value == values.get("hidden_size"),
+     "factorised embeddings (embedding_size other than hidden_size, as in ALBERT and "
+     "ELECTRA) are another family"),
+    ("num_hidden_groups", lambda value, values: value == 1,
+     "ALBERT's groups of shared layers are another family"),
+    ("inner_group_num", lambda value, values: value == 1,
+     "ALBERT's groups of shared layers are another family"),
+    ("is_decoder", lambda value, values: not value,
+     "kerasbert builds BERT's bidirectional encoder, not a causal decoder"),
+    ("add_cross_attention", lambda value, values: not value,
+     "kerasbert builds BERT's encoder, without cross-attention to another model"),
+)
 
 REQUIRED_KEYS = (
     "vocab_size",
@@ -87,6 +116,8 @@ class BertConfig:
         merged = dict(values)
         for key, value in overrides.items():
             merged[BERT4KERAS_ALIASES.get(key, key)] = value
+        # Before the required keys: another family's config may lack some of them.
+        _check_family(merged, f"in {source}")
         missing = [key for key in REQUIRED_KEYS if key not in merged]
         if missing:
             raise ValueError(f"Missing required key(s) {', '.join(missing)} in {source}")
@@ -102,12 +133,13 @@ class BertConfig:
 
         Raises:
             FileNotFoundError: no file at ``path``.
-            ValueError: invalid JSON (with line and column) or an invalid value.
+            ValueError: ``path`` is a directory, invalid JSON (with line and column), an
+                invalid value, or a model of another family (ALBERT, ELECTRA...).
         """
         path = os.fspath(path)
         try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
+            with open_input(path, "config", "bert_config.json") as f:
+                text = f.read().decode("utf-8")
         except UnicodeDecodeError as error:
             raise ValueError(f"{path} is not UTF-8 text: {error}") from None
         try:
@@ -150,6 +182,7 @@ class BertConfig:
     def validate(self):
         """Checks every value; the message names key, value, rule and file."""
         where = f"in {self.source}"
+        _check_family(self.to_dict(), where)
         for name in REQUIRED_KEYS + ("max_position_embeddings",):
             _check_int(name, getattr(self, name), where, minimum=1)
         _check_int("type_vocab_size", self.type_vocab_size, where, minimum=0)
@@ -179,6 +212,63 @@ class BertConfig:
                     f"one of {', '.join(APPROXIMATE_GELU_NAMES)} (tanh approximation), "
                     "or a Keras activation name such as 'relu'"
                 ) from None
+
+
+def _check_family(values, where):
+    for key, is_bert, why in OTHER_FAMILY_RULES:
+        value = values.get(key)
+        if value is not None and not is_bert(value, values):
+            raise ValueError(f"{key} ({value!r}) {where}: not supported yet; {why}")
+
+
+def check_vocab_fits(config, vocab_size, vocab_path):
+    """Raises when a vocabulary has more ids than the model has embedding rows.
+
+    Call it before training: an id past ``config.vocab_size - 1`` otherwise fails
+    in the middle of the first epoch. A smaller vocabulary is fine (rows unused).
+
+    Args:
+        config: the model's :class:`BertConfig`.
+        vocab_size: the number of ids of the vocabulary (``Tokenizer.vocab_size``).
+        vocab_path: the ``vocab.txt`` it came from, quoted in the message.
+
+    Raises:
+        ValueError: ``vocab in <vocab_path>: 21128 tokens but vocab_size is 100 in
+            <config>; ids past 99 have no embedding row``.
+
+    Example:
+        >>> check_vocab_fits(config, Tokenizer("vocab.txt").vocab_size, "vocab.txt")
+    """
+    if vocab_size > config.vocab_size:
+        raise ValueError(
+            f"vocab in {os.fspath(vocab_path)}: {vocab_size} tokens but vocab_size is "
+            f"{config.vocab_size} in {config.source}; ids past {config.vocab_size - 1} "
+            "have no embedding row")
+
+
+def check_maxlen(config, maxlen, flag="--maxlen"):
+    """Raises when sequences of ``maxlen`` tokens would not fit the position table.
+
+    Args:
+        config: the model's :class:`BertConfig`.
+        maxlen: the longest sequence, in tokens ([CLS] and [SEP] included); None: no limit
+            is set, nothing to check.
+        flag: what the user called it, quoted in the message.
+
+    Raises:
+        ValueError: ``--maxlen (600) in <config>: exceeds max_position_embeddings (512)``,
+            or ``maxlen`` is not a positive integer.
+
+    Example:
+        >>> check_maxlen(config, 128)
+    """
+    if maxlen is None:
+        return
+    if isinstance(maxlen, bool) or not isinstance(maxlen, numbers.Integral) or maxlen < 1:
+        raise ValueError(f"{flag} ({maxlen!r}): must be a positive integer")
+    if maxlen > config.max_position_embeddings:
+        raise ValueError(f"{flag} ({maxlen}) in {config.source}: exceeds "
+                         f"max_position_embeddings ({config.max_position_embeddings})")
 
 
 def _check_int(name, value, where, minimum):

@@ -13,7 +13,12 @@ import shutil
 import numpy as np
 
 from kerasbert.checkpoint import variable_mapping
-from kerasbert.checkpoint_io import CheckpointError, write_checkpoint
+from kerasbert.checkpoint_io import (
+    CheckpointError,
+    dtype_name,
+    is_float_dtype,
+    write_checkpoint,
+)
 from kerasbert.config import BertConfig
 
 # Hugging Face module → Google variable scope. A Linear's ``weight`` is [out, in]
@@ -109,17 +114,23 @@ def convert_hf_to_google(hf_dir, prefix, dtype="float32"):
 
     Raises:
         FileNotFoundError: ``config.json`` or ``model.safetensors`` is missing.
-        ValueError: the model is not a BERT with absolute positions, or the weights
-            lack a variable the config needs (named, with the file).
+        ValueError: the model is not a BERT with absolute positions, ``hf_dir`` or
+            ``config.json`` is not what it should be, or (a CheckpointError)
+            ``model.safetensors`` is truncated or not a safetensors file, or lacks a
+            variable the config needs (named, with the file).
 
     Example:
         >>> convert_hf_to_google("all-MiniLM-L6-v2", "out/minilm/bert_model.ckpt").variables
         103
     """
     hf_dir, prefix = os.fspath(hf_dir), os.fspath(prefix)
+    if not os.path.isdir(hf_dir):
+        error = ValueError if os.path.exists(hf_dir) else FileNotFoundError
+        raise error(f"Hugging Face model in {hf_dir}: not a directory, expected one holding "
+                    "config.json and model.safetensors")
     config = _read_config(os.path.join(hf_dir, "config.json"))
     weights_path = os.path.join(hf_dir, "model.safetensors")
-    if not os.path.exists(weights_path):
+    if not os.path.isfile(weights_path):
         others = [name for name in ("pytorch_model.bin", "tf_model.h5")
                   if os.path.exists(os.path.join(hf_dir, name))]
         hint = f" (found {', '.join(others)}; save it with safe_serialization=True)" if others else ""
@@ -139,14 +150,8 @@ def convert_hf_to_google(hf_dir, prefix, dtype="float32"):
 
 
 def _read_config(path):
+    # BertConfig refuses other families (model_type, position_embedding_type...).
     config = BertConfig.from_json_file(path)
-    model_type = config.extra.get("model_type", "bert")
-    if model_type != "bert":
-        raise ValueError(f"model_type ({model_type!r}) in {path} is not supported: only 'bert'")
-    positions = config.extra.get("position_embedding_type", "absolute")
-    if positions != "absolute":
-        raise ValueError(
-            f"position_embedding_type ({positions!r}) in {path} is not supported: only 'absolute'")
     # Google's bert_config.json: its own keys only, none of Hugging Face's bookkeeping.
     return BertConfig.from_dict(
         {key: value for key, value in config.to_dict().items() if key not in config.extra},
@@ -154,22 +159,27 @@ def _read_config(path):
 
 
 def _read_weights(path, dtype):
-    from safetensors import safe_open
+    from safetensors import SafetensorError, safe_open
 
     variables, skipped = {}, []
-    with safe_open(path, framework="numpy") as f:
-        for hf_name in f.keys():
-            found = google_name(hf_name)
-            if found is None:
-                if hf_name.removeprefix("bert.") not in IGNORED:
-                    skipped.append(hf_name)
-                continue
-            name, transpose = found
-            value = f.get_tensor(hf_name)
-            value = value.T if transpose else value
-            if dtype is not None and np.issubdtype(value.dtype, np.floating):
-                value = value.astype(dtype)
-            variables[name] = np.ascontiguousarray(value)
+    try:
+        with safe_open(path, framework="numpy") as f:
+            for hf_name in f.keys():
+                found = google_name(hf_name)
+                if found is None:
+                    if hf_name.removeprefix("bert.") not in IGNORED:
+                        skipped.append(hf_name)
+                    continue
+                name, transpose = found
+                value = f.get_tensor(hf_name)
+                value = value.T if transpose else value
+                # bfloat16 (from ml_dtypes, which TensorFlow loads) is no np.floating.
+                if dtype is not None and is_float_dtype(dtype_name(value.dtype)):
+                    value = value.astype(dtype)
+                variables[name] = np.ascontiguousarray(value)
+    except SafetensorError as error:
+        raise CheckpointError(
+            f"weights in {path}: truncated or not a safetensors file ({error})") from None
     return variables, skipped
 
 

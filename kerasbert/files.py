@@ -139,6 +139,36 @@ def copy_file(source, path):
         shutil.copyfile(source, temporary)
 
 
+def open_input(path, what, expected):
+    """Opens a file the user named, for reading bytes, or says in one line why it cannot.
+
+    Args:
+        path: the file.
+        what: what the file holds, quoted first in the message ("config", "vocab").
+        expected: the usual file name (``"bert_config.json"``), named when ``path`` is
+            a directory.
+
+    Raises:
+        ValueError: ``path`` is a directory
+            (``config in ckpt: is a directory, expected bert_config.json``).
+        FileNotFoundError: nothing at ``path`` (``config in ckpt/x.json: no such file``).
+
+    Example:
+        >>> with open_input("chinese_L-12_H-768_A-12/vocab.txt", "vocab", "vocab.txt") as f:
+        ...     f.readline()
+        b'[PAD]\\n'
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        inside = os.path.join(path, expected)
+        hint = f" ({inside} is there)" if os.path.isfile(inside) else ""
+        raise ValueError(f"{what} in {path}: is a directory, expected {expected}{hint}")
+    try:
+        return open(path, "rb")
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileNotFoundError(f"{what} in {path}: no such file") from None
+
+
 def remove_temporaries(directory):
     """Deletes the temporary files and folders a killed write left in ``directory``.
 

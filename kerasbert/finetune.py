@@ -22,7 +22,7 @@ import numpy as np
 
 from kerasbert import data, files, reports
 from kerasbert.callbacks import (EpochSeeds, RunBackup, RunRecorder, StopOnNonFiniteLoss)
-from kerasbert.config import BertConfig
+from kerasbert.config import BertConfig, check_maxlen, check_vocab_fits
 from kerasbert.heads import add_cls_classifier
 from kerasbert.models import build_transformer_model
 from kerasbert.options import TrainOptions, validate
@@ -94,7 +94,8 @@ def _read_inputs(options):
 
     config = BertConfig.from_json_file(options.config)
     tokenizer = Tokenizer(options.vocab)
-    _check_fits(config, tokenizer, options)
+    check_maxlen(config, options.maxlen)
+    check_vocab_fits(config, tokenizer.vocab_size, options.vocab)
     read = dict(text_column=options.text_column, pair_column=options.pair_column,
                 label_column=options.label_column, skip_bad_rows=options.skip_bad_rows)
     train_rows = data.read_examples(options.train, **read)
@@ -115,16 +116,6 @@ def _read_inputs(options):
 
         resolve_prefix(options.checkpoint)
     return inputs
-
-
-def _check_fits(config, tokenizer, options):
-    if options.maxlen > config.max_position_embeddings:
-        raise RunError(f"--maxlen ({options.maxlen}) in {options.config}: exceeds "
-                       f"max_position_embeddings ({config.max_position_embeddings})")
-    if tokenizer.vocab_size > config.vocab_size:
-        raise RunError(f"vocab in {options.vocab}: {tokenizer.vocab_size} tokens but vocab_size "
-                       f"is {config.vocab_size} in {options.config}; ids past "
-                       f"{config.vocab_size - 1} have no embedding row")
 
 
 def _train(options, run, inputs, callbacks):

@@ -14,12 +14,14 @@ and attention honours, so outputs at real tokens do not depend on padding.
 """
 
 import dataclasses
+import os
 
 import keras
 
 from kerasbert import names
+from kerasbert.audit import expected_rows
 from kerasbert.checkpoint import load_checkpoint, save_weights_as_checkpoint
-from kerasbert.config import BertConfig
+from kerasbert.config import BertConfig, check_maxlen
 from kerasbert.heads import apply_mlm, apply_nsp, apply_pooler
 from kerasbert.layers import (
     Add,
@@ -30,6 +32,11 @@ from kerasbert.layers import (
 )
 
 SUPPORTED_MODELS = ("bert", "roberta")
+
+# The keys that set the number of parameters, quoted when a model is too large.
+SIZE_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "intermediate_size",
+             "max_position_embeddings", "type_vocab_size")
+BYTES_PER_WEIGHT = 4  # float32 variables, also under mixed precision
 
 
 @dataclasses.dataclass
@@ -147,7 +154,14 @@ def build_bert(config, with_pool=False, with_nsp=False, with_mlm=False, sequence
         A ``keras.Model`` with int32 inputs ``Input-Token`` (and ``Input-Segment``
         when ``type_vocab_size > 0``). Outputs follow bert4keras: no head → the
         sequence output; one head → that head; several → a list (pooler/NSP, MLM).
+
+    Raises:
+        ValueError: the weights would not fit in this machine's memory, or
+            ``sequence_length`` exceeds ``max_position_embeddings``; checked before
+            any layer is made.
     """
+    check_fits_in_memory(config, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm)
+    check_maxlen(config, sequence_length, flag="sequence_length")
     token_ids = keras.Input((sequence_length,), dtype="int32", name=names.INPUT_TOKEN)
     inputs = [token_ids]
     segment_ids = None
@@ -198,7 +212,8 @@ def build_transformer_model(config_path=None, checkpoint_path=None, model="bert"
         a ``keras.Model`` (or a :class:`Transformer` holding it).
 
     Raises:
-        ValueError: unknown ``model`` or an invalid config.
+        ValueError: unknown ``model``, an invalid config, a config of another model
+            family, or one too large for this machine's memory (see :func:`build_bert`).
         FileNotFoundError: no checkpoint at ``checkpoint_path``.
         kerasbert.CheckpointError (a ValueError): the checkpoint is corrupt or does
             not fit the config (the message names the variable, both shapes and a hint).
@@ -240,3 +255,52 @@ def resolve_config(config, **overrides):
     if isinstance(config, dict):
         return BertConfig.from_dict(config, **overrides)
     return BertConfig.from_json_file(config, **overrides)
+
+
+def parameter_count(config, with_pool=False, with_nsp=False, with_mlm=False):
+    """The number of weights :func:`build_bert` makes for ``config``, without building it.
+
+    Example:
+        >>> parameter_count(BertConfig.from_json_file("chinese_L-12_H-768_A-12/bert_config.json"))
+        101677056
+    """
+    # Audit's formulas for one and for two encoder layers give the cost of a layer; a
+    # config of a billion layers is then counted without listing a billion rows.
+    one, two = (sum(row.expected for row in expected_rows(
+        dataclasses.replace(config, num_hidden_layers=layers), with_pool, with_nsp, with_mlm))
+        for layers in (1, 2))
+    return one + (config.num_hidden_layers - 1) * (two - one)
+
+
+def physical_memory():
+    """This machine's memory in bytes, or None where the system does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def check_fits_in_memory(config, with_pool=False, with_nsp=False, with_mlm=False):
+    """Raises before building when the weights alone would exceed this machine's memory.
+
+    A config with a huge ``vocab_size`` or ``hidden_size`` (a typo, an extra digit)
+    would otherwise be killed by the system, or fail deep in TensorFlow, mid-build.
+
+    Raises:
+        ValueError: ``model size in <config>: vocab_size=..., hidden_size=..., ... need
+            about 1.1 TiB for the weights alone, more than this machine's 24 GiB of memory``.
+    """
+    needed = BYTES_PER_WEIGHT * parameter_count(config, with_pool, with_nsp, with_mlm)
+    memory = physical_memory()
+    if memory and needed > memory:
+        sizes = ", ".join(f"{key}={getattr(config, key)}" for key in SIZE_KEYS)
+        raise ValueError(
+            f"model size in {config.source}: {sizes} need about {_format_bytes(needed)} for "
+            f"the weights alone, more than this machine's {_format_bytes(memory)} of memory")
+
+
+def _format_bytes(count):
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if count < 1024 or unit == "PiB":
+            return f"{count:.3g} {unit}"
+        count /= 1024

@@ -36,10 +36,11 @@ import numpy as np
 from kerasbert import corpus, data, files, names
 from kerasbert.callbacks import (EpochSeeds, RunBackup, RunRecorder, StopAtStep,
                                  StopOnNonFiniteLoss)
+from kerasbert.config import check_maxlen
 from kerasbert.masking import Masker
 from kerasbert.models import build_transformer_model, resolve_config
 from kerasbert.options import PretrainOptions, validate  # noqa: F401 (PretrainOptions re-exported)
-from kerasbert.rundir import RunDirectory, RunError, pause_point
+from kerasbert.rundir import RunDirectory, pause_point
 from kerasbert.training import make_optimizer
 
 #: Dev masks come from this seed whatever the training seed, so runs compare.
@@ -187,9 +188,7 @@ def pretrain(options, callbacks=()):
     texts = corpus.read_corpus(options.corpus, options.text_column)
     vocab = corpus.reduce_vocab(options.vocab, texts)
     config = resolve_config(options.config).replace(vocab_size=len(vocab.tokens))
-    if options.maxlen > config.max_position_embeddings:
-        raise RunError(f"--maxlen ({options.maxlen}) in {options.config}: exceeds "
-                       f"max_position_embeddings ({config.max_position_embeddings})")
+    check_maxlen(config, options.maxlen)
     if options.dev:
         corpus.read_corpus(options.dev, options.text_column)  # a bad dev file fails now
     masker = Masker.for_vocab(vocab.token_dict)

@@ -98,6 +98,8 @@ class RunDirectory:
         """
         check_writable(self.path)
         if self.finished:
+            # A kill after the finished file, before the backup was removed, left it behind.
+            shutil.rmtree(self.file(BACKUP), ignore_errors=True)
             raise RunError(f"--output in {self.path}: holds a finished run; "
                            "choose a new --output")
         if resume:

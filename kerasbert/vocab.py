@@ -16,6 +16,8 @@ import unicodedata
 
 from tokenizers import Regex, normalizers, pre_tokenizers
 
+from kerasbert.files import open_input
+
 #: Tokens every BERT vocabulary must hold; [MASK] is only needed for pre-training.
 REQUIRED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
 
@@ -75,8 +77,10 @@ def load_vocab(path, simplified=False, startswith=None):
         rows of the checkpoint's embedding to keep).
 
     Raises:
-        ValueError: a line that is not UTF-8, a token on two lines, or a
-            `startswith` token absent from the file; the message names file and line.
+        FileNotFoundError: no file at `path` (`vocab in <path>: no such file`).
+        ValueError: `path` is a directory, a line that is not UTF-8, a token on two
+            lines, or a `startswith` token absent from the file; the message names
+            file and line.
 
     Example:
         >>> token_dict, keep_tokens = load_vocab("vocab.txt", simplified=True,
@@ -84,7 +88,7 @@ def load_vocab(path, simplified=False, startswith=None):
     """
     path = os.fspath(path)
     token_dict, line_of = {}, {}
-    with open(path, "rb") as reader:
+    with open_input(path, "vocab", "vocab.txt") as reader:
         for lineno, raw in enumerate(reader, 1):
             try:
                 line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
