@@ -183,3 +183,63 @@ def test_mirrored_strategy_on_two_cpus_matches_one_device(tiny_run_inputs, finis
         print(json.dumps(summary["test"]))
     """)
     assert abs(got["accuracy"] - single["test"]["accuracy"]) <= 0.05
+
+
+def test_a_diverging_run_stops_with_a_message(tiny_run_inputs, tmp_path):
+    from kerasbert.callbacks import TrainingDiverged
+
+    with pytest.raises(TrainingDiverged, match=r"loss (nan|inf) in epoch 1, batch \d+: training "
+                                               r"diverged, so it was stopped; lower --lr \(1e\+12\)"):
+        train(options(tiny_run_inputs, tmp_path / "run", lr=1e12, epochs=1))
+    assert not (tmp_path / "run" / "metrics.json").exists()
+    assert not (tmp_path / "run" / "model.keras").exists()
+
+
+def test_resume_refuses_other_options_and_finished_runs(tiny_run_inputs, finished_run, tmp_path):
+    output, _ = finished_run
+    with pytest.raises(RunError, match="holds a finished run; choose a new --output"):
+        train(options(tiny_run_inputs, output, resume=True))
+    with pytest.raises(KeyboardInterrupt):
+        train(options(tiny_run_inputs, tmp_path / "run"), callbacks=[Kill()])
+    for change in ({"lr": 2e-2}, {"epochs": 4}, {"batch_size": 8},
+                   {"train": tiny_run_inputs["dev"]}):
+        key = next(iter(change))
+        with pytest.raises(RunError, match=rf"the run's options differ \({key} "):
+            train(options(tiny_run_inputs, tmp_path / "run", resume=True, **change))
+    with pytest.raises(RunError, match="no interrupted run to continue"):
+        train(options(tiny_run_inputs, tmp_path / "new", resume=True))
+
+
+def test_unseen_dev_and_test_labels_are_skipped_with_skip_bad_rows(tiny_run_inputs, tmp_path):
+    odd = write_tsv(tmp_path / "dev.tsv", make_rows(32, 4) + [("neutral", "书店")])
+    with pytest.raises(DataError, match=r"dev.tsv, line 34: label 'neutral' was not seen"):
+        train(options(tiny_run_inputs, tmp_path / "a", dev=odd, epochs=1))
+    assert not (tmp_path / "a").exists()  # checked before anything was written
+    summary = train(options(tiny_run_inputs, tmp_path / "b", dev=odd, test=odd, epochs=1,
+                            skip_bad_rows=True))
+    assert summary["skipped_rows"][odd] == 1 and summary["dev"]["examples"] == 32
+
+
+def test_export_never_replaces_what_it_did_not_write(finished_run, tmp_path):
+    output, _ = finished_run
+    before = sorted(os.listdir(output))
+    for target, message in ((output, "is the run directory or holds it"),
+                            (output.parent, "is the run directory or holds it")):
+        with pytest.raises(RunError, match=message):
+            Run(str(output)).export(str(target), overwrite=True)
+    assert sorted(os.listdir(output)) == before
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    with pytest.raises(RunError, match="exists and is not empty; pass --overwrite"):
+        Run(str(output)).export(str(mine))
+    with pytest.raises(RunError, match="is not a SavedModel; --overwrite only replaces"):
+        Run(str(output)).export(str(mine), overwrite=True)
+    assert (mine / "notes.txt").read_text() == "keep"
+    saved = tmp_path / "saved"
+    Run(str(output)).export(str(saved))
+    with pytest.raises(RunError, match="pass --overwrite"):
+        Run(str(output)).export(str(saved))
+    Run(str(output)).export(str(saved), overwrite=True)
+    assert (saved / "saved_model.pb").exists()
+    assert sorted(os.listdir(tmp_path)) == ["mine", "saved"]  # no temporary left beside it

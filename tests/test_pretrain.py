@@ -7,6 +7,8 @@ import os
 import keras
 import numpy as np
 import pytest
+
+from kerasbert.rundir import RunError
 import tensorflow as tf
 
 from kerasbert import Tokenizer, build_transformer_model
@@ -224,9 +226,9 @@ def test_a_killed_run_resumes_to_the_same_weights(corpus_file, tiny_config_path,
     killed = run_options(corpus_file, tiny_config_path, tmp_path / "killed")
     with pytest.raises(KeyboardInterrupt):
         pretrain(killed, callbacks=[Kill()])
-    with pytest.raises(FileExistsError, match="interrupted run: pass --resume"):
+    with pytest.raises(RunError, match="holds an interrupted run; pass --resume"):
         pretrain(killed)
-    with pytest.raises(ValueError, match=r"lr \(0.001 -> 0.002\) differ"):
+    with pytest.raises(RunError, match=r"options differ \(lr \(0.001 -> 0.002\)\)"):
         pretrain(run_options(corpus_file, tiny_config_path, tmp_path / "killed", resume=True,
                              lr=2e-3))
     resumed = pretrain(run_options(corpus_file, tiny_config_path, tmp_path / "killed",
@@ -241,7 +243,7 @@ def test_a_killed_run_resumes_to_the_same_weights(corpus_file, tiny_config_path,
     history = (tmp_path / "killed" / "history.csv").read_text().splitlines()
     assert history == (tmp_path / "whole" / "history.csv").read_text().splitlines()
     assert len(history) == 1 + 3 and not (tmp_path / "killed" / "backup").exists()
-    with pytest.raises(FileExistsError, match="holds a finished run"):
+    with pytest.raises(RunError, match="holds a finished run"):
         pretrain(killed)
 
 
