@@ -57,17 +57,17 @@ def resolve_prefix(path):
     if not os.path.exists(path + INDEX_SUFFIX):
         if path.endswith((".h5", ".keras")) and os.path.isfile(path):
             raise CheckpointError(
-                f"{path} is a Keras weights file, not a Google checkpoint: load it with "
+                f"checkpoint in {path}: is a Keras weights file, not a Google checkpoint; load it with "
                 "model.load_weights, or write a checkpoint with save_weights_as_checkpoint")
         if os.path.isfile(path):  # a TF1 (V1) single-file checkpoint
             return path
         raise FileNotFoundError(
-            f"No checkpoint at {path}: expected {path}{INDEX_SUFFIX} and "
+            f"checkpoint in {path}: no such checkpoint, expected {path}{INDEX_SUFFIX} and "
             f"{path}{DATA_SUFFIX}00000-of-00001"
         )
     if not _data_files(path):
         raise FileNotFoundError(
-            f"Checkpoint {path} has an index but no data file: expected "
+            f"checkpoint in {path}: has an index but no data file, expected "
             f"{path}{DATA_SUFFIX}00000-of-00001"
         )
     return path
@@ -86,14 +86,15 @@ def _prefix_in_directory(directory):
     if len(prefixes) == 1:
         return resolve_prefix(prefixes[0])
     if not prefixes:
-        raise FileNotFoundError(f"No checkpoint (*{INDEX_SUFFIX}) in directory {directory}")
+        raise FileNotFoundError(f"checkpoint in {directory}: the directory holds no checkpoint "
+                                f"(*{INDEX_SUFFIX})")
     import tensorflow as tf
 
     latest = tf.train.latest_checkpoint(directory)
     if latest:
         return resolve_prefix(latest)
     raise CheckpointError(
-        f"Directory {directory} holds {len(prefixes)} checkpoints "
+        f"checkpoint in {directory}: the directory holds {len(prefixes)} checkpoints "
         f"({', '.join(os.path.basename(p) for p in prefixes)}); pass one prefix"
     )
 
@@ -139,7 +140,7 @@ class FileSource:
             index = self.prefix + INDEX_SUFFIX
             index = index if os.path.exists(index) else self.prefix  # a V1 checkpoint: one file
             raise CheckpointError(
-                f"Cannot read checkpoint index {index} "
+                f"checkpoint index in {index}: cannot be read "
                 f"(corrupt or not a TensorFlow checkpoint): {_message(error)}"
             ) from None
 
@@ -172,7 +173,7 @@ class FileSource:
         except _read_errors() as error:
             files = ", ".join(_data_files(self.prefix)) or self.prefix
             raise CheckpointError(
-                f"Cannot read checkpoint data file {files} (truncated or corrupt): "
+                f"checkpoint data in {files}: cannot be read (truncated or corrupt): "
                 f"{_message(error)}"
             ) from None
 
@@ -248,7 +249,7 @@ def write_checkpoint(variables, prefix):
 
     prefix = os.fspath(prefix)
     if os.path.isdir(prefix):
-        raise ValueError(f"{prefix} is a directory; give a prefix such as "
+        raise ValueError(f"checkpoint prefix in {prefix}: is a directory; give a prefix such as "
                          f"{os.path.join(prefix, 'bert_model.ckpt')}")
     directory, base = os.path.split(os.path.abspath(prefix))
     os.makedirs(directory, exist_ok=True)

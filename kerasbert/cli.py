@@ -42,6 +42,11 @@ def _usage_message(message, prog):
         (r"argument (\S+): invalid (integer|number) value: (.+)",
          lambda m: f"invalid value {m[3]} in {m[1]}: not {'an' if m[2] == 'integer' else 'a'} "
                    f"{m[2]}"),
+        (r"argument (\S+): invalid value (.+?): (.+)", lambda m: f"invalid value {m[2]} in {m[1]}: "
+                                                             f"{m[3]}"),
+        (r"argument (\S+): expected one argument",
+         lambda m: f"missing value in {m[1]}: expected one (a value that starts with '-' is "
+                   f"written {m[1]}=VALUE)"),
         (r"argument (\S+): (.+)", lambda m: f"invalid argument in {m[1]}: {m[2]}"),
     )
     for pattern, render in patterns:
@@ -52,14 +57,24 @@ def _usage_message(message, prog):
 
 
 def _count(text):
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid value {text!r}: not an integer") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"invalid value {value}: must be at least 1")
     return value
 
 
+def _path(text):
+    if not text.strip():
+        raise argparse.ArgumentTypeError("invalid value '': must not be empty")
+    return text
+
+
 def _model_arguments(parser):
-    parser.add_argument("config", help="bert_config.json (Google) or config.json (Hugging Face)")
+    parser.add_argument("config", type=_path,
+                        help="bert_config.json (Google) or config.json (Hugging Face)")
     parser.add_argument("--num-labels", type=_count, default=None,
                         help="add the CLS-token classifier with this many labels")
     parser.add_argument("--with-pool", action="store_true", help="add Pooler/Pooler-Dense")
@@ -100,7 +115,9 @@ def command_audit(args):
 
 def command_plot(args):
     from kerasbert import plotting
+    from kerasbert.rundir import check_writable
 
+    check_writable(os.path.dirname(args.output) or ".", flag="--output")
     overrides = {"num_hidden_layers": args.layers} if args.layers else {}
     built = _build(args, **overrides)
     try:
@@ -151,6 +168,9 @@ def command_predict(args):
         raise UsageError("missing input in --input or TEXT: give texts to classify, or a file")
     if args.input and args.texts:
         raise UsageError("too many inputs in --input and TEXT: give texts or a file, not both")
+    for number, text in enumerate(args.texts, start=1):
+        if not text.strip():
+            raise UsageError(f"empty text in TEXT {number}: nothing to classify")
     run = Run(args.model)
     rows = run.predict(path=args.input) if args.input else run.predict(texts=args.texts)
     for row in rows:
@@ -183,7 +203,9 @@ def command_pretrain(args):
 
 def command_convert(args):
     from kerasbert.convert import convert_hf_to_google
+    from kerasbert.rundir import check_writable
 
+    check_writable(os.path.dirname(args.to) or ".", flag="--to")
     done = convert_hf_to_google(args.from_hf, args.to)
     print(f"wrote {done.prefix} ({done.variables} variables) and {done.config_path}")
     print(f"wrote {done.vocab_path}" if done.vocab_path else f"no vocab.txt in {args.from_hf}")
@@ -206,7 +228,8 @@ def make_parser():
 
     plot = commands.add_parser("plot", help="draw the model with keras.utils.plot_model")
     _model_arguments(plot)
-    plot.add_argument("-o", "--output", required=True, help="picture to write (.png, .svg, .pdf)")
+    plot.add_argument("-o", "--output", required=True, type=_path,
+                      help="picture to write (.png, .svg, .pdf)")
     plot.add_argument("--layers", type=_count, default=None,
                       help="draw a model cut to this many transformer layers (a readable picture)")
     plot.set_defaults(run=command_plot)
@@ -223,30 +246,31 @@ def make_parser():
     pretrain.set_defaults(run=command_pretrain)
 
     evaluate = commands.add_parser("evaluate", help="metrics of a run's model on a labelled file")
-    evaluate.add_argument("--model", required=True, help="run directory")
-    evaluate.add_argument("--data", required=True, help="labelled TSV/CSV/JSONL")
+    evaluate.add_argument("--model", required=True, type=_path, help="run directory")
+    evaluate.add_argument("--data", required=True, type=_path, help="labelled TSV/CSV/JSONL")
     evaluate.add_argument("--json", action="store_true")
     evaluate.set_defaults(run=command_evaluate)
 
     predict = commands.add_parser("predict", help="classify texts (JSON lines out)")
-    predict.add_argument("--model", required=True, help="run directory")
-    predict.add_argument("--input", help="file whose text column to classify")
+    predict.add_argument("--model", required=True, type=_path, help="run directory")
+    predict.add_argument("--input", type=_path, help="file whose text column to classify")
     predict.add_argument("texts", nargs="*")
     predict.set_defaults(run=command_predict)
 
     export = commands.add_parser("export", help="write a TensorFlow SavedModel")
-    export.add_argument("--model", required=True, help="run directory")
-    export.add_argument("--to", required=True, help="SavedModel directory to write (new or empty)")
+    export.add_argument("--model", required=True, type=_path, help="run directory")
+    export.add_argument("--to", required=True, type=_path,
+                        help="SavedModel directory to write (new or empty)")
     export.add_argument("--overwrite", action="store_true",
                         help="replace an earlier export in --to (never anything else)")
     export.set_defaults(run=command_export)
 
     convert = commands.add_parser(
         "convert", help="write a Google checkpoint, bert_config.json and vocab.txt")
-    convert.add_argument("--from-hf", required=True, metavar="DIR",
+    convert.add_argument("--from-hf", required=True, type=_path, metavar="DIR",
                          help="Hugging Face BERT directory: config.json, model.safetensors, "
                               "vocab.txt")
-    convert.add_argument("--to", required=True, metavar="PREFIX",
+    convert.add_argument("--to", required=True, type=_path, metavar="PREFIX",
                          help="checkpoint prefix to write, e.g. out/minilm/bert_model.ckpt")
     convert.set_defaults(run=command_convert)
     return parser
@@ -259,7 +283,11 @@ def main(argv=None):
     debug = "--debug" in argv or os.environ.get("KERASBERT_DEBUG") == "1"
     prefix = f"kerasbert {command}" if command else "kerasbert"
     try:
-        args = make_parser().parse_args([word for word in argv if word != "--debug"])
+        parser = make_parser()
+        args, unknown = parser.parse_known_args([word for word in argv if word != "--debug"])
+        if unknown:
+            raise UsageError(f"unknown argument in {' '.join(unknown)}: not an argument of "
+                             f"{prefix} (see {prefix} --help)")
         return args.run(args)
     except KeyboardInterrupt:
         print(f"{prefix}: interrupted", file=sys.stderr)
@@ -276,6 +304,8 @@ def one_line(error):
     if isinstance(error, OSError) and error.filename and error.strerror:
         return f"cannot use the file in {error.filename}: {error.strerror}"
     text = " ".join(str(error).split("\n")[0].split())
+    # Bytes of a binary file quoted in a message must not reach the terminal raw.
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
     if isinstance(error, (ValueError, OSError)) and text:
         return text
     return (f"unexpected {type(error).__name__} in kerasbert: {text or 'no message'} "

@@ -111,7 +111,7 @@ class BertConfig:
         """
         if not isinstance(values, dict):
             raise ValueError(
-                f"A BERT config must be a JSON object, received {type(values).__name__} in {source}"
+                f"config in {source}: must be a JSON object, received {type(values).__name__}"
             )
         merged = dict(values)
         for key, value in overrides.items():
@@ -120,7 +120,8 @@ class BertConfig:
         _check_family(merged, f"in {source}")
         missing = [key for key in REQUIRED_KEYS if key not in merged]
         if missing:
-            raise ValueError(f"Missing required key(s) {', '.join(missing)} in {source}")
+            raise ValueError(f"missing key(s) in {source}: {', '.join(missing)} "
+                             f"{'is' if len(missing) == 1 else 'are'} required")
         names = {f.name for f in dataclasses.fields(cls)} - {"extra", "source"}
         known = {key: merged[key] for key in merged if key in names}
         extra = dict(merged.get("extra") or {})
@@ -146,7 +147,8 @@ class BertConfig:
             values = json.loads(text)
         except json.JSONDecodeError as error:
             raise ValueError(
-                f"Invalid JSON in {path} at line {error.lineno}, column {error.colno}: {error.msg}"
+                f"config in {path}: invalid JSON at line {error.lineno}, column {error.colno}: "
+                f"{error.msg}"
             ) from None
         return cls.from_dict(values, source=path, **overrides)
 
@@ -183,32 +185,33 @@ class BertConfig:
         """Checks every value; the message names key, value, rule and file."""
         where = f"in {self.source}"
         _check_family(self.to_dict(), where)
+        # Messages read "<key> (<value>) in <file>: <rule>".
         for name in REQUIRED_KEYS + ("max_position_embeddings",):
             _check_int(name, getattr(self, name), where, minimum=1)
         _check_int("type_vocab_size", self.type_vocab_size, where, minimum=0)
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = _check_number(name, getattr(self, name), where)
             if not 0 <= value < 1:
-                raise ValueError(f"{name} ({value!r}) must be in [0, 1) {where}")
+                raise ValueError(f"{name} ({value!r}) {where}: must be in [0, 1)")
         for name in ("initializer_range", "layer_norm_eps"):
             value = _check_number(name, getattr(self, name), where)
             if not value > 0:
-                raise ValueError(f"{name} ({value!r}) must be positive {where}")
+                raise ValueError(f"{name} ({value!r}) {where}: must be positive")
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(
-                f"hidden_size ({self.hidden_size}) must be divisible by "
-                f"num_attention_heads ({self.num_attention_heads}) {where}"
+                f"hidden_size ({self.hidden_size}) {where}: must be divisible by "
+                f"num_attention_heads ({self.num_attention_heads})"
             )
         if not isinstance(self.hidden_act, str):
             raise ValueError(
-                f"hidden_act ({self.hidden_act!r}) must be a string such as 'gelu' {where}"
+                f"hidden_act ({self.hidden_act!r}) {where}: must be a string such as 'gelu'"
             )
         if self.hidden_act not in APPROXIMATE_GELU_NAMES:
             try:
                 keras.activations.get(self.hidden_act)
             except (ValueError, TypeError):
                 raise ValueError(
-                    f"Unknown hidden_act ({self.hidden_act!r}) {where}: use 'gelu' (exact), "
+                    f"hidden_act ({self.hidden_act!r}) {where}: Unknown activation; use 'gelu' (exact), "
                     f"one of {', '.join(APPROXIMATE_GELU_NAMES)} (tanh approximation), "
                     "or a Keras activation name such as 'relu'"
                 ) from None
@@ -274,14 +277,14 @@ def check_maxlen(config, maxlen, flag="--maxlen"):
 def _check_int(name, value, where, minimum):
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(
-            f"{name} ({value!r}) must be an integer, received {type(value).__name__} {where}"
+            f"{name} ({value!r}) {where}: must be an integer, received {type(value).__name__}"
         )
     if value < minimum:
         rule = "positive" if minimum == 1 else f"at least {minimum}"
-        raise ValueError(f"{name} ({value}) must be {rule} {where}")
+        raise ValueError(f"{name} ({value}) {where}: must be {rule}")
 
 
 def _check_number(name, value, where):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name} ({value!r}) must be a finite number {where}")
+        raise ValueError(f"{name} ({value!r}) {where}: must be a finite number")
     return float(value)

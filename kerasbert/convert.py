@@ -134,7 +134,7 @@ def convert_hf_to_google(hf_dir, prefix, dtype="float32"):
         others = [name for name in ("pytorch_model.bin", "tf_model.h5")
                   if os.path.exists(os.path.join(hf_dir, name))]
         hint = f" (found {', '.join(others)}; save it with safe_serialization=True)" if others else ""
-        raise FileNotFoundError(f"No model.safetensors in {hf_dir}{hint}")
+        raise FileNotFoundError(f"weights in {hf_dir}: no model.safetensors{hint}")
     variables, skipped = _read_weights(weights_path, dtype)
     _check_complete(variables, config, weights_path)
 
@@ -191,6 +191,6 @@ def _check_complete(variables, config, path):
     missing = [name for name in needed if name not in variables]
     if missing:
         raise CheckpointError(
-            f"{path} lacks {len(missing)} weight(s) that a BERT with num_hidden_layers="
+            f"weights in {path}: lacks {len(missing)} weight(s) that a BERT with num_hidden_layers="
             f"{config.num_hidden_layers} needs, e.g. {missing[0]} (is it a BERT model?)"
         )

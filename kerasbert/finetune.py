@@ -212,9 +212,11 @@ def load_run_model(run_dir):
     try:
         return keras.saving.load_model(path, safe_mode=True)
     except Exception as error:  # Keras raises ValueError, OSError, zipfile and h5py errors
-        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        # Keras calls a file it cannot open as a zip "not found": do not repeat that.
+        reason = (str(error).strip().splitlines() or [""])[0]
+        detail = "" if not reason or "not found" in reason.lower() else f" ({reason[:200]})"
         raise RunError(f"model in {path}: cannot be loaded, the file is truncated or "
-                       f"corrupt ({type(error).__name__}: {reason[:200]})") from None
+                       f"corrupt{detail}") from None
 
 
 class Run:
@@ -230,7 +232,8 @@ class Run:
 
         self.run_dir = run_dir = os.fspath(run_dir)
         if not os.path.isdir(run_dir):
-            raise RunError(f"run in {run_dir}: no such directory")
+            what = "is a file, not a run directory" if os.path.exists(run_dir) else "no such directory"
+            raise RunError(f"run in {run_dir}: {what}")
         directory = RunDirectory(run_dir, OPTIONS_FILE, FINISHED_FILE)
         if not directory.finished:
             if directory.started:

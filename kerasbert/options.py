@@ -68,11 +68,13 @@ class Rule:
 
     def describe(self):
         """The range in words: " of at least 1", " in [0, 1)"."""
+        low, high = (None if v is None else int(v) if self.kind is int else f"{v:g}"
+                     for v in (self.low, self.high))
         if self.low is not None and self.high is not None:
-            return (f" in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}"
+            return (f" in {'(' if self.low_open else '['}{low}, {high}"
                     f"{')' if self.high_open else ']'}")
         if self.low is not None:
-            return f" {'above' if self.low_open else 'of at least'} {self.low:g}"
+            return f" {'above' if self.low_open else 'of at least'} {low}"
         return ""
 
 
@@ -198,6 +200,12 @@ def validate(options, flags=False):
                 raise OptionError(f"missing value in {name}: it is required")
             continue
         why = meta["rule"].why_not(value) if meta.get("rule") else None
+        if why is None and isinstance(value, str) and not value.strip():
+            why = "must not be empty"
+        if why is None and isinstance(value, (list, tuple)):
+            why = ("must name at least one file" if not value else
+                   "must not be empty" if not all(isinstance(v, str) and v.strip() for v in value)
+                   else None)
         if why is None and meta.get("choices") and value not in meta["choices"]:
             why = f"must be one of {', '.join(map(str, meta['choices']))}"
         if why is None and field.type in ("str", str) and not isinstance(value, str):
@@ -205,7 +213,8 @@ def validate(options, flags=False):
         if why is None and field.type in ("bool", bool) and not isinstance(value, bool):
             why = f"must be true or false, not {value!r}"
         if why:
-            raise OptionError(f"invalid value {value!r} in {name}: {why}")
+            shown = repr(value) if not isinstance(value, str) or value.strip() else "''"
+            raise OptionError(f"invalid value {shown} in {name}: {why}")
 
 
 def integer(text):

@@ -53,13 +53,14 @@ def check_writable(path, flag="--output"):
         RunError: ``output in runs/x: a file is in the way (runs is a file)``.
     """
     existing = _nearest_existing(path)
+    shown = existing if os.path.isabs(path) else os.path.relpath(existing)
     if existing == os.path.abspath(path) and os.path.exists(path):
         if not os.path.isdir(path):
             raise RunError(f"{flag} in {path}: is a file, not a directory")
     elif not os.path.isdir(existing):
-        raise RunError(f"{flag} in {path}: cannot create it, {existing} is a file")
+        raise RunError(f"{flag} in {path}: cannot create it, {shown} is a file")
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise RunError(f"{flag} in {path}: cannot write there (no permission on {existing})")
+        raise RunError(f"{flag} in {path}: cannot write there (no permission on {shown})")
 
 
 @dataclasses.dataclass

@@ -94,14 +94,14 @@ def load_vocab(path, simplified=False, startswith=None):
                 line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
             except UnicodeDecodeError as err:
                 raise ValueError(
-                    f"{path}, line {lineno}: vocabulary files must be UTF-8, "
+                    f"vocab in {path}, line {lineno}: vocabulary files must be UTF-8, "
                     f"but byte {err.start} of the line is not ({err.reason})"
                 ) from None
             # Google's loader strips surrounding whitespace and numbers lines from 0.
             token = line.strip()
             if token in line_of:
                 raise ValueError(
-                    f"{path}, line {lineno}: token {token!r} already appears on line "
+                    f"vocab in {path}, line {lineno}: token {token!r} already appears on line "
                     f"{line_of[token]}; a token must have a single id"
                 )
             line_of[token] = lineno
@@ -153,7 +153,7 @@ def check_vocab(token_dict, source="the given dict"):
     missing = [t for t in REQUIRED_TOKENS if t not in token_dict]
     if missing:
         raise ValueError(
-            f"{source} lacks the special token(s) {', '.join(missing)}; "
+            f"vocab in {source}: lacks the special token(s) {', '.join(missing)}; "
             f"a BERT vocabulary needs all of {', '.join(REQUIRED_TOKENS)}"
         )
 

@@ -131,4 +131,4 @@ def test_audit_command_reports_a_bad_config(tmp_path):
     path = tmp_path / "bert_config.json"
     path.write_text('{"vocab_size": 10,')
     code, _, err = run_cli("audit", str(path))
-    assert code == 2 and "Invalid JSON" in err and str(path) in err
+    assert code == 2 and "invalid JSON" in err and str(path) in err

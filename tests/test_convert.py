@@ -114,11 +114,11 @@ def test_convert_refuses_what_it_cannot_convert(tmp_path):
 
     del weights["bert.encoder.layer.1.output.dense.weight"]
     incomplete = hf_directory(tmp_path / "incomplete", weights)
-    with pytest.raises(ValueError, match=r"incomplete/model.safetensors lacks 1 weight.*layer_1"):
+    with pytest.raises(ValueError, match=r"incomplete/model.safetensors: lacks 1 weight.*layer_1"):
         convert_hf_to_google(incomplete, tmp_path / "out" / "bert_model.ckpt")
 
     (incomplete / "model.safetensors").unlink()
     (incomplete / "pytorch_model.bin").write_bytes(b"")
-    with pytest.raises(FileNotFoundError, match="No model.safetensors in .*pytorch_model.bin"):
+    with pytest.raises(FileNotFoundError, match="weights in .*: no model.safetensors.*pytorch_model.bin"):
         convert_hf_to_google(incomplete, tmp_path / "out" / "bert_model.ckpt")
     assert not (tmp_path / "out").exists()
