@@ -195,7 +195,7 @@ def test_missing_truncated_and_corrupt_files_are_named(saved, tiny_config, tmp_p
     model, prefix = saved
     with pytest.raises(FileNotFoundError, match="nowhere/bert_model.ckpt.index"):
         load_checkpoint(model, str(tmp_path / "nowhere" / "bert_model.ckpt"))
-    with pytest.raises(FileNotFoundError, match="no such checkpoint"):
+    with pytest.raises(FileNotFoundError, match="holds no checkpoint"):
         load_checkpoint(model, str(tmp_path))
 
     data = prefix + ".data-00000-of-00001"

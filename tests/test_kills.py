@@ -216,9 +216,11 @@ def random_kills(kills, seed=0, workdir=None):
         while True:
             if done < kills and kill_after(args + resume, rng.uniform(2.0, length * 1.1)):
                 done += 1
+                print(f"kill {done} in run {runs}", flush=True)
                 resume = ["--resume"] if os.path.exists(os.path.join(output, "train_config.json")) else []
                 continue
             code, stderr = run_to_end(args + resume)
+            print(f"run {runs} ended: exit {code}", flush=True)
             if code != 0 and "finished run" not in stderr:
                 dead_ends += 1
                 print(f"dead end in {output}: {stderr.strip()}")
