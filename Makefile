@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-export TF_CPP_MIN_LOG_LEVEL ?= 2
+export TF_CPP_MIN_LOG_LEVEL ?= 3
 
 .PHONY: demo test bench notebooks graphviz clean
 

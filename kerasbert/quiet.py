@@ -4,7 +4,9 @@ TensorFlow's shared libraries log a few lines when they load ("oneDNN custom
 operations are on", "Could not find cuda drivers", CPU feature notes) before any log
 level applies, so ``TF_CPP_MIN_LOG_LEVEL`` cannot silence them. They would break the
 command line's promise of one line per failure; stderr is closed while the libraries
-load. Set ``TF_CPP_MIN_LOG_LEVEL=0`` (or ``KERASBERT_DEBUG=1``) to see them.
+load, and the C++ log level defaults to 3 (a machine without a GPU logs a failed
+``cuInit`` as an error). Set ``TF_CPP_MIN_LOG_LEVEL=0`` (or ``KERASBERT_DEBUG=1``) to see
+them.
 """
 
 import os
@@ -15,7 +17,7 @@ def import_tensorflow():
     """Imports TensorFlow once, with stderr silenced while its libraries load."""
     if "tensorflow" in sys.modules:
         return
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     if os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0" or os.environ.get("KERASBERT_DEBUG") == "1":
         import tensorflow  # noqa: F401
         return

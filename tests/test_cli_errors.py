@@ -687,6 +687,8 @@ def run_kerasbert(argv, cwd):
 @pytest.mark.parametrize("argv, expected", [
     pytest.param(train_cmd(batch_size=0), "--batch-size", id="bad-option"),
     pytest.param(train_cmd(train="nope.tsv"), "nope.tsv", id="missing-file"),
+    # Fails after the model is built: TensorFlow's device set-up has logged by then.
+    pytest.param(train_cmd(checkpoint="wide.ckpt"), "wide.ckpt", id="checkpoint-after-build"),
 ])
 def test_a_real_process_writes_one_line(argv, expected, sandbox):
     before = snapshot(sandbox.parent)
