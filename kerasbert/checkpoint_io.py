@@ -8,11 +8,10 @@ knows nothing of models; :mod:`kerasbert.checkpoint` maps variables to layers.
 import glob
 import os
 import re
-import uuid
 
 import numpy as np
 
-from kerasbert.files import pause_point
+from kerasbert.files import pause_point, temporary_name
 
 INDEX_SUFFIX = ".index"
 DATA_SUFFIX = ".data-"
@@ -251,9 +250,8 @@ def write_checkpoint(variables, prefix):
     if os.path.isdir(prefix):
         raise ValueError(f"checkpoint prefix in {prefix}: is a directory; give a prefix such as "
                          f"{os.path.join(prefix, 'bert_model.ckpt')}")
-    directory, base = os.path.split(os.path.abspath(prefix))
-    os.makedirs(directory, exist_ok=True)
-    temporary = os.path.join(directory, f".{base}.tmp-{uuid.uuid4().hex[:8]}")
+    os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
+    temporary = temporary_name(prefix, suffix="")
     names = sorted(variables)
     try:
         with tf.device("/cpu:0"):

@@ -18,7 +18,7 @@ import os
 
 import keras
 
-from kerasbert.files import open_input
+from kerasbert.files import open_input, write_text
 
 # bert4keras accepts these keyword overrides; they name the same facts as Google's keys.
 BERT4KERAS_ALIASES = {
@@ -164,12 +164,8 @@ class BertConfig:
 
     def to_json_file(self, path):
         """Writes the config as ``bert_config.json`` (atomically)."""
-        path = os.fspath(path)
-        temporary = f"{path}.tmp"
-        with open(temporary, "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f, indent=2, sort_keys=True, ensure_ascii=False)
-            f.write("\n")
-        os.replace(temporary, path)
+        write_text(path, json.dumps(self.to_dict(), indent=2, sort_keys=True,
+                                    ensure_ascii=False) + "\n")
 
     def replace(self, **overrides):
         """A copy with some keys replaced (Google names or bert4keras aliases)."""

@@ -4,7 +4,7 @@ Everything is first written under a hidden temporary name beside its target
 (``.<name>.kerasbert-tmp-<random><suffix>``) and renamed into place, so a run killed in
 the middle of a write never leaves a half-written file under a name that is read
 later. :func:`remove_temporaries` deletes what such a kill left behind; it only ever
-matches names this module (or the checkpoint writer) makes.
+matches names this module makes (the checkpoint writer uses them too).
 
 Example:
     >>> write_json("runs/x/labels.json", ["negative", "positive"])
@@ -19,8 +19,12 @@ import time
 import uuid
 
 MARK = ".kerasbert-tmp-"
-# Temporary names of this module, and of kerasbert.checkpoint_io's checkpoint writer.
-_TEMPORARY = re.compile(r"^\..+(\.kerasbert-tmp-[0-9a-f]{8}|\.tmp-[0-9a-f]{8})")
+_TEMPORARY = re.compile(r"^\..+\.kerasbert-tmp-[0-9a-f]{8}")
+
+
+def is_temporary(name):
+    """Whether a file name is one of :func:`temporary_name`'s (left by a killed write)."""
+    return bool(_TEMPORARY.match(name))
 
 
 def pause_point(name):
@@ -179,7 +183,7 @@ def remove_temporaries(directory):
     if not os.path.isdir(directory):
         return removed
     for name in sorted(os.listdir(directory)):
-        if _TEMPORARY.match(name):
+        if is_temporary(name):
             found = os.path.join(directory, name)
             if os.path.isdir(found) and not os.path.islink(found):
                 shutil.rmtree(found, ignore_errors=True)

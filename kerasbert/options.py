@@ -233,8 +233,7 @@ def add_arguments(parser, options_class):
         meta = field.metadata
         if "help" not in meta:
             continue
-        kind = field.type if isinstance(field.type, type) else {
-            "int": int, "float": float, "str": str, "bool": bool, "list": list}[field.type]
+        kind = field.type
         help_text = meta["help"]
         if kind is bool:
             parser.add_argument(flag(field.name), action="store_true", help=help_text)

@@ -113,7 +113,7 @@ class RunDirectory:
             raise RunError(f"--output in {self.path}: holds an interrupted run; pass --resume "
                            "to continue it, or choose another --output")
         if os.path.isdir(self.path) and [n for n in os.listdir(self.path)
-                                         if not files._TEMPORARY.match(n)]:
+                                         if not files.is_temporary(n)]:
             raise RunError(f"--output in {self.path}: is not empty and holds no kerasbert run; "
                            "choose a new or empty directory")
 
