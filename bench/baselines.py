@@ -6,7 +6,7 @@ the best epoch of a BERT run is; the test file is scored once.
 
 Usage::
 
-    python -m bench.baselines [--data data/reviews] [--json out/tfidf.json]
+    python -m bench.baselines [--data kerasbert/resources/reviews] [--json out/tfidf.json]
 """
 
 import argparse
@@ -63,7 +63,7 @@ def tfidf_logistic_regression(data_dir, c_grid=C_GRID):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default="data/reviews", help="folder with train/dev/test.tsv")
+    parser.add_argument("--data", default="kerasbert/resources/reviews", help="folder with train/dev/test.tsv")
     parser.add_argument("--json", help="also write the result here")
     args = parser.parse_args(argv)
     result = tfidf_logistic_regression(args.data)

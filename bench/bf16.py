@@ -139,7 +139,7 @@ def newest_demo_run(root):
     return os.path.dirname(runs[-1]) if runs else None
 
 
-def classifier_agreement(run_dir=None, data="data/reviews/test.tsv", batch_size=64):
+def classifier_agreement(run_dir=None, data="kerasbert/resources/reviews/test.tsv", batch_size=64):
     """Worker: a fine-tuned run's test predictions in float32 and in bfloat16."""
     from bench.runner import ROOT
     from kerasbert import data as datasets

@@ -10,7 +10,7 @@ The two BERT runs run one after the other in fresh interpreters, never at the sa
 Usage::
 
     python -m bench.finetune_comparison --runs runs/comparison \\
-        --json checkpoints/kerasbert-zh-small/finetune_comparison.json
+        --json kerasbert/resources/kerasbert-zh-small/finetune_comparison.json
 """
 
 import argparse
@@ -22,8 +22,8 @@ import time
 
 from bench.baselines import tfidf_logistic_regression, write_json
 
-MODEL = "checkpoints/kerasbert-zh-small"
-DATA = "data/reviews"
+MODEL = "kerasbert/resources/kerasbert-zh-small"
+DATA = "kerasbert/resources/reviews"
 # The demo's options: 3 epochs of the 13,891 training reviews fit in ~10 minutes on 2 cores.
 OPTIONS = ["--epochs", "3", "--batch-size", "32", "--maxlen", "128", "--lr", "1e-4",
            "--seed", "42"]

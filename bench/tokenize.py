@@ -11,7 +11,7 @@ Run from the repository root:
 
 A `.txt` corpus has one text per line; a `.tsv` one has a header with a `text`
 column. Without `--corpus` the first of `../shared/data/sentiment`,
-`data/sentiment` and `data/reviews` (relative to the repository root) that holds
+`data/sentiment` and `kerasbert/resources/reviews` (relative to the repository root) that holds
 such files is used; if none does, a synthetic corpus drawn from the vocabulary.
 """
 
@@ -38,7 +38,7 @@ import zlib
 from array import array
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CORPUS_DIRS = ("../shared/data/sentiment", "data/sentiment", "data/reviews")
+CORPUS_DIRS = ("../shared/data/sentiment", "data/sentiment", "kerasbert/resources/reviews")
 DEFAULT_VOCAB = "checkpoints/chinese_L-12_H-768_A-12/vocab.txt"
 
 # Runs in its own interpreter: bert4keras needs Keras 2 (tf-keras), never Keras 3.

@@ -29,9 +29,9 @@ import numpy as np
 
 from bench.runner import ROOT, Skipped, run_worker
 
-MODEL = os.path.join(ROOT, "checkpoints", "kerasbert-zh-small")
+MODEL = os.path.join(ROOT, "kerasbert", "resources", "kerasbert-zh-small")
 CONFIG = os.path.join(MODEL, "bert_config.json")
-TRAIN_FILE = os.path.join(ROOT, "data", "reviews", "train.tsv")
+TRAIN_FILE = os.path.join(ROOT, "kerasbert", "resources", "reviews", "train.tsv")
 BATCH, MAXLEN, LEARNING_RATE = 16, 128, 1e-4
 DEFAULTS = {"samples": 640, "warmup_batches": 4, "epochs": 2}
 

@@ -7,7 +7,7 @@ the file, the line and the problem; with ``skip_bad_rows=True`` it is skipped an
 counted instead.
 
 Example:
-    >>> examples = read_examples("data/reviews/dev.tsv")
+    >>> examples = read_examples("kerasbert/resources/reviews/dev.tsv")
     >>> len(examples), sorted(set(examples.labels))
     (1736, ['negative', 'positive'])
 """

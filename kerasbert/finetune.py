@@ -20,31 +20,18 @@ import os
 import keras
 import numpy as np
 
-from kerasbert import data, files, reports
+from kerasbert import data, distribute, files, reports
 from kerasbert.callbacks import (EpochSeeds, RunBackup, RunRecorder, StopOnNonFiniteLoss)
 from kerasbert.config import BertConfig, check_maxlen, check_vocab_fits
 from kerasbert.heads import add_cls_classifier
 from kerasbert.models import build_transformer_model
 from kerasbert.options import TrainOptions, validate
-from kerasbert.rundir import RunDirectory, RunError, check_writable, pause_point, read_json
+from kerasbert.rundir import RunDirectory, RunError, pause_point, read_json
 from kerasbert.training import make_optimizer
 
 OPTIONS_FILE = "train_config.json"
 FINISHED_FILE = "metrics.json"
 log = logging.getLogger(__name__)
-
-
-def _strategy(name):
-    import tensorflow as tf
-
-    if not name:
-        return tf.distribute.get_strategy()
-    if name == "mirrored":
-        devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
-        return tf.distribute.MirroredStrategy([d.name for d in devices])
-    if name == "multi-worker":
-        return tf.distribute.MultiWorkerMirroredStrategy()
-    raise ValueError(f"strategy {name!r} is not supported; use mirrored or multi-worker")
 
 
 def train(options, callbacks=()):
@@ -128,7 +115,7 @@ def _train(options, run, inputs, callbacks):
     updates = max(1, steps_per_epoch * options.epochs // options.grad_accum)
     state = run.backup_state() if options.resume else None
     start_epoch = state["epoch"] if state else 0
-    with _strategy(options.strategy).scope():
+    with distribute.make_strategy(options.strategy).scope():
         bert = build_transformer_model(options.config, options.checkpoint,
                                        dropout_rate=options.dropout)
         model = add_cls_classifier(bert, len(inputs.labels), dropout_rate=options.dropout)
@@ -276,47 +263,11 @@ class Run:
         return [{"text": text, "label": self.labels[i], "probability": float(p[i])}
                 for text, i, p in zip(rows.texts, best, probabilities)]
 
-    def export(self, directory, overwrite=False):
-        """Writes a TensorFlow SavedModel with an int32 ``serving_default`` signature.
+    def export(self, directory, overwrite=False, **options):
+        """Writes the model for serving; see :func:`kerasbert.serving.export`."""
+        from kerasbert import serving
 
-        The SavedModel is written beside ``directory`` and renamed into place. An
-        existing ``directory`` is replaced only with ``overwrite`` and only if it holds
-        an earlier SavedModel; the run directory itself is never replaced.
-
-        Raises:
-            RunError: ``directory`` is the run directory or holds it, is a file, is a
-                non-empty folder (without ``overwrite``), or is not a SavedModel.
-        """
-        import tensorflow as tf
-
-        directory = os.fspath(directory)
-        _check_export_target(directory, self.run_dir, overwrite)
-        archive = keras.export.ExportArchive()
-        archive.track(self.model)
-        spec = [tf.TensorSpec((None, None), tf.int32, name="token_ids"),
-                tf.TensorSpec((None, None), tf.int32, name="segment_ids")]
-        archive.add_endpoint("serving_default",
-                             lambda token_ids, segment_ids: self.model([token_ids, segment_ids],
-                                                                       training=False),
-                             input_signature=spec)
-        with files.atomic_directory(directory, create=False) as temporary:
-            archive.write_out(temporary, verbose=False)
-        return directory
-
-
-def _check_export_target(directory, run_dir, overwrite):
-    target, run = os.path.realpath(directory), os.path.realpath(run_dir)
-    if target == run or run.startswith(target.rstrip(os.sep) + os.sep):
-        raise RunError(f"--to in {directory}: is the run directory or holds it; export to a "
-                       "new directory")
-    check_writable(directory, flag="--to")
-    if os.path.isdir(directory) and os.listdir(directory):
-        if not overwrite:
-            raise RunError(f"--to in {directory}: exists and is not empty; pass --overwrite to "
-                           "replace an earlier export, or choose a new directory")
-        if not os.path.exists(os.path.join(directory, "saved_model.pb")):
-            raise RunError(f"--to in {directory}: is not a SavedModel; --overwrite only "
-                           "replaces an earlier export")
+        return serving.export(self, directory, overwrite=overwrite, **options)
 
 
 def _read_labels(path):

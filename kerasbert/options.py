@@ -12,11 +12,13 @@ Example:
 """
 
 import dataclasses
+import json
 import math
 import os
 
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Fine-tuning defaults a model folder may carry beside its bert_config.json.
+MODEL_DEFAULTS_FILE = "finetune_defaults.json"
+BASE_LR = 2e-5  # BERT-base's fine-tuning rate, for models that carry no defaults
 
 
 class OptionError(ValueError):
@@ -105,10 +107,6 @@ class RunOptions:
     resume: bool = option(False, "continue an interrupted run in --output")
 
 
-DEFAULT_MODEL = os.path.join(ROOT, "checkpoints", "kerasbert-zh-small")
-DEFAULT_DATA = os.path.join(ROOT, "data", "reviews")
-
-
 @dataclasses.dataclass(kw_only=True)
 class TrainOptions(RunOptions):
     """Everything ``kerasbert train`` takes; saved as ``train_config.json``."""
@@ -120,11 +118,16 @@ class TrainOptions(RunOptions):
     test: str = option(None, "labelled file evaluated once at the end", metavar="FILE")
     config: str = option(None, "bert_config.json (default: the shipped kerasbert-zh-small)",
                          metavar="FILE")
-    checkpoint: str = option(None, "Google checkpoint prefix to start from", metavar="PREFIX")
+    checkpoint: str = option(None, "Google checkpoint prefix to start from (with --config; "
+                             "without it the encoder starts from random weights)",
+                             metavar="PREFIX")
     vocab: str = option(None, "vocab.txt (default: beside the config)", metavar="FILE")
     text_column: str = option("text", "column of the text")
     pair_column: str = option(None, "column of the second text of sentence pairs")
     label_column: str = option("label", "column of the label")
+    lr: float = option(None, f"peak learning rate (default: the model's {MODEL_DEFAULTS_FILE} "
+                       f"beside its config, else {BASE_LR:g}; the shipped model's is 1e-4)",
+                       POSITIVE)
     epochs: int = option(3, "passes over the training data", COUNT)
     grad_accum: int = option(1, "batches whose gradients are summed per update", COUNT)
     dropout: float = option(0.1, "dropout rate of the encoder and the classifier", FRACTION)
@@ -135,16 +138,21 @@ class TrainOptions(RunOptions):
     mixed_precision: bool = option(False, "bfloat16 compute (float32 weights)")
     strategy: str = option(None, "distribution strategy", choices=("mirrored", "multi-worker"))
     skip_bad_rows: bool = option(False, "skip and count bad rows instead of failing")
+    # Filled in by resolved(), recorded in train_config.json; not a flag.
+    weights: str = dataclasses.field(default=None)
 
     def resolved(self):
-        """Fills in the shipped model and review split where none is given."""
-        model_dir = DEFAULT_MODEL
+        """Fills in the shipped model and review split where none is given, the model's
+        learning rate where none is given, and ``weights`` (``checkpoint`` or ``random``)."""
+        from kerasbert import shipped
+
         values = dataclasses.asdict(self)
         if not self.train:
-            values.update(train=os.path.join(DEFAULT_DATA, "train.tsv"),
-                          dev=self.dev or os.path.join(DEFAULT_DATA, "dev.tsv"),
-                          test=self.test or os.path.join(DEFAULT_DATA, "test.tsv"))
+            values.update(train=shipped.review_file("train"),
+                          dev=self.dev or shipped.review_file("dev"),
+                          test=self.test or shipped.review_file("test"))
         if not self.config:
+            model_dir = shipped.model_dir()
             values.update(config=os.path.join(model_dir, "bert_config.json"),
                           checkpoint=self.checkpoint or os.path.join(model_dir, "bert_model.ckpt"),
                           vocab=self.vocab or os.path.join(model_dir, "vocab.txt"))
@@ -152,7 +160,32 @@ class TrainOptions(RunOptions):
             raise OptionError("missing file in --dev: the best epoch is chosen on a dev file")
         if not values["vocab"]:
             values["vocab"] = os.path.join(os.path.dirname(values["config"]), "vocab.txt")
+        if values["lr"] is None:
+            values["lr"] = model_defaults(values["config"]).get("lr", BASE_LR)
+        values["weights"] = "checkpoint" if values["checkpoint"] else "random"
         return TrainOptions(**values)
+
+
+def model_defaults(config_path):
+    """The fine-tuning defaults in ``finetune_defaults.json`` beside a config ({} if none).
+
+    Raises:
+        OptionError: the file is not a JSON object of known options.
+    """
+    path = os.path.join(os.path.dirname(os.fspath(config_path)), MODEL_DEFAULTS_FILE)
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            defaults = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise OptionError(f"defaults in {path}: not readable JSON ({error})") from None
+    names = {field.name for field in dataclasses.fields(TrainOptions)}
+    if not isinstance(defaults, dict) or not set(defaults) <= names:
+        raise OptionError(f"defaults in {path}: must be a JSON object of train options "
+                          f"({', '.join(sorted(names))})")
+    validate(TrainOptions(output="-", **defaults))
+    return defaults
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -18,9 +18,9 @@ Example:
     The shipped kerasbert-zh-small (38.5 minutes on 2 CPU cores)::
 
     >>> summary = pretrain(PretrainOptions(
-    ...     config="checkpoints/kerasbert-zh-small/bert_config.json",
+    ...     config="kerasbert/resources/kerasbert-zh-small/bert_config.json",
     ...     vocab="checkpoints/chinese_L-12_H-768_A-12/vocab.txt",
-    ...     corpus=["data/reviews/train.tsv"], dev=["data/reviews/dev.tsv"],
+    ...     corpus=["kerasbert/resources/reviews/train.tsv"], dev=["kerasbert/resources/reviews/dev.tsv"],
     ...     output="runs/zh-small", steps=5000, steps_per_epoch=250, lr=5e-4))
     >>> round(summary["dev"]["accuracy"], 3)
     0.379

@@ -68,7 +68,7 @@ def test_unseen_label_names_file_and_line(tmp_path):
 
 
 def test_shipped_split_reads_cleanly():
-    examples = read_examples("data/reviews/dev.tsv")
+    examples = read_examples("kerasbert/resources/reviews/dev.tsv")
     assert len(examples) == 1736 and not examples.skipped
 
 

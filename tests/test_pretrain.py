@@ -18,7 +18,7 @@ from kerasbert.masking import Masker
 from kerasbert.pretrain import PretrainOptions, evaluate_mlm, mlm_training_model, pretrain
 
 CHINESE_VOCAB = "checkpoints/chinese_L-12_H-768_A-12/vocab.txt"
-SHIPPED = "checkpoints/kerasbert-zh-small"
+SHIPPED = "kerasbert/resources/kerasbert-zh-small"
 PAD, UNK, CLS, SEP, MASK = range(5)
 
 
@@ -118,7 +118,7 @@ def test_masker_refuses_a_vocabulary_without_mask():
 @pytest.fixture(scope="module")
 def corpus_file(tmp_path_factory):
     """40 real reviews and a line of English WordPiece words, as TSV and as plain text."""
-    rows = open("data/reviews/train.tsv", encoding="utf-8").read().splitlines()[1:41]
+    rows = open("kerasbert/resources/reviews/train.tsv", encoding="utf-8").read().splitlines()[1:41]
     texts = [row.split("\t", 1)[1] for row in rows] + ["unaffable runners, 2.5倍 BERT"]
     root = tmp_path_factory.mktemp("corpus")
     (root / "corpus.tsv").write_text(
@@ -257,7 +257,7 @@ def test_shipped_checkpoint_predicts_masked_dev_characters():
     assert bert.load_report.ok and not bert.load_report.unused
     tokenizer = Tokenizer(f"{SHIPPED}/vocab.txt")
     assert tokenizer.vocab_size == bert.config.vocab_size
-    texts = read_corpus(["data/reviews/dev.tsv"])[:64]
+    texts = read_corpus(["kerasbert/resources/reviews/dev.tsv"])[:64]
     ids, _ = tokenizer.encode_batch(texts, maxlen=128)
     result = evaluate_mlm(bert.model, ids, Masker.for_vocab(tokenizer.token_dict))
     # Chance is 1 / vocab_size (about 0.0002); the README records the whole dev split.

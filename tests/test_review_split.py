@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-HERE = os.path.join("data", "reviews")
+HERE = os.path.join("kerasbert", "resources", "reviews")
 SOURCE = os.path.join("..", "shared", "data", "sentiment")
 
 

@@ -63,7 +63,7 @@ def corpus_or_skip():
     files = find_corpus(ROOT)
     if not files:
         pytest.skip("no sentiment corpus: expected ../shared/data/sentiment, data/sentiment "
-                    "or data/reviews next to the repository")
+                    "or kerasbert/resources/reviews next to the repository")
     return read_corpus(files)
 
 

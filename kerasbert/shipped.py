@@ -1,0 +1,46 @@
+"""The files that ship inside the package: the small Chinese model and the review split.
+
+They are package data (``kerasbert/resources/``), found through
+``importlib.resources``, so the defaults of ``kerasbert train`` work from any directory
+once the wheel is installed, without a download.
+
+Example:
+    >>> os.path.basename(model_dir())
+    'kerasbert-zh-small'
+    >>> read_examples(review_file("dev")).labels[:2]
+    ['neg', 'pos']
+"""
+
+import importlib.resources
+import os
+
+MODEL_NAME = "kerasbert-zh-small"
+SPLITS = ("train", "dev", "test")
+
+
+def resource(*parts):
+    """The path of ``kerasbert/resources/<parts>`` as a string.
+
+    Raises:
+        FileNotFoundError: the package was installed without its data.
+    """
+    place = importlib.resources.files("kerasbert").joinpath("resources")
+    for part in parts:
+        place = place.joinpath(part)
+    path = os.fspath(place)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"shipped file in {path}: missing; reinstall kerasbert (its wheel "
+                                "carries the default model and the review split)")
+    return path
+
+
+def model_dir():
+    """The folder of the shipped ``kerasbert-zh-small``: config, vocab, checkpoint."""
+    return resource(MODEL_NAME)
+
+
+def review_file(split):
+    """``train``, ``dev`` or ``test`` TSV of the shipped review split."""
+    if split not in SPLITS:
+        raise ValueError(f"split {split!r}: must be one of {', '.join(SPLITS)}")
+    return resource("reviews", f"{split}.tsv")
