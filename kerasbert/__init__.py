@@ -1,5 +1,9 @@
 """kerasbert: Google BERT checkpoints on Keras 3, with bert4keras layer names.
 
+Importing the package registers every object a saved kerasbert model refers to (its
+layers, the learning-rate schedule), so ``keras.saving.load_model(path, safe_mode=True)``
+loads a run's ``model.keras`` in any script that has run ``import kerasbert``.
+
 Example:
     >>> from kerasbert import build_transformer_model, add_cls_classifier
     >>> bert = build_transformer_model("checkpoints/chinese_L-12_H-768_A-12/bert_config.json")
@@ -21,6 +25,7 @@ from kerasbert.heads import add_cls_classifier
 from kerasbert.inference import Predictor
 from kerasbert.models import Transformer, build_bert, build_transformer_model
 from kerasbert.tokenizer import Tokenizer, load_vocab
+from kerasbert import training  # noqa: F401  (registers WarmupLinearDecay for load_model)
 
 __all__ = [
     "BertConfig",

@@ -11,6 +11,7 @@ same decisions as an uninterrupted one.
 import json
 import math
 import os
+import sys
 
 import keras
 import numpy as np
@@ -155,7 +156,7 @@ class RunRecorder(keras.callbacks.Callback):
             # Earliest best wins ties; a later equal score does not replace the model.
             if scores.index(max(scores)) == len(scores) - 1:
                 with files.atomic_path(os.path.join(self.run_dir, "model.keras")) as temporary:
-                    self.model.save(temporary)
+                    inference_model(self.model).save(temporary)
                     pause_point("model-write")
         if self.patience and len(scores) - self.best_epoch >= self.patience:
             self.model.stop_training = True
@@ -163,3 +164,35 @@ class RunRecorder(keras.callbacks.Callback):
     def _write_history(self):
         files.write_json(self._state_path, self.history)
         reports.write_history_csv(os.path.join(self.run_dir, "history.csv"), self.history)
+
+
+def inference_model(model):
+    """The same layers and weights as an uncompiled model: saved, it carries no optimizer
+    state or training configuration, so it loads wherever its layers are registered (the
+    resume state lives in the run's backup)."""
+    return keras.Model(model.inputs, model.outputs, name=model.name)
+
+
+class ProgressBar(keras.callbacks.Callback):
+    """A ``tqdm`` bar on stderr over the batches of ``predict`` or ``evaluate``.
+
+    It writes to stderr, so the JSON lines of ``kerasbert predict`` on stdout stay
+    clean, and it is silent when stderr is not a terminal (a log file, a pipe).
+    """
+
+    def __init__(self, total, unit="batches"):
+        super().__init__()
+        self.total, self.unit = total, unit
+        self.bar = None
+
+    def on_predict_begin(self, logs=None):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=self.total, unit=f" {self.unit}", file=sys.stderr, disable=None,
+                        leave=False)
+
+    def on_predict_batch_end(self, batch, logs=None):
+        self.bar.update(1)
+
+    def on_predict_end(self, logs=None):
+        self.bar.close()

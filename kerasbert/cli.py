@@ -1,22 +1,34 @@
-"""kerasbert: build, audit, draw, fine-tune, pretrain and convert Google BERT models on Keras 3.
+"""kerasbert: Chinese (and any Google) BERT on Keras 3, with bert4keras layer names.
+
+Audit and draw a model from its bert_config.json, fine-tune a text classifier from a
+Google checkpoint (or the shipped small Chinese model), evaluate it, classify texts,
+export it for TF Serving or ONNX Runtime, pretrain a masked LM, and convert Hugging Face
+weights to a Google checkpoint.
+
+examples:
+  kerasbert train --output runs/reviews              # the shipped model and review split
+  kerasbert predict --model runs/reviews 这家店的菜很好吃
+  kerasbert audit chinese_L-12_H-768_A-12/bert_config.json --num-labels 2
+  kerasbert <command> --help                         # the options of one command
 
 A failure ends with exit code 2 and one line on stderr,
-``kerasbert <command>: <what> in <file or flag>: <why>``; ``--debug`` (or
-``KERASBERT_DEBUG=1``) adds the traceback.
+"kerasbert <command>: <what> in <file or flag>: <why>"; --debug (or KERASBERT_DEBUG=1)
+adds the traceback, --verbose shows TensorFlow's start-up logging.
 """
 
 import argparse
 import json
+import logging
 import os
 import re
 import sys
+import textwrap
 import traceback
 
 from kerasbert.options import add_arguments, from_arguments, validate
 
-# Quiet TensorFlow's C++ start-up chatter before anything imports it.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 COMMANDS = ("audit", "plot", "train", "pretrain", "evaluate", "predict", "export", "convert")
+FORMATS = ("saved_model", "onnx", "litert")
 
 
 class UsageError(ValueError):
@@ -75,8 +87,8 @@ def _path(text):
 def _model_arguments(parser):
     parser.add_argument("config", type=_path,
                         help="bert_config.json (Google) or config.json (Hugging Face)")
-    parser.add_argument("--num-labels", type=_count, default=None,
-                        help="add the CLS-token classifier with this many labels")
+    parser.add_argument("--num-labels", type=_count, default=None, metavar="N",
+                        help="add the CLS-token classifier with N labels (default: none)")
     parser.add_argument("--with-pool", action="store_true", help="add Pooler/Pooler-Dense")
     parser.add_argument("--with-nsp", action="store_true", help="add the NSP head")
     parser.add_argument("--with-mlm", action="store_true", help="add the MLM head")
@@ -146,18 +158,25 @@ def command_train(args):
     return 0
 
 
+def _columns(args):
+    """The column overrides of evaluate / predict (None: the run's own)."""
+    return {name: getattr(args, name) for name in ("text_column", "pair_column", "label_column")
+            if getattr(args, name, None) is not None}
+
+
 def command_evaluate(args):
     from kerasbert.finetune import Run
 
-    metrics = Run(args.model).evaluate(args.data)
+    metrics = Run(args.model).evaluate(args.data, progress=True, **_columns(args))
     if args.json:
         print(json.dumps(metrics, indent=2, ensure_ascii=False))
     else:
         print(f"examples {metrics['examples']}  accuracy {metrics['accuracy']:.4f}  "
               f"macro-F1 {metrics['macro_f1']:.4f}")
+        width = max(len(label) for label in metrics["per_class"])
         for label, row in metrics["per_class"].items():
-            print(f"  {label:<20} precision {row['precision']:.4f}  recall {row['recall']:.4f}  "
-                  f"F1 {row['f1']:.4f}  support {row['support']}")
+            print(f"  {label:<{width}}  precision {row['precision']:.4f}  recall "
+                  f"{row['recall']:.4f}  F1 {row['f1']:.4f}  support {row['support']}")
     return 0
 
 
@@ -168,11 +187,15 @@ def command_predict(args):
         raise UsageError("missing input in --input or TEXT: give texts to classify, or a file")
     if args.input and args.texts:
         raise UsageError("too many inputs in --input and TEXT: give texts or a file, not both")
+    if not args.input and _columns(args):
+        raise UsageError("column without a file in --text-column/--pair-column/--label-column: "
+                         "columns apply to --input")
     for number, text in enumerate(args.texts, start=1):
         if not text.strip():
             raise UsageError(f"empty text in TEXT {number}: nothing to classify")
     run = Run(args.model)
-    rows = run.predict(path=args.input) if args.input else run.predict(texts=args.texts)
+    rows = (run.predict(path=args.input, progress=True, **_columns(args)) if args.input
+            else run.predict(texts=args.texts))
     for row in rows:
         print(json.dumps(row, ensure_ascii=False))
     return 0
@@ -181,7 +204,10 @@ def command_predict(args):
 def command_export(args):
     from kerasbert.finetune import Run
 
-    print(f"wrote {Run(args.model).export(args.to, overwrite=args.overwrite)}")
+    options = {"version": args.version} if args.format == "saved_model" else {}
+    for path in Run(args.model).export(args.to, overwrite=args.overwrite, format=args.format,
+                                       **options):
+        print(f"wrote {path}")
     return 0
 
 
@@ -214,64 +240,138 @@ def command_convert(args):
     return 0
 
 
+def _command(commands, name, summary, examples, description=None):
+    """A subcommand whose help says what it does and shows examples."""
+    description = description or summary[0].upper() + summary[1:] + "."
+    return commands.add_parser(
+        name, help=summary, description=textwrap.fill(description, 88),
+        epilog="examples:\n" + "\n".join(f"  {line}" for line in examples),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def _column_arguments(parser):
+    for name, what in (("text", "the text"), ("pair", "the second text of pairs"),
+                       ("label", "the label")):
+        parser.add_argument(f"--{name}-column", metavar="NAME",
+                            help=f"column of {what} (default: the run's, from its "
+                                 "train_config.json)")
+
+
 def make_parser():
     parser = _Parser(prog="kerasbert", description=__doc__,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--debug", action="store_true",
                         help="show the traceback of a failure (also KERASBERT_DEBUG=1)")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--verbose", action="store_true",
+                        help="show TensorFlow's start-up logging (hidden by default)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="<command>")
 
-    audit = commands.add_parser("audit", help="print model.summary() and check every parameter count")
+    config_example = "chinese_L-12_H-768_A-12/bert_config.json"
+    audit = _command(
+        commands, "audit", "print model.summary() and check every parameter count",
+        [f"kerasbert audit {config_example} --num-labels 2",
+         f"kerasbert audit {config_example} --with-pool --json"],
+        description="Builds the model of a config, prints model.summary() with full layer "
+                    "names, and checks each layer's parameter count against the formula for "
+                    "BERT; exit code 1 on a mismatch.")
     _model_arguments(audit)
     audit.add_argument("--json", action="store_true", help="print the audit as JSON")
     audit.set_defaults(run=command_audit)
 
-    plot = commands.add_parser("plot", help="draw the model with keras.utils.plot_model")
+    plot = _command(
+        commands, "plot", "draw the model with keras.utils.plot_model (needs Graphviz)",
+        [f"kerasbert plot {config_example} --num-labels 2 --layers 2 -o bert.png"])
     _model_arguments(plot)
-    plot.add_argument("-o", "--output", required=True, type=_path,
-                      help="picture to write (.png, .svg, .pdf)")
-    plot.add_argument("--layers", type=_count, default=None,
-                      help="draw a model cut to this many transformer layers (a readable picture)")
+    plot.add_argument("-o", "--output", required=True, type=_path, metavar="FILE",
+                      help="picture to write: .png, .svg or .pdf (required)")
+    plot.add_argument("--layers", type=_count, default=None, metavar="N",
+                      help="draw a model cut to N transformer layers, a readable picture "
+                           "(default: all of the config's)")
     plot.set_defaults(run=command_plot)
 
     from kerasbert.options import PretrainOptions, TrainOptions
 
-    train = commands.add_parser("train", help="fine-tune a BERT text classifier")
+    train = _command(
+        commands, "train", "fine-tune a BERT text classifier",
+        ["kerasbert train --output runs/reviews       # shipped model and review split",
+         "kerasbert train --output runs/news --config chinese_L-12_H-768_A-12/bert_config.json \\",
+         "    --checkpoint chinese_L-12_H-768_A-12/bert_model.ckpt \\",
+         "    --train train.tsv --dev dev.tsv --test test.tsv --epochs 3",
+         "kerasbert train --output runs/reviews --resume   # after an interruption"],
+        description="Fine-tunes a classifier on the [CLS] token and writes a run directory: "
+                    "model.keras (best dev epoch), a Google checkpoint, metrics.json, "
+                    "confusion_matrix.png, training_curves.png. Without --train and --config "
+                    "it fine-tunes the shipped kerasbert-zh-small on the shipped review split.")
     add_arguments(train, TrainOptions)
     train.set_defaults(run=command_train)
 
-    pretrain = commands.add_parser(
-        "pretrain", help="masked-LM pretraining; writes a Google checkpoint")
+    pretrain = _command(
+        commands, "pretrain", "masked-LM pretraining; writes a Google checkpoint",
+        ["kerasbert pretrain --config bert_config.json --vocab vocab.txt \\",
+         "    --corpus corpus.txt --output pretrained --steps 5000"],
+        description="Pretrains a BERT with the masked-LM objective on a corpus, keeping only "
+                    "the vocabulary tokens the corpus uses, and writes bert_model.ckpt, "
+                    "bert_config.json and vocab.txt in Google's format.")
     add_arguments(pretrain, PretrainOptions)
     pretrain.set_defaults(run=command_pretrain)
 
-    evaluate = commands.add_parser("evaluate", help="metrics of a run's model on a labelled file")
-    evaluate.add_argument("--model", required=True, type=_path, help="run directory")
-    evaluate.add_argument("--data", required=True, type=_path, help="labelled TSV/CSV/JSONL")
-    evaluate.add_argument("--json", action="store_true")
+    evaluate = _command(
+        commands, "evaluate", "metrics of a run's model on a labelled file",
+        ["kerasbert evaluate --model runs/reviews --data test.tsv",
+         "kerasbert evaluate --model runs/reviews --data other.csv --text-column review --json"])
+    evaluate.add_argument("--model", required=True, type=_path, metavar="DIR",
+                          help="run directory of kerasbert train (required)")
+    evaluate.add_argument("--data", required=True, type=_path, metavar="FILE",
+                          help="labelled TSV/CSV/JSONL (required)")
+    _column_arguments(evaluate)
+    evaluate.add_argument("--json", action="store_true", help="print the metrics as JSON")
     evaluate.set_defaults(run=command_evaluate)
 
-    predict = commands.add_parser("predict", help="classify texts (JSON lines out)")
-    predict.add_argument("--model", required=True, type=_path, help="run directory")
-    predict.add_argument("--input", type=_path, help="file whose text column to classify")
-    predict.add_argument("texts", nargs="*")
+    predict = _command(
+        commands, "predict", "classify texts; one JSON line per text",
+        ["kerasbert predict --model runs/reviews 这家店的菜很好吃 服务太差了",
+         "kerasbert predict --model runs/reviews --input reviews.tsv > predictions.jsonl"])
+    predict.add_argument("--model", required=True, type=_path, metavar="DIR",
+                         help="run directory of kerasbert train (required)")
+    predict.add_argument("--input", type=_path, metavar="FILE",
+                         help="TSV/CSV/JSONL whose text column to classify (or give TEXTs)")
+    _column_arguments(predict)
+    predict.add_argument("texts", nargs="*", metavar="TEXT", help="texts to classify")
     predict.set_defaults(run=command_predict)
 
-    export = commands.add_parser("export", help="write a TensorFlow SavedModel")
-    export.add_argument("--model", required=True, type=_path, help="run directory")
-    export.add_argument("--to", required=True, type=_path,
-                        help="SavedModel directory to write (new or empty)")
+    export = _command(
+        commands, "export", "write the model for serving: SavedModel, ONNX or LiteRT",
+        ["kerasbert export --model runs/reviews --to serving/reviews   # writes serving/reviews/1/",
+         "kerasbert export --model runs/reviews --to onnx/reviews --format onnx"],
+        description="Writes a run's model for serving. saved_model: TF Serving's layout "
+                    "<to>/<version>/ with a 'classify' signature that takes raw strings (the "
+                    "WordPiece tokenizer runs in the graph) and the int32 'serving_default'. "
+                    "onnx: <to>/model.onnx with labels.json and vocab.txt. litert: "
+                    "<to>/model.tflite.")
+    export.add_argument("--model", required=True, type=_path, metavar="DIR",
+                        help="run directory of kerasbert train (required)")
+    export.add_argument("--to", required=True, type=_path, metavar="DIR",
+                        help="directory to write (required)")
+    export.add_argument("--format", choices=FORMATS, default="saved_model",
+                        help="what to write (default: saved_model)")
+    export.add_argument("--version", type=_count, default=None, metavar="N",
+                        help="saved_model version folder (default: one more than the highest "
+                             "in --to, or 1)")
     export.add_argument("--overwrite", action="store_true",
                         help="replace an earlier export in --to (never anything else)")
     export.set_defaults(run=command_export)
 
-    convert = commands.add_parser(
-        "convert", help="write a Google checkpoint, bert_config.json and vocab.txt")
+    convert = _command(
+        commands, "convert", "write a Google checkpoint, bert_config.json and vocab.txt",
+        ["kerasbert convert --from-hf all-MiniLM-L6-v2 --to minilm/bert_model.ckpt"],
+        description="Converts a Hugging Face BERT (config.json, model.safetensors, vocab.txt) "
+                    "to a Google checkpoint that kerasbert, bert4keras and Google's code load.")
     convert.add_argument("--from-hf", required=True, type=_path, metavar="DIR",
                          help="Hugging Face BERT directory: config.json, model.safetensors, "
-                              "vocab.txt")
+                              "vocab.txt (required)")
     convert.add_argument("--to", required=True, type=_path, metavar="PREFIX",
-                         help="checkpoint prefix to write, e.g. out/minilm/bert_model.ckpt")
+                         help="checkpoint prefix to write, e.g. out/minilm/bert_model.ckpt "
+                              "(required)")
     convert.set_defaults(run=command_convert)
     return parser
 
@@ -282,6 +382,11 @@ def main(argv=None):
     command = next((word for word in argv if word in COMMANDS), None)
     debug = "--debug" in argv or os.environ.get("KERASBERT_DEBUG") == "1"
     prefix = f"kerasbert {command}" if command else "kerasbert"
+    # TensorFlow reads its C++ log level once, when it is first imported by a command.
+    if "--verbose" in argv:
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    warnings = _WarningLines(prefix, verbose="--verbose" in argv)
     try:
         parser = make_parser()
         args, unknown = parser.parse_known_args([word for word in argv if word != "--debug"])
@@ -297,6 +402,30 @@ def main(argv=None):
             traceback.print_exc()
         print(f"{prefix}: {one_line(error)}", file=sys.stderr)
         return 2
+    finally:
+        warnings.close()
+
+
+class _WarningLines(logging.Handler):
+    """The library's warnings (its ``logging``) as ``kerasbert <command>: warning: ...`` lines
+    on stderr, while one command runs."""
+
+    def __init__(self, prefix, verbose=False):
+        super().__init__(logging.INFO if verbose else logging.WARNING)
+        self.prefix = prefix
+        self.logger = logging.getLogger("kerasbert")
+        self.saved_level = self.logger.level
+        self.logger.setLevel(self.level)
+        self.logger.addHandler(self)
+
+    def emit(self, record):
+        kind = "warning: " if record.levelno >= logging.WARNING else ""
+        print(f"{self.prefix}: {kind}{record.getMessage()}", file=sys.stderr)
+
+    def close(self):
+        self.logger.removeHandler(self)
+        self.logger.setLevel(self.saved_level)
+        super().close()
 
 
 def one_line(error):

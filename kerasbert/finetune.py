@@ -21,7 +21,8 @@ import keras
 import numpy as np
 
 from kerasbert import data, distribute, files, reports
-from kerasbert.callbacks import (EpochSeeds, RunBackup, RunRecorder, StopOnNonFiniteLoss)
+from kerasbert.callbacks import (EpochSeeds, ProgressBar, RunBackup, RunRecorder,
+                                 StopOnNonFiniteLoss)
 from kerasbert.config import BertConfig, check_maxlen, check_vocab_fits
 from kerasbert.heads import add_cls_classifier
 from kerasbert.models import build_transformer_model
@@ -54,6 +55,10 @@ def train(options, callbacks=()):
     """
     validate(options)
     options = options.resolved()
+    if options.weights == "random":
+        log.warning("no --checkpoint: the encoder starts from RANDOM weights, not a pretrained "
+                    "model (recorded as weights=random in %s); pass --checkpoint PREFIX to "
+                    "fine-tune a pretrained BERT", OPTIONS_FILE)
     run = RunDirectory(options.output, OPTIONS_FILE, FINISHED_FILE)
     run.check(options, options.resume)
     inputs = _read_inputs(options)
@@ -175,16 +180,17 @@ def _finish_run(options, inputs, recorder):
     return summary
 
 
-def _metrics(model, tokenizer, labels, rows, options):
-    probabilities = _predict(model, tokenizer, rows, options.maxlen)
+def _metrics(model, tokenizer, labels, rows, options, progress=False):
+    probabilities = _predict(model, tokenizer, rows, options.maxlen, progress=progress)
     return reports.classification_metrics(labels, data.label_ids(rows, labels),
                                           probabilities.argmax(-1))
 
 
-def _predict(model, tokenizer, rows, maxlen, batch_size=64):
+def _predict(model, tokenizer, rows, maxlen, batch_size=64, progress=False):
     token_ids, segment_ids = data.encode_examples(tokenizer, rows, maxlen)
     dataset = data.make_dataset(token_ids, segment_ids, batch_size=batch_size)
-    return np.asarray(model.predict(dataset, verbose=0), dtype="float32")
+    bar = [ProgressBar(-(-len(token_ids) // batch_size), "batches")] if progress else []
+    return np.asarray(model.predict(dataset, verbose=0, callbacks=bar), dtype="float32")
 
 
 def load_run_model(run_dir):
@@ -242,32 +248,61 @@ class Run:
                            f"{len(self.labels)} labels but the model has {outputs} outputs")
         self.tokenizer = Tokenizer(os.path.join(run_dir, "vocab.txt"))
 
-    def evaluate(self, path):
-        """Metrics of the model on a labelled file."""
+    def _read(self, path, columns, require_labels):
+        """Rows of a file, in the run's columns unless ``columns`` names others."""
         o = self.options
-        rows = data.read_examples(path, o.text_column, o.pair_column, o.label_column,
+        names = dict(text_column=o.text_column, pair_column=o.pair_column,
+                     label_column=o.label_column)
+        unknown = set(columns) - set(names)
+        if unknown:
+            raise TypeError(f"unknown column argument(s): {', '.join(sorted(unknown))}")
+        names.update(columns)
+        return data.read_examples(path, **names, require_labels=require_labels,
                                   skip_bad_rows=o.skip_bad_rows)
-        rows = data.keep_known_labels(rows, self.labels, o.skip_bad_rows)
-        return _metrics(self.model, self.tokenizer, self.labels, rows, o)
 
-    def predict(self, texts=None, path=None):
-        """``[{"text", "label", "probability"}]`` for texts, or for the rows of a file."""
+    def evaluate(self, path, progress=False, **columns):
+        """Metrics of the model on a labelled file.
+
+        Args:
+            path: labelled TSV/CSV/JSONL.
+            progress: show a progress bar on stderr (when it is a terminal).
+            **columns: ``text_column``, ``pair_column``, ``label_column`` of the file,
+                where they differ from the run's.
+        """
+        rows = data.keep_known_labels(self._read(path, columns, require_labels=True),
+                                      self.labels, self.options.skip_bad_rows)
+        return _metrics(self.model, self.tokenizer, self.labels, rows, self.options,
+                        progress=progress)
+
+    def predict(self, texts=None, path=None, progress=False, **columns):
+        """``[{"text", "label", "probability"}]`` for texts, or for the rows of a file
+        (its columns as for :meth:`evaluate`)."""
         if path is not None:
-            o = self.options
-            rows = data.read_examples(path, o.text_column, o.pair_column, o.label_column,
-                                      require_labels=False)
+            rows = self._read(path, columns, require_labels=False)
         else:
             rows = data.Examples.from_texts(list(texts))
-        probabilities = _predict(self.model, self.tokenizer, rows, self.options.maxlen)
+        probabilities = _predict(self.model, self.tokenizer, rows, self.options.maxlen,
+                                 progress=progress)
         best = probabilities.argmax(-1)
         return [{"text": text, "label": self.labels[i], "probability": float(p[i])}
                 for text, i, p in zip(rows.texts, best, probabilities)]
 
-    def export(self, directory, overwrite=False, **options):
-        """Writes the model for serving; see :func:`kerasbert.serving.export`."""
-        from kerasbert import serving
+    def export(self, directory, overwrite=False, format="saved_model", **options):
+        """Writes the model for serving; returns the files written.
 
-        return serving.export(self, directory, overwrite=overwrite, **options)
+        ``format`` ``saved_model`` (:func:`kerasbert.serving.export`), ``onnx`` or
+        ``litert`` (:mod:`kerasbert.portable`).
+        """
+        if format == "saved_model":
+            from kerasbert.serving import export
+        elif format == "onnx":
+            from kerasbert.portable import export_onnx as export
+        elif format == "litert":
+            from kerasbert.portable import export_litert as export
+        else:
+            raise ValueError(f"invalid value {format!r} in --format: must be saved_model, onnx "
+                             "or litert")
+        return export(self, directory, overwrite=overwrite, **options)
 
 
 def _read_labels(path):

@@ -95,7 +95,7 @@ class RunOptions:
     add their own."""
 
     output: str = option(help="run directory to create (or to continue with --resume)",
-                         required=True)
+                         required=True, metavar="DIR")
     maxlen: int = option(128, "tokens per sequence, [CLS] and [SEP] included", SEQUENCE_LENGTH)
     batch_size: int = option(32, "sequences per batch", COUNT)
     lr: float = option(2e-5, "peak learning rate", POSITIVE)
@@ -122,9 +122,10 @@ class TrainOptions(RunOptions):
                              "without it the encoder starts from random weights)",
                              metavar="PREFIX")
     vocab: str = option(None, "vocab.txt (default: beside the config)", metavar="FILE")
-    text_column: str = option("text", "column of the text")
-    pair_column: str = option(None, "column of the second text of sentence pairs")
-    label_column: str = option("label", "column of the label")
+    text_column: str = option("text", "column of the text", metavar="NAME")
+    pair_column: str = option(None, "column of the second text of sentence pairs",
+                              metavar="NAME")
+    label_column: str = option("label", "column of the label", metavar="NAME")
     lr: float = option(None, f"peak learning rate (default: the model's {MODEL_DEFAULTS_FILE} "
                        f"beside its config, else {BASE_LR:g}; the shipped model's is 1e-4)",
                        POSITIVE)
@@ -202,7 +203,7 @@ class PretrainOptions(RunOptions):
                        metavar="FILE")
     checkpoint: str = option(None, "Google checkpoint to start from (default: random init)",
                              metavar="PREFIX")
-    text_column: str = option("text", "column of the text in labelled files")
+    text_column: str = option("text", "column of the text in labelled files", metavar="NAME")
     steps: int = option(10000, "optimizer updates in the whole run", COUNT)
     steps_per_epoch: int = option(200, "updates between backups (an epoch)", COUNT)
     lr: float = option(5e-4, "peak learning rate", POSITIVE)

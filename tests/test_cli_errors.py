@@ -270,8 +270,8 @@ CASES = [
     # --- the command itself
     case("no-command", [], "command", command=""),
     case("misspelt-command", ["trian", "--output", "out"], "trian", command=""),
-    case("unknown-flag-before-command", ["--verbose", "evaluate", "--model", "run",
-                                         "--data", "test.tsv"], "--verbose"),
+    case("unknown-flag-before-command", ["--loud", "evaluate", "--model", "run",
+                                         "--data", "test.tsv"], "--loud"),
     case("train-unknown-flag", train_cmd("--frobnicate"), "--frobnicate"),
     case("train-misspelt-flag", train_cmd("--learning-rate", "0.1"), "--learning-rate"),
     case("train-missing-output", train_cmd(output=None), "--output"),

@@ -1,0 +1,43 @@
+"""The ``kerasbert`` command, started without loading TensorFlow.
+
+``import kerasbert`` loads TensorFlow and Keras, so that every object a saved kerasbert
+model refers to is registered as soon as the package is imported. The command line must
+not pay those seconds to print its help or to refuse a bad flag. The console script
+therefore starts here: it loads the two modules that define the command line,
+``kerasbert.options`` and ``kerasbert.cli`` (neither imports TensorFlow), without running
+the package's ``__init__``; the package is imported as usual once a command runs a model.
+"""
+
+import importlib.machinery
+import importlib.util
+import sys
+
+# In import order: kerasbert.cli imports kerasbert.options.
+COMMAND_LINE_MODULES = ("kerasbert.options", "kerasbert.cli")
+
+
+def _load(name):
+    """Imports ``kerasbert.<module>`` without importing the ``kerasbert`` package first."""
+    if name in sys.modules:
+        return sys.modules[name]
+    package = importlib.util.find_spec("kerasbert")
+    spec = importlib.machinery.PathFinder.find_spec(name, package.submodule_search_locations)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def main(argv=None):
+    """Runs ``kerasbert <command>``; see :func:`kerasbert.cli.main`."""
+    for name in COMMAND_LINE_MODULES:
+        module = _load(name)
+    return module.main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
