@@ -18,6 +18,7 @@ import os
 
 # Fine-tuning defaults a model folder may carry beside its bert_config.json.
 MODEL_DEFAULTS_FILE = "finetune_defaults.json"
+MODEL_DEFAULT_KEYS = ("lr",)  # the options whose default depends on the model
 BASE_LR = 2e-5  # BERT-base's fine-tuning rate, for models that carry no defaults
 
 
@@ -181,10 +182,9 @@ def model_defaults(config_path):
             defaults = json.load(f)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise OptionError(f"defaults in {path}: not readable JSON ({error})") from None
-    names = {field.name for field in dataclasses.fields(TrainOptions)}
-    if not isinstance(defaults, dict) or not set(defaults) <= names:
-        raise OptionError(f"defaults in {path}: must be a JSON object of train options "
-                          f"({', '.join(sorted(names))})")
+    if not isinstance(defaults, dict) or not set(defaults) <= set(MODEL_DEFAULT_KEYS):
+        raise OptionError(f"defaults in {path}: must be a JSON object with only "
+                          f"{', '.join(MODEL_DEFAULT_KEYS)}")
     validate(TrainOptions(output="-", **defaults))
     return defaults
 

@@ -1,0 +1,187 @@
+"""kerasbert as a user meets it outside the code: a run's model loaded in their own script,
+the command line's speed and quietness, its warnings, other files' columns, the shipped
+model's defaults."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+
+import numpy as np
+import pytest
+
+from kerasbert.options import BASE_LR, MODEL_DEFAULTS_FILE, OptionError, TrainOptions
+from peers import run_python
+from test_finetune import finished_run, options, tiny_run_inputs  # noqa: F401  (fixtures)
+
+TEXTS = ["这个好棒", "我们买了差", "书店东西好爱"]
+BIN = os.path.dirname(sys.executable)
+
+
+def kerasbert(*argv, cwd=None, env=None):
+    """The installed ``kerasbert`` console script in a new process."""
+    environment = {key: value for key, value in os.environ.items()
+                   if key not in ("TF_CPP_MIN_LOG_LEVEL", "KERASBERT_DEBUG")}
+    environment.update(env or {})
+    return subprocess.run([os.path.join(BIN, "kerasbert"), *argv], cwd=cwd, env=environment,
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+# ------------------------------------------------------------------ a run's model, anywhere
+def test_a_runs_model_loads_in_a_script_that_only_imports_kerasbert(finished_run):
+    output, _ = finished_run
+    script = f"""
+        import json, sys
+        import keras
+        import kerasbert
+
+        model = keras.saving.load_model({str(output / "model.keras")!r}, safe_mode=True)
+        tokenizer = kerasbert.Tokenizer({str(output / "vocab.txt")!r})
+        token_ids, segment_ids = tokenizer.encode_batch({TEXTS!r}, maxlen=32)
+        probabilities = model.predict([token_ids, segment_ids], verbose=0)
+        print(json.dumps(probabilities.tolist()))
+    """
+    probabilities = np.array(run_python(script))
+    done = kerasbert("predict", "--model", str(output), *TEXTS)
+    assert done.returncode == 0, done.stderr
+    predicted = [json.loads(line) for line in done.stdout.splitlines()]
+    labels = json.loads((output / "labels.json").read_text())
+    assert [labels[i] for i in probabilities.argmax(-1)] == [row["label"] for row in predicted]
+    np.testing.assert_allclose(probabilities.max(-1), [row["probability"] for row in predicted],
+                               atol=1e-6)
+
+
+def test_without_import_kerasbert_the_model_does_not_load(finished_run):
+    # What makes the test above a test: the layers are kerasbert's and need registering.
+    output, _ = finished_run
+    script = f"""
+        import keras
+        try:
+            keras.saving.load_model({str(output / "model.keras")!r}, safe_mode=True)
+            print('"loaded"')
+        except Exception as error:
+            print(__import__("json").dumps(str(error)))
+    """
+    assert "kerasbert>" in run_python(script)
+
+
+def test_the_best_model_is_an_inference_artefact(finished_run):
+    output, _ = finished_run
+    with zipfile.ZipFile(output / "model.keras") as archive:
+        config = json.loads(archive.read("config.json"))
+        weights = archive.read("model.weights.h5")
+    assert not config.get("compile_config")
+    assert b"optimizer" not in weights
+    assert config["config"]["name"]  # the model keeps its name
+
+
+# ------------------------------------------------------------------------- the command line
+@pytest.mark.parametrize("argv", [["--help"], *([command, "--help"] for command in (
+    "audit", "plot", "train", "pretrain", "evaluate", "predict", "export", "convert"))],
+    ids=lambda argv: " ".join(argv))
+def test_help_is_quick_and_loads_no_tensorflow(argv):
+    script = f"""
+        import contextlib, io, json, sys
+        import kerasbert_cli
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            try:
+                kerasbert_cli.main({argv!r})
+            except SystemExit as done:
+                code = done.code
+        print(json.dumps({{"code": code, "help": out.getvalue(),
+                          "loaded": sorted(m for m in sys.modules
+                                           if m.split(".")[0] in ("tensorflow", "keras"))}}))
+    """
+    result = run_python(script)
+    assert result["code"] == 0 and result["loaded"] == []
+    text = result["help"]
+    assert "examples:" in text and "usage: kerasbert" in text
+    if argv[0] != "--help":
+        assert "(required)" in text or argv[0] in ("audit", "plot")
+    if argv[0] in ("train", "pretrain", "evaluate", "predict", "export", "plot"):
+        assert "(default:" in text
+    seconds = []
+    for _ in range(3):
+        start = time.perf_counter()
+        done = kerasbert(*argv)
+        seconds.append(time.perf_counter() - start)
+        assert done.returncode == 0 and done.stderr == ""
+    assert min(seconds) < 1.0, f"{' '.join(argv)} took {min(seconds):.2f} s"
+
+
+def test_commands_that_run_a_model_are_quiet_unless_verbose(finished_run):
+    output, _ = finished_run
+    quiet = kerasbert("predict", "--model", str(output), TEXTS[0])
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    loud = kerasbert("--verbose", "predict", "--model", str(output), TEXTS[0])
+    assert loud.returncode == 0 and "oneDNN" in loud.stderr
+    assert loud.stdout == quiet.stdout
+
+
+def test_train_without_a_checkpoint_says_so_and_records_it(tiny_run_inputs, tmp_path):
+    argv = ["train", "--output", "run", "--config", tiny_run_inputs["config"],
+            "--vocab", tiny_run_inputs["vocab"], "--train", tiny_run_inputs["train"],
+            "--dev", tiny_run_inputs["dev"], "--epochs", "1", "--max-train-examples", "32",
+            "--maxlen", "16", "--batch-size", "16"]
+    done = kerasbert(*argv, cwd=tmp_path, env={"CI": "1"})
+    assert done.returncode == 0, done.stderr
+    warning = [line for line in done.stderr.splitlines() if "RANDOM weights" in line]
+    assert warning and warning[0].startswith("kerasbert train: warning: no --checkpoint")
+    saved = json.loads((tmp_path / "run" / "train_config.json").read_text())
+    assert saved["weights"] == "random" and saved["checkpoint"] is None
+
+
+def test_a_finished_run_records_its_checkpoint(finished_run):
+    output, _ = finished_run
+    saved = json.loads((output / "train_config.json").read_text())
+    assert saved["weights"] == "checkpoint" and saved["checkpoint"]
+
+
+def test_evaluate_and_predict_read_other_column_names(finished_run, tiny_run_inputs, tmp_path):
+    output, summary = finished_run
+    rows = [line.split("\t") for line in
+            open(tiny_run_inputs["test"], encoding="utf-8").read().splitlines()[1:]]
+    other = tmp_path / "other.tsv"
+    other.write_text("id\tsentiment\treview\n" + "".join(
+        f"{i}\t{label}\t{text}\n" for i, (label, text) in enumerate(rows)), encoding="utf-8")
+
+    refused = kerasbert("evaluate", "--model", str(output), "--data", str(other))
+    assert refused.returncode == 2 and "text" in refused.stderr and str(other) in refused.stderr
+    done = kerasbert("evaluate", "--model", str(output), "--data", str(other), "--json",
+                     "--text-column", "review", "--label-column", "sentiment")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["accuracy"] == summary["test"]["accuracy"]
+
+    done = kerasbert("predict", "--model", str(output), "--input", str(other),
+                     "--text-column", "review")
+    assert done.returncode == 0, done.stderr
+    predicted = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [row["text"] for row in predicted] == [text for _, text in rows]
+
+
+# ----------------------------------------------------------------- the shipped model's defaults
+def test_the_shipped_model_brings_its_learning_rate(tiny_run_inputs, tmp_path):
+    from kerasbert import shipped
+
+    shipped_defaults = json.loads(open(os.path.join(shipped.model_dir(), MODEL_DEFAULTS_FILE),
+                                       encoding="utf-8").read())
+    assert TrainOptions(output="x").resolved().lr == shipped_defaults["lr"] == 1e-4
+    assert TrainOptions(output="x", lr=3e-5).resolved().lr == 3e-5
+    given = dict(tiny_run_inputs, output="x")
+    assert TrainOptions(**given).resolved().lr == BASE_LR  # a model that carries none
+
+    model = tmp_path / "model"
+    model.mkdir()
+    shutil.copy(tiny_run_inputs["config"], model / "bert_config.json")
+    (model / MODEL_DEFAULTS_FILE).write_text('{"lr": 5e-5}')
+    assert TrainOptions(**dict(given, config=str(model / "bert_config.json"))).resolved().lr == 5e-5
+    (model / MODEL_DEFAULTS_FILE).write_text('{"lr": -1}')
+    with pytest.raises(OptionError, match="lr"):
+        TrainOptions(**dict(given, config=str(model / "bert_config.json"))).resolved()
+    (model / MODEL_DEFAULTS_FILE).write_text('{"lr": 1e-4, "epochs": 4}')
+    with pytest.raises(OptionError, match=f"defaults in .*{MODEL_DEFAULTS_FILE}"):
+        TrainOptions(**dict(given, config=str(model / "bert_config.json"))).resolved()
