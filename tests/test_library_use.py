@@ -15,7 +15,7 @@ import pytest
 
 from kerasbert.options import BASE_LR, MODEL_DEFAULTS_FILE, OptionError, TrainOptions
 from peers import run_python
-from test_finetune import finished_run, options, tiny_run_inputs  # noqa: F401  (fixtures)
+from test_finetune import finished_run, tiny_run_inputs  # noqa: F401  (fixtures)
 
 TEXTS = ["这个好棒", "我们买了差", "书店东西好爱"]
 BIN = os.path.dirname(sys.executable)
