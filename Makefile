@@ -35,7 +35,7 @@ demo: $(STAMP) graphviz
 	$(VENV)/bin/kerasbert audit checkpoints/chinese_L-12_H-768_A-12/bert_config.json --num-labels 2
 	$(VENV)/bin/kerasbert plot checkpoints/chinese_L-12_H-768_A-12/bert_config.json \
 	    --num-labels 2 --layers 2 -o out/chinese_base_2_layers.png
-	$(VENV)/bin/kerasbert train --output $(RUN) --epochs 3 --lr 1e-4
+	$(VENV)/bin/kerasbert train --output $(RUN) --epochs 3
 
 test: $(STAMP) graphviz
 	$(PY) -m pytest -q
