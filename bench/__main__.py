@@ -18,7 +18,7 @@ import sys
 
 from bench import runner
 
-DEFAULT_SUITES = ["gemm", "forward", "bf16", "build", "load", "tokenize", "train"]
+DEFAULT_SUITES = ["gemm", "forward", "bf16", "build", "load", "tokenize", "train", "serving"]
 ALL_SUITES = DEFAULT_SUITES + ["ablation"]
 
 

@@ -10,13 +10,18 @@ I intermediate, n labels)::
     MLM  H·H+H + 2·H + V (the output matrix is Embedding-Token, counted once)
     dense_output          H·n+n
 
+:func:`print_summary` prints Keras's own ``model.summary()`` with columns wide enough for
+bert4keras's long layer names (``Transformer-10-MultiHeadSelfAttention-Dropout``).
+
 Example:
     >>> config = BertConfig.from_json_file("checkpoints/chinese_L-12_H-768_A-12/bert_config.json")
     >>> sum(row.expected for row in expected_rows(config, num_labels=2))
     101678594
 """
 
+import contextlib
 import dataclasses
+import os
 
 from kerasbert import names
 
@@ -129,3 +134,64 @@ def to_json(rows, total_params):
         "total": {"expected": expected, "actual": total_params},
         "ok": all(row.ok for row in rows) and expected == total_params,
     }
+
+
+# Keras's summary table: its four headers, the widest output shape we expect (wider ones wrap
+# at their commas), and what a connection adds to a layer name ("<layer>[node][tensor], ").
+_HEADERS = ("Layer (type)", "Output Shape", "Param #", "Connected to")
+_SHAPE = "(None, None, 21128)"
+_CONNECTION = "[10][0],"
+# rich pads each column by one space on each side and draws n + 1 borders inside the width Keras
+# asks for, then takes that excess (3n + 1) evenly from the columns: at most 4 from each.
+_RICH_SHRINK = 4
+
+
+def print_summary(model, print_fn=None):
+    """Prints ``model.summary()`` with every layer name in full.
+
+    Keras 3 draws the summary as a rich table at most 108 characters wide by default (less in a
+    narrower terminal) and crops it to the width rich detects (80 columns when the output is not
+    a terminal, 115 in Jupyter); a name longer than the first column (about 30 characters) is cut,
+    so ``Transformer-0-MultiHeadSelfAttention`` and its ``-Dropout``, ``-Add`` and ``-Norm`` all
+    read ``Transformer-0-Mult…``. This sizes the columns from the longest layer name (144
+    characters in all for Chinese BERT-base) and lets rich draw the table that wide.
+
+    Args:
+        model: a Keras model, e.g. one from ``build_transformer_model``.
+        print_fn: called with the whole summary as one string, as in ``model.summary``;
+            ``None`` prints it (in colour on a terminal).
+
+    Example:
+        >>> bert = build_transformer_model("checkpoints/chinese_L-12_H-768_A-12/bert_config.json")
+        >>> print_summary(bert)   # Transformer-10-MultiHeadSelfAttention-Dropout, in full
+    """
+    longest = max(len(layer.name) for layer in model.layers)
+    contents = (longest, len(_SHAPE), len(f"{model.count_params():,}"), longest + len(_CONNECTION))
+    widths = [max(content, len(header)) + _RICH_SHRINK
+              for content, header in zip(contents, _HEADERS)]
+    line_length = sum(widths)
+    # Keras 3 reads positions as fractions of line_length only; the half keeps int() exact.
+    ends = [sum(widths[:i + 1]) for i in range(len(widths))]
+    positions = [(end + 0.5) / line_length for end in ends[:-1]] + [1.0]
+    with _console_width(line_length):
+        model.summary(line_length=line_length, positions=positions, print_fn=print_fn)
+
+
+@contextlib.contextmanager
+def _console_width(columns):
+    """Sets the width rich gives its console while the summary is drawn.
+
+    Keras makes the rich console inside ``summary`` and offers no argument for its width; rich
+    reads it from ``COLUMNS`` (``JUPYTER_COLUMNS`` in Jupyter). Both are restored afterwards.
+    """
+    names = ("COLUMNS", "JUPYTER_COLUMNS")
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ.update({name: str(columns) for name in names})
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

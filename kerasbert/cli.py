@@ -118,7 +118,7 @@ def command_audit(args):
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        built.model.summary(line_length=110)
+        audit.print_summary(built.model)
         print()
         print(audit.format_table(rows, total))
         print("\naudit:", "every count matches" if report["ok"] else "MISMATCH")

@@ -128,7 +128,7 @@ def attention_bias(mask, dtype):
     """
     floor = -1e4 if keras.backend.standardize_dtype(dtype) == "float16" else -1e9
     bias = ops.where(ops.cast(mask, "bool"), ops.cast(0.0, dtype), ops.cast(floor, dtype))
-    return bias[:, None, None, :]
+    return ops.expand_dims(bias, (1, 2))
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)

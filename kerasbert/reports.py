@@ -1,10 +1,16 @@
 """Classification metrics and pictures of a run.
 
-Metrics come from scikit-learn and pictures from matplotlib; every file is written
+Metrics come from scikit-learn and pictures from matplotlib (``Figure`` objects, not pyplot,
+and our fonts set per picture, so the user's own plots and rcParams are left as they are);
+Chinese label names are drawn with Noto Sans CJK SC from mplfonts. Every file is written
 atomically (:mod:`kerasbert.files`), so a killed run never leaves a half-written file.
 """
 
+import contextlib
 import csv
+import functools
+import importlib.resources
+import os
 
 import numpy as np
 
@@ -42,64 +48,111 @@ def classification_metrics(labels, y_true, y_pred):
     }
 
 
-def _figure():
+# Noto Sans CJK SC, shipped by mplfonts (SIL Open Font License).
+CJK_FONT = ("mplfonts", "fonts/NotoSansCJKsc-Regular.otf")
+
+
+@functools.cache
+def font_family():
+    """The font fallback list every picture uses: DejaVu Sans, then Noto Sans CJK SC.
+
+    Matplotlib draws each character with the first font of the list that has it, so Latin
+    text keeps matplotlib's default look and Chinese label names are drawn, not shown as empty
+    boxes. The first call registers mplfonts' Noto Sans CJK SC with matplotlib's font manager
+    (which adds a font and changes no rcParams).
+
+    Example:
+        >>> font_family()
+        ('DejaVu Sans', 'Noto Sans CJK SC')
+    """
+    from matplotlib import font_manager
+
+    package, name = CJK_FONT
+    path = os.fspath(importlib.resources.files(package).joinpath(name))
+    font_manager.fontManager.addfont(path)
+    return ("DejaVu Sans", font_manager.FontProperties(fname=path).get_name())
+
+
+@contextlib.contextmanager
+def _style():
+    """Our fonts for what is drawn inside, without touching the user's own rcParams."""
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    with matplotlib.rc_context({"font.family": list(font_family())}):
+        yield
 
-    # Chinese label names need a CJK font where one is installed; others fall back silently.
-    plt.rcParams["font.sans-serif"] = ["Noto Sans CJK SC", "WenQuanYi Zen Hei", "DejaVu Sans"]
-    return plt
+
+def _figure(figsize):
+    # A Figure with its own Agg canvas, not pyplot's: no global backend or figure list.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=figsize)
+    FigureCanvasAgg(figure)
+    return figure
 
 
 def plot_confusion_matrix(path, labels, matrix, title="Confusion matrix"):
-    """Draws the confusion matrix (counts, rows = true label) to a PNG, atomically."""
-    plt = _figure()
+    """Draws the confusion matrix (counts, rows = true label) to a PNG, atomically.
+
+    Label names may be Chinese (see :func:`font_family`).
+
+    Returns:
+        the matplotlib ``Figure`` that was saved.
+
+    Example:
+        >>> plot_confusion_matrix("runs/x/confusion_matrix.png", ["差评", "好评"], [[80, 9], [12, 73]])
+    """
     matrix = np.asarray(matrix)
     size = max(4, 0.8 * len(labels) + 2)
-    fig, ax = plt.subplots(figsize=(size, size))
-    ax.imshow(matrix, cmap="Blues")
-    ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
-    ax.set_yticks(range(len(labels)), labels)
-    ax.set_xlabel("predicted")
-    ax.set_ylabel("true")
-    ax.set_title(title)
-    threshold = matrix.max() / 2 if matrix.size else 0
-    for (i, j), count in np.ndenumerate(matrix):
-        ax.text(j, i, str(count), ha="center", va="center",
-                color="white" if count > threshold else "black")
-    fig.tight_layout()
-    _save(fig, path, plt)
+    with _style():
+        fig = _figure((size, size))
+        ax = fig.subplots()
+        ax.imshow(matrix, cmap="Blues")
+        ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
+        ax.set_yticks(range(len(labels)), labels)
+        ax.set_xlabel("predicted")
+        ax.set_ylabel("true")
+        ax.set_title(title)
+        threshold = matrix.max() / 2 if matrix.size else 0
+        for (i, j), count in np.ndenumerate(matrix):
+            ax.text(j, i, str(count), ha="center", va="center",
+                    color="white" if count > threshold else "black")
+        _save(fig, path)
+    return fig
 
 
 def plot_training_curves(path, history, best_epoch=None):
     """Draws loss and accuracy per epoch (train and dev) to a PNG, atomically.
 
     ``best_epoch`` (1-based), the epoch whose model was kept, is marked on both panels.
+
+    Returns:
+        the matplotlib ``Figure`` that was saved.
     """
-    plt = _figure()
     from matplotlib.ticker import MaxNLocator
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for ax, metric in zip(axes, ("loss", "accuracy")):
-        for key, label in ((metric, "train"), (f"val_{metric}", "dev")):
-            if key in history:
-                epochs = range(1, len(history[key]) + 1)
-                ax.plot(epochs, history[key], marker="o", label=label)
-        if best_epoch:
-            ax.axvline(best_epoch, color="grey", linestyle="--", linewidth=1,
-                       label=f"kept (epoch {best_epoch})")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_xlabel("epoch")
-        ax.set_title(metric)
-        ax.grid(alpha=0.3)
-        ax.legend()
+    with _style():
+        fig = _figure((10, 4))
+        for ax, metric in zip(fig.subplots(1, 2), ("loss", "accuracy")):
+            for key, label in ((metric, "train"), (f"val_{metric}", "dev")):
+                if key in history:
+                    epochs = range(1, len(history[key]) + 1)
+                    ax.plot(epochs, history[key], marker="o", label=label)
+            if best_epoch:
+                ax.axvline(best_epoch, color="grey", linestyle="--", linewidth=1,
+                           label=f"kept (epoch {best_epoch})")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.set_xlabel("epoch")
+            ax.set_title(metric)
+            ax.grid(alpha=0.3)
+            ax.legend()
+        _save(fig, path)
+    return fig
+
+
+def _save(fig, path):
+    # Laid out and drawn inside _style(), so every text (ticks are made late) gets our fonts.
     fig.tight_layout()
-    _save(fig, path, plt)
-
-
-def _save(fig, path, plt):
     with atomic_path(path) as temporary:
         fig.savefig(temporary, dpi=100, format="png")
-    plt.close(fig)

@@ -1,0 +1,192 @@
+"""ONNX and LiteRT exports of a fine-tuned run, run under ONNX Runtime and the LiteRT interpreter."""
+
+import dataclasses
+import filecmp
+import json
+import os
+import shutil
+import sys
+
+import keras
+import numpy as np
+import pytest
+from test_finetune import options, tiny_run_inputs  # noqa: F401 (a fixture)
+
+from kerasbert import Predictor, add_cls_classifier, build_transformer_model, shipped
+from kerasbert.data import read_examples
+from kerasbert.finetune import Run, TrainOptions, train
+from kerasbert.portable import ExportError, export_litert, export_onnx, litert_runner
+from kerasbert.rundir import RunError
+
+TOLERANCE = 1e-4  # max abs difference of probabilities, the issue's figure
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tiny_run_inputs, tmp_path_factory):  # noqa: F811
+    output = tmp_path_factory.mktemp("portable") / "run"
+    train(options(tiny_run_inputs, output, epochs=1))
+    return Run(str(output))
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    """The shipped kerasbert-zh-small with a two-label head, as a finished run directory."""
+    model_dir = shipped.model_dir()
+    keras.utils.set_random_seed(0)
+    bert = build_transformer_model(os.path.join(model_dir, "bert_config.json"),
+                                   os.path.join(model_dir, "bert_model.ckpt"))
+    model = add_cls_classifier(bert, 2)
+    # The head's default initialisation keeps every probability near 0.65, where an error
+    # in the encoder hardly shows; these weights spread them from 0.01 to 0.5.
+    head = model.get_layer("dense_output")
+    head.kernel.assign(np.random.default_rng(0).normal(0, 0.1, head.kernel.shape).astype("float32"))
+    run_dir = tmp_path_factory.mktemp("small") / "run"
+    run_dir.mkdir()
+    model.save(run_dir / "model.keras")
+    (run_dir / "labels.json").write_text(json.dumps(["negative", "positive"]))
+    shutil.copyfile(os.path.join(model_dir, "vocab.txt"), run_dir / "vocab.txt")
+    saved = dataclasses.asdict(TrainOptions(output=str(run_dir), maxlen=128))
+    (run_dir / "train_config.json").write_text(json.dumps(saved))
+    (run_dir / "metrics.json").write_text("{}")
+    return Run(str(run_dir))
+
+
+def review_batches(run, batch_size=64):
+    """The review test split, encoded at the run's maxlen in batches of similar length."""
+    texts = read_examples(shipped.review_file("test")).texts
+    assert len(texts) == 1736
+    token_ids, _ = run.tokenizer.encode_batch(texts, maxlen=run.options.maxlen)
+    order = np.argsort((token_ids != 0).sum(axis=1), kind="stable")
+    return [run.tokenizer.encode_batch([texts[i] for i in order[start:start + batch_size]],
+                                       maxlen=run.options.maxlen)
+            for start in range(0, len(texts), batch_size)]
+
+
+def keras_probabilities(run, batches):
+    predict = Predictor(run.model)  # one trace for every batch shape
+    return [predict(token_ids, segment_ids) for token_ids, segment_ids in batches]
+
+
+def worst_difference(predict, batches, expected):
+    """The largest |exported - Keras| probability over all batches."""
+    return max(float(np.abs(predict(token_ids, segment_ids) - probabilities).max())
+               for (token_ids, segment_ids), probabilities in zip(batches, expected))
+
+
+def onnxruntime_session(path):
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return lambda t, s: session.run(["probabilities"], {"token_ids": t, "segment_ids": s})[0]
+
+
+def test_onnx_export_equals_keras_under_onnxruntime(tiny_run, tiny_run_inputs, tmp_path,  # noqa: F811
+                                                    capfd):
+    capfd.readouterr()
+    paths = export_onnx(tiny_run, tmp_path / "onnx")
+    assert capfd.readouterr() == ("", "")  # tf2onnx's logs stay quiet
+    assert paths == [str(tmp_path / "onnx" / name) for name in ("model.onnx", "labels.json",
+                                                                 "vocab.txt")]
+    assert sorted(os.listdir(tmp_path / "onnx")) == ["labels.json", "model.onnx", "vocab.txt"]
+    assert json.loads((tmp_path / "onnx" / "labels.json").read_text()) == ["negative", "positive"]
+    assert filecmp.cmp(tmp_path / "onnx" / "vocab.txt",
+                       os.path.join(tiny_run.run_dir, "vocab.txt"), shallow=False)
+
+    import onnx
+
+    model = onnx.load(str(tmp_path / "onnx" / "model.onnx"))
+    assert {p.key: p.value for p in model.metadata_props} == {
+        "labels": '["negative", "positive"]', "maxlen": "32"}
+    axes = [[d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim]
+            for i in list(model.graph.input) + list(model.graph.output)]
+    assert axes == [["batch", "length"], ["batch", "length"], ["batch", 2]]
+
+    predict = onnxruntime_session(tmp_path / "onnx" / "model.onnx")
+    texts = read_examples(tiny_run_inputs["test"]).texts
+    # All texts at once, then a single text: batch and length are both dynamic.
+    batches = [tiny_run.tokenizer.encode_batch(texts, maxlen=32),
+               tiny_run.tokenizer.encode_batch(texts[:1], maxlen=32)]
+    assert batches[0][0].shape[1] != batches[1][0].shape[1]
+    expected = keras_probabilities(tiny_run, batches)
+    assert worst_difference(predict, batches, expected) <= TOLERANCE
+
+
+def test_litert_export_equals_keras_under_the_litert_interpreter(tiny_run, tiny_run_inputs,  # noqa: F811
+                                                                 tmp_path, capfd):
+    capfd.readouterr()
+    paths = export_litert(tiny_run, tmp_path / "litert")
+    assert capfd.readouterr() == ("", "")  # the converter's and interpreter's notes stay quiet
+    assert [os.path.basename(p) for p in paths] == ["model.tflite", "labels.json", "vocab.txt"]
+    from ai_edge_litert.interpreter import Interpreter
+
+    runner = Interpreter(model_path=str(tmp_path / "litert" / "model.tflite")).get_signature_runner()
+    assert set(runner.get_input_details()) == {"token_ids", "segment_ids"}
+    assert list(runner.get_output_details()) == ["probabilities"]
+    length = runner.get_input_details()["token_ids"]["shape_signature"].tolist()
+    assert length in ([-1, -1], [-1, 32])  # dynamic, or fixed at the run's maxlen
+
+    texts = read_examples(tiny_run_inputs["test"]).texts
+    batches = [tiny_run.tokenizer.encode_batch(texts, maxlen=32),
+               tiny_run.tokenizer.encode_batch(texts[:1], maxlen=32)]
+    predict = litert_runner(tmp_path / "litert" / "model.tflite")
+    expected = keras_probabilities(tiny_run, batches)
+    assert worst_difference(predict, batches, expected) <= TOLERANCE
+
+
+@pytest.mark.slow
+def test_shipped_model_on_the_review_test_split(small_run, tmp_path):
+    """The issue's check: ONNX equal to Keras within 1e-4 on all 1,736 reviews at maxlen 128.
+
+    LiteRT runs every fourth batch (448 reviews, short to long): while its length is
+    fixed at maxlen, every batch costs a full 128 tokens per review.
+    """
+    batches = review_batches(small_run)
+    expected = keras_probabilities(small_run, batches)
+    export_onnx(small_run, tmp_path / "onnx")
+    predict = onnxruntime_session(tmp_path / "onnx" / "model.onnx")
+    assert worst_difference(predict, batches, expected) <= TOLERANCE
+    export_litert(small_run, tmp_path / "litert")
+    predict = litert_runner(tmp_path / "litert" / "model.tflite")
+    assert worst_difference(predict, batches[::4], expected[::4]) <= TOLERANCE
+
+
+def test_exports_never_replace_what_they_did_not_write(tiny_run, tmp_path):
+    run_files = sorted(os.listdir(tiny_run.run_dir))
+    with pytest.raises(RunError, match=r"^--to in .*: is the run directory or holds it"):
+        export_onnx(tiny_run, tiny_run.run_dir, overwrite=True)
+    with pytest.raises(RunError, match="is the run directory or holds it"):
+        export_litert(tiny_run, os.path.dirname(tiny_run.run_dir), overwrite=True)
+    assert sorted(os.listdir(tiny_run.run_dir)) == run_files
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    with pytest.raises(RunError, match=r"^--to in .*mine: exists and is not empty; pass "
+                                       "--overwrite"):
+        export_onnx(tiny_run, mine)
+    with pytest.raises(RunError, match=r"^--to in .*mine: is not an ONNX export \(no "
+                                       r"model.onnx\)"):
+        export_onnx(tiny_run, mine, overwrite=True)
+    assert os.listdir(mine) == ["notes.txt"]
+
+    target = tmp_path / "onnx"
+    export_onnx(tiny_run, target)
+    (target / "labels.json").write_text("stale")
+    with pytest.raises(RunError, match="not empty"):
+        export_onnx(tiny_run, target)
+    with pytest.raises(RunError, match=r"is not a LiteRT export \(no model.tflite\)"):
+        export_litert(tiny_run, target, overwrite=True)
+    export_onnx(tiny_run, target, overwrite=True)
+    assert json.loads((target / "labels.json").read_text()) == ["negative", "positive"]
+    assert sorted(name for name in os.listdir(tmp_path)) == ["mine", "onnx"]  # no temporaries
+
+
+def test_missing_converter_is_named_with_the_install_command(tiny_run, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tf2onnx", None)  # what `import tf2onnx` meets uninstalled
+    with pytest.raises(ExportError, match=r"^ONNX export in --format onnx: needs tf2onnx, which "
+                                          r"is not installed; pip install 'kerasbert\[onnx\]'$"):
+        export_onnx(tiny_run, tmp_path / "onnx")
+    monkeypatch.setitem(sys.modules, "ai_edge_litert", None)
+    with pytest.raises(ExportError, match=r"needs ai-edge-litert, .*'kerasbert\[litert\]'$"):
+        export_litert(tiny_run, tmp_path / "litert")
+    assert os.listdir(tmp_path) == []
