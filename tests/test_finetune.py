@@ -1,7 +1,6 @@
 """Fine-tuning end to end on a tiny model and a synthetic Chinese task the model can learn."""
 
 import json
-import os
 
 import keras
 import numpy as np
@@ -127,7 +126,7 @@ def test_a_killed_run_resumes_to_the_same_result(tiny_run_inputs, finished_run, 
     assert len((tmp_path / "run" / "history.csv").read_text().splitlines()) == 1 + 3
 
 
-def test_evaluate_predict_export(finished_run, tiny_run_inputs, tmp_path, capsys):
+def test_evaluate_predict(finished_run, tiny_run_inputs, tmp_path, capsys):
     output, summary = finished_run
     assert main(["evaluate", "--model", str(output), "--data", tiny_run_inputs["test"],
                  "--json"]) == 0
@@ -136,17 +135,6 @@ def test_evaluate_predict_export(finished_run, tiny_run_inputs, tmp_path, capsys
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [row["label"] for row in rows] == ["positive", "negative"]
     assert all(0.5 < row["probability"] <= 1 for row in rows)
-
-    run = Run(str(output))
-    saved = tmp_path / "saved"
-    assert main(["export", "--model", str(output), "--to", str(saved)]) == 0
-    rows = run.predict(texts=["这个好棒", "我们买了差"])
-    import tensorflow as tf
-
-    served = tf.saved_model.load(str(saved)).signatures["serving_default"]
-    ids, segments = run.tokenizer.encode_batch(["这个好棒", "我们买了差"], maxlen=32)
-    out = list(served(token_ids=tf.constant(ids), segment_ids=tf.constant(segments)).values())[0]
-    np.testing.assert_allclose(out.numpy().max(-1), [r["probability"] for r in rows], atol=1e-5)
 
 
 def test_bad_rows_fail_or_are_counted(tiny_run_inputs, tmp_path):
@@ -218,28 +206,3 @@ def test_unseen_dev_and_test_labels_are_skipped_with_skip_bad_rows(tiny_run_inpu
     summary = train(options(tiny_run_inputs, tmp_path / "b", dev=odd, test=odd, epochs=1,
                             skip_bad_rows=True))
     assert summary["skipped_rows"][odd] == 1 and summary["dev"]["examples"] == 32
-
-
-def test_export_never_replaces_what_it_did_not_write(finished_run, tmp_path):
-    output, _ = finished_run
-    before = sorted(os.listdir(output))
-    for target, message in ((output, "is the run directory or holds it"),
-                            (output.parent, "is the run directory or holds it")):
-        with pytest.raises(RunError, match=message):
-            Run(str(output)).export(str(target), overwrite=True)
-    assert sorted(os.listdir(output)) == before
-    mine = tmp_path / "mine"
-    mine.mkdir()
-    (mine / "notes.txt").write_text("keep")
-    with pytest.raises(RunError, match="exists and is not empty; pass --overwrite"):
-        Run(str(output)).export(str(mine))
-    with pytest.raises(RunError, match="is not a SavedModel; --overwrite only replaces"):
-        Run(str(output)).export(str(mine), overwrite=True)
-    assert (mine / "notes.txt").read_text() == "keep"
-    saved = tmp_path / "saved"
-    Run(str(output)).export(str(saved))
-    with pytest.raises(RunError, match="pass --overwrite"):
-        Run(str(output)).export(str(saved))
-    Run(str(output)).export(str(saved), overwrite=True)
-    assert (saved / "saved_model.pb").exists()
-    assert sorted(os.listdir(tmp_path)) == ["mine", "saved"]  # no temporary left beside it
