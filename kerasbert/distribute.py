@@ -1,12 +1,40 @@
-"""Distribution strategies of a training run: one device, mirrored, or several workers."""
+"""Distribution strategies of a training run: one device, mirrored, or several workers.
+
+``multi-worker`` is ``tf.distribute.MultiWorkerMirroredStrategy`` over the cluster in
+``TF_CONFIG``. Every worker runs the same command and the same steps, each on its part
+of every global batch (:func:`shard_by_data`). Only the chief (task ``chief``, else
+``worker`` 0) writes the run directory ``--output``. The other workers write the same
+files into a temporary folder of their own, removed when the run ends
+(:func:`worker_run`): saving, evaluating and stopping early must happen on every worker
+alike, since each of them joins collectives that all workers take part in.
+
+What a worker needs from the chief travels over the same collectives, so the workers
+need no shared filesystem: the outcome of the checks made before training
+(:func:`check_together`; one failing worker stops them all, none waits forever) and the
+backup a resumed run starts from (:func:`share_files`).
+
+Example:
+    >>> strategy = make_strategy("multi-worker")    # reads TF_CONFIG; before any other op
+    >>> is_chief(strategy)
+    True
+"""
+
+import contextlib
+import dataclasses
+import json
+import os
+import tempfile
 
 STRATEGIES = ("mirrored", "multi-worker")
+_CHUNK_WORDS = 1 << 24  # 64 MiB of int32 per collective when files are sent
 
 
 def make_strategy(name):
     """The ``tf.distribute`` strategy called ``name`` (None: the default strategy).
 
-    ``multi-worker`` reads the cluster from the ``TF_CONFIG`` environment variable.
+    ``multi-worker`` reads the cluster from the ``TF_CONFIG`` environment variable and
+    must be made before TensorFlow runs its first operation; it returns once every
+    worker of the cluster has started.
     """
     import tensorflow as tf
 
@@ -18,3 +46,226 @@ def make_strategy(name):
     if name == "multi-worker":
         return tf.distribute.MultiWorkerMirroredStrategy()
     raise ValueError(f"strategy {name!r} is not supported; use {' or '.join(STRATEGIES)}")
+
+
+def is_chief(strategy):
+    """Whether this process writes the run directory: True except on the non-chief
+    workers of a multi-worker run."""
+    return bool(strategy.extended.should_checkpoint)
+
+
+def worker_count(strategy):
+    """The number of processes that train together (1 unless multi-worker)."""
+    import tensorflow as tf
+
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return 1
+    return strategy.num_replicas_in_sync // len(strategy.extended.worker_devices)
+
+
+def shard_by_data(dataset):
+    """``dataset`` of global batches, split batch by batch among the workers.
+
+    Each worker reads the whole dataset and keeps its part of every batch, so the
+    workers together see exactly the batches one process would see. A generator's
+    dataset cannot be split by files; saying so spares TensorFlow's warning.
+    """
+    import tensorflow as tf
+
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    return dataset.with_options(options)
+
+
+def fit_under(model, strategy):
+    """Lets Keras ``fit`` train the compiled ``model`` under ``strategy`` as it would on
+    one device; returns ``model``.
+
+    Keras 3 goes wrong under a distribution strategy in three places, mended here on
+    this model and its optimizer alone (the default strategy is left as it is):
+
+    - before the first step it builds the metrics from a batch that it draws from a
+      first iterator of the data, then trains on a second one. A dataset that goes on
+      from where the first iterator stopped (an endless generator of epochs) would
+      train on other batches than one device does; and under several workers the
+      batch is averaged over the replicas with ``strategy.reduce``, which cannot
+      reduce a nested batch, so ``fit`` fails at once (keras-team/keras#20585). Only
+      shapes and dtypes are needed: here they come from the dataset's
+      ``element_spec``, and no batch is drawn;
+    - the optimizer clips each replica's part of the gradient by ``global_clipnorm``
+      before the parts are summed, so the clipping differs from one device's (as soon
+      as the norm is near the limit) and changes with the number of replicas. Here the
+      summed gradient is clipped, once;
+    - under several workers, it averages each train or test step's logs over the
+      replicas along axis 0, which a scalar lacks. The logs are metric results,
+      already the same on every replica, so each step returns them with an axis of
+      length 1 and the average is the value itself.
+    """
+    import tensorflow as tf
+
+    with strategy.scope():
+        if not tf.distribute.has_strategy():
+            return model  # the default strategy: none of this applies
+
+    def build_from_spec(iterator=None, data_batch=None):
+        if iterator is not None:
+            data_batch = iterator.data_adapter.get_tf_dataset().element_spec
+        with strategy.scope():
+            model._symbolic_build(data_batch=data_batch)
+
+    model._maybe_symbolic_build = build_from_spec
+    optimizer = model.optimizer
+    if optimizer.global_clipnorm and strategy.num_replicas_in_sync > 1:
+        # Keras's own clipping, moved after the sum: it also turns the embeddings'
+        # sparse gradients dense, as on one device, and Adam treats the two apart.
+        clip, sum_over_replicas = optimizer._clip_gradients, optimizer._all_reduce_sum_gradients
+
+        def sum_then_clip(grads_and_vars):
+            grads_and_vars = sum_over_replicas(grads_and_vars)
+            grads = clip([g for g, _ in grads_and_vars])
+            return list(zip(grads, [v for _, v in grads_and_vars]))
+
+        optimizer._clip_gradients = lambda grads: grads  # each replica's part: not here
+        optimizer._all_reduce_sum_gradients = sum_then_clip
+    if worker_count(strategy) > 1:
+        def with_replica_axis(step):
+            def step_with_axis(data):
+                return tf.nest.map_structure(lambda value: tf.reshape(value, [1]), step(data))
+            return step_with_axis
+
+        model.train_step = with_replica_axis(model.train_step)
+        model.test_step = with_replica_axis(model.test_step)
+    return model
+
+
+def check_together(strategy, check):
+    """Runs ``check()`` on every worker and returns its value; if it fails on any
+    worker, every worker stops.
+
+    The failing worker raises its own error; the others raise a :class:`RunError`
+    that quotes it and names the worker. Without this, a worker whose checks passed
+    would wait for the failed one forever.
+    """
+    from kerasbert.rundir import RunError
+
+    error = value = None
+    try:
+        value = check()
+    except Exception as caught:  # whatever stops this worker must reach the others
+        error = caught
+    if worker_count(strategy) > 1:
+        mine = (str(error).strip().splitlines() or [type(error).__name__])[0] if error else ""
+        reports = _gather_bytes(strategy, mine.encode())
+        failed = [(i, message) for i, message in enumerate(reports) if message]
+        if failed and error is None:
+            index, message = failed[0]
+            raise RunError(f"{message.decode()} (on {_task_name(strategy, index)}; every "
+                           "worker stops)")
+    if error is not None:
+        raise error
+    return value
+
+
+def share_files(strategy, folder, names=()):
+    """Copies files of the chief's ``folder`` into ``folder`` on every other worker.
+
+    Call it on every worker. The chief sends ``names`` (paths relative to its
+    ``folder``); the others ignore their ``names``, write what the chief sent, each file
+    atomically, and return the chief's names.
+    """
+    from kerasbert import files
+
+    if worker_count(strategy) == 1:
+        return list(names)
+    chief = is_chief(strategy)
+    # Only the chief sends: the other workers' parts are empty, so the whole is the chief's.
+    names = json.loads(b"".join(_gather_bytes(strategy, json.dumps(list(names)).encode()
+                                              if chief else b"")))
+    for name in names:
+        content = b""
+        if chief:
+            with open(os.path.join(folder, name), "rb") as f:
+                content = f.read()
+        content = b"".join(_gather_bytes(strategy, content))
+        if not chief:
+            with files.atomic_path(os.path.join(folder, name)) as temporary:
+                with open(temporary, "wb") as f:
+                    f.write(content)
+    return names
+
+
+@contextlib.contextmanager
+def worker_run(strategy, run, options):
+    """Yields the ``(run, options)`` this process trains with.
+
+    The chief (and a run on one machine) gets them as given, and sends the other
+    workers what a resumed run reads: :meth:`RunDirectory.resume_files`. Another worker
+    gets a new temporary folder, removed on exit, that holds a copy of those files, and
+    options naming it as ``output``; it resumes exactly when the chief does.
+
+    Args:
+        strategy: the run's strategy.
+        run: the :class:`kerasbert.rundir.RunDirectory` of ``--output``, already checked.
+        options: the run's options (``output``, ``resume``).
+    """
+    if is_chief(strategy):
+        share_files(strategy, run.path, run.resume_files() if options.resume else [])
+        yield run, options
+        return
+    with tempfile.TemporaryDirectory(prefix="kerasbert-worker-",
+                                     ignore_cleanup_errors=True) as folder:
+        received = share_files(strategy, folder)
+        yield (dataclasses.replace(run, path=folder),
+               dataclasses.replace(options, output=folder, resume=bool(received)))
+
+
+def _gather_bytes(strategy, data):
+    """Every worker's ``data``, in the cluster's order (the chief first).
+
+    Collectives only sum, so each worker's bytes go, as int32 words, into its own
+    slot of a buffer that is zero elsewhere; the sum is every worker's data. Slots
+    are per replica, and only the first replica of each worker fills its slot.
+    """
+    import numpy as np
+
+    local = len(strategy.extended.worker_devices)
+    words = np.frombuffer(data + bytes(-len(data) % 4), dtype=np.int32)
+    sizes = _sum_over_replicas(
+        strategy, lambda replica: np.eye(1, strategy.num_replicas_in_sync, replica,
+                                         dtype=np.int64)[0] * len(data) * (replica % local == 0))
+    sizes = [int(size) for size in sizes[::local]]
+    lengths = [-(-size // 4) for size in sizes]
+    starts = np.cumsum([0] + lengths)
+    buffer = np.zeros(starts[-1], dtype=np.int32)
+    for first in range(0, len(buffer), _CHUNK_WORDS):
+        last = min(first + _CHUNK_WORDS, len(buffer))
+
+        def part(replica, first=first, last=last):
+            chunk = np.zeros(last - first, dtype=np.int32)
+            if replica % local == 0:
+                start = starts[replica // local]
+                low, high = max(first, start), min(last, start + len(words))
+                if low < high:
+                    chunk[low - first:high - first] = words[low - start:high - start]
+            return chunk
+
+        buffer[first:last] = _sum_over_replicas(strategy, part)
+    return [buffer[start:start + length].tobytes()[:size]
+            for start, length, size in zip(starts, lengths, sizes)]
+
+
+def _sum_over_replicas(strategy, value):
+    """The sum over all replicas of ``value(replica id)`` (a NumPy array), on every worker."""
+    import tensorflow as tf
+
+    per_replica = strategy.experimental_distribute_values_from_function(
+        lambda context: tf.constant(value(context.replica_id_in_sync_group)))
+    return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None).numpy()
+
+
+def _task_name(strategy, index):
+    """The task of the ``index``-th worker in the cluster's order: the chief, then workers."""
+    jobs = strategy.cluster_resolver.cluster_spec().as_dict()
+    if "chief" in jobs:
+        return "the chief" if index == 0 else f"worker {index - 1}"
+    return "the chief (worker 0)" if index == 0 else f"worker {index}"

@@ -49,7 +49,9 @@ def train(options, callbacks=()):
     Raises:
         kerasbert.options.OptionError: an option outside its range.
         kerasbert.rundir.RunError: a finished run in ``output``, an interrupted one
-            without ``resume``, or ``resume`` with other options.
+            without ``resume``, or ``resume`` with other options; under
+            ``strategy="multi-worker"``, also a check that failed on another worker
+            (docs/multi_worker.md).
         kerasbert.data.DataError: a bad row (file and line named).
         kerasbert.callbacks.TrainingDiverged: the loss became NaN or infinite.
     """
@@ -59,14 +61,24 @@ def train(options, callbacks=()):
         log.warning("no --checkpoint: the encoder starts from RANDOM weights, not a pretrained "
                     "model (recorded as weights=random in %s); pass --checkpoint PREFIX to "
                     "fine-tune a pretrained BERT", OPTIONS_FILE)
+    # MultiWorkerMirroredStrategy must be made before TensorFlow runs its first op. Only
+    # the chief checks the run directory; a failed check on any worker stops them all.
+    strategy = distribute.make_strategy(options.strategy)
     run = RunDirectory(options.output, OPTIONS_FILE, FINISHED_FILE)
-    run.check(options, options.resume)
-    inputs = _read_inputs(options)
+
+    def check():
+        if distribute.is_chief(strategy):
+            run.check(options, options.resume)
+        return _read_inputs(options)
+
+    inputs = distribute.check_together(strategy, check)
     policy = keras.mixed_precision.dtype_policy()
     if options.mixed_precision:
         keras.mixed_precision.set_dtype_policy("mixed_bfloat16")
     try:
-        return _train(options, run, inputs, list(callbacks))
+        # The other workers of a multi-worker run write into a temporary folder instead.
+        with distribute.worker_run(strategy, run, options) as (run, options):
+            return _train(options, run, inputs, list(callbacks), strategy)
     finally:
         keras.mixed_precision.set_dtype_policy(policy)
 
@@ -110,7 +122,7 @@ def _read_inputs(options):
     return inputs
 
 
-def _train(options, run, inputs, callbacks):
+def _train(options, run, inputs, callbacks, strategy):
     keras.utils.set_random_seed(options.seed)
     encode = lambda rows: (*data.encode_examples(inputs.tokenizer, rows, options.maxlen),  # noqa: E731
                            data.label_ids(rows, inputs.labels))
@@ -120,7 +132,7 @@ def _train(options, run, inputs, callbacks):
     updates = max(1, steps_per_epoch * options.epochs // options.grad_accum)
     state = run.backup_state() if options.resume else None
     start_epoch = state["epoch"] if state else 0
-    with distribute.make_strategy(options.strategy).scope():
+    with strategy.scope():
         bert = build_transformer_model(options.config, options.checkpoint,
                                        dropout_rate=options.dropout)
         model = add_cls_classifier(bert, len(inputs.labels), dropout_rate=options.dropout)
@@ -129,12 +141,15 @@ def _train(options, run, inputs, callbacks):
                                      options.weight_decay, gradient_accumulation=options.grad_accum),
             loss="sparse_categorical_crossentropy", metrics=["accuracy"],
             jit_compile=options.jit_compile)
+        distribute.fit_under(model, strategy)
     run.start(options)
     recorder = RunRecorder(options.output, patience=options.patience, first_epoch=start_epoch)
     if not (state and state["done"]):
-        train_set = data.make_dataset(*train_arrays, batch_size=options.batch_size,
-                                      seed=options.seed, first_epoch=start_epoch)
-        dev_set = data.make_dataset(*dev_arrays, batch_size=64)
+        # Global batches; each worker of a multi-worker run takes its part of every one.
+        train_set = distribute.shard_by_data(data.make_dataset(
+            *train_arrays, batch_size=options.batch_size, seed=options.seed,
+            first_epoch=start_epoch))
+        dev_set = distribute.shard_by_data(data.make_dataset(*dev_arrays, batch_size=64))
         model.fit(
             train_set, validation_data=dev_set, epochs=options.epochs, initial_epoch=start_epoch,
             steps_per_epoch=steps_per_epoch, shuffle=False,

@@ -154,6 +154,16 @@ class RunDirectory:
                 if name.startswith("epoch-")
                 and os.path.exists(os.path.join(folder, name, _STATE))]
 
+    def resume_files(self):
+        """What a resumed run reads, as paths relative to the run directory: the newest
+        backup's files and the history (sent to the other workers of a multi-worker run)."""
+        found = self._backups()
+        names = [os.path.relpath(os.path.join(found[-1], name), self.path)
+                 for name in sorted(os.listdir(found[-1]))] if found else []
+        if os.path.exists(self.file(HISTORY)):
+            names.append(HISTORY)
+        return names
+
     def write_backup(self, model, epoch, done):
         """Backs up weights and optimizer after ``epoch`` (1-based) epochs, atomically."""
         target = self.file(os.path.join(BACKUP, f"epoch-{epoch:04d}"))
