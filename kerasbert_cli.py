@@ -4,7 +4,7 @@
 model refers to is registered as soon as the package is imported. The command line must
 not pay those seconds to print its help or to refuse a bad flag. The console script
 therefore starts here: it loads the two modules that define the command line,
-``kerasbert.options`` and ``kerasbert.cli`` (neither imports TensorFlow), without running
+``kerasbert.training.options`` and ``kerasbert.cli.main`` (neither imports TensorFlow), without running
 the package's ``__init__``; the package is imported as usual once a command runs a model.
 """
 
@@ -12,16 +12,22 @@ import importlib.machinery
 import importlib.util
 import sys
 
-# In import order: kerasbert.cli imports kerasbert.options.
-COMMAND_LINE_MODULES = ("kerasbert.options", "kerasbert.cli")
+# In import order: kerasbert.cli.main imports kerasbert.training.options.
+COMMAND_LINE_MODULES = ("kerasbert.training.options", "kerasbert.cli.main")
 
 
 def _load(name):
-    """Imports ``kerasbert.<module>`` without importing the ``kerasbert`` package first."""
+    """Imports ``kerasbert.<...>.<module>`` without running the ``kerasbert`` package's
+    ``__init__``; the subpackages on the way (``kerasbert.training``) are loaded as well,
+    and their ``__init__`` files import nothing."""
     if name in sys.modules:
         return sys.modules[name]
-    package = importlib.util.find_spec("kerasbert")
-    spec = importlib.machinery.PathFinder.find_spec(name, package.submodule_search_locations)
+    parent, _, _ = name.rpartition(".")
+    if parent == "kerasbert":
+        locations = importlib.util.find_spec("kerasbert").submodule_search_locations
+    else:
+        locations = _load(parent).__path__
+    spec = importlib.machinery.PathFinder.find_spec(name, locations)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
@@ -33,7 +39,7 @@ def _load(name):
 
 
 def main(argv=None):
-    """Runs ``kerasbert <command>``; see :func:`kerasbert.cli.main`."""
+    """Runs ``kerasbert <command>``; see :func:`kerasbert.cli.main.main`."""
     for name in COMMAND_LINE_MODULES:
         module = _load(name)
     return module.main(argv)

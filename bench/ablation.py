@@ -62,7 +62,7 @@ def measure(variant, **options):
     settings = dict(VARIANTS[variant][1])
     attention = settings.pop("attention", None)
     if attention:
-        from kerasbert.layers import MultiHeadSelfAttention
+        from kerasbert.models.layers import MultiHeadSelfAttention
 
         if attention == "einsum":
             MultiHeadSelfAttention.call = _einsum_call

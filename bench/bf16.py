@@ -49,7 +49,7 @@ def _minilm():
 def load_hf_weights(model, weights):
     """Copies Hugging Face ``BertModel`` tensors onto a kerasbert model, by layer name.
 
-    A stand-in kept local to this benchmark: ``kerasbert.checkpoint`` is the library's
+    A stand-in kept local to this benchmark: ``kerasbert.checkpoints.loading`` is the library's
     loader. Torch ``Linear`` weights are ``[out, in]``; Keras kernels are ``[in, out]``.
     """
     def dense(prefix):
@@ -86,7 +86,7 @@ def measure(dtype_policy="mixed_bfloat16"):
     from safetensors.numpy import load_file
 
     from kerasbert import build_transformer_model
-    from kerasbert.inference import Predictor
+    from kerasbert.serving.predictor import Predictor
 
     folder = _minilm()
     model = build_transformer_model(os.path.join(folder, "config.json"))
@@ -142,9 +142,9 @@ def newest_demo_run(root):
 def classifier_agreement(run_dir=None, data="kerasbert/resources/reviews/test.tsv", batch_size=64):
     """Worker: a fine-tuned run's test predictions in float32 and in bfloat16."""
     from bench.runner import ROOT
-    from kerasbert import data as datasets
-    from kerasbert.finetune import Run
-    from kerasbert.inference import Predictor
+    from kerasbert.training import data as datasets
+    from kerasbert.tasks.classification import Run
+    from kerasbert.serving.predictor import Predictor
 
     run_dir = run_dir or newest_demo_run(ROOT)
     if run_dir is None:

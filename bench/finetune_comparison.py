@@ -31,7 +31,7 @@ OPTIONS = ["--epochs", "3", "--batch-size", "32", "--maxlen", "128", "--lr", "1e
 
 def bert_run(output, checkpoint):
     """Runs ``kerasbert train`` once; returns its test metrics and wall time."""
-    command = [sys.executable, "-m", "kerasbert.cli", "train", "--output", output,
+    command = [sys.executable, "-m", "kerasbert.cli.main", "train", "--output", output,
                "--config", f"{MODEL}/bert_config.json", "--vocab", f"{MODEL}/vocab.txt",
                "--train", f"{DATA}/train.tsv", "--dev", f"{DATA}/dev.tsv",
                "--test", f"{DATA}/test.tsv", *OPTIONS]

@@ -11,9 +11,9 @@ ones, tokenization included:
 * ``saved_model``: the SavedModel of ``Run.export``, its ``classify`` signature (raw
   strings in, tokenized in the graph) where it has one, else ``serving_default`` with
   tokenization in Python;
-* ``onnxruntime``: the export of :func:`kerasbert.portable.export_onnx` under ONNX Runtime,
+* ``onnxruntime``: the export of :func:`kerasbert.serving.portable.export_onnx` under ONNX Runtime,
   tokenized in Python;
-* ``litert``: the export of :func:`kerasbert.portable.export_litert` under the LiteRT
+* ``litert``: the export of :func:`kerasbert.serving.portable.export_litert` under the LiteRT
   interpreter (all cores), tokenized in Python.
 
 Every way's probabilities are compared with the Keras model's (``max |Δ|``).
@@ -49,7 +49,7 @@ IMPLEMENTATIONS = {
 
 def bench_texts(count, characters):
     """The first ``count`` test reviews with at least ``characters`` characters, cut to that."""
-    from kerasbert.data import read_examples
+    from kerasbert.training.data import read_examples
 
     texts = [text[:characters] for text in read_examples(TEST_FILE).texts
              if len(text) >= characters]
@@ -61,8 +61,8 @@ def prepare(folder):
     import keras
 
     from kerasbert import add_cls_classifier, build_transformer_model
-    from kerasbert.finetune import Run, TrainOptions
-    from kerasbert.portable import export_litert, export_onnx
+    from kerasbert.tasks.classification import Run, TrainOptions
+    from kerasbert.serving.portable import export_litert, export_onnx
 
     keras.utils.set_random_seed(0)
     bert = build_transformer_model(os.path.join(MODEL, "bert_config.json"),
@@ -103,7 +103,7 @@ def _write_json(path, value):
 
 def predictor(folder):
     from kerasbert import Predictor
-    from kerasbert.finetune import Run
+    from kerasbert.tasks.classification import Run
 
     run = Run(os.path.join(folder, "run"))
     predict = Predictor(run.model)
@@ -165,7 +165,7 @@ def onnxruntime(folder):
     import onnxruntime as ort
 
     from kerasbert import Tokenizer
-    from kerasbert.portable import onnx_runner
+    from kerasbert.serving.portable import onnx_runner
 
     predict = onnx_runner(os.path.join(folder, "onnx", "model.onnx"))
     tokenizer = Tokenizer(os.path.join(folder, "onnx", "vocab.txt"))
@@ -177,7 +177,7 @@ def litert(folder):
     import ai_edge_litert
 
     from kerasbert import Tokenizer
-    from kerasbert.portable import litert_runner
+    from kerasbert.serving.portable import litert_runner
 
     path = os.path.join(folder, "litert", "model.tflite")
     predict = litert_runner(path, threads=os.cpu_count())

@@ -173,7 +173,7 @@ def run(lines, vocab, maxlen=128, repeat=3, peers=True):
     """Time every tokenizer on `lines`; returns a list of row dicts."""
     import numpy as np
 
-    from kerasbert.tokenizer import Tokenizer
+    from kerasbert.text.tokenizer import Tokenizer
 
     timings = {}  # name -> (seconds, digests or None)
     if peers:
@@ -253,7 +253,7 @@ def main(argv=None):
         lines = read_corpus(files)
         source = args.corpus or [os.path.relpath(f, ROOT) for f in files]
     else:
-        from kerasbert.vocab import load_vocab
+        from kerasbert.text.vocab import load_vocab
 
         lines, source = synthetic_corpus(load_vocab(vocab), n=args.limit or 20000), ["synthetic"]
     lines = lines[:args.limit] if args.limit else lines

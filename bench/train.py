@@ -9,7 +9,7 @@ trains on the same examples in its own process:
 * ``keras-hub``: ``BertBackbone`` in ``BertTextClassifier`` (pooled output + Dense),
   Keras ``fit`` with its default ``jit_compile`` (which is off on a CPU);
 * ``hf-torch``: ``BertForSequenceClassification`` with ``torch.optim.AdamW``, a plain loop;
-* ``kerasbert``: :func:`kerasbert.add_cls_classifier` + :func:`kerasbert.training.make_optimizer`,
+* ``kerasbert``: :func:`kerasbert.add_cls_classifier` + :func:`kerasbert.training.optimizer.make_optimizer`,
   Keras ``fit``, every batch padded to 128 like the peers;
 
 and kerasbert's options one at a time: ``kerasbert-bucketed`` (the batches of
@@ -54,8 +54,8 @@ def prepare(path, samples, warmup_batches, seed=0):
     The timed examples are ``samples`` reviews drawn with ``seed``; the warm-up
     batches are others. Token ids are padded to ``MAXLEN``.
     """
-    from kerasbert import data
-    from kerasbert.tokenizer import Tokenizer
+    from kerasbert.training import data
+    from kerasbert.text.tokenizer import Tokenizer
 
     rows = data.read_examples(TRAIN_FILE)
     order = np.random.default_rng(seed).permutation(len(rows))[:samples + warmup_batches * BATCH]
@@ -130,8 +130,9 @@ def kerasbert(path, epochs, bucketed=False, jit_compile=False, dtype_policy=None
     import keras
 
     import kerasbert as package
-    from kerasbert import add_cls_classifier, build_transformer_model, data
-    from kerasbert.training import make_optimizer
+    from kerasbert import add_cls_classifier, build_transformer_model
+    from kerasbert.training import data
+    from kerasbert.training.optimizer import make_optimizer
 
     if dtype_policy:
         keras.mixed_precision.set_dtype_policy(dtype_policy)

@@ -18,14 +18,15 @@ from kerasbert.quiet import import_tensorflow
 import_tensorflow()
 
 # The rest imports TensorFlow (already loaded, quietly).
-from kerasbert.checkpoint import LoadReport, load_checkpoint, save_weights_as_checkpoint  # noqa: E402
-from kerasbert.checkpoint_io import CheckpointError, write_checkpoint
-from kerasbert.config import BertConfig
-from kerasbert.heads import add_cls_classifier
-from kerasbert.inference import Predictor
-from kerasbert.models import Transformer, build_bert, build_transformer_model
-from kerasbert.tokenizer import Tokenizer, load_vocab
-from kerasbert import training  # noqa: F401  (registers WarmupLinearDecay for load_model)
+from kerasbert.checkpoints.loading import LoadReport, load_checkpoint, save_weights_as_checkpoint  # noqa: E402
+from kerasbert.checkpoints.io import CheckpointError, write_checkpoint
+from kerasbert.models.config import BertConfig
+from kerasbert.models.heads import add_cls_classifier
+from kerasbert.serving.predictor import Predictor
+from kerasbert.build import Transformer, build_transformer_model
+from kerasbert.models.bert import build_bert
+from kerasbert.text.tokenizer import Tokenizer, load_vocab
+from kerasbert.training import optimizer  # noqa: F401  (registers WarmupLinearDecay for load_model)
 
 __all__ = [
     "BertConfig",

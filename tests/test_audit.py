@@ -9,8 +9,8 @@ import pytest
 
 import reference as ref
 from kerasbert import BertConfig, add_cls_classifier, build_transformer_model
-from kerasbert.audit import audit_model, expected_rows, group_totals
-from kerasbert.cli import main
+from kerasbert.models.audit import audit_model, expected_rows, group_totals
+from kerasbert.cli.main import main
 
 
 def summary_text(model):
@@ -113,16 +113,16 @@ def test_audit_command_json(tiny_config_path):
 
 
 def test_audit_command_exits_non_zero_on_a_mismatch(tiny_config_path, monkeypatch):
-    import kerasbert.audit
+    import kerasbert.models.audit
 
-    original = kerasbert.audit.expected_rows
+    original = kerasbert.models.audit.expected_rows
 
     def off_by_one(*args, **kwargs):
         rows = original(*args, **kwargs)
         rows[0].expected += 1
         return rows
 
-    monkeypatch.setattr(kerasbert.audit, "expected_rows", off_by_one)
+    monkeypatch.setattr(kerasbert.models.audit, "expected_rows", off_by_one)
     code, out, _ = run_cli("audit", str(tiny_config_path))
     assert code == 1 and "MISMATCH" in out
 

@@ -7,16 +7,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from kerasbert.models import names
 from kerasbert import (
     CheckpointError,
     build_transformer_model,
     load_checkpoint,
-    names,
     save_weights_as_checkpoint,
     write_checkpoint,
 )
-from kerasbert import checkpoint_io
-from kerasbert.checkpoint import model_targets, variable_mapping
+from kerasbert.checkpoints import io as checkpoint_io
+from kerasbert.checkpoints.loading import model_targets, variable_mapping
 
 ALL_HEADS = {"with_pool": True, "with_nsp": True, "with_mlm": True}
 

@@ -34,9 +34,9 @@ import pytest
 from conftest import TINY
 
 from kerasbert import build_transformer_model, save_weights_as_checkpoint
-from kerasbert.cli import COMMANDS, main
-from kerasbert.finetune import TrainOptions, train
-from kerasbert.options import flag
+from kerasbert.cli.main import COMMANDS, main
+from kerasbert.tasks.classification import TrainOptions, train
+from kerasbert.training.options import flag
 
 GOOD, BAD, NEUTRAL = "好棒赞爱", "差烂坏糟", "这个东西我们买了用过书店"
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(GOOD + BAD + NEUTRAL))
@@ -677,7 +677,7 @@ def test_bad_input_is_one_line_naming_it_and_writes_nothing(case, sandbox, capsy
 def run_kerasbert(argv, cwd):
     """``kerasbert`` in a new process, with TensorFlow's log level left to the CLI."""
     script = os.path.join(os.path.dirname(sys.executable), "kerasbert")
-    start = [script] if os.path.exists(script) else [sys.executable, "-m", "kerasbert.cli"]
+    start = [script] if os.path.exists(script) else [sys.executable, "-m", "kerasbert.cli.main"]
     env = {key: value for key, value in os.environ.items()
            if key not in ("TF_CPP_MIN_LOG_LEVEL", "KERASBERT_DEBUG")}
     return subprocess.run(start + argv, cwd=cwd, env=env, capture_output=True, text=True,

@@ -8,8 +8,9 @@ import tensorflow as tf
 from safetensors.numpy import save_file
 
 from conftest import TINY
-from kerasbert import build_transformer_model, cli
-from kerasbert.convert import convert_hf_to_google, google_name
+from kerasbert import build_transformer_model
+from kerasbert.cli import main as cli
+from kerasbert.checkpoints.convert import convert_hf_to_google, google_name
 
 H, I, V = TINY["hidden_size"], TINY["intermediate_size"], TINY["vocab_size"]
 

@@ -4,8 +4,8 @@ import keras
 import numpy as np
 import pytest
 
-from kerasbert.data import DataError, label_ids, read_examples
-from kerasbert.training import WarmupLinearDecay, make_optimizer
+from kerasbert.training.data import DataError, label_ids, read_examples
+from kerasbert.training.optimizer import WarmupLinearDecay, make_optimizer
 
 
 def write(tmp_path, name, content):
@@ -114,7 +114,7 @@ def test_accumulated_run_follows_the_schedule_in_updates(tiny_config):
 def test_atomic_writes_leave_no_temporary_and_normal_permissions(tmp_path):
     import os
 
-    from kerasbert.reports import write_json
+    from kerasbert.training.reports import write_json
 
     write_json(tmp_path / "metrics.json", {"accuracy": 1.0})
     assert os.listdir(tmp_path) == ["metrics.json"]

@@ -8,9 +8,9 @@ import logging
 
 import pytest
 
-from kerasbert.corpus import read_corpus
-from kerasbert.data import DataError, Examples, keep_known_labels, label_ids, read_examples
-from kerasbert.tokenizer import Tokenizer
+from kerasbert.pretraining.corpus import read_corpus
+from kerasbert.training.data import DataError, Examples, keep_known_labels, label_ids, read_examples
+from kerasbert.text.tokenizer import Tokenizer
 
 
 def write(tmp_path, name, content):
@@ -196,19 +196,19 @@ def test_lone_surrogate_in_a_label_but_not_in_an_unused_field(tmp_path):
 
 def test_labels_are_stripped_and_merged_spellings_warned_once(tmp_path, caplog):
     path = write(tmp_path, "x.tsv", "label\ttext\npos \ta\npos\tb\n pos\tc\npos \td\nneg\te\n")
-    with caplog.at_level(logging.WARNING, logger="kerasbert.data"):
+    with caplog.at_level(logging.WARNING, logger="kerasbert.training.data"):
         examples = read_examples(path)
     assert examples.labels == ["pos", "pos", "pos", "pos", "neg"]
-    warnings = [r.getMessage() for r in caplog.records if r.name == "kerasbert.data"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "kerasbert.training.data"]
     assert warnings == [(f"labels in {path}: 'pos', ' pos' and 'pos ' are read as one label "
                          "'pos' (surrounding spaces are stripped)")]
 
 
 def test_a_label_with_one_spelling_is_stripped_without_warning(tmp_path, caplog):
     path = write(tmp_path, "x.csv", 'label,text\n"pos ",a\n"neg\t",b\n')
-    with caplog.at_level(logging.WARNING, logger="kerasbert.data"):
+    with caplog.at_level(logging.WARNING, logger="kerasbert.training.data"):
         assert read_examples(path).labels == ["pos", "neg"]
-    assert not [r for r in caplog.records if r.name == "kerasbert.data"]
+    assert not [r for r in caplog.records if r.name == "kerasbert.training.data"]
 
 
 def test_texts_are_kept_as_written_but_blank_ones_refused(tmp_path):

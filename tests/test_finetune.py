@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from kerasbert import build_transformer_model, save_weights_as_checkpoint
-from kerasbert.cli import main
-from kerasbert.data import DataError
-from kerasbert.finetune import Run, TrainOptions, train
-from kerasbert.rundir import RunError
+from kerasbert.cli.main import main
+from kerasbert.training.data import DataError
+from kerasbert.tasks.classification import Run, TrainOptions, train
+from kerasbert.training.rundir import RunError
 from peers import run_python
 
 GOOD, BAD, NEUTRAL = "好棒赞爱", "差烂坏糟", "这个东西我们买了用过书店"
@@ -163,7 +163,7 @@ def test_mirrored_strategy_on_two_cpus_matches_one_device(tiny_run_inputs, finis
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
         import sys; sys.path.insert(0, "tests")
-        from kerasbert.finetune import TrainOptions, train
+        from kerasbert.tasks.classification import TrainOptions, train
         inputs = {tiny_run_inputs!r}
         summary = train(TrainOptions(**inputs, output={str(tmp_path / 'mirrored')!r}, epochs=3,
                                      batch_size=16, lr=1e-2, maxlen=32, patience=0,
@@ -174,7 +174,7 @@ def test_mirrored_strategy_on_two_cpus_matches_one_device(tiny_run_inputs, finis
 
 
 def test_a_diverging_run_stops_with_a_message(tiny_run_inputs, tmp_path):
-    from kerasbert.callbacks import TrainingDiverged
+    from kerasbert.training.callbacks import TrainingDiverged
 
     with pytest.raises(TrainingDiverged, match=r"loss (nan|inf) in epoch 1, batch \d+: training "
                                                r"diverged, so it was stopped; lower --lr \(1e\+12\)"):

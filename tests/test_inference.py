@@ -4,8 +4,10 @@ import keras
 import numpy as np
 import pytest
 
-from kerasbert import build_transformer_model, names
-from kerasbert.inference import Predictor, with_dtype_policy
+from kerasbert import build_transformer_model
+
+from kerasbert.models import names
+from kerasbert.serving.predictor import Predictor, with_dtype_policy
 from test_models import batch
 
 

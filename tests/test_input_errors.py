@@ -11,18 +11,18 @@ import pytest
 from conftest import TINY
 from reference import CHINESE_BASE
 
+from kerasbert.models import bert as models
 from kerasbert import (
     BertConfig,
     CheckpointError,
     build_transformer_model,
     load_checkpoint,
-    models,
     save_weights_as_checkpoint,
     write_checkpoint,
 )
-from kerasbert.config import check_maxlen, check_vocab_fits
-from kerasbert.convert import convert_hf_to_google
-from kerasbert.vocab import load_vocab
+from kerasbert.models.config import check_maxlen, check_vocab_fits
+from kerasbert.checkpoints.convert import convert_hf_to_google
+from kerasbert.text.vocab import load_vocab
 
 KERNEL = "bert/encoder/layer_0/output/dense/kernel"
 

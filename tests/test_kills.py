@@ -69,7 +69,7 @@ def _env(**more):
 
 
 def command(*args):
-    return [sys.executable, "-m", "kerasbert.cli", *args]
+    return [sys.executable, "-m", "kerasbert.cli.main", *args]
 
 
 def run_to_end(args):

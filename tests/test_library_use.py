@@ -13,7 +13,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from kerasbert.options import BASE_LR, MODEL_DEFAULTS_FILE, OptionError, TrainOptions
+from kerasbert.training.options import BASE_LR, MODEL_DEFAULTS_FILE, OptionError, TrainOptions
 from peers import run_python
 from test_finetune import finished_run, tiny_run_inputs  # noqa: F401  (fixtures)
 

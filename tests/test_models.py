@@ -5,7 +5,9 @@ import keras
 import numpy as np
 import pytest
 
-from kerasbert import add_cls_classifier, build_bert, build_transformer_model, names
+from kerasbert import add_cls_classifier, build_bert, build_transformer_model
+
+from kerasbert.models import names
 from peers import run_python
 
 TINY_LAYERS = [
@@ -103,7 +105,7 @@ def test_padding_does_not_change_real_tokens(tiny_config):
 
 
 def test_gelu_is_exact_and_gelu_new_is_tanh(tiny_config):
-    from kerasbert.layers import FeedForward
+    from kerasbert.models.layers import FeedForward
 
     x = np.linspace(-4, 4, 16, dtype="float32").reshape(1, 1, 16)
     exact, tanh = FeedForward(32, "gelu"), FeedForward(32, "gelu_new")

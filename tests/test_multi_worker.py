@@ -116,7 +116,7 @@ def run_cluster(root, name, args, outputs):
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Inputs without any dropout, a one-process run and an uninterrupted two-worker run."""
-    from kerasbert.cli import main
+    from kerasbert.cli.main import main
 
     root = tmp_path_factory.mktemp("multi_worker")
     inputs = make_inputs(str(root / "inputs"))

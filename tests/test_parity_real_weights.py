@@ -11,8 +11,10 @@ import keras
 import numpy as np
 import pytest
 
-from kerasbert import build_transformer_model, names, write_checkpoint
-from kerasbert.convert import convert_hf_to_google
+from kerasbert import build_transformer_model, write_checkpoint
+
+from kerasbert.models import names
+from kerasbert.checkpoints.convert import convert_hf_to_google
 from peers import run_bert4keras
 
 pytestmark = pytest.mark.peer

@@ -30,7 +30,7 @@ before = dict(matplotlib.rcParams)
 
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    from kerasbert import reports
+    from kerasbert.training import reports
 
     labels, out = json.loads(sys.argv[1]), sys.argv[2]
     figure = reports.plot_confusion_matrix(f"{out}/confusion_matrix.png", labels,
@@ -161,7 +161,7 @@ def test_summary_prints_every_layer_name_in_full(capsys):
     import keras
 
     from kerasbert import build_transformer_model
-    from kerasbert.audit import print_summary
+    from kerasbert.models.audit import print_summary
 
     keras.utils.clear_session()
     model = build_transformer_model(ref.CHINESE_BASE, with_pool=True, with_nsp=True,
@@ -189,7 +189,7 @@ def test_summary_prints_every_layer_name_in_full(capsys):
 
 def test_summary_goes_to_print_fn_whole(tiny_config):
     from kerasbert import build_transformer_model
-    from kerasbert.audit import print_summary
+    from kerasbert.models.audit import print_summary
 
     model = build_transformer_model(tiny_config)
     printed = []

@@ -2,8 +2,8 @@ import shutil
 
 import pytest
 
-from kerasbert.cli import main
-from kerasbert import plotting
+from kerasbert.cli.main import main
+from kerasbert.models import plot as plotting
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

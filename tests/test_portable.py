@@ -13,10 +13,10 @@ import pytest
 from test_finetune import options, tiny_run_inputs  # noqa: F401 (a fixture)
 
 from kerasbert import Predictor, add_cls_classifier, build_transformer_model, shipped
-from kerasbert.data import read_examples
-from kerasbert.finetune import Run, TrainOptions, train
-from kerasbert.portable import ExportError, export_litert, export_onnx, litert_runner
-from kerasbert.rundir import RunError
+from kerasbert.training.data import read_examples
+from kerasbert.tasks.classification import Run, TrainOptions, train
+from kerasbert.serving.portable import ExportError, export_litert, export_onnx, litert_runner
+from kerasbert.training.rundir import RunError
 
 TOLERANCE = 1e-4  # max abs difference of probabilities, the figure
 

@@ -8,14 +8,14 @@ import keras
 import numpy as np
 import pytest
 
-from kerasbert.rundir import RunError
+from kerasbert.training.rundir import RunError
 import tensorflow as tf
 
 from kerasbert import Tokenizer, build_transformer_model
-from kerasbert.cli import main
-from kerasbert.corpus import SPECIAL_TOKENS, pad_rows, read_corpus, reduce_vocab, split_rows
-from kerasbert.masking import Masker
-from kerasbert.pretrain import PretrainOptions, evaluate_mlm, mlm_training_model, pretrain
+from kerasbert.cli.main import main
+from kerasbert.pretraining.corpus import SPECIAL_TOKENS, pad_rows, read_corpus, reduce_vocab, split_rows
+from kerasbert.pretraining.masking import Masker
+from kerasbert.pretraining.mlm import PretrainOptions, evaluate_mlm, mlm_training_model, pretrain
 
 CHINESE_VOCAB = "checkpoints/chinese_L-12_H-768_A-12/vocab.txt"
 SHIPPED = "kerasbert/resources/kerasbert-zh-small"

@@ -17,12 +17,12 @@ import pytest
 import tensorflow as tf
 
 from kerasbert import build_transformer_model, save_weights_as_checkpoint, shipped
-from kerasbert.cli import main
-from kerasbert.data import read_examples
-from kerasbert.finetune import Run, TrainOptions, train
-from kerasbert.rundir import RunError
-from kerasbert.serving import TextEncoder
-from kerasbert.tokenizer import Tokenizer
+from kerasbert.cli.main import main
+from kerasbert.training.data import read_examples
+from kerasbert.tasks.classification import Run, TrainOptions, train
+from kerasbert.training.rundir import RunError
+from kerasbert.serving.saved_model import TextEncoder
+from kerasbert.text.tokenizer import Tokenizer
 from peers import run_python
 
 SMALL_VOCAB = os.path.join(shipped.model_dir(), "vocab.txt")

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from bench.tokenize import find_corpus, read_corpus, slow_bert_tokenizer
-from kerasbert.tokenizer import Tokenizer, load_vocab
+from kerasbert.text.tokenizer import Tokenizer, load_vocab
 
 pytestmark = pytest.mark.peer
 

@@ -23,7 +23,7 @@ import contextlib
 import dataclasses
 import os
 
-from kerasbert import names
+from kerasbert.models import names
 
 
 @dataclasses.dataclass

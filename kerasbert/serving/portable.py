@@ -31,7 +31,7 @@ import keras
 import numpy as np
 
 from kerasbert import files
-from kerasbert.rundir import RunError, check_writable
+from kerasbert.training.rundir import RunError, check_writable
 
 ONNX_FILE = "model.onnx"
 LITERT_FILE = "model.tflite"
@@ -52,7 +52,7 @@ def export_onnx(run, directory, *, overwrite=False):
     which tf2onnx lacks, so it is converted as ``1 - Erf``.
 
     Args:
-        run: a :class:`kerasbert.finetune.Run`.
+        run: a :class:`kerasbert.tasks.classification.Run`.
         directory: a new or empty folder; with ``overwrite``, an earlier ONNX export.
         overwrite: replace an earlier ONNX export in ``directory`` (nothing else).
 
@@ -92,7 +92,7 @@ def export_litert(run, directory, *, overwrite=False):
     shorter inputs are padded with token id 0, which the model masks out.
 
     Args:
-        run: a :class:`kerasbert.finetune.Run`.
+        run: a :class:`kerasbert.tasks.classification.Run`.
         directory: a new or empty folder; with ``overwrite``, an earlier LiteRT export.
         overwrite: replace an earlier LiteRT export in ``directory`` (nothing else).
 
@@ -222,7 +222,7 @@ def _exportable(model):
     """
     if any(layer.dtype_policy.name != "float32" for layer in model.layers
            if isinstance(layer, keras.layers.Layer)):
-        from kerasbert.inference import with_dtype_policy
+        from kerasbert.serving.predictor import with_dtype_policy
 
         model = with_dtype_policy(model, "float32")
     return keras.Model(model.inputs, {OUTPUT: model.outputs[0]}, name=model.name)

@@ -104,7 +104,7 @@ class Masker:
             >>> Masker.for_vocab(tokenizer.token_dict).mask_id
             4
         """
-        from kerasbert.vocab import is_special
+        from kerasbert.text.vocab import is_special
 
         if "[MASK]" not in token_dict:
             raise ValueError("the vocabulary has no [MASK] token; masked-LM pretraining needs one")

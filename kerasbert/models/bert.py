@@ -18,12 +18,11 @@ import os
 
 import keras
 
-from kerasbert import names
-from kerasbert.audit import expected_rows
-from kerasbert.checkpoint import load_checkpoint, save_weights_as_checkpoint
-from kerasbert.config import BertConfig, check_maxlen
-from kerasbert.heads import apply_mlm, apply_nsp, apply_pooler
-from kerasbert.layers import (
+from kerasbert.models import names
+from kerasbert.models.audit import expected_rows
+from kerasbert.models.config import check_maxlen
+from kerasbert.models.heads import apply_mlm, apply_nsp, apply_pooler
+from kerasbert.models.layers import (
     Add,
     FeedForward,
     MultiHeadSelfAttention,
@@ -31,44 +30,10 @@ from kerasbert.layers import (
     TokenEmbedding,
 )
 
-SUPPORTED_MODELS = ("bert", "roberta")
-
 # The keys that set the number of parameters, quoted when a model is too large.
 SIZE_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "intermediate_size",
              "max_position_embeddings", "type_vocab_size")
 BYTES_PER_WEIGHT = 4  # float32 variables, also under mixed precision
-
-
-@dataclasses.dataclass
-class Transformer:
-    """What ``build_transformer_model(..., return_keras_model=False)`` returns.
-
-    Example:
-        >>> bert = build_transformer_model(config_path, checkpoint_path, return_keras_model=False)
-        >>> bert.load_report.missing
-        []
-        >>> bert.save_weights_as_checkpoint("fine_tuned/bert_model.ckpt")[:1]
-        ['bert/embeddings/LayerNorm/beta']
-    """
-
-    model: keras.Model
-    config: BertConfig
-    keep_tokens: list = None
-    compound_tokens: list = None
-    load_report: object = None
-
-    def load_weights_from_checkpoint(self, checkpoint, strict=True):
-        """Loads a Google checkpoint with this model's keep/compound tokens; see
-        :func:`kerasbert.checkpoint.load_checkpoint`. Returns the :class:`LoadReport`."""
-        self.load_report = load_checkpoint(self.model, checkpoint, strict=strict,
-                                           keep_tokens=self.keep_tokens,
-                                           compound_tokens=self.compound_tokens)
-        return self.load_report
-
-    def save_weights_as_checkpoint(self, prefix, dtype=None):
-        """Writes the weights under Google's names; see
-        :func:`kerasbert.checkpoint.save_weights_as_checkpoint`."""
-        return save_weights_as_checkpoint(self.model, prefix, dtype=dtype)
 
 
 def _dropout(x, rate, name):
@@ -182,79 +147,6 @@ def build_bert(config, with_pool=False, with_nsp=False, with_mlm=False, sequence
                                "softmax" if with_mlm is True else with_mlm))
     outputs = x if not heads else heads[0] if len(heads) == 1 else heads
     return keras.Model(inputs if len(inputs) > 1 else token_ids, outputs, name=name or "bert")
-
-
-def build_transformer_model(config_path=None, checkpoint_path=None, model="bert", with_pool=False,
-                            with_nsp=False, with_mlm=False, keep_tokens=None,
-                            return_keras_model=True, compound_tokens=None, sequence_length=None,
-                            name=None, strict=True, **overrides):
-    """Builds a BERT from ``bert_config.json``, bert4keras style.
-
-    Args:
-        config_path: a ``bert_config.json`` / Hugging Face ``config.json`` path, a
-            :class:`BertConfig`, or a dict of Google keys.
-        checkpoint_path: a Google checkpoint to load: a prefix
-            (``.../bert_model.ckpt``), a directory holding one, or a dict of arrays.
-        model: "bert" or "roberta" (the same graph; RoBERTa-wwm-ext ships as BERT).
-        with_pool, with_nsp, with_mlm: heads, see :func:`build_bert`.
-        keep_tokens: token ids to keep from the checkpoint vocabulary (the vocabulary
-            becomes ``len(keep_tokens)``).
-        return_keras_model: return the ``keras.Model`` (default) or a :class:`Transformer`.
-        compound_tokens: extra tokens, each a list of existing ids whose embeddings are
-            averaged; they are appended to the vocabulary.
-        sequence_length: fixed input length, or None.
-        name: the model's name.
-        strict: with a checkpoint, raise on any missing variable or shape mismatch
-            (default); False loads what fits (see ``Transformer.load_report``).
-        **overrides: config keys to replace (``num_hidden_layers=2``, ``dropout_rate=0``...).
-
-    Returns:
-        a ``keras.Model`` (or a :class:`Transformer` holding it).
-
-    Raises:
-        ValueError: unknown ``model``, an invalid config, a config of another model
-            family, or one too large for this machine's memory (see :func:`build_bert`).
-        FileNotFoundError: no checkpoint at ``checkpoint_path``.
-        kerasbert.CheckpointError (a ValueError): the checkpoint is corrupt or does
-            not fit the config (the message names the variable, both shapes and a hint).
-
-    Example:
-        >>> bert = build_transformer_model("checkpoints/chinese_L-12_H-768_A-12/bert_config.json")
-        >>> bert.count_params()
-        101677056
-    """
-    if not isinstance(model, str) or model.lower() not in SUPPORTED_MODELS:
-        raise ValueError(
-            f"model={model!r} is not supported; supported: {', '.join(SUPPORTED_MODELS)}"
-        )
-    config = resolve_config(config_path, **overrides)
-    vocab_size = config.vocab_size
-    if keep_tokens is not None:
-        vocab_size = len(keep_tokens)
-    if compound_tokens is not None:
-        vocab_size += len(compound_tokens)
-    if vocab_size != config.vocab_size:
-        config = config.replace(vocab_size=vocab_size)
-
-    keras_model = build_bert(config, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
-                             sequence_length=sequence_length, name=name)
-    built = Transformer(keras_model, config, keep_tokens, compound_tokens)
-    if checkpoint_path is not None:
-        built.load_weights_from_checkpoint(checkpoint_path, strict=strict)
-    return keras_model if return_keras_model else built
-
-
-def resolve_config(config, **overrides):
-    """A :class:`BertConfig` from a path, a dict or a config, with overrides applied."""
-    if config is None:
-        if not overrides:
-            raise ValueError("Give config_path (a bert_config.json) or the config keys as keywords")
-        return BertConfig.from_dict({}, source="<keywords>", **overrides)
-    if isinstance(config, BertConfig):
-        return config.replace(**overrides) if overrides else config
-    if isinstance(config, dict):
-        return BertConfig.from_dict(config, **overrides)
-    return BertConfig.from_json_file(config, **overrides)
 
 
 def parameter_count(config, with_pool=False, with_nsp=False, with_mlm=False):

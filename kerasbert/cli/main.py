@@ -25,7 +25,7 @@ import sys
 import textwrap
 import traceback
 
-from kerasbert.options import add_arguments, from_arguments, validate
+from kerasbert.training.options import add_arguments, from_arguments, validate
 
 COMMANDS = ("audit", "plot", "train", "pretrain", "evaluate", "predict", "export", "convert")
 FORMATS = ("saved_model", "onnx", "litert")
@@ -95,8 +95,8 @@ def _model_arguments(parser):
 
 
 def _build(args, **overrides):
-    from kerasbert.heads import add_cls_classifier
-    from kerasbert.models import Transformer, build_transformer_model
+    from kerasbert.models.heads import add_cls_classifier
+    from kerasbert.build import Transformer, build_transformer_model
 
     built = build_transformer_model(
         args.config, with_pool=args.with_pool, with_nsp=args.with_nsp, with_mlm=args.with_mlm,
@@ -108,7 +108,7 @@ def _build(args, **overrides):
 
 
 def command_audit(args):
-    from kerasbert import audit
+    from kerasbert.models import audit
 
     built = _build(args)
     rows = audit.audit_model(built.model, built.config, args.with_pool, args.with_nsp,
@@ -126,8 +126,8 @@ def command_audit(args):
 
 
 def command_plot(args):
-    from kerasbert import plotting
-    from kerasbert.rundir import check_writable
+    from kerasbert.models import plot as plotting
+    from kerasbert.training.rundir import check_writable
 
     check_writable(os.path.dirname(args.output) or ".", flag="--output")
     overrides = {"num_hidden_layers": args.layers} if args.layers else {}
@@ -142,7 +142,7 @@ def command_plot(args):
 
 
 def command_train(args):
-    from kerasbert import finetune
+    from kerasbert.tasks import classification as finetune
 
     options = from_arguments(finetune.TrainOptions, args)
     validate(options, flags=True)
@@ -165,7 +165,7 @@ def _columns(args):
 
 
 def command_evaluate(args):
-    from kerasbert.finetune import Run
+    from kerasbert.tasks.classification import Run
 
     metrics = Run(args.model).evaluate(args.data, progress=True, **_columns(args))
     if args.json:
@@ -181,7 +181,7 @@ def command_evaluate(args):
 
 
 def command_predict(args):
-    from kerasbert.finetune import Run
+    from kerasbert.tasks.classification import Run
 
     if not args.input and not args.texts:
         raise UsageError("missing input in --input or TEXT: give texts to classify, or a file")
@@ -202,7 +202,7 @@ def command_predict(args):
 
 
 def command_export(args):
-    from kerasbert.finetune import Run
+    from kerasbert.tasks.classification import Run
 
     options = {"version": args.version} if args.format == "saved_model" else {}
     for path in Run(args.model).export(args.to, overwrite=args.overwrite, format=args.format,
@@ -212,7 +212,7 @@ def command_export(args):
 
 
 def command_pretrain(args):
-    from kerasbert import pretrain  # the module
+    from kerasbert.pretraining import mlm as pretrain  # the module
 
     options = from_arguments(pretrain.PretrainOptions, args)
     validate(options, flags=True)
@@ -228,8 +228,8 @@ def command_pretrain(args):
 
 
 def command_convert(args):
-    from kerasbert.convert import convert_hf_to_google
-    from kerasbert.rundir import check_writable
+    from kerasbert.checkpoints.convert import convert_hf_to_google
+    from kerasbert.training.rundir import check_writable
 
     check_writable(os.path.dirname(args.to) or ".", flag="--to")
     done = convert_hf_to_google(args.from_hf, args.to)
@@ -289,7 +289,7 @@ def make_parser():
                            "(default: all of the config's)")
     plot.set_defaults(run=command_plot)
 
-    from kerasbert.options import PretrainOptions, TrainOptions
+    from kerasbert.training.options import PretrainOptions, TrainOptions
 
     train = _command(
         commands, "train", "fine-tune a BERT text classifier",

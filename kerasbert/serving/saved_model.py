@@ -11,7 +11,7 @@ with two signatures:
                       -> label (string), label_id (int32), probabilities (float32 [batch, labels])
 
 ``classify`` runs the WordPiece tokenizer inside the graph and gives exactly the ids of
-:class:`kerasbert.tokenizer.Tokenizer`. Google's text cleaning (drop controls, lowercase,
+:class:`kerasbert.text.tokenizer.Tokenizer`. Google's text cleaning (drop controls, lowercase,
 NFD, strip accents, split CJK characters and punctuation) is a per-character table read
 off the Tokenizer's own normalizer and pre-tokenizer when the model is exported, so the
 served model splits text as the training did, whatever Unicode version TensorFlow's
@@ -37,9 +37,9 @@ import numpy as np
 import tensorflow as tf
 
 from kerasbert import files
-from kerasbert.rundir import RunError, check_writable
-from kerasbert.tokenizer import MAX_WORD_CHARS
-from kerasbert.vocab import google_normalizer, google_pre_tokenizer, load_vocab
+from kerasbert.training.rundir import RunError, check_writable
+from kerasbert.text.tokenizer import MAX_WORD_CHARS
+from kerasbert.text.vocab import google_normalizer, google_pre_tokenizer, load_vocab
 
 _CODE_POINTS = 0x110000
 _SIGMA, _FINAL_SIGMA = 0x3A3, 0x3C2  # Σ, and ς that the Tokenizer writes at a word's end
@@ -56,7 +56,7 @@ def export(run, directory, *, version=None, overwrite=False):
     """Writes the run's model as ``<directory>/<version>/``, a SavedModel for TF Serving.
 
     Args:
-        run: a finished :class:`kerasbert.finetune.Run`.
+        run: a finished :class:`kerasbert.tasks.classification.Run`.
         directory: the model's base path (TF Serving's ``--model_base_path``); it may
             hold earlier versions, and nothing else.
         version: the version folder, a whole number >= 1; by default the one after the
@@ -162,7 +162,7 @@ class CharacterTables:
 
 @functools.cache
 def character_tables(do_lower_case=True):
-    """What :class:`~kerasbert.tokenizer.Tokenizer` does to each code point, as tables.
+    """What :class:`~kerasbert.text.tokenizer.Tokenizer` does to each code point, as tables.
 
     Each character is passed through the Tokenizer's normalizer alone, and its
     normalized characters through the pre-tokenizer, so the tables hold the
@@ -404,7 +404,7 @@ def _row_head(rows, lengths):
 
 
 def _longest_first(a, b, budget):
-    """``kerasbert.tokenizer._longest_first`` on tensors of lengths."""
+    """``kerasbert.text.tokenizer._longest_first`` on tensors of lengths."""
     excess = tf.maximum(a + b - budget, 0)
     cut = tf.minimum(excess, tf.abs(a - b))
     a, b = tf.where(a >= b, a - cut, a), tf.where(a >= b, b, b - cut)

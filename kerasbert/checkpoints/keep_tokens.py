@@ -7,7 +7,7 @@ average of existing rows, whose ids count in the vocabulary *after* ``keep_token
 
 import numpy as np
 
-from kerasbert.checkpoint_io import CheckpointError
+from kerasbert.checkpoints.io import CheckpointError
 
 
 class KeepTokens:

@@ -12,14 +12,14 @@ import shutil
 
 import numpy as np
 
-from kerasbert.checkpoint import variable_mapping
-from kerasbert.checkpoint_io import (
+from kerasbert.checkpoints.mapping import variable_mapping
+from kerasbert.checkpoints.io import (
     CheckpointError,
     dtype_name,
     is_float_dtype,
     write_checkpoint,
 )
-from kerasbert.config import BertConfig
+from kerasbert.models.config import BertConfig
 
 # Hugging Face module → Google variable scope. A Linear's ``weight`` is [out, in]
 # and becomes a transposed ``kernel``; an Embedding's ``weight`` is the table itself.

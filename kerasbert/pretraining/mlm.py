@@ -4,7 +4,7 @@ The output directory, when the run is done::
 
     bert_model.ckpt.*      Google variable names, MLM head (cls/predictions/...) included
     bert_config.json       the given config with the reduced vocab_size
-    vocab.txt              the reduced vocabulary (see kerasbert.corpus.reduce_vocab)
+    vocab.txt              the reduced vocabulary (see kerasbert.pretraining.corpus.reduce_vocab)
     pretrain_config.json   the options; pretrain_metrics.json  MLM accuracy on --dev
     history.csv            loss and masked accuracy per epoch
 
@@ -33,15 +33,21 @@ import time
 import keras
 import numpy as np
 
-from kerasbert import corpus, data, files, names
-from kerasbert.callbacks import (EpochSeeds, RunBackup, RunRecorder, StopAtStep,
+from kerasbert import files
+
+from kerasbert.pretraining import corpus
+
+from kerasbert.training import data
+
+from kerasbert.models import names
+from kerasbert.training.callbacks import (EpochSeeds, RunBackup, RunRecorder, StopAtStep,
                                  StopOnNonFiniteLoss)
-from kerasbert.config import check_maxlen
-from kerasbert.masking import Masker
-from kerasbert.models import build_transformer_model, resolve_config
-from kerasbert.options import PretrainOptions, validate  # noqa: F401 (PretrainOptions re-exported)
-from kerasbert.rundir import RunDirectory, pause_point
-from kerasbert.training import make_optimizer
+from kerasbert.models.config import check_maxlen
+from kerasbert.pretraining.masking import Masker
+from kerasbert.build import build_transformer_model, resolve_config
+from kerasbert.training.options import PretrainOptions, validate  # noqa: F401 (PretrainOptions re-exported)
+from kerasbert.training.rundir import RunDirectory, pause_point
+from kerasbert.training.optimizer import make_optimizer
 
 #: Dev masks come from this seed whatever the training seed, so runs compare.
 DEV_MASK_SEED = 0
@@ -83,18 +89,18 @@ def mlm_batches(matrix, masker, batch_size, seed, start_step=0, shuffle=True, ga
 
     Args:
         matrix: int32 ``[sequences, maxlen]``, ``[CLS] ... [SEP]`` then [PAD].
-        masker: a :class:`kerasbert.masking.Masker`.
+        masker: a :class:`kerasbert.pretraining.masking.Masker`.
         batch_size: rows per batch.
         seed: draws the order of each pass (if ``shuffle``) and every mask.
         start_step: the batch to begin at, counted over the endless plan.
         shuffle: length-grouped random order, endless; False: one pass in file order.
         gathered: yield ``((token_ids, segment_ids, positions), labels, weights)`` with
             labels and weights at the chosen positions only (see
-            :meth:`kerasbert.masking.MaskedBatch.gathered`), for :func:`mlm_training_model`.
+            :meth:`kerasbert.pretraining.masking.MaskedBatch.gathered`), for :func:`mlm_training_model`.
 
     Yields:
         numpy tuples; each batch is cut to its longest row (see
-        :func:`kerasbert.data.batch_width`).
+        :func:`kerasbert.training.data.batch_width`).
     """
     lengths = np.count_nonzero(matrix, axis=1)
     per_pass = -(-len(matrix) // batch_size)
@@ -172,12 +178,12 @@ def pretrain(options, callbacks=()):
         callbacks: more Keras callbacks for ``fit``.
 
     Raises:
-        kerasbert.options.OptionError: an option outside its range.
-        kerasbert.rundir.RunError: ``output`` holds a finished run, or an interrupted
+        kerasbert.training.options.OptionError: an option outside its range.
+        kerasbert.training.rundir.RunError: ``output`` holds a finished run, or an interrupted
             one and ``resume`` is not set, or ``resume`` is set with other options;
             a config whose ``max_position_embeddings`` is below ``maxlen``.
-        kerasbert.data.DataError: a corpus file without text.
-        kerasbert.callbacks.TrainingDiverged: the loss became NaN or infinite.
+        kerasbert.training.data.DataError: a corpus file without text.
+        kerasbert.training.callbacks.TrainingDiverged: the loss became NaN or infinite.
     """
     started = time.time()
     validate(options)
@@ -252,7 +258,7 @@ def _finish(options, bert, model, vocab, masker, texts, matrix, recorder, starte
         "wall_seconds": round(time.time() - started, 1),
     }
     if options.dev:
-        from kerasbert.tokenizer import Tokenizer
+        from kerasbert.text.tokenizer import Tokenizer
 
         rows = corpus.token_rows(Tokenizer(vocab.token_dict),
                                  corpus.read_corpus(options.dev, options.text_column))

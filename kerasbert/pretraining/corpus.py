@@ -18,8 +18,10 @@ import os
 
 import numpy as np
 
-from kerasbert import data, reports
-from kerasbert.vocab import load_vocab
+from kerasbert.training import data
+
+from kerasbert.training import reports
+from kerasbert.text.vocab import load_vocab
 
 #: Kept first, in this order, by every reduced vocabulary.
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -30,7 +32,7 @@ def read_corpus(paths, text_column="text"):
 
     Args:
         paths: files; ``.tsv``/``.csv``/``.jsonl`` are read with
-            :func:`kerasbert.data.read_examples` (labels not needed), anything else
+            :func:`kerasbert.training.data.read_examples` (labels not needed), anything else
             as UTF-8 text, one text per line (a line ends at \\n, \\r\\n or \\r;
             surrounding spaces are stripped and blank lines skipped).
         text_column: the column holding the text in tables.
@@ -40,7 +42,7 @@ def read_corpus(paths, text_column="text"):
 
     Raises:
         FileNotFoundError: ``corpus file in <path>: no such file``.
-        kerasbert.data.DataError: a directory, a line that is not UTF-8, a table that lacks
+        kerasbert.training.data.DataError: a directory, a line that is not UTF-8, a table that lacks
             the text column or has a bad row, or a file without text; the message names
             the file (and the line).
     """
@@ -97,7 +99,7 @@ class CorpusVocab:
 def reduce_vocab(vocab_path, texts):
     """The special tokens and every token ``texts`` use under ``vocab_path``.
 
-    The order is the full vocabulary's (:func:`kerasbert.vocab.load_vocab` with
+    The order is the full vocabulary's (:func:`kerasbert.text.vocab.load_vocab` with
     ``simplified=True``), the special tokens first. Since WordPiece picks the longest
     piece in the vocabulary and every piece the corpus used is kept, the reduced
     vocabulary tokenizes the corpus exactly as the full one does.
@@ -112,7 +114,7 @@ def reduce_vocab(vocab_path, texts):
     Raises:
         ValueError: a special token is missing from ``vocab_path``.
     """
-    from kerasbert.tokenizer import Tokenizer
+    from kerasbert.text.tokenizer import Tokenizer
 
     simplified, keep = load_vocab(vocab_path, simplified=True, startswith=list(SPECIAL_TOKENS))
     full = Tokenizer(vocab_path)

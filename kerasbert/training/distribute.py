@@ -146,7 +146,7 @@ def check_together(strategy, check):
     that quotes it and names the worker. Without this, a worker whose checks passed
     would wait for the failed one forever.
     """
-    from kerasbert.rundir import RunError
+    from kerasbert.training.rundir import RunError
 
     error = value = None
     try:
@@ -205,7 +205,7 @@ def worker_run(strategy, run, options):
 
     Args:
         strategy: the run's strategy.
-        run: the :class:`kerasbert.rundir.RunDirectory` of ``--output``, already checked.
+        run: the :class:`kerasbert.training.rundir.RunDirectory` of ``--output``, already checked.
         options: the run's options (``output``, ``resume``).
     """
     if is_chief(strategy):

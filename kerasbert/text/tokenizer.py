@@ -1,7 +1,7 @@
 """BERT tokenizer with the bert4keras interface and Google's ids, run by Hugging Face `tokenizers`.
 
 The engine is a `tokenizers` WordPiece model behind Google's text cleaning and word
-splitting (see `kerasbert.vocab`); this module adds bert4keras's methods and numpy batches.
+splitting (see `kerasbert.text.vocab`); this module adds bert4keras's methods and numpy batches.
 
 Example:
     >>> tokenizer = Tokenizer("checkpoints/chinese_L-12_H-768_A-12/vocab.txt")
@@ -17,7 +17,7 @@ import numpy as np
 from tokenizers import Tokenizer as _Engine
 from tokenizers import models, processors
 
-from kerasbert.vocab import (check_vocab, google_normalizer, google_pre_tokenizer, is_cjk,
+from kerasbert.text.vocab import (check_vocab, google_normalizer, google_pre_tokenizer, is_cjk,
                              is_punctuation, is_special, load_vocab)
 
 __all__ = ["Tokenizer", "load_vocab"]

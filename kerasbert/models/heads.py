@@ -1,13 +1,13 @@
 """Output heads: pooler, next-sentence prediction, masked LM, and the CLS-token classifier.
 
 Each ``apply_*`` function adds its layers to a functional graph under construction;
-the names are bert4keras's (see :mod:`kerasbert.names`).
+the names are bert4keras's (see :mod:`kerasbert.models.names`).
 """
 
 import keras
 
-from kerasbert import names
-from kerasbert.layers import BiasAdd, FirstToken, get_activation
+from kerasbert.models import names
+from kerasbert.models.layers import BiasAdd, FirstToken, get_activation
 
 
 def _initializer(config):

@@ -20,15 +20,21 @@ import os
 import keras
 import numpy as np
 
-from kerasbert import data, distribute, files, reports
-from kerasbert.callbacks import (EpochSeeds, ProgressBar, RunBackup, RunRecorder,
+from kerasbert import files
+
+from kerasbert.training import data
+
+from kerasbert.training import distribute
+
+from kerasbert.training import reports
+from kerasbert.training.callbacks import (EpochSeeds, ProgressBar, RunBackup, RunRecorder,
                                  StopOnNonFiniteLoss)
-from kerasbert.config import BertConfig, check_maxlen, check_vocab_fits
-from kerasbert.heads import add_cls_classifier
-from kerasbert.models import build_transformer_model
-from kerasbert.options import TrainOptions, validate
-from kerasbert.rundir import RunDirectory, RunError, pause_point, read_json
-from kerasbert.training import make_optimizer
+from kerasbert.models.config import BertConfig, check_maxlen, check_vocab_fits
+from kerasbert.models.heads import add_cls_classifier
+from kerasbert.build import build_transformer_model
+from kerasbert.training.options import TrainOptions, validate
+from kerasbert.training.rundir import RunDirectory, RunError, pause_point, read_json
+from kerasbert.training.optimizer import make_optimizer
 
 OPTIONS_FILE = "train_config.json"
 FINISHED_FILE = "metrics.json"
@@ -47,13 +53,13 @@ def train(options, callbacks=()):
         callbacks: more Keras callbacks for ``fit``.
 
     Raises:
-        kerasbert.options.OptionError: an option outside its range.
-        kerasbert.rundir.RunError: a finished run in ``output``, an interrupted one
+        kerasbert.training.options.OptionError: an option outside its range.
+        kerasbert.training.rundir.RunError: a finished run in ``output``, an interrupted one
             without ``resume``, or ``resume`` with other options; under
             ``strategy="multi-worker"``, also a check that failed on another worker
             (docs/multi_worker.md).
-        kerasbert.data.DataError: a bad row (file and line named).
-        kerasbert.callbacks.TrainingDiverged: the loss became NaN or infinite.
+        kerasbert.training.data.DataError: a bad row (file and line named).
+        kerasbert.training.callbacks.TrainingDiverged: the loss became NaN or infinite.
     """
     validate(options)
     options = options.resolved()
@@ -94,7 +100,7 @@ class _Inputs:
 
 def _read_inputs(options):
     """Reads and checks every input before anything is built or written."""
-    from kerasbert.tokenizer import Tokenizer
+    from kerasbert.text.tokenizer import Tokenizer
 
     config = BertConfig.from_json_file(options.config)
     tokenizer = Tokenizer(options.vocab)
@@ -116,7 +122,7 @@ def _read_inputs(options):
         inputs.test = data.keep_known_labels(data.read_examples(options.test, **read), labels,
                                              options.skip_bad_rows)
     if options.checkpoint:
-        from kerasbert.checkpoint_io import resolve_prefix
+        from kerasbert.checkpoints.io import resolve_prefix
 
         resolve_prefix(options.checkpoint)
     return inputs
@@ -167,7 +173,7 @@ def _train(options, run, inputs, callbacks, strategy):
 
 def _finish_run(options, inputs, recorder):
     """Writes the run's files; ``metrics.json`` last, as the mark of a finished run."""
-    from kerasbert.checkpoint import save_weights_as_checkpoint
+    from kerasbert.checkpoints.loading import save_weights_as_checkpoint
 
     output = options.output
     model = load_run_model(output)
@@ -236,7 +242,7 @@ class Run:
     """
 
     def __init__(self, run_dir):
-        from kerasbert.tokenizer import Tokenizer
+        from kerasbert.text.tokenizer import Tokenizer
 
         self.run_dir = run_dir = os.fspath(run_dir)
         if not os.path.isdir(run_dir):
@@ -305,15 +311,15 @@ class Run:
     def export(self, directory, overwrite=False, format="saved_model", **options):
         """Writes the model for serving; returns the files written.
 
-        ``format`` ``saved_model`` (:func:`kerasbert.serving.export`), ``onnx`` or
-        ``litert`` (:mod:`kerasbert.portable`).
+        ``format`` ``saved_model`` (:func:`kerasbert.serving.saved_model.export`), ``onnx`` or
+        ``litert`` (:mod:`kerasbert.serving.portable`).
         """
         if format == "saved_model":
-            from kerasbert.serving import export
+            from kerasbert.serving.saved_model import export
         elif format == "onnx":
-            from kerasbert.portable import export_onnx as export
+            from kerasbert.serving.portable import export_onnx as export
         elif format == "litert":
-            from kerasbert.portable import export_litert as export
+            from kerasbert.serving.portable import export_litert as export
         else:
             raise ValueError(f"invalid value {format!r} in --format: must be saved_model, onnx "
                              "or litert")

@@ -14,7 +14,7 @@ import math
 import keras
 from keras import ops
 
-from kerasbert.config import APPROXIMATE_GELU_NAMES
+from kerasbert.models.config import APPROXIMATE_GELU_NAMES
 
 PACKAGE = "kerasbert"
 

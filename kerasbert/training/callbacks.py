@@ -2,7 +2,7 @@
 
 Keras's ``BackupAndRestore`` rewrites its files in place (a kill mid-write leaves them
 corrupt) and deletes them when ``fit`` ends, before the run is finished; here the
-backup is :class:`RunBackup` on :class:`kerasbert.rundir.RunDirectory`, which writes a
+backup is :class:`RunBackup` on :class:`kerasbert.training.rundir.RunDirectory`, which writes a
 whole new backup before dropping the old one. History, best score and the
 early-stopping count are derived from ``history.json``, so a resumed run makes the
 same decisions as an uninterrupted one.
@@ -16,8 +16,10 @@ import sys
 import keras
 import numpy as np
 
-from kerasbert import files, reports
-from kerasbert.rundir import HISTORY, pause_point
+from kerasbert import files
+
+from kerasbert.training import reports
+from kerasbert.training.rundir import HISTORY, pause_point
 
 
 class TrainingDiverged(ValueError):
@@ -51,7 +53,7 @@ class RunBackup(keras.callbacks.Callback):
     """Backs the run up after every epoch and restores it when ``fit`` starts.
 
     Args:
-        run: a :class:`kerasbert.rundir.RunDirectory`.
+        run: a :class:`kerasbert.training.rundir.RunDirectory`.
         epochs: the run's last epoch; the backup after it is marked done.
     """
 
