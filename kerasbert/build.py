@@ -53,7 +53,7 @@ class Transformer:
 def build_transformer_model(config_path=None, checkpoint_path=None, model="bert", with_pool=False,
                             with_nsp=False, with_mlm=False, keep_tokens=None,
                             return_keras_model=True, compound_tokens=None, sequence_length=None,
-                            name=None, strict=True, **overrides):
+                            name=None, strict=True, dtype=None, **overrides):
     """Builds a BERT from ``bert_config.json``, bert4keras style.
 
     Args:
@@ -72,6 +72,8 @@ def build_transformer_model(config_path=None, checkpoint_path=None, model="bert"
         name: the model's name.
         strict: with a checkpoint, raise on any missing variable or shape mismatch
             (default); False loads what fits (see ``Transformer.load_report``).
+        dtype: the dtype policy of the layers (``"mixed_bfloat16"``, ``"bfloat16"``);
+            None: Keras's global policy. Nothing global is changed.
         **overrides: config keys to replace (``num_hidden_layers=2``, ``dropout_rate=0``...).
 
     Returns:
@@ -102,8 +104,9 @@ def build_transformer_model(config_path=None, checkpoint_path=None, model="bert"
     if vocab_size != config.vocab_size:
         config = config.replace(vocab_size=vocab_size)
 
-    keras_model = FAMILIES[model.lower()](config, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
-                                          sequence_length=sequence_length, name=name)
+    build = FAMILIES[model.lower()]
+    keras_model = build(config, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
+                        sequence_length=sequence_length, name=name, dtype=dtype)
     built = Transformer(keras_model, config, keep_tokens, compound_tokens)
     if checkpoint_path is not None:
         built.load_weights_from_checkpoint(checkpoint_path, strict=strict)

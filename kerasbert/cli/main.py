@@ -146,7 +146,7 @@ def command_train(args):
 
     options = from_arguments(finetune.TrainOptions, args)
     validate(options, flags=True)
-    summary = finetune.train(options)
+    summary = finetune.train(options, verbose=_progress())
     shown = "test" if "test" in summary else "dev"
     print(f"\n{shown} accuracy {summary[shown]['accuracy']:.4f}, "
           f"macro-F1 {summary[shown]['macro_f1']:.4f} (best epoch {summary['best_epoch']})")
@@ -156,6 +156,12 @@ def command_train(args):
     print(f"run directory: {options.output} (metrics.json, confusion_matrix.png, "
           "training_curves.png, model.keras)")
     return 0
+
+
+def _progress():
+    """Keras's progress output for ``fit``: a live bar on a terminal, one line per epoch
+    in a log file or a pipe (where a bar's redraws would fill the file)."""
+    return 1 if sys.stdout.isatty() else 2
 
 
 def _columns(args):
@@ -216,7 +222,7 @@ def command_pretrain(args):
 
     options = from_arguments(pretrain.PretrainOptions, args)
     validate(options, flags=True)
-    summary = pretrain.pretrain(options)
+    summary = pretrain.pretrain(options, verbose=_progress())
     print(f"\n{summary['steps']} steps, vocabulary {summary['vocab_size']}, "
           f"{summary['parameters']:,} parameters, {summary['wall_seconds']:.0f} s")
     if "dev" in summary:

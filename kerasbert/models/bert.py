@@ -28,6 +28,7 @@ from kerasbert.models.layers import (
     MultiHeadSelfAttention,
     PositionEmbedding,
     TokenEmbedding,
+    truncated_normal,
 )
 
 # The keys that set the number of parameters, quoted when a model is too large.
@@ -36,73 +37,75 @@ SIZE_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "intermediate_siz
 BYTES_PER_WEIGHT = 4  # float32 variables, also under mixed precision
 
 
-def _dropout(x, rate, name):
+def _dropout(x, rate, name, dtype):
     # bert4keras leaves the layer out when the rate is 0; the layer list matches.
-    return keras.layers.Dropout(rate, name=name)(x) if rate else x
+    return keras.layers.Dropout(rate, name=name, dtype=dtype)(x) if rate else x
 
 
-def _initializer(config):
-    return keras.initializers.TruncatedNormal(stddev=config.initializer_range)
-
-
-def _residual_block(x, block, block_name, config):
+def _residual_block(x, block, block_name, config, dtype):
     """``block`` → Dropout → Add(residual) → Norm, named after ``block_name``."""
     y = block(x)
-    y = _dropout(y, config.hidden_dropout_prob, names.dropout_name(block_name))
-    y = Add(name=names.add_name(block_name))([x, y])
+    y = _dropout(y, config.hidden_dropout_prob, names.dropout_name(block_name), dtype)
+    y = Add(name=names.add_name(block_name), dtype=dtype)([x, y])
     return keras.layers.LayerNormalization(
-        epsilon=config.layer_norm_eps, name=names.norm_name(block_name)
+        epsilon=config.layer_norm_eps, name=names.norm_name(block_name), dtype=dtype
     )(y)
 
 
-def _embeddings(token_ids, segment_ids, config):
+def _embeddings(token_ids, segment_ids, config, dtype):
     token_embedding = TokenEmbedding(
         config.vocab_size,
         config.hidden_size,
-        embeddings_initializer=_initializer(config),
+        embeddings_initializer=truncated_normal(config.initializer_range),
         mask_zero=True,
         tie_weights=True,
         name=names.EMBEDDING_TOKEN,
+        dtype=dtype,
     )
     x = token_embedding(token_ids)
     if segment_ids is not None:
         s = keras.layers.Embedding(
             config.type_vocab_size,
             config.hidden_size,
-            embeddings_initializer=_initializer(config),
+            embeddings_initializer=truncated_normal(config.initializer_range),
             name=names.EMBEDDING_SEGMENT,
+            dtype=dtype,
         )(segment_ids)
-        x = Add(name=names.EMBEDDING_TOKEN_SEGMENT)([x, s])
+        x = Add(name=names.EMBEDDING_TOKEN_SEGMENT, dtype=dtype)([x, s])
     x = PositionEmbedding(
         config.max_position_embeddings,
         initializer_range=config.initializer_range,
         name=names.EMBEDDING_POSITION,
+        dtype=dtype,
     )(x)
-    x = keras.layers.LayerNormalization(epsilon=config.layer_norm_eps, name=names.EMBEDDING_NORM)(x)
-    x = _dropout(x, config.hidden_dropout_prob, names.EMBEDDING_DROPOUT)
+    x = keras.layers.LayerNormalization(epsilon=config.layer_norm_eps, name=names.EMBEDDING_NORM,
+                                        dtype=dtype)(x)
+    x = _dropout(x, config.hidden_dropout_prob, names.EMBEDDING_DROPOUT, dtype)
     return x, token_embedding
 
 
-def _encoder_layer(x, index, config):
+def _encoder_layer(x, index, config, dtype):
     attention = MultiHeadSelfAttention(
         config.num_attention_heads,
         config.head_size,
         dropout=config.attention_probs_dropout_prob,
         initializer_range=config.initializer_range,
         name=names.attention_name(index),
+        dtype=dtype,
     )
-    x = _residual_block(x, attention, names.attention_name(index), config)
+    x = _residual_block(x, attention, names.attention_name(index), config, dtype)
     feed_forward = FeedForward(
         config.intermediate_size,
         activation=config.hidden_act,
         initializer_range=config.initializer_range,
         name=names.feed_forward_name(index),
+        dtype=dtype,
     )
-    return _residual_block(x, feed_forward, names.feed_forward_name(index), config)
+    return _residual_block(x, feed_forward, names.feed_forward_name(index), config, dtype)
 
 
 def build_bert(config, with_pool=False, with_nsp=False, with_mlm=False, sequence_length=None,
-               name=None):
+               name=None, dtype=None):
     """Builds the functional BERT graph for a :class:`BertConfig`.
 
     Args:
@@ -114,6 +117,9 @@ def build_bert(config, with_pool=False, with_nsp=False, with_mlm=False, sequence
             activation (``"linear"`` gives logits).
         sequence_length: fixed input length, or None for any length.
         name: the model's name.
+        dtype: the dtype policy of every layer (``"mixed_bfloat16"``: bfloat16
+            compute, float32 weights); None: Keras's global policy (float32 unless
+            the caller changed it).
 
     Returns:
         A ``keras.Model`` with int32 inputs ``Input-Token`` (and ``Input-Segment``
@@ -134,17 +140,18 @@ def build_bert(config, with_pool=False, with_nsp=False, with_mlm=False, sequence
         segment_ids = keras.Input((sequence_length,), dtype="int32", name=names.INPUT_SEGMENT)
         inputs.append(segment_ids)
 
-    x, token_embedding = _embeddings(token_ids, segment_ids, config)
+    x, token_embedding = _embeddings(token_ids, segment_ids, config, dtype)
     for index in range(config.num_hidden_layers):
-        x = _encoder_layer(x, index, config)
+        x = _encoder_layer(x, index, config, dtype)
 
     heads = []
     if with_pool or with_nsp:
-        pooled = apply_pooler(x, config, "tanh" if with_pool in (True, False) else with_pool)
-        heads.append(apply_nsp(pooled, config) if with_nsp else pooled)
+        pooled = apply_pooler(x, config, "tanh" if with_pool in (True, False) else with_pool,
+                              dtype=dtype)
+        heads.append(apply_nsp(pooled, config, dtype=dtype) if with_nsp else pooled)
     if with_mlm:
         heads.append(apply_mlm(x, config, token_embedding,
-                               "softmax" if with_mlm is True else with_mlm))
+                               "softmax" if with_mlm is True else with_mlm, dtype=dtype))
     outputs = x if not heads else heads[0] if len(heads) == 1 else heads
     return keras.Model(inputs if len(inputs) > 1 else token_ids, outputs, name=name or "bert")
 

@@ -7,32 +7,33 @@ the names are bert4keras's (see :mod:`kerasbert.models.names`).
 import keras
 
 from kerasbert.models import names
-from kerasbert.models.layers import BiasAdd, FirstToken, get_activation
+from kerasbert.models.layers import BiasAdd, FirstToken, get_activation, truncated_normal
+
+#: Heads whose output is a prediction, not a vector to classify.
+PREDICTION_HEADS = (names.NSP_PROBA, names.MLM_ACTIVATION)
 
 
-def _initializer(config):
-    return keras.initializers.TruncatedNormal(stddev=config.initializer_range)
-
-
-def apply_pooler(sequence, config, activation="tanh"):
+def apply_pooler(sequence, config, activation="tanh", dtype=None):
     """``Pooler`` (first token) then ``Pooler-Dense`` (H -> H, tanh by default)."""
-    x = FirstToken(name=names.POOLER)(sequence)
+    x = FirstToken(name=names.POOLER, dtype=dtype)(sequence)
     return keras.layers.Dense(
         config.hidden_size,
         activation=activation,
-        kernel_initializer=_initializer(config),
+        kernel_initializer=truncated_normal(config.initializer_range),
         name=names.POOLER_DENSE,
+        dtype=dtype,
     )(x)
 
 
-def apply_nsp(pooled, config):
+def apply_nsp(pooled, config, dtype=None):
     """``NSP-Proba``: the two-way next-sentence softmax on the pooled vector."""
     return keras.layers.Dense(
-        2, activation="softmax", kernel_initializer=_initializer(config), name=names.NSP_PROBA
+        2, activation="softmax", kernel_initializer=truncated_normal(config.initializer_range),
+        name=names.NSP_PROBA, dtype=dtype,
     )(pooled)
 
 
-def apply_mlm(sequence, config, token_embedding, activation="softmax"):
+def apply_mlm(sequence, config, token_embedding, activation="softmax", dtype=None):
     """The masked-LM head, its output matrix tied to ``Embedding-Token``.
 
     ``MLM-Dense`` (H -> H, hidden_act), ``MLM-Norm``, the transposed token
@@ -41,16 +42,19 @@ def apply_mlm(sequence, config, token_embedding, activation="softmax"):
     x = keras.layers.Dense(
         config.hidden_size,
         activation=get_activation(config.hidden_act),
-        kernel_initializer=_initializer(config),
+        kernel_initializer=truncated_normal(config.initializer_range),
         name=names.MLM_DENSE,
+        dtype=dtype,
     )(sequence)
-    x = keras.layers.LayerNormalization(epsilon=config.layer_norm_eps, name=names.MLM_NORM)(x)
+    x = keras.layers.LayerNormalization(epsilon=config.layer_norm_eps, name=names.MLM_NORM,
+                                        dtype=dtype)(x)
     x = token_embedding(x, reverse=True)
-    x = BiasAdd(name=names.MLM_BIAS)(x)
-    return keras.layers.Activation(activation, name=names.MLM_ACTIVATION)(x)
+    x = BiasAdd(name=names.MLM_BIAS, dtype=dtype)(x)
+    return keras.layers.Activation(activation, name=names.MLM_ACTIVATION, dtype=dtype)(x)
 
 
-def add_cls_classifier(model, num_labels, dropout_rate=0.1, activation="softmax"):
+def add_cls_classifier(model, num_labels, dropout_rate=0.1, activation="softmax",
+                       initializer_range=0.02, dtype=None):
     """Adds a classifier on the [CLS] vector: ``CLS-token`` → dropout → ``dense_output``.
 
     On a model whose output is the sequence, ``CLS-token`` takes its first vector;
@@ -61,6 +65,11 @@ def add_cls_classifier(model, num_labels, dropout_rate=0.1, activation="softmax"
         num_labels: number of classes (at least 1).
         dropout_rate: dropout before the dense layer; 0 omits the layer.
         activation: of ``dense_output`` ("softmax"; "linear" gives logits).
+        initializer_range: stddev of the kernel's truncated-normal initializer
+            (BERT's ``initializer_range``).
+        dtype: the dtype policy of the head's layers; None: Keras's global policy
+            (float32 unless changed), which keeps the head in float32 under a
+            ``"mixed_bfloat16"`` encoder.
 
     Returns:
         A new ``keras.Model`` with the same inputs.
@@ -79,22 +88,24 @@ def add_cls_classifier(model, num_labels, dropout_rate=0.1, activation="softmax"
             f"add_cls_classifier needs a model with one output; {model.name} has "
             f"{len(model.outputs)} (build it without the NSP/MLM heads)"
         )
-    x = model.outputs[0]
-    head = x._keras_history.operation.name
-    if head in (names.NSP_PROBA, names.MLM_ACTIVATION):
+    # A model's layers are those its output is computed from, so a prediction head
+    # among them is the head its single output comes from.
+    heads = [layer.name for layer in model.layers if layer.name in PREDICTION_HEADS]
+    if heads:
         raise ValueError(
             f"add_cls_classifier needs the sequence or pooled output; {model.name} ends in "
-            f"{head} (build it without the NSP/MLM heads)"
+            f"{heads[0]} (build it without the NSP/MLM heads)"
         )
+    x = model.outputs[0]
     if len(x.shape) == 3:
-        x = FirstToken(name=names.CLS_TOKEN)(x)
+        x = FirstToken(name=names.CLS_TOKEN, dtype=dtype)(x)
     if dropout_rate:
-        x = keras.layers.Dropout(dropout_rate, name=names.CLS_DROPOUT)(x)
-    stddev = 0.02
+        x = keras.layers.Dropout(dropout_rate, name=names.CLS_DROPOUT, dtype=dtype)(x)
     outputs = keras.layers.Dense(
         num_labels,
         activation=activation,
-        kernel_initializer=keras.initializers.TruncatedNormal(stddev=stddev),
+        kernel_initializer=truncated_normal(initializer_range),
         name=names.CLS_DENSE,
+        dtype=dtype,
     )(x)
     return keras.Model(model.inputs, outputs, name=f"{model.name}_classifier")

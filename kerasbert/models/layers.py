@@ -32,7 +32,9 @@ def get_activation(name):
     return keras.activations.get(name)
 
 
-def _truncated_normal(stddev):
+def truncated_normal(stddev):
+    """The initializer of every BERT weight matrix: Google's truncated normal with the
+    config's ``initializer_range`` as its standard deviation."""
     return keras.initializers.TruncatedNormal(stddev=stddev)
 
 
@@ -102,7 +104,7 @@ class PositionEmbedding(keras.layers.Layer):
         self.embeddings = self.add_weight(
             name="embeddings",
             shape=(self.max_position, input_shape[-1]),
-            initializer=_truncated_normal(self.initializer_range),
+            initializer=truncated_normal(self.initializer_range),
         )
 
     def call(self, inputs):
@@ -158,12 +160,13 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.dropout = dropout
         self.initializer_range = initializer_range
         self.supports_masking = True
-        self.probability_dropout = keras.layers.Dropout(dropout) if dropout else None
+        self.probability_dropout = (keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+                                    if dropout else None)
 
     def build(self, input_shape):
         hidden = input_shape[-1]
         inner = self.num_heads * self.head_size
-        initializer = _truncated_normal(self.initializer_range)
+        initializer = truncated_normal(self.initializer_range)
         for projection in self.PROJECTIONS:
             setattr(self, f"{projection}_kernel", self.add_weight(
                 name=f"{projection}_kernel", shape=(hidden, inner), initializer=initializer))
@@ -244,7 +247,7 @@ class FeedForward(keras.layers.Layer):
 
     def build(self, input_shape):
         hidden = input_shape[-1]
-        initializer = _truncated_normal(self.initializer_range)
+        initializer = truncated_normal(self.initializer_range)
         self.intermediate_kernel = self.add_weight(
             name="intermediate_kernel", shape=(hidden, self.intermediate_size),
             initializer=initializer)

@@ -27,6 +27,8 @@ MLM_ACTIVATION = "MLM-Activation"
 CLS_TOKEN = "CLS-token"
 CLS_DROPOUT = "CLS-Dropout"
 CLS_DENSE = "dense_output"
+# The softmax a fine-tuning run saves after dense_output (the run trains on its logits).
+CLS_PROBABILITIES = "CLS-Probabilities"
 
 
 def attention_name(index):

@@ -18,9 +18,8 @@ import os
 
 import numpy as np
 
+from kerasbert import files
 from kerasbert.training import data
-
-from kerasbert.training import reports
 from kerasbert.text.vocab import load_vocab
 
 #: Kept first, in this order, by every reduced vocabulary.
@@ -91,7 +90,7 @@ class CorpusVocab:
 
     def write(self, path):
         """Writes ``vocab.txt`` (one token per line), atomically."""
-        with reports.atomic_path(path) as temporary:
+        with files.atomic_path(path) as temporary:
             with open(temporary, "w", encoding="utf-8") as f:
                 f.write("".join(token + "\n" for token in self.tokens))
 

@@ -26,6 +26,7 @@ Example:
     0.379
 """
 
+import dataclasses
 import logging
 import os
 import time
@@ -33,29 +34,22 @@ import time
 import keras
 import numpy as np
 
-from kerasbert import files
-
-from kerasbert.pretraining import corpus
-
-from kerasbert.training import data
-
-from kerasbert.models import names
-from kerasbert.training.callbacks import (EpochSeeds, RunBackup, RunRecorder, StopAtStep,
-                                 StopOnNonFiniteLoss)
-from kerasbert.models.config import check_maxlen
-from kerasbert.pretraining.masking import Masker
 from kerasbert.build import build_transformer_model, resolve_config
-from kerasbert.training.options import PretrainOptions, validate  # noqa: F401 (PretrainOptions re-exported)
-from kerasbert.training.rundir import RunDirectory, pause_point
+from kerasbert.models import names
+from kerasbert.models.config import check_maxlen
+from kerasbert.pretraining import corpus
+from kerasbert.pretraining.masking import Masker
+from kerasbert.training import data
+from kerasbert.training.callbacks import StopAtStep
+from kerasbert.training.lifecycle import TrainingRun
 from kerasbert.training.optimizer import make_optimizer
+from kerasbert.training.options import PretrainOptions, validate  # noqa: F401 (PretrainOptions re-exported)
 
 #: Dev masks come from this seed whatever the training seed, so runs compare.
 DEV_MASK_SEED = 0
+OPTIONS_FILE = "pretrain_config.json"
 FINISHED = "pretrain_metrics.json"
 log = logging.getLogger(__name__)
-
-
-OPTIONS_FILE = "pretrain_config.json"
 
 
 def mlm_training_model(model):
@@ -170,12 +164,13 @@ def evaluate_mlm(model, matrix, masker, batch_size=64, seed=DEV_MASK_SEED):
             "masked_tokens": total, "sequences": len(matrix)}
 
 
-def pretrain(options, callbacks=()):
+def pretrain(options, callbacks=(), verbose="auto"):
     """Pretrains a BERT with its MLM head; returns the summary (also ``pretrain_metrics.json``).
 
     Args:
         options: a :class:`PretrainOptions`.
         callbacks: more Keras callbacks for ``fit``.
+        verbose: Keras's progress output (``"auto"``, 0, 1 or 2: one line per epoch).
 
     Raises:
         kerasbert.training.options.OptionError: an option outside its range.
@@ -187,28 +182,19 @@ def pretrain(options, callbacks=()):
     """
     started = time.time()
     validate(options)
-    run = RunDirectory(options.output, OPTIONS_FILE, FINISHED)
-    run.check(options, options.resume)
-    keras.utils.set_random_seed(options.seed)
-
-    texts = corpus.read_corpus(options.corpus, options.text_column)
-    vocab = corpus.reduce_vocab(options.vocab, texts)
-    config = resolve_config(options.config).replace(vocab_size=len(vocab.tokens))
+    run = TrainingRun(options, OPTIONS_FILE, FINISHED, verbose=verbose).prepare()
+    prepared = _TrainingData.read(options)
+    config = resolve_config(options.config).replace(vocab_size=len(prepared.vocab.tokens))
     check_maxlen(config, options.maxlen)
     if options.dev:
         corpus.read_corpus(options.dev, options.text_column)  # a bad dev file fails now
-    masker = Masker.for_vocab(vocab.token_dict)
-    continuation = np.array([t.startswith("##") for t in vocab.tokens])
-    sequences = corpus.split_rows(vocab.rows, options.maxlen, continuation)
-    matrix = corpus.pad_rows(sequences)
     log.info("corpus: %d texts, %d sequences, %d tokens, vocabulary %d of the full one",
-             len(texts), len(matrix), int(np.count_nonzero(matrix)), len(vocab.tokens))
+             len(prepared.texts), len(prepared.matrix), int(np.count_nonzero(prepared.matrix)),
+             len(prepared.vocab.tokens))
 
-    state = run.backup_state() if options.resume else None
-    start_epoch = state["epoch"] if state else 0
     epochs = -(-options.steps // options.steps_per_epoch)
     bert = build_transformer_model(config, options.checkpoint, with_mlm="linear",
-                                   keep_tokens=vocab.keep_tokens, return_keras_model=False)
+                                   keep_tokens=prepared.vocab.keep_tokens, return_keras_model=False)
     model = mlm_training_model(bert.model)
     model.compile(
         optimizer=make_optimizer(model, options.lr, options.steps, options.warmup,
@@ -217,53 +203,60 @@ def pretrain(options, callbacks=()):
             from_logits=True, reduction="mean_with_sample_weight"),
         weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
         jit_compile=options.jit_compile)
-    run.start(options)
-    vocab.write(os.path.join(options.output, "vocab.txt"))
-    recorder = RunRecorder(options.output, monitor=None, first_epoch=start_epoch)
-    if state and state["done"]:
-        run.restore_backup(model)  # trained to the end; only the finishing is left
-    else:
-        model.fit(
-            _dataset(matrix, masker, options.batch_size, options.seed,
-                     start_epoch * options.steps_per_epoch),
-            epochs=epochs, initial_epoch=start_epoch,
-            steps_per_epoch=options.steps_per_epoch, shuffle=False,
-            verbose=2 if os.environ.get("CI") else 1,
-            callbacks=[EpochSeeds(options.seed),
-                       StopOnNonFiniteLoss(f"lower --lr ({options.lr:g})"),
-                       StopAtStep(options.steps), recorder, RunBackup(run, epochs)]
-            + list(callbacks))
-    pause_point("train-end")
-    summary = _finish(options, bert, model, vocab, masker, texts, matrix, recorder, started,
-                      start_epoch)
-    run.close()
-    return summary
+    run.start()
+    prepared.vocab.write(os.path.join(options.output, "vocab.txt"))
+    recorder = run.fit(
+        model, _dataset(prepared.matrix, prepared.masker, options.batch_size, options.seed,
+                        run.first_epoch * options.steps_per_epoch),
+        epochs=epochs, steps_per_epoch=options.steps_per_epoch,
+        hint=f"lower --lr ({options.lr:g})", stop=[StopAtStep(options.steps)],
+        callbacks=list(callbacks))
+    summary = _write_results(options, bert, prepared)
+    summary.update({
+        "steps": int(model.optimizer.iterations.numpy()),
+        "train": {key: values[-1] for key, values in recorder.history.items()},
+        "resumed_at_epoch": run.first_epoch or None,
+        "wall_seconds": round(time.time() - started, 1),
+    })
+    return run.finish(summary)
 
 
-def _finish(options, bert, model, vocab, masker, texts, matrix, recorder, started,
-            start_epoch):
-    """Writes the checkpoint, config and metrics (last: a finished run has them)."""
+@dataclasses.dataclass
+class _TrainingData:
+    """The corpus of a run as the model sees it."""
+
+    texts: list
+    vocab: corpus.CorpusVocab
+    matrix: np.ndarray  # int32 [sequences, maxlen], padded
+    masker: Masker
+
+    @classmethod
+    def read(cls, options):
+        texts = corpus.read_corpus(options.corpus, options.text_column)
+        vocab = corpus.reduce_vocab(options.vocab, texts)
+        continuation = np.array([t.startswith("##") for t in vocab.tokens])
+        matrix = corpus.pad_rows(corpus.split_rows(vocab.rows, options.maxlen, continuation))
+        return cls(texts, vocab, matrix, Masker.for_vocab(vocab.token_dict))
+
+
+def _write_results(options, bert, prepared):
+    """Writes the checkpoint and config; returns the summary's figures of the model and data."""
     output = options.output
     dtype = None if options.save_dtype == "float32" else options.save_dtype
     bert.save_weights_as_checkpoint(os.path.join(output, "bert_model.ckpt"), dtype=dtype)
     bert.config.to_json_file(os.path.join(output, "bert_config.json"))
     summary = {
-        "steps": int(model.optimizer.iterations.numpy()),
         "parameters": bert.model.count_params(),
-        "vocab_size": len(vocab.tokens),
-        "corpus": {"files": list(options.corpus), "texts": len(texts),
-                   "sequences": len(matrix), "tokens": int(np.count_nonzero(matrix))},
-        "train": {key: values[-1] for key, values in recorder.history.items()},
-        "resumed_at_epoch": start_epoch or None,
-        "wall_seconds": round(time.time() - started, 1),
+        "vocab_size": len(prepared.vocab.tokens),
+        "corpus": {"files": list(options.corpus), "texts": len(prepared.texts),
+                   "sequences": len(prepared.matrix), "tokens": int(np.count_nonzero(prepared.matrix))},
     }
     if options.dev:
         from kerasbert.text.tokenizer import Tokenizer
 
-        rows = corpus.token_rows(Tokenizer(vocab.token_dict),
+        rows = corpus.token_rows(Tokenizer(prepared.vocab.token_dict),
                                  corpus.read_corpus(options.dev, options.text_column))
         dev = corpus.pad_rows(corpus.split_rows(rows, options.maxlen))
         summary["dev"] = {"files": list(options.dev), "mask_seed": DEV_MASK_SEED,
-                          **evaluate_mlm(bert.model, dev, masker)}
-    files.write_json(os.path.join(output, FINISHED), summary)
+                          **evaluate_mlm(bert.model, dev, prepared.masker)}
     return summary

@@ -21,19 +21,15 @@ import keras
 import numpy as np
 
 from kerasbert import files
-
-from kerasbert.training import data
-
-from kerasbert.training import distribute
-
-from kerasbert.training import reports
-from kerasbert.training.callbacks import (EpochSeeds, ProgressBar, RunBackup, RunRecorder,
-                                 StopOnNonFiniteLoss)
+from kerasbert.training import data, distribute, reports
+from kerasbert.models import names
+from kerasbert.training.callbacks import ProgressBar
+from kerasbert.training.lifecycle import TrainingRun
 from kerasbert.models.config import BertConfig, check_maxlen, check_vocab_fits
 from kerasbert.models.heads import add_cls_classifier
 from kerasbert.build import build_transformer_model
 from kerasbert.training.options import TrainOptions, validate
-from kerasbert.training.rundir import RunDirectory, RunError, pause_point, read_json
+from kerasbert.training.rundir import RunDirectory, RunError, read_json
 from kerasbert.training.optimizer import make_optimizer
 
 OPTIONS_FILE = "train_config.json"
@@ -41,7 +37,7 @@ FINISHED_FILE = "metrics.json"
 log = logging.getLogger(__name__)
 
 
-def train(options, callbacks=()):
+def train(options, callbacks=(), verbose="auto"):
     """Fine-tunes a classifier; returns the run summary (also in ``metrics.json``).
 
     Everything that can be checked is checked before the first step: the options,
@@ -51,6 +47,7 @@ def train(options, callbacks=()):
     Args:
         options: a :class:`TrainOptions`.
         callbacks: more Keras callbacks for ``fit``.
+        verbose: Keras's progress output (``"auto"``, 0, 1 or 2: one line per epoch).
 
     Raises:
         kerasbert.training.options.OptionError: an option outside its range.
@@ -70,23 +67,19 @@ def train(options, callbacks=()):
     # MultiWorkerMirroredStrategy must be made before TensorFlow runs its first op. Only
     # the chief checks the run directory; a failed check on any worker stops them all.
     strategy = distribute.make_strategy(options.strategy)
-    run = RunDirectory(options.output, OPTIONS_FILE, FINISHED_FILE)
+    directory = RunDirectory(options.output, OPTIONS_FILE, FINISHED_FILE)
 
     def check():
         if distribute.is_chief(strategy):
-            run.check(options, options.resume)
+            directory.check(options, options.resume)
         return _read_inputs(options)
 
     inputs = distribute.check_together(strategy, check)
-    policy = keras.mixed_precision.dtype_policy()
-    if options.mixed_precision:
-        keras.mixed_precision.set_dtype_policy("mixed_bfloat16")
-    try:
-        # The other workers of a multi-worker run write into a temporary folder instead.
-        with distribute.worker_run(strategy, run, options) as (run, options):
-            return _train(options, run, inputs, list(callbacks), strategy)
-    finally:
-        keras.mixed_precision.set_dtype_policy(policy)
+    # The other workers of a multi-worker run write into a temporary folder instead.
+    with distribute.worker_run(strategy, directory, options) as (directory, options):
+        run = TrainingRun(options, OPTIONS_FILE, FINISHED_FILE, directory=directory,
+                          verbose=verbose).prepare(check=False)
+        return _train(run, inputs, list(callbacks), strategy)
 
 
 @dataclasses.dataclass
@@ -128,51 +121,62 @@ def _read_inputs(options):
     return inputs
 
 
-def _train(options, run, inputs, callbacks, strategy):
-    keras.utils.set_random_seed(options.seed)
+def build_classifier(options, num_labels):
+    """The classifier a run trains: BERT from the run's config and checkpoint, then
+    ``CLS-token`` → ``CLS-Dropout`` → ``dense_output`` giving logits.
+
+    The loss is computed from the logits (stabler than from probabilities, above all
+    in bfloat16); the model a run saves appends the softmax (:func:`with_probabilities`).
+    """
+    bert = build_transformer_model(options.config, options.checkpoint,
+                                   dropout_rate=options.dropout,
+                                   dtype="mixed_bfloat16" if options.mixed_precision else None)
+    config = BertConfig.from_json_file(options.config)
+    return add_cls_classifier(bert, num_labels, dropout_rate=options.dropout,
+                              activation="linear", initializer_range=config.initializer_range)
+
+
+def _train(run, inputs, callbacks, strategy):
+    options = run.options
     encode = lambda rows: (*data.encode_examples(inputs.tokenizer, rows, options.maxlen),  # noqa: E731
                            data.label_ids(rows, inputs.labels))
     train_arrays, dev_arrays = encode(inputs.train), encode(inputs.dev)
 
     steps_per_epoch = -(-len(inputs.train) // options.batch_size)
     updates = max(1, steps_per_epoch * options.epochs // options.grad_accum)
-    state = run.backup_state() if options.resume else None
-    start_epoch = state["epoch"] if state else 0
     with strategy.scope():
-        bert = build_transformer_model(options.config, options.checkpoint,
-                                       dropout_rate=options.dropout)
-        model = add_cls_classifier(bert, len(inputs.labels), dropout_rate=options.dropout)
+        model = build_classifier(options, len(inputs.labels))
         model.compile(
             optimizer=make_optimizer(model, options.lr, updates, options.warmup,
                                      options.weight_decay, gradient_accumulation=options.grad_accum),
-            loss="sparse_categorical_crossentropy", metrics=["accuracy"],
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
             jit_compile=options.jit_compile)
         distribute.fit_under(model, strategy)
-    run.start(options)
-    recorder = RunRecorder(options.output, patience=options.patience, first_epoch=start_epoch)
-    if not (state and state["done"]):
-        # Global batches; each worker of a multi-worker run takes its part of every one.
-        train_set = distribute.shard_by_data(data.make_dataset(
-            *train_arrays, batch_size=options.batch_size, seed=options.seed,
-            first_epoch=start_epoch))
-        dev_set = distribute.shard_by_data(data.make_dataset(*dev_arrays, batch_size=64))
-        model.fit(
-            train_set, validation_data=dev_set, epochs=options.epochs, initial_epoch=start_epoch,
-            steps_per_epoch=steps_per_epoch, shuffle=False,
-            verbose=2 if os.environ.get("CI") else 1,
-            # Seeds first (dropout masks of the epoch); the recorder writes the epoch's
-            # history and decides on stopping before the backup marks the epoch done.
-            callbacks=[EpochSeeds(options.seed),
-                       StopOnNonFiniteLoss(f"lower --lr ({options.lr:g}) or check the data"),
-                       recorder, RunBackup(run, options.epochs)] + callbacks)
-    pause_point("train-end")
-    summary = _finish_run(options, inputs, recorder)
-    run.close()
-    return summary
+    run.start()
+    # Global batches; each worker of a multi-worker run takes its part of every one.
+    train_set = distribute.shard_by_data(data.make_dataset(
+        *train_arrays, batch_size=options.batch_size, seed=options.seed,
+        first_epoch=run.first_epoch))
+    dev_set = distribute.shard_by_data(data.make_dataset(*dev_arrays, batch_size=64))
+    recorder = run.fit(model, train_set, validation_data=dev_set, epochs=options.epochs,
+                       steps_per_epoch=steps_per_epoch,
+                       hint=f"lower --lr ({options.lr:g}) or check the data",
+                       monitor="val_accuracy", patience=options.patience,
+                       save_model=with_probabilities, callbacks=callbacks)
+    return run.finish(_write_results(options, inputs, recorder))
 
 
-def _finish_run(options, inputs, recorder):
-    """Writes the run's files; ``metrics.json`` last, as the mark of a finished run."""
+def with_probabilities(model):
+    """The saved form of a trained classifier: the same layers and weights, uncompiled,
+    with a float32 softmax after ``dense_output`` so that it gives probabilities."""
+    probabilities = keras.layers.Softmax(name=names.CLS_PROBABILITIES, dtype="float32")(
+        model.outputs[0])
+    return keras.Model(model.inputs, probabilities, name=model.name)
+
+
+def _write_results(options, inputs, recorder):
+    """Writes the run's files; returns the summary, which ``finish`` writes last."""
     from kerasbert.checkpoints.loading import save_weights_as_checkpoint
 
     output = options.output
@@ -197,7 +201,6 @@ def _finish_run(options, inputs, recorder):
                                   title="test" if inputs.test is not None else "dev")
     reports.plot_training_curves(os.path.join(output, "training_curves.png"), recorder.history,
                                  best_epoch=recorder.best_epoch)
-    files.write_json(os.path.join(output, FINISHED_FILE), summary)
     return summary
 
 

@@ -119,10 +119,14 @@ class RunRecorder(keras.callbacks.Callback):
         patience: epochs without a better dev accuracy before training stops (0: never).
         monitor: the logged metric to maximise; None only records the history.
         first_epoch: the epoch training starts at (a resumed run's restored epoch).
+        save_model: makes the model saved as ``model.keras`` from the trained one
+            (default :func:`inference_model`).
     """
 
-    def __init__(self, run_dir, patience=2, monitor="val_accuracy", first_epoch=0):
+    def __init__(self, run_dir, patience=2, monitor="val_accuracy", first_epoch=0,
+                 save_model=None):
         super().__init__()
+        self.save_model = save_model or inference_model
         self.run_dir = run_dir
         self.patience = patience
         self.monitor = monitor
@@ -158,7 +162,7 @@ class RunRecorder(keras.callbacks.Callback):
             # Earliest best wins ties; a later equal score does not replace the model.
             if scores.index(max(scores)) == len(scores) - 1:
                 with files.atomic_path(os.path.join(self.run_dir, "model.keras")) as temporary:
-                    inference_model(self.model).save(temporary)
+                    self.save_model(self.model).save(temporary)
                     pause_point("model-write")
         if self.patience and len(scores) - self.best_epoch >= self.patience:
             self.model.stop_training = True

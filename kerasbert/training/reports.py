@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from kerasbert.files import atomic_path, write_json  # noqa: F401  (re-exported)
+from kerasbert.files import atomic_path
 
 
 def write_history_csv(path, history):

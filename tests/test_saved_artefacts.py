@@ -1,0 +1,77 @@
+"""Files saved by kerasbert 0.1.0's flat package still load and give the same numbers.
+
+tests/fixtures/saved-0.1.0 holds a fine-tuning run directory and an MLM model saved
+before the package moved into subpackages (see its README): the registered names of
+the layers are what such files refer to, so they must not change with the layout.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT
+
+SAVED = os.path.join(ROOT, "tests", "fixtures", "saved-0.1.0")
+
+
+@pytest.fixture(scope="module")
+def expected():
+    with open(os.path.join(SAVED, "expected.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def test_an_old_run_directory_predicts_as_it_did(expected, tmp_path):
+    from kerasbert.tasks.classification import Run
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(os.path.join(SAVED, "run"), run_dir)
+    rows = Run(run_dir).predict(expected["texts"])
+    assert [row["label"] for row in rows] == [row["label"] for row in expected["predictions"]]
+    np.testing.assert_allclose([row["probability"] for row in rows],
+                               [row["probability"] for row in expected["predictions"]],
+                               rtol=0, atol=1e-6)
+
+
+SCRIPT = """
+import json, sys
+import keras
+import numpy as np
+import kerasbert
+
+saved, texts = sys.argv[1], json.loads(sys.stdin.read())
+model = keras.saving.load_model(saved + "/run/model.keras", safe_mode=True)
+tokenizer = kerasbert.Tokenizer(saved + "/run/vocab.txt")
+token_ids, segment_ids = tokenizer.encode_batch(texts["texts"], maxlen=64)
+probabilities = model.predict([token_ids, segment_ids], verbose=0)
+mlm = keras.saving.load_model(saved + "/mlm.keras", safe_mode=True)
+m = texts["mlm"]
+pooled, vocab = mlm.predict([np.array(m["token_ids"]), np.array(m["segment_ids"])], verbose=0)
+print(json.dumps({"probabilities": probabilities.tolist(), "pooled": pooled.tolist(),
+                  "mlm_argmax": vocab.argmax(-1).tolist(), "mlm_top": vocab.max(-1).tolist(),
+                  "layers": [layer.name for layer in mlm.layers]}))
+"""
+
+
+def test_old_keras_files_load_in_a_script_that_only_imports_kerasbert(expected, tmp_path):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ROOT}
+    done = subprocess.run([sys.executable, "-c", SCRIPT, SAVED], input=json.dumps(expected),
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    labels = json.load(open(os.path.join(SAVED, "run", "labels.json"), encoding="utf-8"))
+    probabilities = np.array(got["probabilities"])
+    assert [labels[i] for i in probabilities.argmax(-1)] == [
+        row["label"] for row in expected["predictions"]]
+    np.testing.assert_allclose(probabilities.max(-1),
+                               [row["probability"] for row in expected["predictions"]],
+                               rtol=0, atol=1e-6)
+    mlm = expected["mlm"]
+    np.testing.assert_allclose(got["pooled"], mlm["pooled"], rtol=0, atol=1e-6)
+    assert got["mlm_argmax"] == mlm["mlm_argmax"]
+    np.testing.assert_allclose(got["mlm_top"], mlm["mlm_top"], rtol=0, atol=1e-6)
+    assert "Transformer-1-FeedForward-Norm" in got["layers"] and "MLM-Bias" in got["layers"]
