@@ -144,9 +144,7 @@ def command_plot(args):
 def command_train(args):
     from kerasbert.tasks import classification as finetune
 
-    options = from_arguments(finetune.TrainOptions, args)
-    validate(options, flags=True)
-    summary = finetune.train(options, verbose=_progress())
+    options, summary = _run_training(finetune.train, finetune.TrainOptions, args)
     shown = "test" if "test" in summary else "dev"
     print(f"\n{shown} accuracy {summary[shown]['accuracy']:.4f}, "
           f"macro-F1 {summary[shown]['macro_f1']:.4f} (best epoch {summary['best_epoch']})")
@@ -158,10 +156,15 @@ def command_train(args):
     return 0
 
 
-def _progress():
-    """Keras's progress output for ``fit``: a live bar on a terminal, one line per epoch
-    in a log file or a pipe (where a bar's redraws would fill the file)."""
-    return 1 if sys.stdout.isatty() else 2
+def _run_training(train, options_class, args):
+    """Runs ``train`` on the options of the flags; returns ``(options, summary)``.
+
+    Keras's progress output is a live bar on a terminal and one line per epoch in a
+    log file or a pipe, where a bar's redraws would fill the file.
+    """
+    options = from_arguments(options_class, args)
+    validate(options, flags=True)
+    return options, train(options, verbose=1 if sys.stdout.isatty() else 2)
 
 
 def _columns(args):
@@ -220,9 +223,7 @@ def command_export(args):
 def command_pretrain(args):
     from kerasbert.pretraining import mlm as pretrain  # the module
 
-    options = from_arguments(pretrain.PretrainOptions, args)
-    validate(options, flags=True)
-    summary = pretrain.pretrain(options, verbose=_progress())
+    options, summary = _run_training(pretrain.pretrain, pretrain.PretrainOptions, args)
     print(f"\n{summary['steps']} steps, vocabulary {summary['vocab_size']}, "
           f"{summary['parameters']:,} parameters, {summary['wall_seconds']:.0f} s")
     if "dev" in summary:
@@ -246,13 +247,28 @@ def command_convert(args):
     return 0
 
 
-def _command(commands, name, summary, examples, description=None):
-    """A subcommand whose help says what it does and shows examples."""
+def _command(commands, name, summary, examples, run, description=None, options=None):
+    """A subcommand whose help says what it does and shows examples.
+
+    Args:
+        run: the ``command_*`` function that runs it.
+        options: an options dataclass whose fields are the command's flags
+            (:func:`kerasbert.training.options.add_arguments`).
+    """
     description = description or summary[0].upper() + summary[1:] + "."
-    return commands.add_parser(
+    parser = commands.add_parser(
         name, help=summary, description=textwrap.fill(description, 88),
         epilog="examples:\n" + "\n".join(f"  {line}" for line in examples),
         formatter_class=argparse.RawDescriptionHelpFormatter)
+    if options is not None:
+        add_arguments(parser, options)
+    parser.set_defaults(run=run)
+    return parser
+
+
+def _run_argument(parser):
+    parser.add_argument("--model", required=True, type=_path, metavar="DIR",
+                        help="run directory of kerasbert train (required)")
 
 
 def _column_arguments(parser):
@@ -279,25 +295,24 @@ def make_parser():
          f"kerasbert audit {config_example} --with-pool --json"],
         description="Builds the model of a config, prints model.summary() with full layer "
                     "names, and checks each layer's parameter count against the formula for "
-                    "BERT; exit code 1 on a mismatch.")
+                    "BERT; exit code 1 on a mismatch.", run=command_audit)
     _model_arguments(audit)
     audit.add_argument("--json", action="store_true", help="print the audit as JSON")
-    audit.set_defaults(run=command_audit)
 
     plot = _command(
         commands, "plot", "draw the model with keras.utils.plot_model (needs Graphviz)",
-        [f"kerasbert plot {config_example} --num-labels 2 --layers 2 -o bert.png"])
+        [f"kerasbert plot {config_example} --num-labels 2 --layers 2 -o bert.png"],
+        run=command_plot)
     _model_arguments(plot)
     plot.add_argument("-o", "--output", required=True, type=_path, metavar="FILE",
                       help="picture to write: .png, .svg or .pdf (required)")
     plot.add_argument("--layers", type=_count, default=None, metavar="N",
                       help="draw a model cut to N transformer layers, a readable picture "
                            "(default: all of the config's)")
-    plot.set_defaults(run=command_plot)
 
     from kerasbert.training.options import PretrainOptions, TrainOptions
 
-    train = _command(
+    _command(
         commands, "train", "fine-tune a BERT text classifier",
         ["kerasbert train --output runs/reviews       # shipped model and review split",
          "kerasbert train --output runs/news --config chinese_L-12_H-768_A-12/bert_config.json \\",
@@ -307,43 +322,39 @@ def make_parser():
         description="Fine-tunes a classifier on the [CLS] token and writes a run directory: "
                     "model.keras (best dev epoch), a Google checkpoint, metrics.json, "
                     "confusion_matrix.png, training_curves.png. Without --train and --config "
-                    "it fine-tunes the shipped kerasbert-zh-small on the shipped review split.")
-    add_arguments(train, TrainOptions)
-    train.set_defaults(run=command_train)
+                    "it fine-tunes the shipped kerasbert-zh-small on the shipped review split.",
+        run=command_train, options=TrainOptions)
 
-    pretrain = _command(
+    _command(
         commands, "pretrain", "masked-LM pretraining; writes a Google checkpoint",
         ["kerasbert pretrain --config bert_config.json --vocab vocab.txt \\",
          "    --corpus corpus.txt --output pretrained --steps 5000"],
         description="Pretrains a BERT with the masked-LM objective on a corpus, keeping only "
                     "the vocabulary tokens the corpus uses, and writes bert_model.ckpt, "
-                    "bert_config.json and vocab.txt in Google's format.")
-    add_arguments(pretrain, PretrainOptions)
-    pretrain.set_defaults(run=command_pretrain)
+                    "bert_config.json and vocab.txt in Google's format.",
+        run=command_pretrain, options=PretrainOptions)
 
     evaluate = _command(
         commands, "evaluate", "metrics of a run's model on a labelled file",
         ["kerasbert evaluate --model runs/reviews --data test.tsv",
-         "kerasbert evaluate --model runs/reviews --data other.csv --text-column review --json"])
-    evaluate.add_argument("--model", required=True, type=_path, metavar="DIR",
-                          help="run directory of kerasbert train (required)")
+         "kerasbert evaluate --model runs/reviews --data other.csv --text-column review --json"],
+        run=command_evaluate)
+    _run_argument(evaluate)
     evaluate.add_argument("--data", required=True, type=_path, metavar="FILE",
                           help="labelled TSV/CSV/JSONL (required)")
     _column_arguments(evaluate)
     evaluate.add_argument("--json", action="store_true", help="print the metrics as JSON")
-    evaluate.set_defaults(run=command_evaluate)
 
     predict = _command(
         commands, "predict", "classify texts; one JSON line per text",
         ["kerasbert predict --model runs/reviews 这家店的菜很好吃 服务太差了",
-         "kerasbert predict --model runs/reviews --input reviews.tsv > predictions.jsonl"])
-    predict.add_argument("--model", required=True, type=_path, metavar="DIR",
-                         help="run directory of kerasbert train (required)")
+         "kerasbert predict --model runs/reviews --input reviews.tsv > predictions.jsonl"],
+        run=command_predict)
+    _run_argument(predict)
     predict.add_argument("--input", type=_path, metavar="FILE",
                          help="TSV/CSV/JSONL whose text column to classify (or give TEXTs)")
     _column_arguments(predict)
     predict.add_argument("texts", nargs="*", metavar="TEXT", help="texts to classify")
-    predict.set_defaults(run=command_predict)
 
     export = _command(
         commands, "export", "write the model for serving: SavedModel, ONNX or LiteRT",
@@ -353,9 +364,8 @@ def make_parser():
                     "<to>/<version>/ with a 'classify' signature that takes raw strings (the "
                     "WordPiece tokenizer runs in the graph) and the int32 'serving_default'. "
                     "onnx: <to>/model.onnx with labels.json and vocab.txt. litert: "
-                    "<to>/model.tflite.")
-    export.add_argument("--model", required=True, type=_path, metavar="DIR",
-                        help="run directory of kerasbert train (required)")
+                    "<to>/model.tflite.", run=command_export)
+    _run_argument(export)
     export.add_argument("--to", required=True, type=_path, metavar="DIR",
                         help="directory to write (required)")
     export.add_argument("--format", choices=FORMATS, default="saved_model",
@@ -365,20 +375,19 @@ def make_parser():
                              "in --to, or 1)")
     export.add_argument("--overwrite", action="store_true",
                         help="replace an earlier export in --to (never anything else)")
-    export.set_defaults(run=command_export)
 
     convert = _command(
         commands, "convert", "write a Google checkpoint, bert_config.json and vocab.txt",
         ["kerasbert convert --from-hf all-MiniLM-L6-v2 --to minilm/bert_model.ckpt"],
         description="Converts a Hugging Face BERT (config.json, model.safetensors, vocab.txt) "
-                    "to a Google checkpoint that kerasbert, bert4keras and Google's code load.")
+                    "to a Google checkpoint that kerasbert, bert4keras and Google's code load.",
+        run=command_convert)
     convert.add_argument("--from-hf", required=True, type=_path, metavar="DIR",
                          help="Hugging Face BERT directory: config.json, model.safetensors, "
                               "vocab.txt (required)")
     convert.add_argument("--to", required=True, type=_path, metavar="PREFIX",
                          help="checkpoint prefix to write, e.g. out/minilm/bert_model.ckpt "
                               "(required)")
-    convert.set_defaults(run=command_convert)
     return parser
 
 

@@ -167,18 +167,14 @@ def evaluate_mlm(model, matrix, masker, batch_size=64, seed=DEV_MASK_SEED):
 def pretrain(options, callbacks=(), verbose="auto"):
     """Pretrains a BERT with its MLM head; returns the summary (also ``pretrain_metrics.json``).
 
-    Args:
-        options: a :class:`PretrainOptions`.
-        callbacks: more Keras callbacks for ``fit``.
-        verbose: Keras's progress output (``"auto"``, 0, 1 or 2: one line per epoch).
+    ``options`` is a :class:`PretrainOptions`; ``callbacks`` and ``verbose`` and the
+    errors of the run directory and of training are those of
+    :func:`kerasbert.tasks.classification.train`.
 
     Raises:
-        kerasbert.training.options.OptionError: an option outside its range.
-        kerasbert.training.rundir.RunError: ``output`` holds a finished run, or an interrupted
-            one and ``resume`` is not set, or ``resume`` is set with other options;
-            a config whose ``max_position_embeddings`` is below ``maxlen``.
         kerasbert.training.data.DataError: a corpus file without text.
-        kerasbert.training.callbacks.TrainingDiverged: the loss became NaN or infinite.
+        kerasbert.training.rundir.RunError: also a config whose
+            ``max_position_embeddings`` is below ``maxlen``.
     """
     started = time.time()
     validate(options)

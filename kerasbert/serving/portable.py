@@ -31,7 +31,7 @@ import keras
 import numpy as np
 
 from kerasbert import files
-from kerasbert.training.rundir import RunError, check_writable
+from kerasbert.training.rundir import RunError, check_export_target
 
 ONNX_FILE = "model.onnx"
 LITERT_FILE = "model.tflite"
@@ -91,17 +91,10 @@ def export_litert(run, directory, *, overwrite=False):
     input's ``shape_signature`` says which: ``[-1, -1]`` or ``[-1, maxlen]``) and
     shorter inputs are padded with token id 0, which the model masks out.
 
-    Args:
-        run: a :class:`kerasbert.tasks.classification.Run`.
-        directory: a new or empty folder; with ``overwrite``, an earlier LiteRT export.
-        overwrite: replace an earlier LiteRT export in ``directory`` (nothing else).
-
-    Returns:
-        the paths written.
+    Arguments, result and the :class:`RunError` cases are those of :func:`export_onnx`,
+    for a LiteRT export.
 
     Raises:
-        RunError: ``directory`` is the run directory or holds it, is a file, or is
-            not empty (without ``overwrite``, or not a LiteRT export).
         ExportError: ai-edge-litert is missing, an operation of the model has no
             LiteRT builtin kernel even at a fixed length, or the exported model does
             not reproduce the Keras model.
@@ -200,11 +193,7 @@ def _require(module, extra, package=None):
 
 def _check_target(directory, run_dir, overwrite, marker, what):
     """Refuses the run directory, files, and non-empty folders that are not an earlier export."""
-    target, run = os.path.realpath(directory), os.path.realpath(run_dir)
-    if target == run or run.startswith(target.rstrip(os.sep) + os.sep):
-        raise RunError(f"--to in {directory}: is the run directory or holds it; export to a "
-                       "new directory")
-    check_writable(directory, flag="--to")
+    check_export_target(directory, run_dir)
     if os.path.isdir(directory) and os.listdir(directory):
         if not overwrite:
             raise RunError(f"--to in {directory}: exists and is not empty; pass --overwrite to "

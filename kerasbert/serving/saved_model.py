@@ -37,7 +37,7 @@ import numpy as np
 import tensorflow as tf
 
 from kerasbert import files
-from kerasbert.training.rundir import RunError, check_writable
+from kerasbert.training.rundir import RunError, check_export_target
 from kerasbert.text.tokenizer import MAX_WORD_CHARS
 from kerasbert.text.vocab import google_normalizer, google_pre_tokenizer, load_vocab
 
@@ -116,11 +116,7 @@ def _version_folder(directory, run_dir, version, overwrite):
                                 or version < 1):
         raise RunError(f"version {version!r} in --version: must be a whole number of at least "
                        "1 (TF Serving's version folders are numbers)")
-    target, run = os.path.realpath(directory), os.path.realpath(run_dir)
-    if target == run or run.startswith(target.rstrip(os.sep) + os.sep):
-        raise RunError(f"--to in {directory}: is the run directory or holds it; export to a "
-                       "new directory")
-    check_writable(directory, flag="--to")
+    check_export_target(directory, run_dir)
     names = [] if not os.path.isdir(directory) else sorted(
         name for name in os.listdir(directory) if not files.is_temporary(name))
     versions = {int(name): name for name in names

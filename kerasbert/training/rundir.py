@@ -63,6 +63,19 @@ def check_writable(path, flag="--output"):
         raise RunError(f"{flag} in {path}: cannot write there (no permission on {shown})")
 
 
+def check_export_target(directory, run_dir):
+    """Refuses an export folder that is the run directory, holds it, or cannot be written.
+
+    Raises:
+        RunError: ``--to in runs/x: is the run directory or holds it; ...``.
+    """
+    target, run = os.path.realpath(directory), os.path.realpath(run_dir)
+    if target == run or run.startswith(target.rstrip(os.sep) + os.sep):
+        raise RunError(f"--to in {directory}: is the run directory or holds it; export to a "
+                       "new directory")
+    check_writable(directory, flag="--to")
+
+
 @dataclasses.dataclass
 class RunDirectory:
     """A run directory and the names of its two marker files.
