@@ -186,17 +186,19 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         return ops.transpose(x, (0, 2, 1, 3))
 
     def call(self, inputs, mask=None, training=None):
+        # Shapes: B batch, T length, H hidden, N heads, D head_size (N * D = inner width).
         batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
         # Projections on 2-D rows: each is one plain GEMM (no batched matmul, no einsum
         # transposes), the shape the CPU's BLAS is fastest at.
-        rows = ops.reshape(inputs, (-1, inputs.shape[-1]))
+        rows = ops.reshape(inputs, (-1, inputs.shape[-1]))  # (B*T, H)
+        # Each (B, N, T, D).
         query, key, value = (self._heads(rows, p, batch, length) for p in self.PROJECTIONS)
         # Scaling the query (length x head_size) costs less than scaling the scores
         # (length x length), and gives the same numbers to rounding.
         query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
-        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
+        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # (B, N, T, T)
         if mask is not None:
-            scores = scores + attention_bias(mask, scores.dtype)
+            scores = scores + attention_bias(mask, scores.dtype)  # bias (B, 1, 1, T)
         if keras.backend.standardize_dtype(scores.dtype) in ("float16", "bfloat16"):
             # Softmax in float32: half-precision sums of 512 terms lose the small ones.
             probabilities = ops.cast(ops.softmax(ops.cast(scores, "float32"), axis=-1),
@@ -205,10 +207,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             probabilities = ops.softmax(scores, axis=-1)
         if self.probability_dropout is not None:
             probabilities = self.probability_dropout(probabilities, training=training)
+        # (B, N, T, D) -> (B, T, N, D) -> (B*T, N*D): the heads side by side, as rows.
         context = ops.transpose(ops.matmul(probabilities, value), (0, 2, 1, 3))
         context = ops.reshape(context, (-1, self.num_heads * self.head_size))
-        output = ops.matmul(context, self.output_kernel) + self.output_bias
-        return ops.reshape(output, (batch, length, output.shape[-1]))
+        output = ops.matmul(context, self.output_kernel) + self.output_bias  # (B*T, H)
+        return ops.reshape(output, (batch, length, output.shape[-1]))  # (B, T, H)
 
     def compute_output_shape(self, input_shape):
         return input_shape

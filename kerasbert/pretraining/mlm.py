@@ -39,7 +39,7 @@ from kerasbert.models import names
 from kerasbert.models.config import check_maxlen
 from kerasbert.pretraining import corpus
 from kerasbert.pretraining.masking import Masker
-from kerasbert.training import data
+from kerasbert.training import batches
 from kerasbert.training.callbacks import StopAtStep
 from kerasbert.training.lifecycle import TrainingRun
 from kerasbert.training.optimizer import make_optimizer
@@ -94,17 +94,17 @@ def mlm_batches(matrix, masker, batch_size, seed, start_step=0, shuffle=True, ga
 
     Yields:
         numpy tuples; each batch is cut to its longest row (see
-        :func:`kerasbert.training.data.batch_width`).
+        :func:`kerasbert.training.batches.batch_width`).
     """
     lengths = np.count_nonzero(matrix, axis=1)
     per_pass = -(-len(matrix) // batch_size)
     data_pass, skip = divmod(start_step, per_pass)
     while True:
-        plan = data.length_grouped_batches(lengths, batch_size, seed if shuffle else None,
+        plan = batches.length_grouped_batches(lengths, batch_size, seed if shuffle else None,
                                            data_pass)
         for index in range(skip, len(plan)):
             rows = plan[index]
-            ids = matrix[rows, :data.batch_width(lengths[rows], matrix.shape[1])]
+            ids = matrix[rows, :batches.batch_width(lengths[rows], matrix.shape[1])]
             batch = masker(ids, np.random.default_rng([seed, data_pass, index]))
             if gathered:
                 positions, labels, weights = batch.gathered(

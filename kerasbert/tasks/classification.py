@@ -21,7 +21,7 @@ import keras
 import numpy as np
 
 from kerasbert import files
-from kerasbert.training import data, distribute, reports
+from kerasbert.training import batches, data, distribute, reports
 from kerasbert.models import names
 from kerasbert.training.callbacks import ProgressBar
 from kerasbert.training.lifecycle import TrainingRun
@@ -138,7 +138,7 @@ def build_classifier(options, num_labels):
 
 def _train(run, inputs, callbacks, strategy):
     options = run.options
-    encode = lambda rows: (*data.encode_examples(inputs.tokenizer, rows, options.maxlen),  # noqa: E731
+    encode = lambda rows: (*batches.encode_examples(inputs.tokenizer, rows, options.maxlen),  # noqa: E731
                            data.label_ids(rows, inputs.labels))
     train_arrays, dev_arrays = encode(inputs.train), encode(inputs.dev)
 
@@ -155,10 +155,10 @@ def _train(run, inputs, callbacks, strategy):
         distribute.fit_under(model, strategy)
     run.start()
     # Global batches; each worker of a multi-worker run takes its part of every one.
-    train_set = distribute.shard_by_data(data.make_dataset(
+    train_set = distribute.shard_by_data(batches.make_dataset(
         *train_arrays, batch_size=options.batch_size, seed=options.seed,
         first_epoch=run.first_epoch))
-    dev_set = distribute.shard_by_data(data.make_dataset(*dev_arrays, batch_size=64))
+    dev_set = distribute.shard_by_data(batches.make_dataset(*dev_arrays, batch_size=64))
     recorder = run.fit(model, train_set, validation_data=dev_set, epochs=options.epochs,
                        steps_per_epoch=steps_per_epoch,
                        hint=f"lower --lr ({options.lr:g}) or check the data",
@@ -211,8 +211,8 @@ def _metrics(model, tokenizer, labels, rows, options, progress=False):
 
 
 def _predict(model, tokenizer, rows, maxlen, batch_size=64, progress=False):
-    token_ids, segment_ids = data.encode_examples(tokenizer, rows, maxlen)
-    dataset = data.make_dataset(token_ids, segment_ids, batch_size=batch_size)
+    token_ids, segment_ids = batches.encode_examples(tokenizer, rows, maxlen)
+    dataset = batches.make_dataset(token_ids, segment_ids, batch_size=batch_size)
     bar = [ProgressBar(-(-len(token_ids) // batch_size), "batches")] if progress else []
     return np.asarray(model.predict(dataset, verbose=0, callbacks=bar), dtype="float32")
 

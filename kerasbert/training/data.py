@@ -1,4 +1,4 @@
-"""Labelled text files in, batched ``tf.data`` pipelines out.
+"""Labelled text files in: rows of text, pair and label, checked line by line.
 
 Files are TSV, CSV or JSONL (chosen by extension) whose header row (or JSON keys)
 names the columns; docs/data_formats.md gives the rules of each format. A bad row
@@ -403,75 +403,3 @@ def keep_known_labels(examples, labels, skip_bad_rows=False):
                             sorted(skipped))
     _check_usable(kept)
     return kept
-
-
-def encode_examples(tokenizer, examples, maxlen):
-    """Token and segment ids of every example, padded to the longest: ``(ids, segments)``."""
-    pairs = examples.pairs if examples.pairs and examples.pairs[0] is not None else None
-    return tokenizer.encode_batch(examples.texts, pairs=pairs, maxlen=maxlen)
-
-
-def length_grouped_batches(lengths, batch_size, seed=None, epoch=0, group=50):
-    """Batches of example indices, similar lengths together; ``seed=None`` keeps file order.
-
-    Each epoch's order is drawn from ``(seed, epoch)`` alone, so a run resumed at epoch
-    ``k`` sees exactly the batches an uninterrupted run sees. Within a random window of
-    ``group`` batches the examples are sorted by length, so padding stays small while
-    batches are still mixed; the batch order is then shuffled.
-    """
-    lengths = np.asarray(lengths)
-    if seed is None:
-        order = np.arange(len(lengths))
-        return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
-    rng = np.random.default_rng([seed, epoch])
-    order = rng.permutation(len(lengths))
-    window = batch_size * group
-    for start in range(0, len(order), window):
-        chunk = order[start:start + window]
-        order[start:start + window] = chunk[np.argsort(-lengths[chunk], kind="stable")]
-    batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
-    return [batches[i] for i in rng.permutation(len(batches))]
-
-
-def batch_width(lengths, limit, pad_multiple=8):
-    """The width a batch is cut to: its longest row rounded up to ``pad_multiple``, at most
-    ``limit`` (few distinct shapes, so few retraces)."""
-    width = -(-max(int(np.max(lengths)), 1) // pad_multiple) * pad_multiple
-    return int(min(width, limit))
-
-
-def make_dataset(token_ids, segment_ids, labels=None, batch_size=32, seed=None, first_epoch=0,
-                 pad_multiple=8):
-    """A ``tf.data.Dataset`` of ``((token_ids, segment_ids), labels)`` batches.
-
-    Batches are cut to their longest row, rounded up to ``pad_multiple`` (dynamic
-    padding: few distinct shapes, so few retraces). Without a ``seed``: one pass in
-    file order. With a ``seed``: endless, epoch after epoch from ``first_epoch``, each
-    length-grouped and shuffled (see :func:`length_grouped_batches`); give ``fit``
-    its ``steps_per_epoch``.
-    """
-    import itertools
-
-    import tensorflow as tf
-
-    lengths = np.count_nonzero(token_ids, axis=1)
-    epochs = itertools.count(first_epoch) if seed is not None else [0]
-
-    def generate():
-        plan = (rows for epoch in epochs
-                for rows in length_grouped_batches(lengths, batch_size, seed, epoch))
-        for rows in plan:
-            width = batch_width(lengths[rows], token_ids.shape[1], pad_multiple)
-            features = (token_ids[rows, :width], segment_ids[rows, :width])
-            yield (features, labels[rows]) if labels is not None else (features,)
-
-    matrix = tf.TensorSpec((None, None), tf.int32)
-    signature = ((matrix, matrix),)
-    if labels is not None:
-        signature += (tf.TensorSpec((None,), tf.int32),)
-    dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
-    if seed is None:
-        # A generator hides its length; Keras needs it for progress bars and epoch ends.
-        batches = -(-len(lengths) // batch_size)
-        dataset = dataset.apply(tf.data.experimental.assert_cardinality(batches))
-    return dataset.prefetch(tf.data.AUTOTUNE)
