@@ -1,0 +1,169 @@
+"""What each ``kerasbert`` command does, once its arguments are parsed (:mod:`.main`).
+
+Each ``command_*`` takes the ``argparse`` namespace, calls the library and prints the
+result; it returns the exit code. Nothing here parses or checks flags beyond what the
+library's own option checks do, and TensorFlow is imported only when a command runs.
+"""
+
+import json
+import os
+import sys
+
+from kerasbert.training.options import from_arguments, validate
+
+
+class UsageError(ValueError):
+    """Bad command-line arguments; the message names the flag."""
+
+
+def _build(args, **overrides):
+    from kerasbert.models.heads import add_cls_classifier
+    from kerasbert.build import Transformer, build_transformer_model
+
+    built = build_transformer_model(
+        args.config, with_pool=args.with_pool, with_nsp=args.with_nsp, with_mlm=args.with_mlm,
+        return_keras_model=False, **overrides)
+    model = built.model
+    if args.num_labels:
+        model = add_cls_classifier(model, args.num_labels)
+    return Transformer(model, built.config)
+
+
+def command_audit(args):
+    from kerasbert.models import audit
+
+    built = _build(args)
+    rows = audit.audit_model(built.model, built.config, args.with_pool, args.with_nsp,
+                             args.with_mlm, args.num_labels)
+    total = built.model.count_params()
+    report = audit.to_json(rows, total)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        audit.print_summary(built.model)
+        print()
+        print(audit.format_table(rows, total))
+        print("\naudit:", "every count matches" if report["ok"] else "MISMATCH")
+    return 0 if report["ok"] else 1
+
+
+def command_plot(args):
+    from kerasbert.models import plot as plotting
+    from kerasbert.training.rundir import check_writable
+
+    check_writable(os.path.dirname(args.output) or ".", flag="--output")
+    overrides = {"num_hidden_layers": args.layers} if args.layers else {}
+    built = _build(args, **overrides)
+    try:
+        plotting.plot(built.model, args.output)
+    except plotting.GraphvizMissing as error:
+        print(f"kerasbert plot: {error}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.output}")
+    return 0
+
+
+def command_train(args):
+    from kerasbert.tasks import classification as finetune
+
+    options, summary = _run_training(finetune.train, finetune.TrainOptions, args)
+    shown = "test" if "test" in summary else "dev"
+    print(f"\n{shown} accuracy {summary[shown]['accuracy']:.4f}, "
+          f"macro-F1 {summary[shown]['macro_f1']:.4f} (best epoch {summary['best_epoch']})")
+    skipped = {path: n for path, n in summary["skipped_rows"].items() if n}
+    if skipped:
+        print("skipped rows: " + ", ".join(f"{n} in {path}" for path, n in skipped.items()))
+    print(f"run directory: {options.output} (metrics.json, confusion_matrix.png, "
+          "training_curves.png, model.keras)")
+    return 0
+
+
+def _run_training(train, options_class, args):
+    """Runs ``train`` on the options of the flags; returns ``(options, summary)``.
+
+    Keras's progress output is a live bar on a terminal and one line per epoch in a
+    log file or a pipe, where a bar's redraws would fill the file.
+    """
+    options = from_arguments(options_class, args)
+    validate(options, flags=True)
+    return options, train(options, verbose=1 if sys.stdout.isatty() else 2)
+
+
+def _columns(args):
+    """The column overrides of evaluate / predict (None: the run's own)."""
+    return {name: getattr(args, name) for name in ("text_column", "pair_column", "label_column")
+            if getattr(args, name, None) is not None}
+
+
+def command_evaluate(args):
+    from kerasbert.tasks.classification import Run
+
+    metrics = Run(args.model).evaluate(args.data, progress=True, **_columns(args))
+    if args.json:
+        print(json.dumps(metrics, indent=2, ensure_ascii=False))
+    else:
+        print(f"examples {metrics['examples']}  accuracy {metrics['accuracy']:.4f}  "
+              f"macro-F1 {metrics['macro_f1']:.4f}")
+        width = max(len(label) for label in metrics["per_class"])
+        for label, row in metrics["per_class"].items():
+            print(f"  {label:<{width}}  precision {row['precision']:.4f}  recall "
+                  f"{row['recall']:.4f}  F1 {row['f1']:.4f}  support {row['support']}")
+    return 0
+
+
+def command_predict(args):
+    from kerasbert.tasks.classification import Run
+
+    if not args.input and not args.texts:
+        raise UsageError("missing input in --input or TEXT: give texts to classify, or a file")
+    if args.input and args.texts:
+        raise UsageError("too many inputs in --input and TEXT: give texts or a file, not both")
+    if not args.input and _columns(args):
+        raise UsageError("column without a file in --text-column/--pair-column/--label-column: "
+                         "columns apply to --input")
+    for number, text in enumerate(args.texts, start=1):
+        if not text.strip():
+            raise UsageError(f"empty text in TEXT {number}: nothing to classify")
+    run = Run(args.model)
+    rows = (run.predict(path=args.input, progress=True, **_columns(args)) if args.input
+            else run.predict(texts=args.texts))
+    for row in rows:
+        print(json.dumps(row, ensure_ascii=False))
+    return 0
+
+
+def command_export(args):
+    from kerasbert.tasks.classification import Run
+
+    options = {"version": args.version} if args.format == "saved_model" else {}
+    for path in Run(args.model).export(args.to, overwrite=args.overwrite, format=args.format,
+                                       **options):
+        print(f"wrote {path}")
+    return 0
+
+
+def command_pretrain(args):
+    from kerasbert.pretraining import mlm as pretrain  # the module
+
+    options, summary = _run_training(pretrain.pretrain, pretrain.PretrainOptions, args)
+    print(f"\n{summary['steps']} steps, vocabulary {summary['vocab_size']}, "
+          f"{summary['parameters']:,} parameters, {summary['wall_seconds']:.0f} s")
+    if "dev" in summary:
+        print(f"dev MLM accuracy {summary['dev']['accuracy']:.4f}, loss "
+              f"{summary['dev']['loss']:.4f} ({summary['dev']['masked_tokens']} masked tokens)")
+    print(f"wrote {options.output} (bert_model.ckpt, bert_config.json, vocab.txt, "
+          "pretrain_metrics.json)")
+    return 0
+
+
+def command_convert(args):
+    from kerasbert.checkpoints.convert import convert_hf_to_google
+    from kerasbert.training.rundir import check_writable
+
+    check_writable(os.path.dirname(args.to) or ".", flag="--to")
+    done = convert_hf_to_google(args.from_hf, args.to)
+    print(f"wrote {done.prefix} ({done.variables} variables) and {done.config_path}")
+    print(f"wrote {done.vocab_path}" if done.vocab_path else f"no vocab.txt in {args.from_hf}")
+    if done.skipped:
+        print(f"left out (no Google name): {', '.join(done.skipped)}")
+    return 0
