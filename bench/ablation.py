@@ -10,7 +10,7 @@ XLA, and the two bf16 policies.
 import math
 
 from bench import forward
-from bench.runner import run_worker, timing_row
+from bench.runner import run_worker, selected, timing_row
 
 VARIANTS = {
     "predictor": ("Predictor (default)", {}),
@@ -77,12 +77,15 @@ def measure(variant, **options):
 WORKERS = {name: (lambda name=name, **options: measure(name, **options)) for name in VARIANTS}
 
 
-def run(options, log=print, names=None):
-    """Times every variant in its own process; returns the section."""
+def run(options, log):
+    """Times every variant in its own process; returns the section.
+
+    ``options``: ``warmup``, ``repeats``, ``only`` (variants, of :data:`VARIANTS`).
+    """
     results = {}
-    for name in names or list(VARIANTS):
+    for name in selected(options, VARIANTS):
         log(f"ablation: {name}")
-        results[name] = run_worker("ablation", name, dict(options))
+        results[name] = run_worker("ablation", name, options.timing(), options, log)
     base = results.get("predictor", {}).get("timings", {})
     tables = []
     for shape in ("8x128", "1x32"):
@@ -97,4 +100,4 @@ def run(options, log=print, names=None):
                    ("max_ms", "max"), ("vs_default", "speed vs default"), ("label", "what")]
         tables.append({"title": f"kerasbert variants, batch {shape}", "columns": columns,
                        "rows": rows})
-    return {"suite": "ablation", "results": results, "tables": tables}
+    return {"results": results, "tables": tables}

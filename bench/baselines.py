@@ -63,7 +63,8 @@ def tfidf_logistic_regression(data_dir, c_grid=C_GRID):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default="kerasbert/resources/reviews", help="folder with train/dev/test.tsv")
+    parser.add_argument("--data", default="kerasbert/resources/reviews",
+                        help="folder with train/dev/test.tsv")
     parser.add_argument("--json", help="also write the result here")
     args = parser.parse_args(argv)
     result = tfidf_logistic_regression(args.data)

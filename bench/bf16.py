@@ -15,7 +15,8 @@ import os
 
 import numpy as np
 
-from bench.runner import Skipped, run_worker
+from bench.runner import Skipped, run_worker, why_missing
+from bench.worker import ROOT
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",
@@ -141,10 +142,10 @@ def newest_demo_run(root):
 
 def classifier_agreement(run_dir=None, data="kerasbert/resources/reviews/test.tsv", batch_size=64):
     """Worker: a fine-tuned run's test predictions in float32 and in bfloat16."""
-    from bench.runner import ROOT
-    from kerasbert.training import data as datasets
-    from kerasbert.tasks.classification import Run
     from kerasbert.serving.predictor import Predictor
+    from kerasbert.tasks.classification import Run
+    from kerasbert.training import batches
+    from kerasbert.training import data as datasets
 
     run_dir = run_dir or newest_demo_run(ROOT)
     if run_dir is None:
@@ -152,7 +153,7 @@ def classifier_agreement(run_dir=None, data="kerasbert/resources/reviews/test.ts
     run = Run(run_dir)
     rows = datasets.read_examples(os.path.join(ROOT, data))
     truth = datasets.label_ids(rows, run.labels)
-    tokens, segments = datasets.encode_examples(run.tokenizer, rows, run.options.maxlen)
+    tokens, segments = batches.encode_examples(run.tokenizer, rows, run.options.maxlen)
     lengths = np.count_nonzero(tokens, axis=1)
     probabilities = {}
     for name, policy in (("fp32", None), ("bf16", "bfloat16")):
@@ -177,14 +178,17 @@ WORKERS = {policy: (lambda policy=policy: measure(policy)) for policy in POLICIE
 WORKERS["classifier"] = classifier_agreement
 
 
-def run(options, log=print):
-    """Measures the bf16 deviation in its own process; returns the section."""
+def run(options, log):
+    """Measures the bf16 deviation, each in its own process; returns the section.
+
+    ``options``: ``max_wait`` only (the sentences and the run are fixed).
+    """
     log("bf16: deviation on all-MiniLM-L6-v2")
-    results = {name: run_worker("bf16", name, {}) for name in POLICIES}
+    results = {name: run_worker("bf16", name, {}, options, log) for name in POLICIES}
     rows = []
     for name, r in results.items():
-        if "skipped" in r:
-            rows.append({"policy": name, "max_abs": "skipped: " + r["skipped"]})
+        if why_missing(r):
+            rows.append({"policy": name, "max_abs": why_missing(r)})
             continue
         rows.append({"policy": name, "max_abs": f"{r['max_abs']:.3g}",
                      "mean_abs": f"{r['mean_abs']:.3g}", "relative_rms": f"{r['relative_rms']:.2%}",
@@ -198,9 +202,9 @@ def run(options, log=print):
              "sequence output at real tokens")
     tables = [{"title": title, "columns": columns, "rows": rows}]
     log("bf16: a fine-tuned classifier on the review test split")
-    results["classifier"] = agreement = run_worker("bf16", "classifier", {})
-    if "skipped" in agreement:
-        row = {"run": "skipped: " + agreement["skipped"]}
+    results["classifier"] = agreement = run_worker("bf16", "classifier", {}, options, log)
+    if why_missing(agreement):
+        row = {"run": why_missing(agreement)}
     else:
         row = {**agreement, "agreement": f"{agreement['agreement']:.2%}",
                "fp32_accuracy": f"{agreement['fp32_accuracy']:.4f}",
@@ -214,4 +218,4 @@ def run(options, log=print):
                                ("bf16_accuracy", "bf16 accuracy"),
                                ("max_abs_probability", "max abs diff of probabilities")],
                    "rows": [row]})
-    return {"suite": "bf16", "results": results, "tables": tables}
+    return {"results": results, "tables": tables}

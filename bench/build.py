@@ -10,7 +10,7 @@ import resource
 import time
 
 from bench.peers import CHINESE_BASE
-from bench.runner import Skipped, run_worker
+from bench.runner import Skipped, run_worker, why_missing
 
 
 def _peak_rss_mb():
@@ -56,22 +56,23 @@ def measure(library):
 WORKERS = {"kerasbert": lambda: measure("kerasbert"), "bert4keras": lambda: measure("bert4keras")}
 
 
-def run(options, log=print):
-    """Builds with each library in its own process; returns the section."""
+def run(options, log):
+    """Builds with each library in its own process; returns the section (``options``: max_wait)."""
     results = {}
     for library in WORKERS:
         log(f"build: {library}")
-        results[library] = run_worker("build", library, {}, tf_keras=library == "bert4keras")
+        results[library] = run_worker("build", library, {}, options, log,
+                                      tf_keras=library == "bert4keras")
     ours, theirs = results["kerasbert"], results["bert4keras"]
     rows = []
     for library, result in results.items():
-        if "skipped" in result:
-            rows.append({"library": library, "label": "skipped: " + result["skipped"]})
+        if why_missing(result):
+            rows.append({"library": library, "label": why_missing(result)})
             continue
         rows.append({"library": library, "seconds": result["seconds"],
                      "peak_mb": result["peak_mb"], "params": f"{result['params']:,}",
                      "label": result["label"]})
-    if "skipped" not in ours and "skipped" not in theirs:
+    if not why_missing(ours) and not why_missing(theirs):
         rows.append({"library": "kerasbert / bert4keras",
                      "seconds": round(ours["seconds"] / theirs["seconds"], 2),
                      "peak_mb": round(ours["peak_mb"] / theirs["peak_mb"], 2)})
@@ -79,4 +80,4 @@ def run(options, log=print):
                ("params", "parameters"), ("label", "version")]
     table = {"title": "Building Chinese BERT-base (random weights)", "columns": columns,
              "rows": rows}
-    return {"suite": "build", "results": results, "tables": [table]}
+    return {"results": results, "tables": [table]}

@@ -9,7 +9,7 @@ in the same run and with the machine's GEMM limit (:mod:`bench.gemm`).
 import numpy as np
 
 from bench import peers
-from bench.runner import run_worker, timed, timing_row
+from bench.runner import run_worker, selected, timed, timing_row, why_missing
 
 SHAPES = [[8, 128], [1, 32]]
 
@@ -91,7 +91,7 @@ def measure(name, shapes=SHAPES, warmup=3, repeats=10, small_repeats=30, **overr
         tokens, segments = example_inputs(batch, length, vocab)
         # Short calls vary more from call to call: time more of them.
         count = small_repeats if batch * length <= 256 else repeats
-        timings[f"{batch}x{length}"] = timed(lambda: call(tokens, segments), warmup, count)
+        timings[f"{batch}x{length}"] = timed(lambda t=tokens, s=segments: call(t, s), warmup, count)
     return {"label": label, "timings": timings}
 
 
@@ -99,18 +99,17 @@ WORKERS = {name: (lambda name=name, **options: measure(name, **options))
            for name in list(IMPLEMENTATIONS) + list(KERASBERT_MODES)}
 
 
-def run(options, log=print, names=None, gemm=None):
+def run(options, log):
     """Times every implementation, each in its own process; returns the section.
 
     Args:
-        options: ``warmup``, ``repeats``, ``small_repeats`` (see :func:`measure`), and
-            ``rounds``: how many times each implementation is run, taking turns.
-        names: implementations to run (default: all of :data:`IMPLEMENTATIONS`).
-        gemm: the GEMM suite's result, for the limit columns.
+        options: ``warmup``, ``repeats`` (see :func:`measure`); ``rounds`` (default 1): how
+            many times each implementation runs, taking turns; ``only``: implementations to
+            run, of :data:`IMPLEMENTATIONS` (the default) and :data:`KERASBERT_MODES`. The
+            GEMM limit columns come from the gemm suite when it ran before (``earlier``).
     """
-    names = names or list(IMPLEMENTATIONS)
-    options = dict(options)
-    rounds = options.pop("rounds", 1)
+    names = selected(options, IMPLEMENTATIONS, allowed=WORKERS)
+    rounds = options.rounds or 1
     results = {}
     # With several rounds the implementations take turns, so a burst of load from other
     # jobs falls on all of them; each keeps its best round (lowest median) per shape.
@@ -118,18 +117,19 @@ def run(options, log=print, names=None, gemm=None):
         for name in names:
             log(f"forward: {name}" + (f" (round {round_ + 1} of {rounds})" if rounds > 1 else ""))
             tf_keras = IMPLEMENTATIONS.get(name, ("", False))[1]
-            results[name] = _best(results.get(name),
-                                  run_worker("forward", name, options, tf_keras=tf_keras))
+            results[name] = _best(results.get(name), run_worker(
+                "forward", name, options.timing(), options, log, tf_keras=tf_keras))
+    gemm = options.earlier.get("gemm", {}).get("results", {}).get("float32")
     config = peers.read_config()
     tables = [_table(results, shape, config, gemm) for shape in ("8x128", "1x32")]
-    return {"suite": "forward", "results": results, "tables": tables}
+    return {"results": results, "tables": tables}
 
 
 def _best(kept, new):
-    """Per shape, the round with the lower median (a skipped round never wins)."""
-    if kept is None or "skipped" in kept:
+    """Per shape, the round with the lower median (a round without figures never wins)."""
+    if kept is None or why_missing(kept):
         return new
-    if "skipped" in new:
+    if why_missing(new):
         return kept
     for shape, timing in new["timings"].items():
         if timing["median_ms"] < kept["timings"][shape]["median_ms"]:

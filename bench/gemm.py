@@ -9,9 +9,10 @@ too, as the machine's headline figure.
 """
 
 from bench.peers import read_config
-from bench.runner import run_worker
+from bench.runner import run_worker, why_missing
 
 SQUARE = 2048
+REPEATS = 20  # timed products per shape; the fastest counts
 
 
 def dense_shapes(config, tokens):
@@ -20,7 +21,7 @@ def dense_shapes(config, tokens):
     return [(tokens, hidden, hidden)] * 4 + [(tokens, hidden, inner), (tokens, inner, hidden)]
 
 
-def measure(shapes=((8, 128), (1, 32)), dtype="float32", repeats=20):
+def measure(shapes=((8, 128), (1, 32)), dtype="float32", repeats=REPEATS):
     """Worker: GFLOP/s of ``tf.matmul`` over the encoder's dense shapes per batch shape."""
     import os
 
@@ -56,16 +57,16 @@ WORKERS = {"float32": lambda **o: measure(dtype="float32", **o),
            "bfloat16": lambda **o: measure(dtype="bfloat16", **o)}
 
 
-def run(options, log=print):
-    """Measures fp32 and bf16 GEMM throughput, each in its own process."""
+def run(options, log):
+    """Measures fp32 and bf16 GEMM throughput, each in its own process (``options``: max_wait)."""
     results = {}
     for dtype in WORKERS:
         log(f"gemm: {dtype}")
-        results[dtype] = run_worker("gemm", dtype, {"repeats": options.get("gemm_repeats", 20)})
+        results[dtype] = run_worker("gemm", dtype, {}, options, log)
     rows = []
     for dtype, result in results.items():
-        if "skipped" in result:
-            rows.append({"dtype": dtype, "label": "skipped: " + result["skipped"]})
+        if why_missing(result):
+            rows.append({"dtype": dtype, "label": why_missing(result)})
             continue
         rows.append({"dtype": dtype, **{f"gflops_{k}": v for k, v in result["gflops"].items()},
                      "square": result["square_gflops"], "label": result["label"]})
@@ -73,4 +74,4 @@ def run(options, log=print):
                ("gflops_1x32", "GFLOP/s at 1x32's shapes"),
                ("square", f"GFLOP/s {SQUARE}³"), ("label", "library")]
     table = {"title": "GEMM throughput (the limit)", "columns": columns, "rows": rows}
-    return {"suite": "gemm", "results": results, "tables": [table]}
+    return {"results": results, "tables": [table]}

@@ -5,23 +5,23 @@ Each implementation runs in a fresh interpreter (bert4keras on tf-keras), one af
 other, several rounds; the table shows medians. Peak RSS is ``ru_maxrss`` inside each
 process: raw, after imports, the difference (what building and loading added), and the
 part the load alone added (peak at the end minus peak after building). Timings on a
-busy machine mislead: the machine's load average is printed before and after.
+busy machine mislead: the machine's load average is given before and after.
 
 Usage::
 
-    python -m bench.load [--runs 3] [--json out/bench_load.json]
+    python -m bench load [--rounds 3] [--only floor kerasbert]   # or python -m bench.load
 """
 
-import argparse
-import json
+import importlib.util
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import textwrap
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench import worker
+from bench.runner import load_average, selected, wait_for_idle, why_missing, worker_env
+from bench.worker import ROOT, WorkerError
+
 CONFIG = os.path.join(ROOT, "checkpoints", "chinese_L-12_H-768_A-12", "bert_config.json")
 HEADS = dict(with_pool=True, with_nsp=True, with_mlm=True)
 
@@ -63,15 +63,13 @@ EPILOGUE = """
     print(json.dumps({"build_s": built - start, "load_s": done - built, "baseline_mb": baseline,
                       "built_mb": built_mb, "peak_mb": rss_mb()}))
 """
-ENVIRONMENTS = {
-    "floor": {},
-    "kerasbert": {},
-    "bert4keras": {"TF_KERAS": "1", "TF_USE_LEGACY_KERAS": "1"},
-}
+IMPLEMENTATIONS = ("floor", "kerasbert", "bert4keras")  # the last one runs on tf-keras
+ROUNDS = 3
+FIGURES = ("build_s", "load_s", "baseline_mb", "built_mb", "peak_mb")  # what EPILOGUE prints
 
 
 WRITER = """
-    import os, sys
+    import json, os, sys
     import numpy as np
     from kerasbert import build_transformer_model, write_checkpoint
     from kerasbert.checkpoints.loading import model_targets
@@ -84,103 +82,113 @@ WRITER = """
         shape = shape[::-1] if target.name in TRANSPOSED_VARIABLES else shape
         variables[target.name] = rng.standard_normal(shape, dtype="float32") * 0.02
     write_checkpoint(variables, prefix)
-    print(sum(os.path.getsize(os.path.join(os.path.dirname(prefix), f))
-              for f in os.listdir(os.path.dirname(prefix))) / 2**20)
+    print(json.dumps({"checkpoint_mb": sum(
+        os.path.getsize(os.path.join(os.path.dirname(prefix), f))
+        for f in os.listdir(os.path.dirname(prefix))) / 2**20}))
 """
-
-
-def run_script(script, arguments, env):
-    """Runs ``script`` in a fresh interpreter and returns the JSON of its last line.
-
-    Every step runs in a child of this small process: ``ru_maxrss`` survives fork and
-    exec on Linux, so a parent that had held the checkpoint would lift every child's peak.
-    """
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
-               PYTHONPATH=ROOT, **env)
-    result = subprocess.run([sys.executable, "-c", textwrap.dedent(script), *arguments], env=env,
-                            capture_output=True, text=True, check=False)
-    if result.returncode:
-        raise RuntimeError(f"benchmark step failed:\n{result.stderr[-3000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def write_random_checkpoint(config_path, prefix):
     """Writes a checkpoint with every variable of BERT + pooler + NSP + MLM, random, with
     TensorFlow; returns its size in MiB."""
-    return run_script(WRITER, [config_path, prefix, repr(HEADS)], {})
+    result = worker.run_python(WRITER, args=[config_path, prefix, repr(HEADS)],
+                               env=worker_env(tf_keras=False))
+    return result["checkpoint_mb"]
 
 
 def run_one(name, config_path, prefix):
+    """One build + load of implementation ``name`` in a fresh interpreter; its figures.
+
+    Every step runs in a child of this small process: ``ru_maxrss`` survives fork and
+    exec on Linux, so a parent that had held the checkpoint would lift every child's peak.
+    """
     script = "".join(textwrap.dedent(part) for part in (PREAMBLE, SCRIPTS[name], EPILOGUE))
-    return run_script(script, [config_path, prefix], ENVIRONMENTS[name])
+    return worker.run_python(script, args=[config_path, prefix],
+                             env=worker_env(tf_keras=name == "bert4keras"))
 
 
 def summarize(samples, checkpoint_mb):
+    """Medians over the rounds of each implementation, and the ratios to the floor."""
     results = {}
     for name, runs in samples.items():
-        row = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+        row = {key: statistics.median(run[key] for run in runs) for key in FIGURES}
         row["total_s"] = statistics.median(run["build_s"] + run["load_s"] for run in runs)
         row["added_mb"] = statistics.median(run["peak_mb"] - run["baseline_mb"] for run in runs)
         row["load_added_mb"] = statistics.median(run["peak_mb"] - run["built_mb"] for run in runs)
-        results[name] = row
-    floor, ours = results["floor"], results["kerasbert"]
-    for row in results.values():
-        row["total_vs_floor"] = row["total_s"] / floor["total_s"]
-        row["load_vs_floor"] = row["load_s"] / floor["load_s"]
         row["added_vs_checkpoint"] = row["added_mb"] / checkpoint_mb
         row["load_added_vs_checkpoint"] = row["load_added_mb"] / checkpoint_mb
-    if "bert4keras" in results:
-        ours["total_vs_bert4keras"] = ours["total_s"] / results["bert4keras"]["total_s"]
+        results[name] = row
+    floor = results.get("floor")
+    for row in results.values() if floor else ():
+        row["total_vs_floor"] = row["total_s"] / floor["total_s"]
+        row["load_vs_floor"] = row["load_s"] / floor["load_s"]
     return results
 
 
-def format_table(results, checkpoint_mb, runs, load_before):
-    columns = [  # heading, key, format
-        ("build s", "build_s", ".2f"), ("load s", "load_s", ".2f"), ("total s", "total_s", ".2f"),
-        ("total/floor", "total_vs_floor", ".2f"), ("load/floor", "load_vs_floor", ".2f"),
-        ("peak MiB", "peak_mb", ".0f"), ("imports MiB", "baseline_mb", ".0f"),
-        ("added MiB", "added_mb", ".0f"), ("added/ckpt", "added_vs_checkpoint", ".2f"),
-        ("load added/ckpt", "load_added_vs_checkpoint", ".2f"),
-    ]
-    lines = [f"BERT-base checkpoint with all heads: {checkpoint_mb:.0f} MiB; median of {runs} runs; "
-             f"load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after",
-             "| | " + " | ".join(heading for heading, _, _ in columns) + " |",
-             "|---" * (len(columns) + 1) + "|"]
-    for name, row in results.items():
-        lines.append(f"| {name} | " + " | ".join(format(row[key], spec) for _, key, spec in columns)
-                     + " |")
-    if "total_vs_bert4keras" in results["kerasbert"]:
-        lines.append(f"kerasbert / bert4keras, build + load: "
-                     f"{results['kerasbert']['total_vs_bert4keras']:.2f}")
-    return "\n".join(lines)
+def run(options, log):
+    """Build + load in fresh interpreters, interleaved rounds; returns the section.
 
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m bench.load", description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=3, help="rounds (median reported)")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
-    parser.add_argument("--config", default=CONFIG, help="bert_config.json of the checkpoint")
-    parser.add_argument("--skip-bert4keras", action="store_true", help="when it is not installed")
-    args = parser.parse_args(argv)
-
-    load_before = os.getloadavg()[0]
-    names = ["floor", "kerasbert"] + ([] if args.skip_bert4keras else ["bert4keras"])
-    with tempfile.TemporaryDirectory() as directory:
+    ``options``: ``rounds`` (default 3; medians are reported), ``only`` (of
+    :data:`IMPLEMENTATIONS`), ``max_wait``.
+    """
+    names = selected(options, IMPLEMENTATIONS)
+    rounds = options.rounds or ROUNDS
+    load_before = load_average()[0]
+    missing = {}
+    if "bert4keras" in names and importlib.util.find_spec("bert4keras") is None:
+        missing["bert4keras"] = {"skipped": "bert4keras is not installed "
+                                            "(pip install --no-deps bert4keras==0.11.5)"}
+    samples = {name: [] for name in names if name not in missing}
+    with tempfile.TemporaryDirectory(prefix="bench-load-") as directory:
         prefix = os.path.join(directory, "bert_model.ckpt")
-        checkpoint_mb = write_random_checkpoint(args.config, prefix)
-        samples = {name: [] for name in names}
-        for _ in range(args.runs):
-            for name in names:  # interleaved, so drift in machine load spreads evenly
-                samples[name].append(run_one(name, args.config, prefix))
-    results = summarize(samples, checkpoint_mb)
-    print(format_table(results, checkpoint_mb, args.runs, load_before))
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"checkpoint_mb": checkpoint_mb, "runs": args.runs, "results": results,
-                       "samples": samples}, f, indent=2)
-    return 0
+        log("load: writing a random BERT-base checkpoint with all heads")
+        checkpoint_mb = write_random_checkpoint(CONFIG, prefix)
+        for round_ in range(rounds):
+            for name in [name for name in samples if name not in missing]:
+                # Interleaved, so drift in the machine's load spreads evenly.
+                log(f"load: {name} (round {round_ + 1} of {rounds})")
+                wait_for_idle(options.max_wait, log=log)
+                try:
+                    samples[name].append(run_one(name, CONFIG, prefix))
+                except WorkerError as error:
+                    for line in str(error).splitlines()[-12:]:
+                        log(f"load: {name}: {line}")
+                    missing[name] = {"failed": error.reason}
+    measured = summarize({name: runs for name, runs in samples.items() if name not in missing},
+                         checkpoint_mb)
+    results = {name: measured.get(name) or missing[name] for name in names}
+    title = (f"Build + load, BERT-base checkpoint with all heads: {checkpoint_mb:.0f} MiB; "
+             f"median of {rounds} runs; load average {load_before:.2f} before, "
+             f"{load_average()[0]:.2f} after")
+    section = {"results": results, "checkpoint_mb": checkpoint_mb, "samples": samples,
+               "tables": [{"title": title, "columns": COLUMNS, "rows": _rows(results)}]}
+    ours, theirs = results.get("kerasbert", {}), results.get("bert4keras", {})
+    if "total_s" in ours and "total_s" in theirs:
+        section["notes"] = [f"kerasbert / bert4keras, build + load: "
+                            f"{ours['total_s'] / theirs['total_s']:.2f}"]
+    return section
+
+
+COLUMNS = [("name", ""), ("build_s", "build s"), ("load_s", "load s"), ("total_s", "total s"),
+           ("total_vs_floor", "total/floor"), ("load_vs_floor", "load/floor"),
+           ("peak_mb", "peak MiB"), ("baseline_mb", "imports MiB"), ("added_mb", "added MiB"),
+           ("added_vs_checkpoint", "added/ckpt"),
+           ("load_added_vs_checkpoint", "load added/ckpt")]
+
+
+def _rows(results):
+    rows = []
+    for name, result in results.items():
+        if why_missing(result):
+            rows.append({"name": name, "build_s": why_missing(result)})
+            continue
+        # Seconds and ratios to two decimals, memory to the MiB.
+        rows.append({"name": name, **{key: round(value) if key.endswith("_mb") else round(value, 2)
+                                      for key, value in result.items()}})
+    return rows
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from bench.cli import run_alone
+
+    run_alone("load")

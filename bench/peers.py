@@ -11,7 +11,8 @@ import json
 import os
 import tempfile
 
-from bench.runner import ROOT, Skipped
+from bench.runner import Skipped
+from bench.worker import ROOT
 
 CHINESE_BASE = os.path.join(ROOT, "checkpoints", "chinese_L-12_H-768_A-12", "bert_config.json")
 

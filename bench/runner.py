@@ -1,30 +1,65 @@
-"""What every benchmark shares: quiet-machine check, timing, worker processes, tables.
+"""What every benchmark shares: the options, timing, worker processes, and running a suite.
 
-Each implementation runs in a process of its own (``python -m bench.worker SUITE NAME``),
-so no library's threads, caches or Keras version leak into another's figures. A
-worker prints one JSON object as its last line; a worker that fails (a peer that is
-not installed, say) becomes a row marked *skipped* with the reason, never a crash.
+A suite is a module ``bench/<name>.py`` with ``run(options, log) -> section`` (see
+:mod:`bench`). Each implementation it measures runs in a process of its own
+(``python -m bench.worker SUITE NAME``, :func:`run_worker`), so no library's threads, caches
+or Keras version leak into another's figures. A worker that cannot run here (a peer that is
+not installed) becomes a row marked *skipped*; one that crashes, a row marked *failed*.
 """
 
+import dataclasses
+import importlib
 import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
+import traceback
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench import worker
+from bench.tables import format_table
+from bench.worker import Skipped, WorkerError  # noqa: F401 (Skipped: suites raise it)
+
+# The runner's process imports no suite's libraries (TensorFlow, kerasbert): every figure is
+# taken in a child, and a child's peak memory (ru_maxrss) starts from its parent's.
+DEFAULT_SUITES = ("gemm", "forward", "bf16", "build", "load", "tokenize", "train", "serving")
+ALL_SUITES = DEFAULT_SUITES + ("ablation",)
 
 # bert4keras 0.11.5 needs Keras 2: it runs on tf-keras and never shares a process with Keras 3.
 TF_KERAS_ENV = {"TF_KERAS": "1", "TF_USE_LEGACY_KERAS": "1"}
-# How long a worker waits for other jobs to leave the cores; `--max-wait` sets it.
-IDLE_WAIT_S = 300
 QUIET_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": "", "PYTHONWARNINGS": "ignore"}
 
 
-class Skipped(Exception):
-    """Raised by a worker whose implementation cannot run here (e.g. not installed)."""
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """The settings every suite's ``run(options, log)`` reads; ``python -m bench --help``.
+
+    Example::
+
+        from bench import forward
+        forward.run(Options(repeats=3, only=("kerasbert",), max_wait=0), print)
+    """
+
+    warmup: int = 3             # untimed calls before the timed ones
+    repeats: int = 10           # timed calls per figure (three times as many for short calls)
+    rounds: int | None = None   # passes over the implementations, in turn (None: the suite's own)
+    only: tuple = ()            # implementations to run (empty: all of each suite's)
+    peers: bool = True          # tokenize: also the pure-Python peers (bert4keras, transformers)
+    corpus: tuple = ()          # tokenize: corpus files (empty: found, else synthetic)
+    limit: int | None = None    # tokenize: only the first N lines
+    max_wait: float = 600       # seconds a worker waits for idle cores (0: it does not wait)
+    earlier: dict = dataclasses.field(default_factory=dict)  # sections already run, by suite
+
+    @property
+    def small_repeats(self):
+        """Timed calls for a short call (batch x length <= 256), which varies more."""
+        return 3 * self.repeats
+
+    def timing(self):
+        """The keyword arguments of a timing worker: warmup, repeats, small_repeats."""
+        return {"warmup": self.warmup, "repeats": self.repeats,
+                "small_repeats": self.small_repeats}
 
 
 def load_average():
@@ -71,13 +106,15 @@ def busy_fraction(seconds=2.0):
     return 1.0 - (idle1 - idle0) / max(total1 - total0, 1)
 
 
-def wait_for_idle(max_busy=0.25, max_wait_s=None, log=print):
+def wait_for_idle(max_wait_s, max_busy=0.25, log=print):
     """Waits until other processes leave the cores (nearly) idle; returns the busy share.
 
-    The load average lags by a minute and counts the worker that just ended; the
-    busy share of the last two seconds does neither, so it is checked before each worker.
+    The load average lags by a minute and counts the worker that just ended; the busy
+    share of the last two seconds does neither, so it is checked before each worker.
+    With ``max_wait_s`` 0 nothing is checked and the share is None.
     """
-    max_wait_s = IDLE_WAIT_S if max_wait_s is None else max_wait_s
+    if max_wait_s <= 0:
+        return None
     start = time.monotonic()
     busy = busy_fraction()
     while busy is not None and busy > max_busy and time.monotonic() - start < max_wait_s:
@@ -104,49 +141,74 @@ def timed(fn, warmup=3, repeats=10):
             "max_ms": round(max(times), 2), "repeats": repeats}
 
 
-def run_worker(suite, name, options, tf_keras=False, timeout=900):
-    """Runs ``bench.<suite>``'s worker ``name`` in a fresh interpreter.
+def worker_env(tf_keras=False):
+    """The environment changes of a child process: quiet TensorFlow on the CPU, and Keras 2
+    (tf-keras) for bert4keras or else Keras 3, whatever this shell has set."""
+    return {**QUIET_ENV, **(TF_KERAS_ENV if tf_keras else dict.fromkeys(TF_KERAS_ENV))}
+
+
+def run_worker(suite, name, kwargs, options, log, tf_keras=False, timeout=900):
+    """Runs ``bench.<suite>``'s ``WORKERS[name](**kwargs)`` in a fresh interpreter.
+
+    Waits up to ``options.max_wait`` seconds for idle cores first.
 
     Returns:
-        the worker's JSON result, or ``{"skipped": reason}`` when it could not run.
+        the worker's JSON result with ``busy_before`` and ``load_average``; ``{"skipped":
+        reason}`` when it cannot run here, ``{"failed": reason}`` when it crashed.
     """
-    env = dict(os.environ, **QUIET_ENV, **(TF_KERAS_ENV if tf_keras else {}))
-    if not tf_keras:
-        # A shell that set these for bert4keras must not turn Keras 3 workers into tf_keras.
-        for key in TF_KERAS_ENV:
-            env.pop(key, None)
-    command = [sys.executable, "-m", "bench.worker", suite, name, json.dumps(options)]
-    busy = wait_for_idle(log=lambda message: print(f"[bench] {message}", file=sys.stderr))
+    busy = wait_for_idle(options.max_wait, log=log)
     load = load_average()
     try:
-        result = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True,
-                                timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"skipped": f"timed out after {timeout} s"}
-    lines = result.stdout.strip().splitlines()
-    if result.returncode or not lines:
-        tail = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"skipped": f"worker failed: {tail[:300]}"}
-    return {**json.loads(lines[-1]), "busy_before": busy, "load_average": load}
+        result = worker.run_python(module="bench.worker", args=[suite, name, json.dumps(kwargs)],
+                                   env=worker_env(tf_keras), timeout=timeout)
+    except WorkerError as error:
+        for line in str(error).splitlines()[-12:]:
+            log(f"{suite}: {name}: {line}")
+        return {"failed": error.reason}
+    return {**result, "busy_before": busy, "load_average": load}
 
 
-def run_script(suite, timeout=900):
-    """Runs ``python -m bench.<suite>`` as it is; its JSON last line, if any, is kept as data."""
-    env = dict(os.environ, **QUIET_ENV)
-    try:
-        result = subprocess.run([sys.executable, "-m", f"bench.{suite}"], env=env, cwd=ROOT,
-                                capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"suite": suite, "skipped": f"timed out after {timeout} s"}
-    if result.returncode:
-        tail = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"suite": suite, "skipped": f"failed: {tail[:300]}"}
-    section = {"suite": suite, "output": result.stdout.strip()}
-    try:
-        section["results"] = json.loads(result.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError):
-        pass
-    return section
+def why_missing(result):
+    """``"skipped: ..."`` or ``"failed: ..."`` for a worker result without figures, else None."""
+    for key in ("skipped", "failed"):
+        if key in result:
+            return f"{key}: {result[key]}"
+    return None
+
+
+def require(result, what):
+    """``result`` if it has figures; raises :class:`Skipped` or RuntimeError naming ``what``."""
+    if "skipped" in result:
+        raise Skipped(f"{what} skipped: {result['skipped']}")
+    if "failed" in result:
+        raise RuntimeError(f"{what} failed: {result['failed']}")
+    return result
+
+
+def selected(options, names, allowed=None):
+    """The implementations a suite runs: ``names``, or those of ``options.only`` it has.
+
+    Raises:
+        Skipped: ``options.only`` names none of ``allowed`` (default ``names``).
+    """
+    if not options.only:
+        return list(names)
+    allowed = list(allowed or names)
+    chosen = [name for name in options.only if name in allowed]
+    if not chosen:
+        raise Skipped(f"--only {' '.join(options.only)} names none of its implementations "
+                      f"({', '.join(allowed)})")
+    return chosen
+
+
+def timing_row(name, result, shape):
+    """A table row for one worker's result at one shape, and its timing (None if missing)."""
+    missing = why_missing(result)
+    if missing:
+        return {"name": name, "label": missing}, None
+    timing = result["timings"][shape]
+    return {"name": name, "label": result["label"], "median_ms": timing["median_ms"],
+            "min_ms": timing["min_ms"], "max_ms": timing["max_ms"]}, timing
 
 
 def machine():
@@ -172,27 +234,58 @@ def machine():
     }
 
 
-def timing_row(name, result, shape):
-    """A table row for one worker's result at one shape, and its timing (None if skipped)."""
-    if "skipped" in result:
-        return {"name": name, "label": "skipped: " + result["skipped"]}, None
-    timing = result["timings"][shape]
-    return {"name": name, "label": result["label"], "median_ms": timing["median_ms"],
-            "min_ms": timing["min_ms"], "max_ms": timing["max_ms"]}, timing
+def run_suite(name, options, log):
+    """Imports ``bench.<name>`` and returns the section its ``run(options, log)`` returns.
+
+    A suite that raises :class:`Skipped` gives ``{"skipped": reason}``; one that raises
+    anything else, ``{"failed": "Error: message"}`` (its traceback goes to ``log``); workers
+    that crashed are listed under ``failed_workers``. One broken suite never costs the others.
+    """
+    started = time.monotonic()
+    try:
+        section = dict(importlib.import_module(f"bench.{name}").run(options, log))
+    except Skipped as reason:
+        section = {"skipped": str(reason)}
+    except Exception as error:
+        for line in traceback.format_exc().strip().splitlines():
+            log(f"{name}: {line}")
+        section = {"failed": f"{type(error).__name__}: {error}"}
+    failed = sorted(key for key, result in section.get("results", {}).items()
+                    if isinstance(result, dict) and "failed" in result)
+    if failed:
+        section["failed_workers"] = failed
+    return {"suite": name, **section, "seconds": round(time.monotonic() - started, 1),
+            "load_average_at_end": load_average()}
 
 
-def format_table(columns, rows):
-    """A GitHub-markdown table; ``columns`` are ``(key, heading)`` pairs."""
-    lines = ["| " + " | ".join(heading for _, heading in columns) + " |",
-             "|" + "|".join("---" for _ in columns) + "|"]
-    for row in rows:
-        lines.append("| " + " | ".join(_cell(row.get(key)) for key, _ in columns) + " |")
-    return "\n".join(lines)
+def run_suites(names, options, log, write=print):
+    """Runs each suite in turn and writes its tables; returns the sections by suite.
+
+    Each suite sees the sections before it as ``options.earlier`` (forward reads gemm's).
+    """
+    sections = {}
+    for name in names:
+        sections[name] = run_suite(name, dataclasses.replace(options, earlier=dict(sections)), log)
+        print_section(sections[name], write)
+    return sections
 
 
-def _cell(value):
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:,.2f}" if abs(value) < 10 else f"{value:,.1f}"
-    return str(value)
+def print_section(section, write=print):
+    """Writes a section's tables as markdown, or why it has none."""
+    name = section["suite"]
+    for status in ("skipped", "failed"):
+        if status in section:
+            write(f"\n## {name}: {status} ({section[status]})")
+            return
+    for table in section.get("tables", []):
+        write(f"\n### {table['title']}\n")
+        write(format_table(table["columns"], table["rows"]))
+    for note in section.get("notes", []):
+        write(f"\n{note}")
+    if section.get("failed_workers"):
+        write(f"\n{name}: failed: {', '.join(section['failed_workers'])} (the log says why)")
+
+
+def stderr_log(message):
+    """The log of ``python -m bench``: one line to stderr, marked ``[bench]``."""
+    print(f"[bench] {message}", file=sys.stderr, flush=True)

@@ -18,19 +18,19 @@ ones, tokenization included:
 
 Every way's probabilities are compared with the Keras model's (``max |Δ|``).
 
-``python -m bench.serving`` runs this suite alone.
+``python -m bench serving`` (or ``python -m bench.serving``) runs this suite alone.
 """
 
 import dataclasses
 import json
 import os
 import shutil
-import sys
 import tempfile
 
 import numpy as np
 
-from bench.runner import ROOT, Skipped, format_table, machine, run_worker, timed
+from bench.runner import Skipped, require, run_worker, selected, timed, why_missing
+from bench.worker import ROOT
 
 MODEL = os.path.join(ROOT, "kerasbert", "resources", "kerasbert-zh-small")
 TEST_FILE = os.path.join(ROOT, "kerasbert", "resources", "reviews", "test.tsv")
@@ -61,8 +61,8 @@ def prepare(folder):
     import keras
 
     from kerasbert import add_cls_classifier, build_transformer_model
-    from kerasbert.tasks.classification import Run, TrainOptions
     from kerasbert.serving.portable import export_litert, export_onnx
+    from kerasbert.tasks.classification import Run, TrainOptions
 
     keras.utils.set_random_seed(0)
     bert = build_transformer_model(os.path.join(MODEL, "bert_config.json"),
@@ -227,23 +227,23 @@ WORKERS = {"prepare": prepare,
            **{name: (lambda name=name, **options: measure(name, **options)) for name in BUILDERS}}
 
 
-def run(options, log=print, names=None):
-    """Prepares the exports, then times every way, each in its own process; returns the section."""
-    folder = tempfile.mkdtemp(prefix="bench-serving-")
-    try:
+def run(options, log):
+    """Prepares the exports, then times every way, each in its own process; returns the section.
+
+    ``options``: ``warmup``, ``repeats``, ``only`` (ways, of :data:`IMPLEMENTATIONS`), ``max_wait``.
+    """
+    names = selected(options, IMPLEMENTATIONS)
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="bench-serving-") as folder:
         log("serving: building the run and its exports")
-        prepared = run_worker("serving", "prepare", {"folder": folder})
-        if "skipped" in prepared:
-            return {"suite": "serving", "skipped": f"could not prepare: {prepared['skipped']}"}
-        settings = {k: options[k] for k in ("warmup", "repeats", "small_repeats") if k in options}
-        results = {}
-        for name in names or list(IMPLEMENTATIONS):
+        require(run_worker("serving", "prepare", {"folder": folder}, options, log),
+                "building the run and its exports")
+        for name in names:
             log(f"serving: {name}")
-            results[name] = run_worker("serving", name, {"folder": folder, **settings})
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+            results[name] = run_worker("serving", name, {"folder": folder, **options.timing()},
+                                       options, log)
     tables = [_table(results, count, characters) for count, characters in SHAPES]
-    return {"suite": "serving", "results": results, "tables": tables}
+    return {"results": results, "tables": tables}
 
 
 def _table(results, count, characters):
@@ -251,8 +251,8 @@ def _table(results, count, characters):
     base = results.get("predictor", {}).get("timings", {}).get(shape)
     rows = []
     for name, result in results.items():
-        if "skipped" in result:
-            rows.append({"name": name, "label": "skipped: " + result["skipped"]})
+        if why_missing(result):
+            rows.append({"name": name, "label": why_missing(result)})
             continue
         timing = result["timings"][shape]
         rows.append({"name": name, "label": result["label"], "median_ms": timing["median_ms"],
@@ -269,27 +269,8 @@ def _table(results, count, characters):
     return {"title": title, "columns": columns, "rows": rows, "shape": shape}
 
 
-def main(argv=None):
-    """``python -m bench.serving [NAME ...]``: this suite alone, printed as markdown."""
-    names = argv if argv is not None else sys.argv[1:]
-    unknown = [name for name in names if name not in IMPLEMENTATIONS]
-    if unknown:
-        raise SystemExit(f"unknown way(s) {', '.join(unknown)}; choose from "
-                         f"{', '.join(IMPLEMENTATIONS)}")
-
-    def log(message):
-        print(f"[bench] {message}", file=sys.stderr, flush=True)
-
-    section = run({"warmup": 3, "repeats": 10, "small_repeats": 30}, log, names or None)
-    if "skipped" in section:
-        print(f"serving: skipped ({section['skipped']})")
-        return 1
-    print(f"machine: {json.dumps(machine())}")
-    for table in section["tables"]:
-        print(f"\n### {table['title']}\n\n{format_table(table['columns'], table['rows'])}")
-    print(json.dumps(section["results"]))
-    return 0
-
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from bench.cli import run_alone
+
+    run_alone("serving")

@@ -1,13 +1,15 @@
 """Tokenizer speed: kerasbert next to bert4keras, transformers and the `tokenizers` engine.
 
-Encodes every line of a corpus (maxlen 128 by default) with each tokenizer and
-prints lines/s, chars/s, the speed relative to the engine called directly, and
-the share of lines whose ids equal kerasbert's `encode`.
+Encodes every line of a corpus (maxlen 128) with each tokenizer and gives lines/s,
+chars/s, the speed relative to the engine called directly, and the share of lines whose
+ids equal kerasbert's `encode`. kerasbert and the engine run in one worker process, taking
+turns for ``rounds`` rounds (best kept); bert4keras (on tf-keras) and transformers' pure-Python
+tokenizer run once each, in processes of their own.
 
 Run from the repository root:
 
-    python -m bench.tokenize                       # corpus found automatically
-    python -m bench.tokenize --corpus a.txt b.tsv --json out/tokenize.json
+    python -m bench tokenize                       # or python -m bench.tokenize
+    python -m bench tokenize --corpus a.txt b.tsv --limit 5000 --no-peers
 
 A `.txt` corpus has one text per line; a `.tsv` one has a header with a `text`
 column. Without `--corpus` the first of `../shared/data/sentiment`,
@@ -25,37 +27,23 @@ if __name__ == "__main__" and not __package__:
     _sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or ".") != _here]
     _sys.path.insert(0, _os.path.dirname(_here))
 
-import argparse
-import csv
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
 import zlib
 from array import array
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CORPUS_DIRS = ("../shared/data/sentiment", "data/sentiment", "kerasbert/resources/reviews")
-DEFAULT_VOCAB = "checkpoints/chinese_L-12_H-768_A-12/vocab.txt"
+from bench.runner import Skipped, require, run_worker, why_missing
+from bench.worker import ROOT
 
-# Runs in its own interpreter: bert4keras needs Keras 2 (tf-keras), never Keras 3.
-_BERT4KERAS = """
-import json, sys, time, zlib
-from array import array
-from bert4keras.tokenizers import Tokenizer
-vocab, lines_path, maxlen = sys.argv[1], sys.argv[2], int(sys.argv[3])
-with open(lines_path, encoding="utf-8") as f:
-    lines = json.load(f)
-tokenizer = Tokenizer(vocab, do_lower_case=True)
-start = time.perf_counter()
-ids = [tokenizer.encode(line, maxlen=maxlen)[0] for line in lines]
-seconds = time.perf_counter() - start
-print(json.dumps({"seconds": seconds,
-                  "digests": [zlib.crc32(array("i", row).tobytes()) for row in ids]}))
-"""
+CORPUS_DIRS = ("../shared/data/sentiment", "data/sentiment", "kerasbert/resources/reviews")
+VOCAB = os.path.join(ROOT, "checkpoints", "chinese_L-12_H-768_A-12", "vocab.txt")
+MAXLEN = 128
+ROUNDS = 3
+REFERENCE = "kerasbert Tokenizer.encode (loop)"  # the ids every method is compared with
 
 
 def find_corpus(root=ROOT):
@@ -71,23 +59,11 @@ def find_corpus(root=ROOT):
 
 
 def read_corpus(paths):
-    """Non-blank texts of `.txt` files (one per line) and `.tsv` files (`text` column).
+    """Non-blank texts of the corpus files: kerasbert's own corpus reader (``.txt`` one text a
+    line; ``.tsv`` / ``.csv`` / ``.jsonl`` by their ``text`` column)."""
+    from kerasbert.pretraining.corpus import read_corpus as read
 
-    Raises:
-        ValueError: a `.tsv` file without a `text` column in its header.
-    """
-    texts = []
-    for path in paths:
-        with open(path, encoding="utf-8", newline="") as f:
-            if path.endswith(".tsv"):
-                reader = csv.DictReader(f, delimiter="\t")
-                if "text" not in (reader.fieldnames or ()):
-                    raise ValueError(f"{path}: a .tsv corpus needs a 'text' column in its header, "
-                                     f"found {reader.fieldnames}")
-                texts += [row["text"] for row in reader if row["text"].strip()]
-            else:
-                texts += [line.rstrip("\r\n") for line in f if line.strip()]
-    return texts
+    return read(paths)
 
 
 def synthetic_corpus(token_dict, n=20000, seed=0):
@@ -105,15 +81,34 @@ def synthetic_corpus(token_dict, n=20000, seed=0):
     return lines
 
 
+def read_tokens(vocab=VOCAB):
+    """The tokens of a vocab.txt, in order (plain lines: this runs in the runner's process,
+    which must stay free of TensorFlow, so kerasbert is not imported here)."""
+    with open(vocab, encoding="utf-8") as f:
+        return [line.strip() for line in f if line.strip()]
+
+
 def _digest(row):
     return zlib.crc32(array("i", row).tobytes())
 
 
-def _interleaved(methods, repeat):
-    """Shortest wall time of each method over `repeat` rounds, taken in turn so that
+def _read_lines(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _method(seconds, rows, pad=None):
+    """A method's time and the digest of each line's ids (padding dropped)."""
+    rows = rows.tolist() if hasattr(rows, "tolist") else rows
+    return {"seconds": seconds,
+            "digests": [_digest([i for i in row if i != pad]) for row in rows]}
+
+
+def _interleaved(methods, rounds):
+    """Shortest wall time of each method over `rounds` rounds, taken in turn so that
     load from other processes falls on all of them alike; and each one's last result."""
     best, results = {name: float("inf") for name in methods}, {}
-    for _ in range(repeat):
+    for _ in range(rounds):
         for name, fn in methods.items():
             start = time.perf_counter()
             results[name] = fn()
@@ -152,123 +147,142 @@ def slow_bert_tokenizer():
     return slow.BertTokenizer
 
 
-def _bert4keras(vocab, lines, maxlen):
-    """(seconds, digests) from bert4keras in a subprocess, or None if it cannot run."""
-    env = dict(os.environ, TF_KERAS="1", TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="3",
-               CUDA_VISIBLE_DEVICES="")
-    with tempfile.TemporaryDirectory() as tmp:
-        lines_path = os.path.join(tmp, "lines.json")
-        with open(lines_path, "w", encoding="utf-8") as f:
-            json.dump(lines, f, ensure_ascii=False)
-        proc = subprocess.run([sys.executable, "-c", _BERT4KERAS, vocab, lines_path, str(maxlen)],
-                              env=env, capture_output=True, text=True)
-    if proc.returncode:
-        print(f"bert4keras skipped: {proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
-        return None
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    return out["seconds"], out["digests"]
-
-
-def run(lines, vocab, maxlen=128, repeat=3, peers=True):
-    """Time every tokenizer on `lines`; returns a list of row dicts."""
-    import numpy as np
-
+def measure_kerasbert(lines_path, rounds=ROUNDS):
+    """Worker: kerasbert's Tokenizer and the bare `tokenizers` engine, taking turns."""
     from kerasbert.text.tokenizer import Tokenizer
 
-    timings = {}  # name -> (seconds, digests or None)
-    if peers:
-        # First, before the engine has started its threads in this process.
-        b4k = _bert4keras(vocab, lines, maxlen)
-        if b4k:
-            timings["bert4keras Tokenizer.encode (loop)"] = b4k
-
-    tokenizer = Tokenizer(vocab, do_lower_case=True)
-    tokenizer.encode_batch(lines[:10], maxlen=maxlen)  # build the engine outside the timing
-    engine = reference_engine(vocab, maxlen)
-    pad = tokenizer.token_to_id("[PAD]")
-    fast = {
-        "kerasbert Tokenizer.encode_batch": lambda: tokenizer.encode_batch(lines, maxlen=maxlen)[0],
-        "kerasbert Tokenizer.encode (loop)": lambda: [tokenizer.encode(x, maxlen=maxlen)[0]
-                                                      for x in lines],
+    lines = _read_lines(lines_path)
+    tokenizer = Tokenizer(VOCAB, do_lower_case=True)
+    tokenizer.encode_batch(lines[:10], maxlen=MAXLEN)  # build the engine outside the timing
+    engine = reference_engine(VOCAB, MAXLEN)
+    methods = {
+        "kerasbert Tokenizer.encode_batch": lambda: tokenizer.encode_batch(lines, maxlen=MAXLEN)[0],
+        REFERENCE: lambda: [tokenizer.encode(x, maxlen=MAXLEN)[0] for x in lines],
         # The least a caller of the engine must do: encode, then read the ids (for
         # single texts every segment id is 0, so no type_ids are needed).
         "tokenizers engine encode_batch": lambda: [e.ids for e in engine.encode_batch(lines)],
         "tokenizers engine encode_batch_fast": lambda: [e.ids for e in
                                                         engine.encode_batch_fast(lines)],
     }
-    best, results = _interleaved(fast, repeat)
-    reference = [_digest(row) for row in results["kerasbert Tokenizer.encode (loop)"]]
-    for name, rows in results.items():
-        digests = [_digest([i for i in row if i != pad]) for row in
-                   (rows.tolist() if isinstance(rows, np.ndarray) else rows)]
-        timings[name] = (best[name], digests)
-    legacy = slow_bert_tokenizer() if peers else None
-    if legacy is not None:
-        start = time.perf_counter()
-        out = legacy(vocab, do_lower_case=True)(lines, max_length=maxlen, truncation=True)
-        seconds = time.perf_counter() - start
-        timings[f"transformers {legacy.__name__}"] = (
-            seconds, [_digest(row) for row in out["input_ids"]])
+    best, results = _interleaved(methods, rounds)
+    pad = tokenizer.token_to_id("[PAD]")
+    return {"methods": {name: _method(best[name], results[name], pad) for name in methods}}
 
+
+def measure_bert4keras(lines_path):
+    """Worker: bert4keras's `Tokenizer.encode`, once over the lines (needs TF_KERAS=1)."""
+    if os.environ.get("TF_KERAS") != "1":
+        raise Skipped("bert4keras must run with TF_KERAS=1 TF_USE_LEGACY_KERAS=1")
+    from bert4keras.tokenizers import Tokenizer
+
+    lines = _read_lines(lines_path)
+    tokenizer = Tokenizer(VOCAB, do_lower_case=True)
+    start = time.perf_counter()
+    ids = [tokenizer.encode(line, maxlen=MAXLEN)[0] for line in lines]
+    return {"methods": {"bert4keras Tokenizer.encode (loop)":
+                        _method(time.perf_counter() - start, ids)}}
+
+
+def measure_transformers(lines_path):
+    """Worker: transformers' pure-Python BERT tokenizer, once over the lines."""
+    legacy = slow_bert_tokenizer()
+    if legacy is None:
+        raise Skipped("transformers is not installed")
+    lines = _read_lines(lines_path)
+    start = time.perf_counter()
+    out = legacy(VOCAB, do_lower_case=True)(lines, max_length=MAXLEN, truncation=True)
+    return {"methods": {f"transformers {legacy.__name__}":
+                        _method(time.perf_counter() - start, out["input_ids"])}}
+
+
+WORKERS = {"kerasbert": measure_kerasbert, "bert4keras": measure_bert4keras,
+           "transformers": measure_transformers}
+PEERS = ("bert4keras", "transformers")
+
+
+def corpus_lines(options):
+    """The lines to encode and where they come from, as ``options`` (corpus, limit) ask."""
+    files = list(options.corpus) or find_corpus()
+    if files:
+        lines = read_corpus(files)
+        source = list(options.corpus) or [os.path.relpath(f, ROOT) for f in files]
+    else:
+        lines, source = synthetic_corpus(read_tokens(), n=options.limit or 20000), ["synthetic"]
+    return (lines[:options.limit] if options.limit else lines), source
+
+
+def run(options, log):
+    """Times every tokenizer on the corpus, each library in its own process; returns the section.
+
+    ``options``: ``corpus``, ``limit`` (first N lines), ``rounds`` (default 3, best kept),
+    ``peers`` (also bert4keras and transformers), ``max_wait``.
+    """
+    lines, source = corpus_lines(options)
+    rounds = options.rounds or ROUNDS
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="bench-tokenize-") as folder:
+        lines_path = os.path.join(folder, "lines.json")
+        with open(lines_path, "w", encoding="utf-8") as f:
+            json.dump(lines, f, ensure_ascii=False)
+        log(f"tokenize: kerasbert and the engine, {len(lines):,} lines")
+        results["kerasbert"] = require(run_worker(
+            "tokenize", "kerasbert", {"lines_path": lines_path, "rounds": rounds}, options, log),
+            "kerasbert's tokenizer")
+        for name in PEERS if options.peers else ():
+            log(f"tokenize: {name}")
+            results[name] = run_worker("tokenize", name, {"lines_path": lines_path}, options, log,
+                                       tf_keras=name == "bert4keras")
+    methods = {name: method for result in results.values()
+               for name, method in result.get("methods", {}).items()}
+    rows = _rows(methods, lines)
+    missing = {name: result for name, result in results.items() if why_missing(result)}
+    summary = {"corpus": source, "lines": len(lines), "chars": sum(map(len, lines)),
+               "maxlen": MAXLEN, "rounds": rounds, "cpus": os.cpu_count(), "rows": rows,
+               **missing}
+    title = (f"Tokenizer speed: {', '.join(source)}: {summary['lines']:,} lines, "
+             f"{summary['chars']:,} chars; maxlen {MAXLEN}; best of {rounds} rounds "
+             f"(pure-Python peers: 1 run); {summary['cpus']} CPUs")
+    table_rows = [_table_row(row) for row in rows]
+    table_rows += [{"method": name, "lines_per_s": why_missing(result)}
+                   for name, result in missing.items()]
+    return {"results": summary,
+            "tables": [{"title": title, "columns": COLUMNS, "rows": table_rows}]}
+
+
+COLUMNS = [("method", "method"), ("lines_per_s", "lines/s"), ("chars_per_s", "chars/s"),
+           ("vs_engine", "× engine"), ("same_ids", "same ids as `encode`")]
+
+
+def _rows(methods, lines):
+    """One row per method: speed, speed relative to the fastest engine call, same ids."""
     chars = sum(map(len, lines))
-    engine_best = min(s for name, (s, _) in timings.items() if name.startswith("tokenizers"))
+    reference = methods.get(REFERENCE, {}).get("digests")
+    engine = [m["seconds"] for name, m in methods.items() if name.startswith("tokenizers")]
     rows = []
-    for name, (seconds, digests) in timings.items():
-        same = np.mean([a == b for a, b in zip(digests, reference)]) if digests else None
+    for name, method in methods.items():
+        seconds, digests = method["seconds"], method["digests"]
+        same = (sum(a == b for a, b in zip(digests, reference)) / len(reference)
+                if reference and len(digests) == len(reference) else None)
         rows.append({"method": name, "seconds": seconds, "lines_per_s": len(lines) / seconds,
-                     "chars_per_s": chars / seconds, "vs_engine": engine_best / seconds,
-                     "same_ids": None if same is None else float(same)})
+                     "chars_per_s": chars / seconds,
+                     "vs_engine": min(engine) / seconds if engine else None, "same_ids": same})
     return rows
 
 
-def format_table(rows):
-    """Markdown table of `run`'s rows."""
-    out = ["| method | lines/s | chars/s | × engine | same ids as `encode` |",
-           "|---|---:|---:|---:|---:|"]
-    for r in rows:
-        same = "–" if r["same_ids"] is None else f"{100 * r['same_ids']:.2f} %"
-        out.append(f"| {r['method']} | {r['lines_per_s']:,.0f} | {r['chars_per_s']:,.0f} | "
-                   f"{r['vs_engine']:.2f} | {same} |")
-    return "\n".join(out)
+def _table_row(row):
+    same = "–" if row["same_ids"] is None else f"{100 * row['same_ids']:.2f} %"
+    return {"method": row["method"], "lines_per_s": round(row["lines_per_s"]),
+            "chars_per_s": round(row["chars_per_s"]),
+            "vs_engine": None if row["vs_engine"] is None else round(row["vs_engine"], 2),
+            "same_ids": same}
 
 
 def main(argv=None):
-    """Command-line entry point; returns the results dict (also written by `--json`)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", nargs="+", metavar="FILE",
-                        help="corpus files (.txt: a text per line, .tsv: 'text' column)")
-    parser.add_argument("--vocab", default=DEFAULT_VOCAB, help="vocab.txt (default: %(default)s)")
-    parser.add_argument("--maxlen", type=int, default=128)
-    parser.add_argument("--repeat", type=int, default=3, help="best of N runs for fast methods")
-    parser.add_argument("--limit", type=int, help="use only the first N lines")
-    parser.add_argument("--no-peers", action="store_true",
-                        help="skip bert4keras and transformers (the slow pure-Python peers)")
-    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-    args = parser.parse_args(argv)
+    """``python -m bench.tokenize [OPTIONS]``: this suite alone; returns its results (the
+    ``results`` of :func:`run`, also written by ``--json``)."""
+    from bench.cli import run_alone
 
-    vocab = args.vocab if os.path.isabs(args.vocab) or os.path.exists(args.vocab) \
-        else os.path.join(ROOT, args.vocab)
-    files = args.corpus or find_corpus()
-    if files:
-        lines = read_corpus(files)
-        source = args.corpus or [os.path.relpath(f, ROOT) for f in files]
-    else:
-        from kerasbert.text.vocab import load_vocab
-
-        lines, source = synthetic_corpus(load_vocab(vocab), n=args.limit or 20000), ["synthetic"]
-    lines = lines[:args.limit] if args.limit else lines
-    rows = run(lines, vocab, args.maxlen, args.repeat, peers=not args.no_peers)
-    result = {"corpus": source, "lines": len(lines), "chars": sum(map(len, lines)),
-              "maxlen": args.maxlen, "repeat": args.repeat, "cpus": os.cpu_count(), "rows": rows}
-    print(f"corpus: {', '.join(source)}: {result['lines']:,} lines, {result['chars']:,} chars; "
-          f"maxlen {args.maxlen}; best of {args.repeat} (pure-Python peers: 1 run); "
-          f"{result['cpus']} CPUs")
-    print(format_table(rows))
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=2)
-    return result
+    return run_alone("tokenize", argv)
 
 
 if __name__ == "__main__":

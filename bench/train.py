@@ -9,8 +9,9 @@ trains on the same examples in its own process:
 * ``keras-hub``: ``BertBackbone`` in ``BertTextClassifier`` (pooled output + Dense),
   Keras ``fit`` with its default ``jit_compile`` (which is off on a CPU);
 * ``hf-torch``: ``BertForSequenceClassification`` with ``torch.optim.AdamW``, a plain loop;
-* ``kerasbert``: :func:`kerasbert.add_cls_classifier` + :func:`kerasbert.training.optimizer.make_optimizer`,
-  Keras ``fit``, every batch padded to 128 like the peers;
+* ``kerasbert``: :func:`kerasbert.add_cls_classifier` +
+  :func:`kerasbert.training.optimizer.make_optimizer`, Keras ``fit``, every batch padded to 128
+  like the peers;
 
 and kerasbert's options one at a time: ``kerasbert-bucketed`` (the batches of
 ``kerasbert train``: grouped by length, cut to their longest row), ``kerasbert-xla``
@@ -27,7 +28,8 @@ import time
 
 import numpy as np
 
-from bench.runner import ROOT, Skipped, run_worker
+from bench.runner import Skipped, require, run_worker, selected, why_missing
+from bench.worker import ROOT
 
 MODEL = os.path.join(ROOT, "kerasbert", "resources", "kerasbert-zh-small")
 CONFIG = os.path.join(MODEL, "bert_config.json")
@@ -54,8 +56,8 @@ def prepare(path, samples, warmup_batches, seed=0):
     The timed examples are ``samples`` reviews drawn with ``seed``; the warm-up
     batches are others. Token ids are padded to ``MAXLEN``.
     """
-    from kerasbert.training import data
     from kerasbert.text.tokenizer import Tokenizer
+    from kerasbert.training import data
 
     rows = data.read_examples(TRAIN_FILE)
     order = np.random.default_rng(seed).permutation(len(rows))[:samples + warmup_batches * BATCH]
@@ -63,9 +65,7 @@ def prepare(path, samples, warmup_batches, seed=0):
     tokens, segments = tokenizer.encode_batch([rows.texts[i] for i in order], maxlen=MAXLEN)
     pad = MAXLEN - tokens.shape[1]
     tokens, segments = (np.pad(a, ((0, 0), (0, pad))).astype("int32") for a in (tokens, segments))
-    labels = data.label_ids(data.Examples([rows.texts[i] for i in order], [None] * len(order),
-                                          [rows.labels[i] for i in order], TRAIN_FILE,
-                                          list(order), 0), sorted(set(rows.labels)))
+    labels = data.label_ids(rows, sorted(set(rows.labels)))[order]
     np.savez(path, tokens=tokens, segments=segments, labels=labels, samples=samples)
     lengths = np.count_nonzero(tokens[:samples], axis=1)
     return {"path": path, "mean_tokens": round(float(lengths.mean()), 1),
@@ -131,21 +131,19 @@ def kerasbert(path, epochs, bucketed=False, jit_compile=False, dtype_policy=None
 
     import kerasbert as package
     from kerasbert import add_cls_classifier, build_transformer_model
-    from kerasbert.training import data
+    from kerasbert.training import batches
     from kerasbert.training.optimizer import make_optimizer
 
-    if dtype_policy:
-        keras.mixed_precision.set_dtype_policy(dtype_policy)
     keras.utils.set_random_seed(0)
     timed, warmup = _load(path)
-    model = add_cls_classifier(build_transformer_model(CONFIG), 2)
+    model = add_cls_classifier(build_transformer_model(CONFIG, dtype=dtype_policy), 2)
     steps = (len(timed[2]) // BATCH) * epochs + len(warmup[2]) // BATCH
     model.compile(optimizer=make_optimizer(model, LEARNING_RATE, steps),
                   loss="sparse_categorical_crossentropy", jit_compile=jit_compile)
     make_dataset = None
     if bucketed:  # the batches of `kerasbert train`: length-grouped, cut to the longest row
         def make_dataset(arrays):
-            return data.make_dataset(*arrays, batch_size=BATCH, seed=0)
+            return batches.make_dataset(*arrays, batch_size=BATCH, seed=0)
     seconds = _fit_timed(keras, model, timed, warmup, epochs, make_dataset)
     return _result(f"kerasbert {package.__version__}, keras {keras.__version__}", seconds,
                    len(timed[2]))
@@ -261,47 +259,43 @@ WORKERS = {
 }
 
 
-def run(options, log=print, names=None):
+def run(options, log):
     """Times every implementation, each in its own process; returns the section.
 
-    Args:
-        options: may hold ``samples``, ``warmup_batches`` and ``epochs`` (see :data:`DEFAULTS`);
-            the shared ``repeats``/``warmup`` of other suites are ignored.
-        names: implementations to run (default: all of :data:`IMPLEMENTATIONS`).
+    ``options``: ``only`` (implementations, of :data:`IMPLEMENTATIONS`) and ``max_wait``; the
+    data and passes are :data:`DEFAULTS`, the same for every implementation.
     """
-    settings = {k: options.get(k, v) for k, v in DEFAULTS.items()}
-    folder = tempfile.mkdtemp(prefix="bench-train-")
-    log("train: tokenizing the review texts")
-    prepared = run_worker("train", "prepare", {
-        "path": os.path.join(folder, "batches.npz"), "samples": settings["samples"],
-        "warmup_batches": settings["warmup_batches"]})
-    if "skipped" in prepared:
-        return {"suite": "train", "skipped": f"could not prepare the data: {prepared['skipped']}"}
+    names = selected(options, IMPLEMENTATIONS)
     results = {}
-    for name in names or list(IMPLEMENTATIONS):
-        log(f"train: {name}")
-        results[name] = run_worker("train", name, {"path": prepared["path"],
-                                                   "epochs": settings["epochs"]},
-                                   tf_keras=IMPLEMENTATIONS[name][1])
-    return {"suite": "train", "results": results, "data": prepared,
-            "tables": [_table(results, settings, prepared)]}
+    with tempfile.TemporaryDirectory(prefix="bench-train-") as folder:
+        log("train: tokenizing the review texts")
+        prepared = require(run_worker("train", "prepare", {
+            "path": os.path.join(folder, "batches.npz"), "samples": DEFAULTS["samples"],
+            "warmup_batches": DEFAULTS["warmup_batches"]}, options, log), "preparing the data")
+        for name in names:
+            log(f"train: {name}")
+            results[name] = run_worker("train", name, {"path": prepared["path"],
+                                                       "epochs": DEFAULTS["epochs"]},
+                                       options, log, tf_keras=IMPLEMENTATIONS[name][1])
+    return {"results": results, "data": prepared,
+            "tables": [_table(results, prepared)]}
 
 
-def _table(results, settings, prepared):
+def _table(results, prepared):
     base = results.get("kerasbert", {}).get("samples_per_s")
     hub = results.get("keras-hub", {}).get("samples_per_s")
     rows = []
     for name, result in results.items():
-        if "skipped" in result:
-            rows.append({"name": name, "label": "skipped: " + result["skipped"]})
+        if why_missing(result):
+            rows.append({"name": name, "label": why_missing(result)})
             continue
         speed = result["samples_per_s"]
         rows.append({"name": name, "label": result["label"], "samples_per_s": speed,
                      "best_epoch_s": min(result["epoch_seconds"]),
                      "vs_kerasbert": round(speed / base, 2) if base else None,
                      "vs_keras_hub": round(speed / hub, 2) if hub else None})
-    title = (f"Training, L4 H256 A4 I1024, batch {BATCH} x {MAXLEN}, {settings['samples']} review "
-             f"texts (mean {prepared['mean_tokens']} tokens), best of {settings['epochs']} passes")
+    title = (f"Training, L4 H256 A4 I1024, batch {BATCH} x {MAXLEN}, {DEFAULTS['samples']} review "
+             f"texts (mean {prepared['mean_tokens']} tokens), best of {DEFAULTS['epochs']} passes")
     columns = [("name", "implementation"), ("samples_per_s", "samples/s"),
                ("best_epoch_s", "pass s"), ("vs_kerasbert", "÷ kerasbert"),
                ("vs_keras_hub", "÷ keras-hub"), ("label", "version / mode")]

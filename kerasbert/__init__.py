@@ -18,13 +18,13 @@ from kerasbert.quiet import import_tensorflow
 import_tensorflow()
 
 # The rest imports TensorFlow (already loaded, quietly).
-from kerasbert.checkpoints.loading import LoadReport, load_checkpoint, save_weights_as_checkpoint  # noqa: E402
+from kerasbert.build import Transformer, build_transformer_model
 from kerasbert.checkpoints.io import CheckpointError, write_checkpoint
+from kerasbert.checkpoints.loading import LoadReport, load_checkpoint, save_weights_as_checkpoint  # noqa: E402
+from kerasbert.models.bert import build_bert
 from kerasbert.models.config import BertConfig
 from kerasbert.models.heads import add_cls_classifier
 from kerasbert.serving.predictor import Predictor
-from kerasbert.build import Transformer, build_transformer_model
-from kerasbert.models.bert import build_bert
 from kerasbert.text.tokenizer import Tokenizer, load_vocab
 from kerasbert.training import optimizer  # noqa: F401  (registers WarmupLinearDecay for load_model)
 

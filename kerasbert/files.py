@@ -63,7 +63,9 @@ def temporary_name(path, suffix=None):
 def _suffixes(name):
     # ".weights.h5" and ".tar.gz" are one suffix to the tools that read them.
     parts = name.split(".")
-    return ["." + p for p in parts[-2:]] if len(parts) > 2 else ["." + parts[-1]] if len(parts) > 1 else []
+    if len(parts) > 2:
+        return ["." + p for p in parts[-2:]]
+    return ["." + parts[-1]] if len(parts) > 1 else []
 
 
 def _readable_permissions(path):

@@ -12,13 +12,13 @@ import shutil
 
 import numpy as np
 
-from kerasbert.checkpoints.mapping import variable_mapping
 from kerasbert.checkpoints.io import (
     CheckpointError,
     dtype_name,
     is_float_dtype,
     write_checkpoint,
 )
+from kerasbert.checkpoints.mapping import variable_mapping
 from kerasbert.models.config import BertConfig
 
 # Hugging Face module → Google variable scope. A Linear's ``weight`` is [out, in]
@@ -133,7 +133,8 @@ def convert_hf_to_google(hf_dir, prefix, dtype="float32"):
     if not os.path.isfile(weights_path):
         others = [name for name in ("pytorch_model.bin", "tf_model.h5")
                   if os.path.exists(os.path.join(hf_dir, name))]
-        hint = f" (found {', '.join(others)}; save it with safe_serialization=True)" if others else ""
+        hint = (f" (found {', '.join(others)}; save it with safe_serialization=True)"
+                if others else "")
         raise FileNotFoundError(f"weights in {hf_dir}: no model.safetensors{hint}")
     variables, skipped = _read_weights(weights_path, dtype)
     _check_complete(variables, config, weights_path)

@@ -56,8 +56,8 @@ def resolve_prefix(path):
     if not os.path.exists(path + INDEX_SUFFIX):
         if path.endswith((".h5", ".keras")) and os.path.isfile(path):
             raise CheckpointError(
-                f"checkpoint in {path}: is a Keras weights file, not a Google checkpoint; load it with "
-                "model.load_weights, or write a checkpoint with save_weights_as_checkpoint")
+                f"checkpoint in {path}: is a Keras weights file, not a Google checkpoint; load it "
+                "with model.load_weights, or write a checkpoint with save_weights_as_checkpoint")
         if os.path.isfile(path):  # a TF1 (V1) single-file checkpoint
             return path
         raise FileNotFoundError(
@@ -145,7 +145,8 @@ class FileSource:
 
     def shapes(self):
         """``{name: shape}`` of every variable, from the index alone."""
-        return {name: tuple(shape) for name, shape in self.reader.get_variable_to_shape_map().items()}
+        shapes = self.reader.get_variable_to_shape_map()
+        return {name: tuple(shape) for name, shape in shapes.items()}
 
     def dtypes(self):
         """``{name: dtype name}`` of every variable, from the index alone."""

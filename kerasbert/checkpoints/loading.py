@@ -12,7 +12,6 @@ import re
 import keras
 import numpy as np
 
-from kerasbert.models import names
 from kerasbert.checkpoints.io import (
     CheckpointError,
     count_non_finite,
@@ -29,6 +28,7 @@ from kerasbert.checkpoints.mapping import (
     WORD_EMBEDDINGS,
     variable_mapping,
 )
+from kerasbert.models import names
 
 logger = logging.getLogger(__name__)
 

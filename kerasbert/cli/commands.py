@@ -17,8 +17,8 @@ class UsageError(ValueError):
 
 
 def _build(args, **overrides):
-    from kerasbert.models.heads import add_cls_classifier
     from kerasbert.build import Transformer, build_transformer_model
+    from kerasbert.models.heads import add_cls_classifier
 
     built = build_transformer_model(
         args.config, with_pool=args.with_pool, with_nsp=args.with_nsp, with_mlm=args.with_mlm,

@@ -43,8 +43,10 @@ class Row:
 
 def expected_rows(config, with_pool=False, with_nsp=False, with_mlm=False, num_labels=None):
     """The layers that hold parameters, with formula and expected count, in graph order."""
-    V, H, T, P, I = (config.vocab_size, config.hidden_size, config.type_vocab_size,
-                     config.max_position_embeddings, config.intermediate_size)
+    # The letters of the formulas (I: intermediate size, as in the published tables).
+    V, H, T, P, I = (config.vocab_size, config.hidden_size,  # noqa: E741
+                     config.type_vocab_size, config.max_position_embeddings,
+                     config.intermediate_size)
     norm = ("2·H", 2 * H)
     rows = [Row("embeddings", names.EMBEDDING_TOKEN, "V·H", V * H)]
     if T > 0:

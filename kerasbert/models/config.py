@@ -207,7 +207,8 @@ class BertConfig:
                 keras.activations.get(self.hidden_act)
             except (ValueError, TypeError):
                 raise ValueError(
-                    f"hidden_act ({self.hidden_act!r}) {where}: Unknown activation; use 'gelu' (exact), "
+                    f"hidden_act ({self.hidden_act!r}) {where}: Unknown activation; use 'gelu' "
+                    "(exact), "
                     f"one of {', '.join(APPROXIMATE_GELU_NAMES)} (tanh approximation), "
                     "or a Keras activation name such as 'relu'"
                 ) from None

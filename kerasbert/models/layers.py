@@ -262,7 +262,8 @@ class FeedForward(keras.layers.Layer):
             name="output_bias", shape=(hidden,), initializer="zeros")
 
     def call(self, inputs):
-        x = self.activation_fn(ops.matmul(inputs, self.intermediate_kernel) + self.intermediate_bias)
+        x = ops.matmul(inputs, self.intermediate_kernel) + self.intermediate_bias
+        x = self.activation_fn(x)
         return ops.matmul(x, self.output_kernel) + self.output_bias
 
     def compute_output_shape(self, input_shape):

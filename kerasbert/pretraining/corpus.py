@@ -19,8 +19,8 @@ import os
 import numpy as np
 
 from kerasbert import files
-from kerasbert.training import data
 from kerasbert.text.vocab import load_vocab
+from kerasbert.training import data
 
 #: Kept first, in this order, by every reduced vocabulary.
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")

@@ -90,7 +90,8 @@ def mlm_batches(matrix, masker, batch_size, seed, start_step=0, shuffle=True, ga
         shuffle: length-grouped random order, endless; False: one pass in file order.
         gathered: yield ``((token_ids, segment_ids, positions), labels, weights)`` with
             labels and weights at the chosen positions only (see
-            :meth:`kerasbert.pretraining.masking.MaskedBatch.gathered`), for :func:`mlm_training_model`.
+            :meth:`kerasbert.pretraining.masking.MaskedBatch.gathered`), for
+            :func:`mlm_training_model`.
 
     Yields:
         numpy tuples; each batch is cut to its longest row (see
@@ -245,7 +246,8 @@ def _write_results(options, bert, prepared):
         "parameters": bert.model.count_params(),
         "vocab_size": len(prepared.vocab.tokens),
         "corpus": {"files": list(options.corpus), "texts": len(prepared.texts),
-                   "sequences": len(prepared.matrix), "tokens": int(np.count_nonzero(prepared.matrix))},
+                   "sequences": len(prepared.matrix),
+                   "tokens": int(np.count_nonzero(prepared.matrix))},
     }
     if options.dev:
         from kerasbert.text.tokenizer import Tokenizer

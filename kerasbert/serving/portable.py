@@ -137,7 +137,8 @@ def onnx_runner(path, threads=None):
 
 
 def litert_runner(path, threads=None):
-    """An exported LiteRT model under the LiteRT interpreter, as ``predict(token_ids, segment_ids)``.
+    """An exported LiteRT model under the LiteRT interpreter, as
+    ``predict(token_ids, segment_ids)``.
 
     Inputs shorter than a fixed model length are padded with token id 0.
 

@@ -37,9 +37,9 @@ import numpy as np
 import tensorflow as tf
 
 from kerasbert import files
-from kerasbert.training.rundir import RunError, check_export_target
 from kerasbert.text.tokenizer import MAX_WORD_CHARS
 from kerasbert.text.vocab import google_normalizer, google_pre_tokenizer, load_vocab
+from kerasbert.training.rundir import RunError, check_export_target
 
 _CODE_POINTS = 0x110000
 _SIGMA, _FINAL_SIGMA = 0x3A3, 0x3C2  # Σ, and ς that the Tokenizer writes at a word's end
@@ -313,7 +313,8 @@ class TextEncoder(tf.Module):
         past _SKIP characters) and none after it, within the text."""
         values, sigma = chars.flat_values, self._lookup(chars, 4).flat_values
         rows = chars.value_rowids()
-        row_start, row_end = tf.gather(chars.row_splits, rows), tf.gather(chars.row_splits, rows + 1)
+        row_start = tf.gather(chars.row_splits, rows)
+        row_end = tf.gather(chars.row_splits, rows + 1)
         stops = tf.cast(sigma != _SKIP, tf.int64)
         # Positions of the stopping characters, with -1 before the first and n after the last.
         n = tf.size(values, out_type=tf.int64)
@@ -333,8 +334,8 @@ class TextEncoder(tf.Module):
         mapped = self._lookup(chars, 0).flat_values == _MAP
         index = tf.clip_by_value(tf.searchsorted(self._mapped, values, out_type=tf.int64), 0,
                                  tf.size(self._mapped, out_type=tf.int64) - 1)
-        lengths = tf.where(mapped, tf.gather(self._splits, index + 1) - tf.gather(self._splits, index),
-                           tf.ones_like(index))
+        spans = tf.gather(self._splits, index + 1) - tf.gather(self._splits, index)
+        lengths = tf.where(mapped, spans, tf.ones_like(index))
         source = tf.repeat(tf.range(tf.size(values, out_type=tf.int64)), lengths)
         offset = tf.range(tf.reduce_sum(lengths)) - tf.gather(tf.cumsum(lengths, exclusive=True),
                                                               source)

@@ -21,16 +21,16 @@ import keras
 import numpy as np
 
 from kerasbert import files
-from kerasbert.training import batches, data, distribute, reports
+from kerasbert.build import build_transformer_model
 from kerasbert.models import names
-from kerasbert.training.callbacks import ProgressBar
-from kerasbert.training.lifecycle import TrainingRun
 from kerasbert.models.config import BertConfig, check_maxlen, check_vocab_fits
 from kerasbert.models.heads import add_cls_classifier
-from kerasbert.build import build_transformer_model
+from kerasbert.training import batches, data, distribute, reports
+from kerasbert.training.callbacks import ProgressBar
+from kerasbert.training.lifecycle import TrainingRun
+from kerasbert.training.optimizer import make_optimizer
 from kerasbert.training.options import TrainOptions, validate
 from kerasbert.training.rundir import RunDirectory, RunError, read_json
-from kerasbert.training.optimizer import make_optimizer
 
 OPTIONS_FILE = "train_config.json"
 FINISHED_FILE = "metrics.json"
@@ -148,7 +148,8 @@ def _train(run, inputs, callbacks, strategy):
         model = build_classifier(options, len(inputs.labels))
         model.compile(
             optimizer=make_optimizer(model, options.lr, updates, options.warmup,
-                                     options.weight_decay, gradient_accumulation=options.grad_accum),
+                                     options.weight_decay,
+                                     gradient_accumulation=options.grad_accum),
             loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
             metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
             jit_compile=options.jit_compile)
@@ -249,7 +250,8 @@ class Run:
 
         self.run_dir = run_dir = os.fspath(run_dir)
         if not os.path.isdir(run_dir):
-            what = "is a file, not a run directory" if os.path.exists(run_dir) else "no such directory"
+            what = ("is a file, not a run directory" if os.path.exists(run_dir)
+                    else "no such directory")
             raise RunError(f"run in {run_dir}: {what}")
         directory = RunDirectory(run_dir, OPTIONS_FILE, FINISHED_FILE)
         if not directory.finished:

@@ -17,8 +17,15 @@ import numpy as np
 from tokenizers import Tokenizer as _Engine
 from tokenizers import models, processors
 
-from kerasbert.text.vocab import (check_vocab, google_normalizer, google_pre_tokenizer, is_cjk,
-                             is_punctuation, is_special, load_vocab)
+from kerasbert.text.vocab import (
+    check_vocab,
+    google_normalizer,
+    google_pre_tokenizer,
+    is_cjk,
+    is_punctuation,
+    is_special,
+    load_vocab,
+)
 
 __all__ = ["Tokenizer", "load_vocab"]
 

@@ -17,7 +17,6 @@ import keras
 import numpy as np
 
 from kerasbert import files
-
 from kerasbert.training import reports
 from kerasbert.training.rundir import HISTORY, pause_point
 
@@ -150,7 +149,8 @@ class RunRecorder(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         logs = logs or {}
         if self.monitor is not None and self.monitor not in logs:
-            raise ValueError(f"RunRecorder needs {self.monitor!r} in the logs: pass validation_data")
+            raise ValueError(f"RunRecorder needs {self.monitor!r} in the logs: pass "
+                             "validation_data")
         for key, value in logs.items():
             self.history.setdefault(key, []).append(float(value))
         self._write_history()

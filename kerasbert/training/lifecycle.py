@@ -21,8 +21,13 @@ import functools
 import keras
 
 from kerasbert import files
-from kerasbert.training.callbacks import (EpochSeeds, RunBackup, RunRecorder,
-                                          StopOnNonFiniteLoss, inference_model)
+from kerasbert.training.callbacks import (
+    EpochSeeds,
+    RunBackup,
+    RunRecorder,
+    StopOnNonFiniteLoss,
+    inference_model,
+)
 from kerasbert.training.rundir import RunDirectory, pause_point
 
 

