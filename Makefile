@@ -1,13 +1,15 @@
 # Two commands do all the set-up on a fresh machine:
-#   make demo   - installs what is needed and runs the main job
-#   make test   - installs what is needed and runs the test suite
+#   make demo       - installs what is needed and runs the main job
+#   make test       - installs what is needed, runs the linter and the whole test suite (CI)
+#   make test-fast  - the tests that are neither slow nor run a peer library (a few minutes)
+#   make lint       - the linter alone (ruff, configured in ruff.toml)
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL ?= 3
 
-.PHONY: demo test bench notebooks graphviz clean
+.PHONY: demo test test-fast lint bench notebooks graphviz clean
 
 $(STAMP): setup.cfg constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -37,8 +39,18 @@ demo: $(STAMP) graphviz
 	    --num-labels 2 --layers 2 -o out/chinese_base_2_layers.png
 	$(VENV)/bin/kerasbert train --output $(RUN) --epochs 3
 
+# What CI runs (.ci/run): the linter first, then every test, slow and peer ones included.
 test: $(STAMP) graphviz
+	$(PY) -m ruff check .
 	$(PY) -m pytest -q
+
+# Leaves out the tests marked slow (full-size models, training runs, real processes) or
+# peer (bert4keras, transformers, ONNX Runtime, LiteRT as oracles); see setup.cfg.
+test-fast: $(STAMP) graphviz
+	$(PY) -m pytest -q -m "not slow and not peer"
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
 
 # Executed copies of the notebooks, with their outputs, in out/notebooks/.
 notebooks: $(STAMP) graphviz

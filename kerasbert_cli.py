@@ -3,17 +3,19 @@
 ``import kerasbert`` loads TensorFlow and Keras, so that every object a saved kerasbert
 model refers to is registered as soon as the package is imported. The command line must
 not pay those seconds to print its help or to refuse a bad flag. The console script
-therefore starts here: it loads the two modules that define the command line,
-``kerasbert.training.options`` and ``kerasbert.cli.main`` (neither imports TensorFlow), without running
-the package's ``__init__``; the package is imported as usual once a command runs a model.
+therefore starts here: it loads the modules that define the command line,
+``kerasbert.training.options`` and ``kerasbert.cli`` (none imports TensorFlow), without
+running the package's ``__init__``; the package is imported as usual once a command runs a
+model.
 """
 
 import importlib.machinery
 import importlib.util
 import sys
 
-# In import order: kerasbert.cli.main imports kerasbert.training.options.
-COMMAND_LINE_MODULES = ("kerasbert.training.options", "kerasbert.cli.main")
+# In import order: kerasbert.cli.main imports the other two.
+COMMAND_LINE_MODULES = ("kerasbert.training.options", "kerasbert.cli.commands",
+                        "kerasbert.cli.main")
 
 
 def _load(name):
@@ -22,7 +24,7 @@ def _load(name):
     and their ``__init__`` files import nothing."""
     if name in sys.modules:
         return sys.modules[name]
-    parent, _, _ = name.rpartition(".")
+    parent, _, child = name.rpartition(".")
     if parent == "kerasbert":
         locations = importlib.util.find_spec("kerasbert").submodule_search_locations
     else:
@@ -35,6 +37,10 @@ def _load(name):
     except BaseException:
         del sys.modules[name]
         raise
+    if parent != "kerasbert":
+        # As the import system does: ``from kerasbert.cli import commands`` then finds the
+        # module on its package instead of importing it again through ``kerasbert``.
+        setattr(sys.modules[parent], child, module)
     return module
 
 

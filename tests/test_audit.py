@@ -1,16 +1,16 @@
 """Full-size parameter counts (the published figures) and the audit command."""
 
+import contextlib
 import io
 import json
-import contextlib
 
 import keras
 import pytest
 
 import reference as ref
 from kerasbert import BertConfig, add_cls_classifier, build_transformer_model
-from kerasbert.models.audit import audit_model, expected_rows, group_totals
 from kerasbert.cli.main import main
+from kerasbert.models.audit import audit_model, expected_rows, group_totals
 
 
 def summary_text(model):

@@ -31,6 +31,7 @@ def bert4keras_layers(tmp_path_factory):
     """)
 
 
+@pytest.mark.slow
 @pytest.mark.peer
 @pytest.mark.parametrize("index", range(len(HEADS)))
 def test_names_and_counts_match_bert4keras(bert4keras_layers, tiny_config_path, index):

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kerasbert.models import names
 from kerasbert import (
     CheckpointError,
     build_transformer_model,
@@ -17,6 +16,7 @@ from kerasbert import (
 )
 from kerasbert.checkpoints import io as checkpoint_io
 from kerasbert.checkpoints.loading import model_targets, variable_mapping
+from kerasbert.models import names
 
 ALL_HEADS = {"with_pool": True, "with_nsp": True, "with_mlm": True}
 
@@ -104,7 +104,8 @@ def test_classifier_model_saves_and_loads_its_encoder(saved, tiny_config, tmp_pa
     assert len(report.loaded) == 37 and not report.missing
     assert report.unused == sorted(n for n in dict(tf.train.list_variables(prefix))
                                    if n.startswith(("cls/", "bert/pooler/")))
-    written = save_weights_as_checkpoint(classifier, str(tmp_path / "fine_tuned" / "bert_model.ckpt"))
+    written = save_weights_as_checkpoint(classifier,
+                                         str(tmp_path / "fine_tuned" / "bert_model.ckpt"))
     assert len(written) == 37 and "dense_output" not in " ".join(written)
 
 
@@ -324,6 +325,7 @@ def test_a_failed_write_leaves_no_checkpoint_and_no_temporary_files(saved, monke
 
 
 # ------------------------------------------------------------------------------ bert4keras
+@pytest.mark.slow
 @pytest.mark.peer
 def test_bert4keras_reads_our_checkpoint_and_we_read_theirs(saved, tiny_config_path, tmp_path):
     from peers import run_bert4keras

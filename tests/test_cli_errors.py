@@ -31,8 +31,8 @@ import sys
 
 import keras
 import pytest
-from conftest import TINY
 
+from conftest import TINY
 from kerasbert import build_transformer_model, save_weights_as_checkpoint
 from kerasbert.cli.main import COMMANDS, main
 from kerasbert.tasks.classification import TrainOptions, train
@@ -684,6 +684,7 @@ def run_kerasbert(argv, cwd):
                           timeout=300, check=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv, expected", [
     pytest.param(train_cmd(batch_size=0), "--batch-size", id="bad-option"),
     pytest.param(train_cmd(train="nope.tsv"), "nope.tsv", id="missing-file"),
@@ -699,6 +700,7 @@ def test_a_real_process_writes_one_line(argv, expected, sandbox):
     assert not differences(before, snapshot(sandbox.parent))
 
 
+@pytest.mark.slow
 def test_debug_adds_the_traceback(sandbox):
     plain = run_kerasbert(train_cmd(train="nope.tsv"), sandbox)
     debug = run_kerasbert(["--debug"] + train_cmd(train="nope.tsv"), sandbox)

@@ -72,13 +72,15 @@ def test_missing_required_key_is_named(tmp_path):
     values = json.loads(open(CHINESE_BASE).read())
     del values["intermediate_size"]
     path = write(tmp_path, json.dumps(values))
-    with pytest.raises(ValueError, match=r"missing key\(s\) in .*bert_config.json: intermediate_size is required"):
+    with pytest.raises(ValueError, match=r"missing key\(s\) in .*bert_config.json: "
+                                         r"intermediate_size is required"):
         BertConfig.from_json_file(path)
 
 
 def test_invalid_json_reports_line_and_column(tmp_path):
     path = write(tmp_path, '{\n  "vocab_size": 21128,\n  "hidden_size": 768\n  "x": 1\n}')
-    with pytest.raises(ValueError, match=r"config in .*bert_config.json: invalid JSON at line 4, column 3"):
+    with pytest.raises(ValueError, match=r"config in .*bert_config.json: invalid JSON at "
+                                         r"line 4, column 3"):
         BertConfig.from_json_file(path)
 
 

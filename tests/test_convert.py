@@ -9,10 +9,10 @@ from safetensors.numpy import save_file
 
 from conftest import TINY
 from kerasbert import build_transformer_model
-from kerasbert.cli import main as cli
 from kerasbert.checkpoints.convert import convert_hf_to_google, google_name
+from kerasbert.cli import main as cli
 
-H, I, V = TINY["hidden_size"], TINY["intermediate_size"], TINY["vocab_size"]
+H, FFN, V = TINY["hidden_size"], TINY["intermediate_size"], TINY["vocab_size"]
 
 
 def hf_weights(rng, old_norm_names=False):
@@ -44,8 +44,8 @@ def hf_weights(rng, old_norm_names=False):
         for part in ("attention.self.query", "attention.self.key", "attention.self.value",
                      "attention.output.dense"):
             weights.update(linear(f"{layer}.{part}", H, H))
-        weights.update(linear(f"{layer}.intermediate.dense", I, H))
-        weights.update(linear(f"{layer}.output.dense", H, I))
+        weights.update(linear(f"{layer}.intermediate.dense", FFN, H))
+        weights.update(linear(f"{layer}.output.dense", H, FFN))
         weights.update(norm(f"{layer}.attention.output.LayerNorm"))
         weights.update(norm(f"{layer}.output.LayerNorm"))
     weights = {name: value.astype("float32") for name, value in weights.items()}
@@ -79,7 +79,8 @@ def test_convert_writes_checkpoint_config_and_vocab(tmp_path, old_norm_names, ca
     source = hf_directory(tmp_path / "hf", weights)
     prefix = str(tmp_path / "google" / "bert_model.ckpt")
     assert cli.main(["convert", "--from-hf", str(source), "--to", prefix]) == 0
-    assert "left out (no Google name): classifier.bias, classifier.weight" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "left out (no Google name): classifier.bias, classifier.weight" in out
 
     reader = tf.train.load_checkpoint(prefix)
     assert len(reader.get_variable_to_shape_map()) == 46
@@ -99,7 +100,8 @@ def test_convert_writes_checkpoint_config_and_vocab(tmp_path, old_norm_names, ca
         np.testing.assert_array_equal(reader.get_tensor(name), value, err_msg=name)
 
     config = json.loads((tmp_path / "google" / "bert_config.json").read_text())
-    assert config["hidden_size"] == H and "architectures" not in config and "model_type" not in config
+    assert config["hidden_size"] == H
+    assert "architectures" not in config and "model_type" not in config
     assert (tmp_path / "google" / "vocab.txt").read_text() == (source / "vocab.txt").read_text()
     model = build_transformer_model(str(tmp_path / "google" / "bert_config.json"), prefix,
                                     with_pool=True, with_nsp=True, with_mlm=True)
@@ -120,6 +122,7 @@ def test_convert_refuses_what_it_cannot_convert(tmp_path):
 
     (incomplete / "model.safetensors").unlink()
     (incomplete / "pytorch_model.bin").write_bytes(b"")
-    with pytest.raises(FileNotFoundError, match="weights in .*: no model.safetensors.*pytorch_model.bin"):
+    with pytest.raises(FileNotFoundError,
+                       match="weights in .*: no model.safetensors.*pytorch_model.bin"):
         convert_hf_to_google(incomplete, tmp_path / "out" / "bert_model.ckpt")
     assert not (tmp_path / "out").exists()

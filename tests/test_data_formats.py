@@ -9,8 +9,8 @@ import logging
 import pytest
 
 from kerasbert.pretraining.corpus import read_corpus
-from kerasbert.training.data import DataError, Examples, keep_known_labels, label_ids, read_examples
 from kerasbert.text.tokenizer import Tokenizer
+from kerasbert.training.data import DataError, Examples, keep_known_labels, label_ids, read_examples
 
 
 def write(tmp_path, name, content):

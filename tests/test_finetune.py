@@ -3,70 +3,17 @@
 import json
 
 import keras
-import numpy as np
 import pytest
 
-from kerasbert import build_transformer_model, save_weights_as_checkpoint
+from conftest import make_rows, train_options, write_tsv
 from kerasbert.cli.main import main
+from kerasbert.tasks.classification import Run, train
 from kerasbert.training.data import DataError
-from kerasbert.tasks.classification import Run, TrainOptions, train
 from kerasbert.training.rundir import RunError
 from peers import run_python
 
-GOOD, BAD, NEUTRAL = "好棒赞爱", "差烂坏糟", "这个东西我们买了用过书店"
-
-
-def make_rows(n, seed):
-    rng = np.random.default_rng(seed)
-    rows = []
-    for i in range(n):
-        label = ("positive", "negative")[i % 2]
-        words = list(rng.choice(list(NEUTRAL), size=rng.integers(3, 12)))
-        words.insert(int(rng.integers(0, len(words))), rng.choice(list(GOOD if i % 2 == 0 else BAD)))
-        rows.append((label, "".join(words)))
-    return rows
-
-
-def write_tsv(path, rows):
-    path.write_text("label\ttext\n" + "".join(f"{l}\t{t}\n" for l, t in rows), encoding="utf-8")
-    return str(path)
-
-
-@pytest.fixture(scope="module")
-def tiny_run_inputs(tmp_path_factory):
-    """A tiny pretrained-format model (random weights) and train/dev/test files."""
-    from conftest import TINY
-
-    root = tmp_path_factory.mktemp("finetune")
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(GOOD + BAD + NEUTRAL))
-    (root / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    config = dict(TINY, vocab_size=len(vocab))
-    (root / "bert_config.json").write_text(json.dumps(config))
-    keras.utils.set_random_seed(0)
-    save_weights_as_checkpoint(build_transformer_model(config, with_pool=True),
-                               str(root / "bert_model.ckpt"))
-    return {
-        "config": str(root / "bert_config.json"), "checkpoint": str(root / "bert_model.ckpt"),
-        "vocab": str(root / "vocab.txt"),
-        "train": write_tsv(root / "train.tsv", make_rows(384, 1)),
-        "dev": write_tsv(root / "dev.tsv", make_rows(64, 2)),
-        "test": write_tsv(root / "test.tsv", make_rows(64, 3)),
-    }
-
-
-def options(inputs, output, **changes):
-    # The tiny model learns the task from most seeds; seed 42's dropout masks leave it at chance.
-    values = dict(inputs, output=str(output), epochs=3, batch_size=16, lr=1e-2, maxlen=32,
-                  patience=0, seed=1)
-    values.update(changes)
-    return TrainOptions(**values)
-
-
-@pytest.fixture(scope="module")
-def finished_run(tiny_run_inputs, tmp_path_factory):
-    output = tmp_path_factory.mktemp("runs") / "run"
-    return output, train(options(tiny_run_inputs, output))
-
+# The fixtures tiny_run_inputs (a tiny model and its train/dev/test files) and finished_run
+# (a 3-epoch run of it) come from conftest.py.
 
 def test_run_directory_holds_everything(finished_run):
     output, summary = finished_run
@@ -87,18 +34,20 @@ def test_run_directory_holds_everything(finished_run):
     assert "bert/encoder/layer_1/output/LayerNorm/gamma" in names
 
 
+@pytest.mark.slow
 def test_same_seed_gives_the_same_metrics(tiny_run_inputs, finished_run, tmp_path):
     _, first = finished_run
-    again = train(options(tiny_run_inputs, tmp_path / "again"))
+    again = train(train_options(tiny_run_inputs, tmp_path / "again"))
     assert again["dev"] == first["dev"] and again["test"] == first["test"]
 
 
+@pytest.mark.slow
 def test_speed_options_learn_the_task_and_save_a_loadable_model(tiny_run_inputs, tmp_path):
     """--mixed-precision, --jit-compile and --grad-accum together still learn the task (8
     epochs: two batches per update halve the updates); the saved model loads and predicts,
     and the global dtype policy is given back."""
     output = tmp_path / "fast"
-    summary = train(options(tiny_run_inputs, output, epochs=8, mixed_precision=True,
+    summary = train(train_options(tiny_run_inputs, output, epochs=8, mixed_precision=True,
                             jit_compile=True, grad_accum=2))
     assert keras.mixed_precision.dtype_policy().name == "float32"
     assert summary["test"]["accuracy"] > 0.9
@@ -114,14 +63,15 @@ class Kill(keras.callbacks.Callback):
             raise KeyboardInterrupt("killed")
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_to_the_same_result(tiny_run_inputs, finished_run, tmp_path):
     _, uninterrupted = finished_run
     with pytest.raises(KeyboardInterrupt):
-        train(options(tiny_run_inputs, tmp_path / "run"), callbacks=[Kill()])
+        train(train_options(tiny_run_inputs, tmp_path / "run"), callbacks=[Kill()])
     assert (tmp_path / "run" / "backup").exists()
     with pytest.raises(RunError, match="holds an interrupted run; pass --resume"):
-        train(options(tiny_run_inputs, tmp_path / "run"))
-    resumed = train(options(tiny_run_inputs, tmp_path / "run", resume=True))
+        train(train_options(tiny_run_inputs, tmp_path / "run"))
+    resumed = train(train_options(tiny_run_inputs, tmp_path / "run", resume=True))
     assert resumed["test"] == uninterrupted["test"]
     assert len((tmp_path / "run" / "history.csv").read_text().splitlines()) == 1 + 3
 
@@ -137,14 +87,15 @@ def test_evaluate_predict(finished_run, tiny_run_inputs, tmp_path, capsys):
     assert all(0.5 < row["probability"] <= 1 for row in rows)
 
 
+@pytest.mark.slow
 def test_bad_rows_fail_or_are_counted(tiny_run_inputs, tmp_path):
     rows = make_rows(64, 5)
     bad = tmp_path / "train.tsv"
-    bad.write_text("label\ttext\n" + "".join(f"{l}\t{t}\n" for l, t in rows)
+    bad.write_text("label\ttext\n" + "".join(f"{label}\t{text}\n" for label, text in rows)
                    + "positive\t\n\t没有标签\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"train.tsv, line 66: empty 'text'"):
-        train(options(tiny_run_inputs, tmp_path / "a", train=str(bad), epochs=1))
-    summary = train(options(tiny_run_inputs, tmp_path / "b", train=str(bad), epochs=1,
+        train(train_options(tiny_run_inputs, tmp_path / "a", train=str(bad), epochs=1))
+    summary = train(train_options(tiny_run_inputs, tmp_path / "b", train=str(bad), epochs=1,
                             skip_bad_rows=True))
     assert summary["skipped_rows"][str(bad)] == 2 and summary["train_examples"] == 64
 
@@ -156,12 +107,14 @@ def test_unseen_label_at_evaluation(finished_run, tmp_path):
         Run(str(output)).evaluate(path)
 
 
+@pytest.mark.slow
 def test_mirrored_strategy_on_two_cpus_matches_one_device(tiny_run_inputs, finished_run, tmp_path):
     _, single = finished_run
     got = run_python(f"""
         import json, tensorflow as tf
         cpu = tf.config.list_physical_devices("CPU")[0]
-        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
         import sys; sys.path.insert(0, "tests")
         from kerasbert.tasks.classification import TrainOptions, train
         inputs = {tiny_run_inputs!r}
@@ -176,33 +129,36 @@ def test_mirrored_strategy_on_two_cpus_matches_one_device(tiny_run_inputs, finis
 def test_a_diverging_run_stops_with_a_message(tiny_run_inputs, tmp_path):
     from kerasbert.training.callbacks import TrainingDiverged
 
-    with pytest.raises(TrainingDiverged, match=r"loss (nan|inf) in epoch 1, batch \d+: training "
-                                               r"diverged, so it was stopped; lower --lr \(1e\+12\)"):
-        train(options(tiny_run_inputs, tmp_path / "run", lr=1e12, epochs=1))
+    with pytest.raises(TrainingDiverged,
+                       match=r"loss (nan|inf) in epoch 1, batch \d+: training diverged, so it "
+                             r"was stopped; lower --lr \(1e\+12\)"):
+        train(train_options(tiny_run_inputs, tmp_path / "run", lr=1e12, epochs=1))
     assert not (tmp_path / "run" / "metrics.json").exists()
     assert not (tmp_path / "run" / "model.keras").exists()
 
 
+@pytest.mark.slow
 def test_resume_refuses_other_options_and_finished_runs(tiny_run_inputs, finished_run, tmp_path):
     output, _ = finished_run
     with pytest.raises(RunError, match="holds a finished run; choose a new --output"):
-        train(options(tiny_run_inputs, output, resume=True))
+        train(train_options(tiny_run_inputs, output, resume=True))
     with pytest.raises(KeyboardInterrupt):
-        train(options(tiny_run_inputs, tmp_path / "run"), callbacks=[Kill()])
+        train(train_options(tiny_run_inputs, tmp_path / "run"), callbacks=[Kill()])
     for change in ({"lr": 2e-2}, {"epochs": 4}, {"batch_size": 8},
                    {"train": tiny_run_inputs["dev"]}):
         key = next(iter(change))
         with pytest.raises(RunError, match=rf"the run's options differ \({key} "):
-            train(options(tiny_run_inputs, tmp_path / "run", resume=True, **change))
+            train(train_options(tiny_run_inputs, tmp_path / "run", resume=True, **change))
     with pytest.raises(RunError, match="no interrupted run to continue"):
-        train(options(tiny_run_inputs, tmp_path / "new", resume=True))
+        train(train_options(tiny_run_inputs, tmp_path / "new", resume=True))
 
 
+@pytest.mark.slow
 def test_unseen_dev_and_test_labels_are_skipped_with_skip_bad_rows(tiny_run_inputs, tmp_path):
     odd = write_tsv(tmp_path / "dev.tsv", make_rows(32, 4) + [("neutral", "书店")])
     with pytest.raises(DataError, match=r"dev.tsv, line 34: label 'neutral' was not seen"):
-        train(options(tiny_run_inputs, tmp_path / "a", dev=odd, epochs=1))
+        train(train_options(tiny_run_inputs, tmp_path / "a", dev=odd, epochs=1))
     assert not (tmp_path / "a").exists()  # checked before anything was written
-    summary = train(options(tiny_run_inputs, tmp_path / "b", dev=odd, test=odd, epochs=1,
+    summary = train(train_options(tiny_run_inputs, tmp_path / "b", dev=odd, test=odd, epochs=1,
                             skip_bad_rows=True))
     assert summary["skipped_rows"][odd] == 1 and summary["dev"]["examples"] == 32

@@ -8,10 +8,8 @@ import time
 
 import numpy as np
 import pytest
-from conftest import TINY
-from reference import CHINESE_BASE
 
-from kerasbert.models import bert as models
+from conftest import TINY
 from kerasbert import (
     BertConfig,
     CheckpointError,
@@ -20,9 +18,11 @@ from kerasbert import (
     save_weights_as_checkpoint,
     write_checkpoint,
 )
-from kerasbert.models.config import check_maxlen, check_vocab_fits
 from kerasbert.checkpoints.convert import convert_hf_to_google
+from kerasbert.models import bert as models
+from kerasbert.models.config import check_maxlen, check_vocab_fits
 from kerasbert.text.vocab import load_vocab
+from reference import CHINESE_BASE
 
 KERNEL = "bert/encoder/layer_0/output/dense/kernel"
 
@@ -342,6 +342,7 @@ def test_convert_names_what_is_missing_or_unreadable(tmp_path):
 
 def test_bfloat16_weights_are_converted_to_the_asked_dtype(tmp_path):
     import ml_dtypes
+
     from test_convert import hf_directory, hf_weights
 
     weights = {name: value.astype(ml_dtypes.bfloat16) if value.dtype == "float32" else value

@@ -34,7 +34,8 @@ def run(argv, **kwargs):
 def checkout_files():
     """The files a clean clone of the checkout holds (tracked, and new ones not ignored)."""
     listed = run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT).stdout
-    return [path for path in listed.split("\0") if path and os.path.isfile(os.path.join(ROOT, path))]
+    return [path for path in listed.split("\0")
+            if path and os.path.isfile(os.path.join(ROOT, path))]
 
 
 def requirements(dist, extras=()):

@@ -26,7 +26,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-from test_finetune import make_rows, write_tsv  # noqa: E402
+from conftest import make_rows, write_tsv  # noqa: E402
+
+pytestmark = pytest.mark.slow  # real processes, killed with SIGKILL
 
 TRAIN = ["--epochs", "3", "--batch-size", "16", "--lr", "1e-2", "--maxlen", "32",
          "--patience", "0", "--seed", "1", "--dropout", "0.1"]
@@ -34,8 +36,7 @@ TRAIN = ["--epochs", "3", "--batch-size", "16", "--lr", "1e-2", "--maxlen", "32"
 
 def make_inputs(root):
     """A tiny model (random weights, Google checkpoint) and train/dev/test files."""
-    from conftest import TINY
-    from test_finetune import BAD, GOOD, NEUTRAL
+    from conftest import BAD, GOOD, NEUTRAL, TINY
 
     os.makedirs(root, exist_ok=True)
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(GOOD + BAD + NEUTRAL))
@@ -90,7 +91,8 @@ def kill_at(args, point, timeout=300):
             if time.time() > deadline:
                 break
         else:
-            raise AssertionError(f"the run ended (exit {process.wait()}) without pausing at {point}")
+            raise AssertionError(
+                f"the run ended (exit {process.wait()}) without pausing at {point}")
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait()
@@ -217,7 +219,8 @@ def random_kills(kills, seed=0, workdir=None):
             if done < kills and kill_after(args + resume, rng.uniform(2.0, length * 1.1)):
                 done += 1
                 print(f"kill {done} in run {runs}", flush=True)
-                resume = ["--resume"] if os.path.exists(os.path.join(output, "train_config.json")) else []
+                started = os.path.exists(os.path.join(output, "train_config.json"))
+                resume = ["--resume"] if started else []
                 continue
             code, stderr = run_to_end(args + resume)
             print(f"run {runs} ended: exit {code}", flush=True)

@@ -15,7 +15,6 @@ import pytest
 
 from kerasbert.training.options import BASE_LR, MODEL_DEFAULTS_FILE, OptionError, TrainOptions
 from peers import run_python
-from test_finetune import finished_run, tiny_run_inputs  # noqa: F401  (fixtures)
 
 TEXTS = ["这个好棒", "我们买了差", "书店东西好爱"]
 BIN = os.path.dirname(sys.executable)
@@ -31,6 +30,7 @@ def kerasbert(*argv, cwd=None, env=None):
 
 
 # ------------------------------------------------------------------ a run's model, anywhere
+@pytest.mark.slow
 def test_a_runs_model_loads_in_a_script_that_only_imports_kerasbert(finished_run):
     output, _ = finished_run
     script = f"""
@@ -54,6 +54,7 @@ def test_a_runs_model_loads_in_a_script_that_only_imports_kerasbert(finished_run
                                atol=1e-6)
 
 
+@pytest.mark.slow
 def test_without_import_kerasbert_the_model_does_not_load(finished_run):
     # What makes the test above a test: the layers are kerasbert's and need registering.
     output, _ = finished_run
@@ -113,6 +114,7 @@ def test_help_is_quick_and_loads_no_tensorflow(argv):
     assert min(seconds) < 1.0, f"{' '.join(argv)} took {min(seconds):.2f} s"
 
 
+@pytest.mark.slow
 def test_commands_that_run_a_model_are_quiet_unless_verbose(finished_run):
     output, _ = finished_run
     quiet = kerasbert("predict", "--model", str(output), TEXTS[0])
@@ -122,6 +124,7 @@ def test_commands_that_run_a_model_are_quiet_unless_verbose(finished_run):
     assert loud.stdout == quiet.stdout
 
 
+@pytest.mark.slow
 def test_train_without_a_checkpoint_says_so_and_records_it(tiny_run_inputs, tmp_path):
     argv = ["train", "--output", "run", "--config", tiny_run_inputs["config"],
             "--vocab", tiny_run_inputs["vocab"], "--train", tiny_run_inputs["train"],
@@ -141,6 +144,7 @@ def test_a_finished_run_records_its_checkpoint(finished_run):
     assert saved["weights"] == "checkpoint" and saved["checkpoint"]
 
 
+@pytest.mark.slow
 def test_evaluate_and_predict_read_other_column_names(finished_run, tiny_run_inputs, tmp_path):
     output, summary = finished_run
     rows = [line.split("\t") for line in

@@ -1,4 +1,3 @@
-import json
 import math
 
 import keras
@@ -6,7 +5,6 @@ import numpy as np
 import pytest
 
 from kerasbert import add_cls_classifier, build_bert, build_transformer_model
-
 from kerasbert.models import names
 from peers import run_python
 
@@ -72,7 +70,8 @@ def test_output_rules_follow_bert4keras(tiny_config):
 
 
 def test_unknown_model_lists_the_supported_ones(tiny_config):
-    with pytest.raises(ValueError, match="model='albert' is not supported; supported: bert, roberta"):
+    with pytest.raises(ValueError,
+                       match="model='albert' is not supported; supported: bert, roberta"):
         build_transformer_model(tiny_config, model="albert")
     roberta = build_transformer_model(tiny_config, model="roberta")
     assert [layer.name for layer in roberta.layers] == TINY_LAYERS
@@ -152,7 +151,8 @@ def test_checkpoint_path_loads_and_the_transformer_saves_back(tiny_config, tmp_p
 def test_classifier_layers_and_count(tiny_config):
     bert = build_transformer_model(tiny_config)
     model = add_cls_classifier(bert, num_labels=3)
-    assert [layer.name for layer in model.layers][-3:] == ["CLS-token", "CLS-Dropout", "dense_output"]
+    assert [layer.name for layer in model.layers][-3:] == [
+        "CLS-token", "CLS-Dropout", "dense_output"]
     assert model.count_params() == bert.count_params() + 16 * 3 + 3
     assert tuple(model.outputs[0].shape) == (None, 3)
     pooled = add_cls_classifier(build_transformer_model(tiny_config, with_pool=True), 2, 0)

@@ -31,6 +31,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from test_kills import _env, assert_same_run, checkpoint_arrays, command, make_inputs  # noqa: E402
 
+pytestmark = pytest.mark.slow  # real processes, killed with SIGKILL
+
 TRAIN = ["--epochs", "2", "--batch-size", "16", "--lr", "1e-2", "--maxlen", "32",
          "--patience", "0", "--seed", "1", "--dropout", "0"]
 TOLERANCE = 1e-5

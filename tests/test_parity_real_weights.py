@@ -12,12 +12,11 @@ import numpy as np
 import pytest
 
 from kerasbert import build_transformer_model, write_checkpoint
-
-from kerasbert.models import names
 from kerasbert.checkpoints.convert import convert_hf_to_google
+from kerasbert.models import names
 from peers import run_bert4keras
 
-pytestmark = pytest.mark.peer
+pytestmark = [pytest.mark.slow, pytest.mark.peer]
 
 TOLERANCE = 1e-5
 LENGTHS = (16, 11, 6)
@@ -91,7 +90,8 @@ def test_sequence_and_pooled_output_match_transformers(minilm_dir, converted, ba
         out = model(input_ids=torch.tensor(tokens, dtype=torch.long),
                     token_type_ids=torch.tensor(segments, dtype=torch.long),
                     attention_mask=torch.tensor(tokens != 0, dtype=torch.long))
-    sequence, pooled = sequence_and_pooled(converted["config"], converted["prefix"], tokens, segments)
+    sequence, pooled = sequence_and_pooled(converted["config"], converted["prefix"], tokens,
+                                           segments)
     assert max_diff(sequence, out.last_hidden_state.numpy(), tokens != 0) <= TOLERANCE
     assert max_diff(pooled, out.pooler_output.numpy()) <= TOLERANCE
 
@@ -126,7 +126,8 @@ def bert4keras_outputs(converted, batch):
 
 def test_sequence_and_pooled_output_match_bert4keras(converted, batch, bert4keras_outputs):
     tokens, segments = batch
-    sequence, pooled = sequence_and_pooled(converted["config"], converted["prefix"], tokens, segments)
+    sequence, pooled = sequence_and_pooled(converted["config"], converted["prefix"], tokens,
+                                           segments)
     assert max_diff(sequence, bert4keras_outputs["sequence"], tokens != 0) <= TOLERANCE
     assert max_diff(pooled, bert4keras_outputs["pooled"]) <= TOLERANCE
 

@@ -106,6 +106,7 @@ print(json.dumps({
 """
 
 
+# The tests that use it are marked slow: the fresh process takes about 8 s.
 @pytest.fixture(scope="module")
 def drawn(tmp_path_factory):
     out = tmp_path_factory.mktemp("pictures")
@@ -117,6 +118,7 @@ def drawn(tmp_path_factory):
     return out, json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_chinese_labels_draw_without_missing_glyphs(drawn):
     out, report = drawn
     missing = [w for w in report["warnings"] if "missing from font" in w]
@@ -125,6 +127,7 @@ def test_chinese_labels_draw_without_missing_glyphs(drawn):
     assert (out / "training_curves.png").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_chinese_labels_are_drawn_with_noto_sans_cjk(drawn):
     _, report = drawn
     ticks = report["ticks"]
@@ -136,11 +139,13 @@ def test_chinese_labels_are_drawn_with_noto_sans_cjk(drawn):
         assert tick["same_as_noto"] and not tick["same_as_dejavu"], tick
 
 
+@pytest.mark.slow
 def test_latin_text_keeps_dejavu_sans(drawn):
     _, report = drawn
     assert report["title_font"] == report["dejavu"]
 
 
+@pytest.mark.slow
 def test_pictures_leave_the_users_matplotlib_settings_alone(drawn):
     _, report = drawn
     assert report["rc_unchanged"]

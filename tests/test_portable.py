@@ -1,4 +1,5 @@
-"""ONNX and LiteRT exports of a fine-tuned run, run under ONNX Runtime and the LiteRT interpreter."""
+"""ONNX and LiteRT exports of a fine-tuned run, run under ONNX Runtime and the LiteRT
+interpreter."""
 
 import dataclasses
 import filecmp
@@ -10,21 +11,21 @@ import sys
 import keras
 import numpy as np
 import pytest
-from test_finetune import options, tiny_run_inputs  # noqa: F401 (a fixture)
 
+from conftest import train_options
 from kerasbert import Predictor, add_cls_classifier, build_transformer_model, shipped
-from kerasbert.training.data import read_examples
-from kerasbert.tasks.classification import Run, TrainOptions, train
 from kerasbert.serving.portable import ExportError, export_litert, export_onnx, litert_runner
+from kerasbert.tasks.classification import Run, TrainOptions, train
+from kerasbert.training.data import read_examples
 from kerasbert.training.rundir import RunError
 
 TOLERANCE = 1e-4  # max abs difference of probabilities, the issue's figure
 
 
 @pytest.fixture(scope="module")
-def tiny_run(tiny_run_inputs, tmp_path_factory):  # noqa: F811
+def tiny_run(tiny_run_inputs, tmp_path_factory):
     output = tmp_path_factory.mktemp("portable") / "run"
-    train(options(tiny_run_inputs, output, epochs=1))
+    train(train_options(tiny_run_inputs, output, epochs=1))
     return Run(str(output))
 
 
@@ -80,7 +81,9 @@ def onnxruntime_session(path):
     return lambda t, s: session.run(["probabilities"], {"token_ids": t, "segment_ids": s})[0]
 
 
-def test_onnx_export_equals_keras_under_onnxruntime(tiny_run, tiny_run_inputs, tmp_path,  # noqa: F811
+@pytest.mark.slow
+@pytest.mark.peer
+def test_onnx_export_equals_keras_under_onnxruntime(tiny_run, tiny_run_inputs, tmp_path,
                                                     capfd):
     capfd.readouterr()
     paths = export_onnx(tiny_run, tmp_path / "onnx")
@@ -111,7 +114,9 @@ def test_onnx_export_equals_keras_under_onnxruntime(tiny_run, tiny_run_inputs, t
     assert worst_difference(predict, batches, expected) <= TOLERANCE
 
 
-def test_litert_export_equals_keras_under_the_litert_interpreter(tiny_run, tiny_run_inputs,  # noqa: F811
+@pytest.mark.slow
+@pytest.mark.peer
+def test_litert_export_equals_keras_under_the_litert_interpreter(tiny_run, tiny_run_inputs,
                                                                  tmp_path, capfd):
     capfd.readouterr()
     paths = export_litert(tiny_run, tmp_path / "litert")
@@ -119,7 +124,8 @@ def test_litert_export_equals_keras_under_the_litert_interpreter(tiny_run, tiny_
     assert [os.path.basename(p) for p in paths] == ["model.tflite", "labels.json", "vocab.txt"]
     from ai_edge_litert.interpreter import Interpreter
 
-    runner = Interpreter(model_path=str(tmp_path / "litert" / "model.tflite")).get_signature_runner()
+    interpreter = Interpreter(model_path=str(tmp_path / "litert" / "model.tflite"))
+    runner = interpreter.get_signature_runner()
     assert set(runner.get_input_details()) == {"token_ids", "segment_ids"}
     assert list(runner.get_output_details()) == ["probabilities"]
     length = runner.get_input_details()["token_ids"]["shape_signature"].tolist()
@@ -133,6 +139,7 @@ def test_litert_export_equals_keras_under_the_litert_interpreter(tiny_run, tiny_
     assert worst_difference(predict, batches, expected) <= TOLERANCE
 
 
+@pytest.mark.peer
 @pytest.mark.slow
 def test_shipped_model_on_the_review_test_split(small_run, tmp_path):
     """The issue's check: ONNX equal to Keras within 1e-4 on all 1,736 reviews at maxlen 128.
@@ -150,6 +157,7 @@ def test_shipped_model_on_the_review_test_split(small_run, tmp_path):
     assert worst_difference(predict, batches[::4], expected[::4]) <= TOLERANCE
 
 
+@pytest.mark.slow
 def test_exports_never_replace_what_they_did_not_write(tiny_run, tmp_path):
     run_files = sorted(os.listdir(tiny_run.run_dir))
     with pytest.raises(RunError, match=r"^--to in .*: is the run directory or holds it"):
@@ -181,6 +189,7 @@ def test_exports_never_replace_what_they_did_not_write(tiny_run, tmp_path):
     assert sorted(name for name in os.listdir(tmp_path)) == ["mine", "onnx"]  # no temporaries
 
 
+@pytest.mark.slow
 def test_missing_converter_is_named_with_the_install_command(tiny_run, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "tf2onnx", None)  # what `import tf2onnx` meets uninstalled
     with pytest.raises(ExportError, match=r"^ONNX export in --format onnx: needs tf2onnx, which "

@@ -7,15 +7,20 @@ import os
 import keras
 import numpy as np
 import pytest
-
-from kerasbert.training.rundir import RunError
 import tensorflow as tf
 
 from kerasbert import Tokenizer, build_transformer_model
 from kerasbert.cli.main import main
-from kerasbert.pretraining.corpus import SPECIAL_TOKENS, pad_rows, read_corpus, reduce_vocab, split_rows
+from kerasbert.pretraining.corpus import (
+    SPECIAL_TOKENS,
+    pad_rows,
+    read_corpus,
+    reduce_vocab,
+    split_rows,
+)
 from kerasbert.pretraining.masking import Masker
 from kerasbert.pretraining.mlm import PretrainOptions, evaluate_mlm, mlm_training_model, pretrain
+from kerasbert.training.rundir import RunError
 
 CHINESE_VOCAB = "checkpoints/chinese_L-12_H-768_A-12/vocab.txt"
 SHIPPED = "kerasbert/resources/kerasbert-zh-small"
@@ -169,6 +174,7 @@ def checkpoint_arrays(prefix):
     return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
 
 
+@pytest.mark.slow
 @pytest.mark.peer
 def test_cli_writes_a_google_checkpoint_that_bert4keras_reads(corpus_file, tiny_config_path,
                                                               tmp_path, capsys):
@@ -220,6 +226,7 @@ class Kill(keras.callbacks.Callback):
             raise KeyboardInterrupt("killed")
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_to_the_same_weights(corpus_file, tiny_config_path, tmp_path):
     """Bit for bit, dropout included (the tiny config has dropout 0.1)."""
     whole = pretrain(run_options(corpus_file, tiny_config_path, tmp_path / "whole"))
@@ -248,8 +255,6 @@ def test_a_killed_run_resumes_to_the_same_weights(corpus_file, tiny_config_path,
 
 
 # -------------------------------------------------------------------- the shipped checkpoint
-@pytest.mark.skipif(not os.path.exists(f"{SHIPPED}/bert_model.ckpt.index"),
-                    reason="the kerasbert-zh-small weights are not shipped yet (config only)")
 def test_shipped_checkpoint_predicts_masked_dev_characters():
     """The embedded default: loads strictly with its MLM head and has learned Chinese."""
     bert = build_transformer_model(f"{SHIPPED}/bert_config.json", f"{SHIPPED}/bert_model.ckpt",

@@ -101,6 +101,7 @@ def copy_of_repository(target):
     return target
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", BLOCKS, ids=lambda block: f"{block.name}-{block.language}")
 def test_block_runs_as_written(block, tmp_path):
     reason = why_not_run(block)

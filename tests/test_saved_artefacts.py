@@ -57,6 +57,7 @@ print(json.dumps({"probabilities": probabilities.tolist(), "pooled": pooled.toli
 """
 
 
+@pytest.mark.slow
 def test_old_keras_files_load_in_a_script_that_only_imports_kerasbert(expected, tmp_path):
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ROOT}
     done = subprocess.run([sys.executable, "-c", SCRIPT, SAVED], input=json.dumps(expected),

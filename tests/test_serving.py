@@ -18,11 +18,11 @@ import tensorflow as tf
 
 from kerasbert import build_transformer_model, save_weights_as_checkpoint, shipped
 from kerasbert.cli.main import main
-from kerasbert.training.data import read_examples
-from kerasbert.tasks.classification import Run, TrainOptions, train
-from kerasbert.training.rundir import RunError
 from kerasbert.serving.saved_model import TextEncoder
+from kerasbert.tasks.classification import Run, TrainOptions, train
 from kerasbert.text.tokenizer import Tokenizer
+from kerasbert.training.data import read_examples
+from kerasbert.training.rundir import RunError
 from peers import run_python
 
 SMALL_VOCAB = os.path.join(shipped.model_dir(), "vocab.txt")
@@ -31,7 +31,8 @@ GOOD, BAD, NEUTRAL = "好棒赞爱", "差烂坏糟", "这个东西我们买了�
 
 ADVERSARIAL = [
     # full-width punctuation, letters and digits stay full-width (no NFKC folding)
-    "！，。？ＡＢＣ１２３", "ＡＢＣ公司，ｈｔｔｐ：／／ｘ．ｃｎ", "３．１４％～", "“引号”《书名》【注】…",
+    "！，。？ＡＢＣ１２３", "ＡＢＣ公司，ｈｔｔｐ：／／ｘ．ｃｎ", "３．１４％～",
+    "“引号”《书名》【注】…",
     # private-use and unassigned code points are deleted, as in Google's tokenizer
     "也不能\ue139期", "\ue000\uf8ff", "x\U000f0000y\U0010fffd", "a\u0378b\U000e0080c",
     # accents are stripped after lowercasing
@@ -40,7 +41,8 @@ ADVERSARIAL = [
     "a" * 100, "a" * 101, "é" * 150, "ab" * 60 + " ok", "好" * 130, "x" * 99 + "é",
     "ﬁ" * 101, "İ" * 101,
     # mixed scripts
-    "BERT模型很好用 日本語のテキスト カタカナ ひらがな 한국어 텍스트 مرحبا بالعالم 😀👍🏽 👨‍👩‍👧 ok",
+    "BERT模型很好用 日本語のテキスト カタカナ ひらがな 한국어 텍스트 "
+    "مرحبا بالعالم 😀👍🏽 👨‍👩‍👧 ok",
     "Москва ΑΘΗΝΑ हिन्दी ภาษาไทย ᠮᠣᠩᠭᠣᠯ",
     # control and invisible characters
     "a\tb\rc\x00d\x0be\u200bf\ufeffg", "\u200b", "\ufeff开头", "x\x85y\x1cz", "a\u2028b\u2029c",
@@ -126,6 +128,7 @@ def _review_texts(n=None):
 # --- the SavedModel -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_export_writes_version_1_and_lists_its_files(exported):
     base, written = exported
     assert sorted(os.listdir(base)) == ["1"]
@@ -137,6 +140,7 @@ def test_export_writes_version_1_and_lists_its_files(exported):
         assert got.read() == vocab.read()
 
 
+@pytest.mark.slow
 def test_saved_model_cli_lists_both_signatures(exported):
     base, _ = exported
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
@@ -158,8 +162,8 @@ def test_saved_model_cli_lists_both_signatures(exported):
     for name in ("token_ids", "segment_ids"):
         assert f"inputs['{name}'] tensor_info:\n        dtype: DT_INT32\n        shape: (-1, -1)" \
             in ids
-    assert "outputs['probabilities'] tensor_info:\n        dtype: DT_FLOAT\n        shape: (-1, 2)" \
-        in ids
+    assert ("outputs['probabilities'] tensor_info:\n        dtype: DT_FLOAT\n"
+            "        shape: (-1, 2)") in ids
 
 
 _LOAD_AND_CLASSIFY = """
@@ -186,6 +190,7 @@ def _served(path, texts, ids, segments):
     return run_python(script)
 
 
+@pytest.mark.slow
 def test_classify_in_a_fresh_process_matches_predict(single_run, exported):
     base, _ = exported
     texts = ["这个好棒", "书店差", "", "   "] + _review_texts(60)
@@ -201,6 +206,7 @@ def test_classify_in_a_fresh_process_matches_predict(single_run, exported):
     np.testing.assert_allclose(probabilities, got["from_ids"], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_pair_run_classifies_text_and_pair(pair_run, tmp_path):
     written = pair_run.export(str(tmp_path / "pairs"))
     assert os.path.join(str(tmp_path / "pairs"), "1", "saved_model.pb") in written
@@ -218,6 +224,7 @@ def test_a_pair_run_classifies_text_and_pair(pair_run, tmp_path):
     np.testing.assert_allclose(probabilities, got["from_ids"], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_cli_export_serves_the_run(single_run, tmp_path, capsys):
     saved = tmp_path / "saved"
     assert main(["export", "--model", single_run.run_dir, "--to", str(saved)]) == 0
@@ -237,6 +244,7 @@ def test_cli_export_serves_the_run(single_run, tmp_path, capsys):
 # --- versions and what export refuses -----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_versions_are_added_beside_earlier_ones_and_replaced_only_when_asked(
         single_run, tmp_path, capfd):
     base = tmp_path / "model"
@@ -265,6 +273,7 @@ def test_versions_are_added_beside_earlier_ones_and_replaced_only_when_asked(
             single_run.export(str(base), version=version)
 
 
+@pytest.mark.slow
 def test_export_never_replaces_what_it_did_not_write(single_run, tmp_path):
     run_dir = single_run.run_dir
     before = sorted(os.listdir(run_dir))
@@ -310,6 +319,7 @@ def _random_unicode(n, seed):
     return texts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("vocab", [SMALL_VOCAB, GOOGLE_VOCAB], ids=["zh-small", "google-chinese"])
 def test_graph_tokenizer_gives_the_tokenizers_ids(vocab):
     tokenizer = Tokenizer(vocab)
@@ -333,7 +343,8 @@ def test_graph_tokenizer_gives_the_tokenizers_ids(vocab):
 
 def test_graph_tokenizer_truncates_pairs_longest_first():
     tokenizer = Tokenizer(GOOGLE_VOCAB)
-    first, second = ["今天天气很好", "短", "一二三四五六七八九十"], ["适合出去玩", "一二三四五六七八九十", "短"]
+    first = ["今天天气很好", "短", "一二三四五六七八九十"]
+    second = ["适合出去玩", "一二三四五六七八九十", "短"]
     for maxlen in (4, 5, 8, 9, 12):
         got = TextEncoder(GOOGLE_VOCAB, maxlen)(tf.constant(first), tf.constant(second))
         want = tokenizer.encode_batch(first, second, maxlen=maxlen)

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from bench.tokenize import find_corpus, read_corpus, slow_bert_tokenizer
 from kerasbert.text.tokenizer import Tokenizer, load_vocab
 
-pytestmark = pytest.mark.peer
+pytestmark = [pytest.mark.slow, pytest.mark.peer]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = os.path.join(ROOT, "checkpoints", "chinese_L-12_H-768_A-12", "vocab.txt")
