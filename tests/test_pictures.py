@@ -9,12 +9,11 @@ every layer name in full.
 import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
 import reference as ref
+from peers import run_python
 
 # Short labels as in the shipped review split, and a longer one.
 LABELS = ["差评", "好评", "非常满意的好评"]
@@ -110,12 +109,7 @@ print(json.dumps({
 @pytest.fixture(scope="module")
 def drawn(tmp_path_factory):
     out = tmp_path_factory.mktemp("pictures")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    result = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(LABELS), str(out)],
-                            capture_output=True, text=True, timeout=300, env=env,
-                            check=False)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return out, json.loads(result.stdout.strip().splitlines()[-1])
+    return out, run_python(SCRIPT, args=[json.dumps(LABELS), str(out)], timeout=300)
 
 
 @pytest.mark.slow

@@ -8,14 +8,13 @@ the layers are what such files refer to, so they must not change with the layout
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT
+from peers import run_python
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAVED = os.path.join(ROOT, "tests", "fixtures", "saved-0.1.0")
 
 
@@ -59,11 +58,8 @@ print(json.dumps({"probabilities": probabilities.tolist(), "pooled": pooled.toli
 
 @pytest.mark.slow
 def test_old_keras_files_load_in_a_script_that_only_imports_kerasbert(expected, tmp_path):
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ROOT}
-    done = subprocess.run([sys.executable, "-c", SCRIPT, SAVED], input=json.dumps(expected),
-                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    got = run_python(SCRIPT, args=[SAVED], stdin=json.dumps(expected), cwd=tmp_path,
+                     PYTHONPATH=ROOT, timeout=300)
     labels = json.load(open(os.path.join(SAVED, "run", "labels.json"), encoding="utf-8"))
     probabilities = np.array(got["probabilities"])
     assert [labels[i] for i in probabilities.argmax(-1)] == [

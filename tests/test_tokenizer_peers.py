@@ -13,15 +13,15 @@ import importlib.util
 import inspect
 import json
 import os
-import subprocess
-import sys
 import unicodedata
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from bench.runner import worker_env
 from bench.tokenize import find_corpus, read_corpus, slow_bert_tokenizer
+from bench.worker import run_python as run_worker_python
 from kerasbert.text.tokenizer import Tokenizer, load_vocab
 
 pytestmark = [pytest.mark.slow, pytest.mark.peer]
@@ -182,12 +182,8 @@ def bert4keras(tmp_path_factory):
     job = tmp_path_factory.mktemp("bert4keras") / "job.json"
     job.write_text(json.dumps({"vocab": VOCAB, "texts": texts, "pairs": pairs,
                                "startswith": ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]}))
-    env = dict(os.environ, TF_KERAS="1", TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="3",
-               CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run([sys.executable, "-c", _B4K_SCRIPT, str(job)], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return texts, pairs, json.loads(proc.stdout.strip().splitlines()[-1])
+    return texts, pairs, run_worker_python(_B4K_SCRIPT, args=[str(job)],
+                                           env=worker_env(tf_keras=True), timeout=600)
 
 
 def kept_by_bert4keras(text):
