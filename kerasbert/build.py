@@ -23,10 +23,15 @@ class Transformer:
     """What ``build_transformer_model(..., return_keras_model=False)`` returns.
 
     Example:
-        >>> bert = build_transformer_model(config_path, checkpoint_path, return_keras_model=False)
+        With the shipped small checkpoint (its directory stands for the checkpoint):
+
+        >>> import os, tempfile
+        >>> small = "kerasbert/resources/kerasbert-zh-small"
+        >>> bert = build_transformer_model(f"{small}/bert_config.json", small,
+        ...                                return_keras_model=False)
         >>> bert.load_report.missing
         []
-        >>> bert.save_weights_as_checkpoint("fine_tuned/bert_model.ckpt")[:1]
+        >>> bert.save_weights_as_checkpoint(os.path.join(tempfile.mkdtemp(), "bert_model.ckpt"))[:1]
         ['bert/embeddings/LayerNorm/beta']
     """
 

@@ -7,7 +7,11 @@ later. :func:`remove_temporaries` deletes what such a kill left behind; it only 
 matches names this module makes (the checkpoint writer uses them too).
 
 Example:
-    >>> write_json("runs/x/labels.json", ["negative", "positive"])
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> write_json(os.path.join(folder, "labels.json"), ["negative", "positive"])
+    >>> os.listdir(folder)          # the temporary file has become labels.json
+    ['labels.json']
 """
 
 import contextlib
@@ -160,7 +164,8 @@ def open_input(path, what, expected):
         FileNotFoundError: nothing at ``path`` (``config in ckpt/x.json: no such file``).
 
     Example:
-        >>> with open_input("chinese_L-12_H-768_A-12/vocab.txt", "vocab", "vocab.txt") as f:
+        >>> with open_input("checkpoints/chinese_L-12_H-768_A-12/vocab.txt", "vocab",
+        ...                 "vocab.txt") as f:
         ...     f.readline()
         b'[PAD]\\n'
     """

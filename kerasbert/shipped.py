@@ -7,8 +7,9 @@ once the wheel is installed, without a download.
 Example:
     >>> os.path.basename(model_dir())
     'kerasbert-zh-small'
-    >>> read_examples(review_file("dev")).labels[:2]
-    ['neg', 'pos']
+    >>> from kerasbert.training.data import read_examples
+    >>> sorted(set(read_examples(review_file("dev")).labels))
+    ['negative', 'positive']
 """
 
 import importlib.resources

@@ -119,9 +119,10 @@ def convert_hf_to_google(hf_dir, prefix, dtype="float32"):
             ``model.safetensors`` is truncated or not a safetensors file, or lacks a
             variable the config needs (named, with the file).
 
-    Example:
-        >>> convert_hf_to_google("all-MiniLM-L6-v2", "out/minilm/bert_model.ckpt").variables
-        103
+    Example::
+
+        # all-MiniLM-L6-v2/: a Hugging Face model folder (downloaded)
+        convert_hf_to_google("all-MiniLM-L6-v2", "out/minilm/bert_model.ckpt").variables  # 103
     """
     hf_dir, prefix = os.fspath(hf_dir), os.fspath(prefix)
     if not os.path.isdir(hf_dir):

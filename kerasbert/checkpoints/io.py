@@ -45,8 +45,8 @@ def resolve_prefix(path):
             several checkpoints and no ``checkpoint`` file.
 
     Example:
-        >>> resolve_prefix("chinese_L-12_H-768_A-12")
-        'chinese_L-12_H-768_A-12/bert_model.ckpt'
+        >>> resolve_prefix("kerasbert/resources/kerasbert-zh-small")
+        'kerasbert/resources/kerasbert-zh-small/bert_model.ckpt'
     """
     path = os.fspath(path)
     if os.path.isdir(path):
@@ -242,8 +242,12 @@ def write_checkpoint(variables, prefix):
         The prefix written.
 
     Example:
-        >>> write_checkpoint({"bert/pooler/dense/bias": np.zeros(4, "float32")}, "out/x.ckpt")
-        'out/x.ckpt'
+        >>> import tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> prefix = write_checkpoint({"bert/pooler/dense/bias": np.zeros(4, "float32")},
+        ...                           os.path.join(folder, "x.ckpt"))
+        >>> sorted(os.listdir(folder))
+        ['x.ckpt.data-00000-of-00001', 'x.ckpt.index']
     """
     import tensorflow as tf
 

@@ -138,10 +138,14 @@ def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_t
             first line of the message says what is wrong, in which file.
 
     Example:
-        >>> bert = build_transformer_model("chinese_L-12_H-768_A-12/bert_config.json")
-        >>> report = load_checkpoint(bert, "chinese_L-12_H-768_A-12/bert_model.ckpt")
+        The shipped small checkpoint holds an MLM head, which a model without one leaves unused:
+
+        >>> from kerasbert import build_transformer_model
+        >>> small = "kerasbert/resources/kerasbert-zh-small"
+        >>> bert = build_transformer_model(f"{small}/bert_config.json")
+        >>> report = load_checkpoint(bert, f"{small}/bert_model.ckpt")
         >>> len(report.loaded), report.missing, report.unused[:1]
-        (197, [], ['bert/pooler/dense/bias'])
+        (69, [], ['cls/predictions/output_bias'])
     """
     source = open_source(checkpoint)
     available = source.shapes()
@@ -343,7 +347,13 @@ def save_weights_as_checkpoint(model, prefix, dtype=None):
         The sorted list of variable names written.
 
     Example:
-        >>> save_weights_as_checkpoint(bert, "out/bert_model.ckpt")[:1]
+        >>> import os, tempfile
+        >>> from kerasbert import build_transformer_model
+        >>> bert = build_transformer_model(dict(
+        ...     vocab_size=100, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+        ...     intermediate_size=32, max_position_embeddings=32, type_vocab_size=2))
+        >>> prefix = os.path.join(tempfile.mkdtemp(), "bert_model.ckpt")
+        >>> save_weights_as_checkpoint(bert, prefix)[:1]
         ['bert/embeddings/LayerNorm/beta']
     """
     variables = {}

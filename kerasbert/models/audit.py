@@ -14,6 +14,7 @@ I intermediate, n labels)::
 bert4keras's long layer names (``Transformer-10-MultiHeadSelfAttention-Dropout``).
 
 Example:
+    >>> from kerasbert.models.config import BertConfig
     >>> config = BertConfig.from_json_file("checkpoints/chinese_L-12_H-768_A-12/bert_config.json")
     >>> sum(row.expected for row in expected_rows(config, num_labels=2))
     101678594
@@ -164,8 +165,14 @@ def print_summary(model, print_fn=None):
             ``None`` prints it (in colour on a terminal).
 
     Example:
-        >>> bert = build_transformer_model("checkpoints/chinese_L-12_H-768_A-12/bert_config.json")
-        >>> print_summary(bert)   # Transformer-10-MultiHeadSelfAttention-Dropout, in full
+        >>> from kerasbert import build_transformer_model
+        >>> bert = build_transformer_model(dict(
+        ...     vocab_size=100, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+        ...     intermediate_size=32, max_position_embeddings=32, type_vocab_size=2))
+        >>> printed = []
+        >>> print_summary(bert, print_fn=printed.append)
+        >>> "Transformer-1-MultiHeadSelfAttention-Dropout" in printed[0]   # in full
+        True
     """
     longest = max(len(layer.name) for layer in model.layers)
     contents = (longest, len(_SHAPE), len(f"{model.count_params():,}"), longest + len(_CONNECTION))

@@ -160,8 +160,11 @@ def parameter_count(config, with_pool=False, with_nsp=False, with_mlm=False):
     """The number of weights :func:`build_bert` makes for ``config``, without building it.
 
     Example:
-        >>> parameter_count(BertConfig.from_json_file("chinese_L-12_H-768_A-12/bert_config.json"))
-        101677056
+        >>> from kerasbert.models.config import BertConfig
+        >>> config = BertConfig.from_json_file(
+        ...     "checkpoints/chinese_L-12_H-768_A-12/bert_config.json")
+        >>> parameter_count(config), parameter_count(config, with_pool=True)
+        (101677056, 102267648)
     """
     # Audit's formulas for one and for two encoder layers give the cost of a layer; a
     # config of a billion layers is then counted without listing a billion rows.

@@ -68,7 +68,8 @@ class BertConfig:
     """The architecture of a BERT model, with Google's key names.
 
     Example:
-        >>> config = BertConfig.from_json_file("checkpoints/chinese_L-12_H-768_A-12/bert_config.json")
+        >>> config = BertConfig.from_json_file(
+        ...     "checkpoints/chinese_L-12_H-768_A-12/bert_config.json")
         >>> config.hidden_size, config.head_size
         (768, 64)
         >>> BertConfig.from_dict({**config.to_dict(), "num_hidden_layers": 2}).num_hidden_layers
@@ -237,7 +238,11 @@ def check_vocab_fits(config, vocab_size, vocab_path):
             <config>; ids past 99 have no embedding row``.
 
     Example:
-        >>> check_vocab_fits(config, Tokenizer("vocab.txt").vocab_size, "vocab.txt")
+        >>> from kerasbert.text.tokenizer import Tokenizer
+        >>> folder = "checkpoints/chinese_L-12_H-768_A-12"
+        >>> config = BertConfig.from_json_file(f"{folder}/bert_config.json")
+        >>> vocab = f"{folder}/vocab.txt"
+        >>> check_vocab_fits(config, Tokenizer(vocab).vocab_size, vocab)   # 21128 ids: they fit
     """
     if vocab_size > config.vocab_size:
         raise ValueError(
@@ -260,7 +265,14 @@ def check_maxlen(config, maxlen, flag="--maxlen"):
             or ``maxlen`` is not a positive integer.
 
     Example:
+        >>> config = BertConfig.from_dict(dict(
+        ...     vocab_size=100, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+        ...     intermediate_size=32, max_position_embeddings=32, type_vocab_size=2))
+        >>> check_maxlen(config, 32)
         >>> check_maxlen(config, 128)
+        Traceback (most recent call last):
+        ...
+        ValueError: --maxlen (128) in <dict>: exceeds max_position_embeddings (32)
     """
     if maxlen is None:
         return

@@ -75,9 +75,14 @@ def add_cls_classifier(model, num_labels, dropout_rate=0.1, activation="softmax"
         A new ``keras.Model`` with the same inputs.
 
     Example:
-        >>> bert = build_transformer_model("checkpoints/chinese_L-12_H-768_A-12/bert_config.json")
-        >>> add_cls_classifier(bert, num_labels=2).count_params()
-        101678594
+        A tiny BERT (hidden size 16); the head adds 16·2 + 2 weights:
+
+        >>> from kerasbert import build_transformer_model
+        >>> bert = build_transformer_model(dict(
+        ...     vocab_size=100, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+        ...     intermediate_size=32, max_position_embeddings=32, type_vocab_size=2))
+        >>> bert.count_params(), add_cls_classifier(bert, num_labels=2).count_params()
+        (6624, 6658)
     """
     if isinstance(num_labels, bool) or not isinstance(num_labels, int) or num_labels < 1:
         raise ValueError(f"num_labels ({num_labels!r}) must be a positive integer")

@@ -47,7 +47,7 @@ class TokenEmbedding(keras.layers.ReversibleEmbedding):
 
     Example:
         >>> layer = TokenEmbedding(100, 16, mask_zero=True)
-        >>> layer(keras.ops.ones((1, 4), "int32"), reverse=False).shape
+        >>> tuple(layer(keras.ops.ones((1, 4), "int32"), reverse=False).shape)
         (1, 4, 16)
     """
 
@@ -90,7 +90,7 @@ class PositionEmbedding(keras.layers.Layer):
 
     Example:
         >>> layer = PositionEmbedding(max_position=512)
-        >>> layer(keras.ops.zeros((2, 10, 16))).shape
+        >>> tuple(layer(keras.ops.zeros((2, 10, 16))).shape)
         (2, 10, 16)
     """
 
@@ -147,7 +147,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
     Example:
         >>> layer = MultiHeadSelfAttention(num_heads=2, head_size=8)
-        >>> layer(keras.ops.zeros((1, 5, 16))).shape
+        >>> tuple(layer(keras.ops.zeros((1, 5, 16))).shape)
         (1, 5, 16)
     """
 
@@ -236,7 +236,7 @@ class FeedForward(keras.layers.Layer):
         initializer_range: stddev of the truncated-normal kernel initializer.
 
     Example:
-        >>> FeedForward(intermediate_size=32)(keras.ops.zeros((1, 5, 16))).shape
+        >>> tuple(FeedForward(intermediate_size=32)(keras.ops.zeros((1, 5, 16))).shape)
         (1, 5, 16)
     """
 
@@ -286,7 +286,7 @@ class FirstToken(keras.layers.Layer):
     one vector per example.
 
     Example:
-        >>> FirstToken()(keras.ops.zeros((2, 7, 16))).shape
+        >>> tuple(FirstToken()(keras.ops.zeros((2, 7, 16))).shape)
         (2, 16)
     """
 
@@ -305,7 +305,7 @@ class BiasAdd(keras.layers.Layer):
     """Adds a learned bias to the last axis (the MLM head's ``output_bias``).
 
     Example:
-        >>> BiasAdd()(keras.ops.zeros((1, 3, 10))).shape
+        >>> tuple(BiasAdd()(keras.ops.zeros((1, 3, 10))).shape)
         (1, 3, 10)
     """
 

@@ -40,6 +40,7 @@ class MaskedBatch:
         Google's ``masked_lm_positions`` / ``masked_lm_ids`` / ``masked_lm_weights``.
 
         Example:
+            >>> ids = np.array([[2, 7, 8, 3], [2, 9, 3, 0]])
             >>> MaskedBatch(ids, ids, np.array([[0, 1, 0, 1], [0, 0, 1, 0]], "float32")
             ...             ).gathered()[0].tolist()
             [[1, 3], [2, 0]]
@@ -101,6 +102,8 @@ class Masker:
             ValueError: the vocabulary has no [MASK].
 
         Example:
+            >>> from kerasbert.text.tokenizer import Tokenizer
+            >>> tokenizer = Tokenizer("kerasbert/resources/kerasbert-zh-small/vocab.txt")
             >>> Masker.for_vocab(tokenizer.token_dict).mask_id
             4
         """

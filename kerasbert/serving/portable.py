@@ -11,12 +11,17 @@ folder appears, the exported model is run under its own runtime (ONNX Runtime, t
 LiteRT interpreter) on a probe batch and must give the Keras model's probabilities
 within :data:`TOLERANCE`; otherwise nothing is written.
 
-Example:
-    >>> export_onnx(Run("runs/reviews"), "exported/reviews-onnx")
-    ['exported/reviews-onnx/model.onnx', 'exported/reviews-onnx/labels.json', ...]
-    >>> predict = onnx_runner("exported/reviews-onnx/model.onnx")
-    >>> predict(*run.tokenizer.encode_batch(["这本书写得真好"], maxlen=128)).shape
-    (1, 2)
+Example::
+
+    # runs/reviews: a finished two-label run of `kerasbert train` (minutes)
+    from kerasbert.tasks.classification import Run
+
+    run = Run("runs/reviews")
+    export_onnx(run, "exported/reviews-onnx")
+    # ['exported/reviews-onnx/model.onnx', 'exported/reviews-onnx/labels.json',
+    #  'exported/reviews-onnx/vocab.txt']
+    predict = onnx_runner("exported/reviews-onnx/model.onnx")
+    predict(*run.tokenizer.encode_batch(["这本书写得真好"], maxlen=128)).shape   # (1, 2)
 """
 
 import contextlib

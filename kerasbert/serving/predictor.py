@@ -35,9 +35,15 @@ def with_dtype_policy(model, dtype_policy):
     both, layer norm and the attention softmax are computed in float32.
 
     Example:
+        >>> from kerasbert import build_transformer_model
+        >>> model = build_transformer_model(dict(
+        ...     vocab_size=100, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+        ...     intermediate_size=32, max_position_embeddings=32, type_vocab_size=2))
         >>> fast = with_dtype_policy(model, "bfloat16")
         >>> fast.get_layer("Transformer-0-FeedForward").compute_dtype
         'bfloat16'
+        >>> model.get_layer("Transformer-0-FeedForward").compute_dtype   # the original
+        'float32'
 
     Raises:
         ValueError: ``dtype_policy`` is not a Keras dtype policy name.
@@ -68,10 +74,16 @@ class Predictor:
             on CPUs with AVX-512 BF16 or AMX (see :func:`with_dtype_policy`).
 
     Example:
-        >>> predict = Predictor(build_transformer_model(config))
-        >>> predict(token_ids, segment_ids).shape        # (batch, length, hidden)
-        (8, 128, 768)
-        >>> predict.traces                               # any later shape: still 1
+        >>> from kerasbert import build_transformer_model
+        >>> predict = Predictor(build_transformer_model(dict(
+        ...     vocab_size=100, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+        ...     intermediate_size=32, max_position_embeddings=32, type_vocab_size=2)))
+        >>> token_ids = np.ones((8, 20), "int32")
+        >>> predict(token_ids, np.zeros_like(token_ids)).shape   # (batch, length, hidden)
+        (8, 20, 16)
+        >>> predict(token_ids[:3, :7]).shape                      # segment ids: zeros
+        (3, 7, 16)
+        >>> predict.traces                                        # any later shape: still 1
         1
     """
 

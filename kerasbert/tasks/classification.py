@@ -7,10 +7,11 @@ A run directory holds everything needed to use the model again::
     bert_config.json  vocab.txt  labels.json  train_config.json
     history.csv  metrics.json  confusion_matrix.png  training_curves.png
 
-Example:
-    >>> summary = train(TrainOptions(output="runs/reviews", epochs=1))
-    >>> summary["test"]["accuracy"] > 0.8
-    True
+Example::
+
+    # the shipped kerasbert-zh-small on the shipped reviews (7.3 minutes on 2 CPU cores)
+    summary = train(TrainOptions(output="runs/reviews", epochs=3))
+    round(summary["test"]["accuracy"], 3)   # 0.85, as in `make demo` (README.md)
 """
 
 import dataclasses

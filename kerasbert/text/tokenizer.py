@@ -133,6 +133,7 @@ class Tokenizer:
                 its position.
 
         Example:
+            >>> tokenizer = Tokenizer("checkpoints/chinese_L-12_H-768_A-12/vocab.txt")
             >>> tokenizer.tokenize("语言BERT")
             ['[CLS]', '语', '言', 'be', '##rt', '[SEP]']
         """
@@ -160,6 +161,7 @@ class Tokenizer:
                 `truncate_from`, or a text with a lone surrogate (named with its position).
 
         Example:
+            >>> tokenizer = Tokenizer("checkpoints/chinese_L-12_H-768_A-12/vocab.txt")
             >>> tokenizer.encode("语言", "模型")
             ([101, 6427, 6241, 102, 3563, 1798, 102], [0, 0, 0, 0, 1, 1, 1])
         """
@@ -208,6 +210,7 @@ class Tokenizer:
             ValueError: as in `encode`; a lone surrogate is named as `texts[i]` or `pairs[i]`.
 
         Example:
+            >>> tokenizer = Tokenizer("checkpoints/chinese_L-12_H-768_A-12/vocab.txt")
             >>> tokenizer.encode_batch(["语言模型", "好"], maxlen=128)[0].shape
             (2, 6)
         """
@@ -270,6 +273,7 @@ class Tokenizer:
         lowercasing and accent stripping are not undone.
 
         Example:
+            >>> tokenizer = Tokenizer("checkpoints/chinese_L-12_H-768_A-12/vocab.txt")
             >>> tokenizer.decode(tokenizer.encode("语言模型 BERT, 2.5 倍")[0])
             '语言模型bert, 2.5倍'
         """
@@ -301,6 +305,7 @@ class Tokenizer:
             ValueError: a token that does not occur, in order, in `text`.
 
         Example:
+            >>> tokenizer = Tokenizer("checkpoints/chinese_L-12_H-768_A-12/vocab.txt")
             >>> tokenizer.rematch("BERT模型", ['[CLS]', 'be', '##rt', '模', '型', '[SEP]'])
             [[], [0, 1], [2, 3], [4], [5], []]
         """

@@ -393,7 +393,10 @@ def keep_known_labels(examples, labels, skip_bad_rows=False):
             (known: a, b)`` when not skipping; ``no usable rows`` when none is left.
 
     Example:
-        >>> dev = keep_known_labels(read_examples("dev.tsv"), ["neg", "pos"], True)
+        >>> dev = read_examples("kerasbert/resources/reviews/dev.tsv")
+        >>> kept = keep_known_labels(dev, ["positive"], skip_bad_rows=True)
+        >>> len(dev), len(kept), kept.skipped[0]
+        (1736, 833, (5, "label 'negative' was not seen in training (known: positive)"))
     """
     skipped, dropped = list(examples.skipped), set()
     for i, line, problem in _unknown_labels(examples, list(labels)):

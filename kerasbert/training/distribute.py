@@ -13,10 +13,11 @@ need no shared filesystem: the outcome of the checks made before training
 (:func:`check_together`; one failing worker stops them all, none waits forever) and the
 backup a resumed run starts from (:func:`share_files`).
 
-Example:
-    >>> strategy = make_strategy("multi-worker")    # reads TF_CONFIG; before any other op
-    >>> is_chief(strategy)
-    True
+Example::
+
+    # on each host of the cluster, with its own TF_CONFIG
+    strategy = make_strategy("multi-worker")    # reads TF_CONFIG; before any other op
+    is_chief(strategy)                          # True on the chief, False on the other workers
 """
 
 import contextlib

@@ -6,9 +6,11 @@ A run's options are a dataclass whose fields carry their help and their rule
 a default is written once.
 
 Example:
-    >>> validate(RunOptions(output="runs/x", batch_size=0))
-    Traceback (most recent call last):
-    OptionError: invalid value 0 in batch_size: must be an integer of at least 1
+    >>> try:
+    ...     validate(RunOptions(output="runs/x", batch_size=0))
+    ... except OptionError as error:
+    ...     print(error)
+    invalid value 0 in batch_size: must be an integer of at least 1
 """
 
 import dataclasses

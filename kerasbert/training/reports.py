@@ -101,7 +101,12 @@ def plot_confusion_matrix(path, labels, matrix, title="Confusion matrix"):
         the matplotlib ``Figure`` that was saved.
 
     Example:
-        >>> plot_confusion_matrix("runs/x/confusion_matrix.png", ["差评", "好评"], [[80, 9], [12, 73]])
+        >>> import tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> figure = plot_confusion_matrix(os.path.join(folder, "confusion_matrix.png"),
+        ...                                ["差评", "好评"], [[80, 9], [12, 73]])
+        >>> os.listdir(folder)
+        ['confusion_matrix.png']
     """
     matrix = np.asarray(matrix)
     size = max(4, 0.8 * len(labels) + 2)
