@@ -41,12 +41,13 @@ class Transformer:
     compound_tokens: list = None
     load_report: object = None
 
-    def load_weights_from_checkpoint(self, checkpoint, strict=True):
+    def load_weights_from_checkpoint(self, checkpoint, strict=True, streaming=False):
         """Loads a Google checkpoint with this model's keep/compound tokens; see
         :func:`kerasbert.checkpoints.loading.load_checkpoint`. Returns the :class:`LoadReport`."""
         self.load_report = load_checkpoint(self.model, checkpoint, strict=strict,
                                            keep_tokens=self.keep_tokens,
-                                           compound_tokens=self.compound_tokens)
+                                           compound_tokens=self.compound_tokens,
+                                           streaming=streaming)
         return self.load_report
 
     def save_weights_as_checkpoint(self, prefix, dtype=None):
@@ -114,7 +115,9 @@ def build_transformer_model(config_path=None, checkpoint_path=None, model="bert"
                         sequence_length=sequence_length, name=name, dtype=dtype)
     built = Transformer(keras_model, config, keep_tokens, compound_tokens)
     if checkpoint_path is not None:
-        built.load_weights_from_checkpoint(checkpoint_path, strict=strict)
+        # The model is new and is dropped if the load fails: it may be loaded a group of
+        # variables at a time, never holding the whole checkpoint beside its weights.
+        built.load_weights_from_checkpoint(checkpoint_path, strict=strict, streaming=True)
     return keras_model if return_keras_model else built
 
 

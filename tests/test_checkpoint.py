@@ -372,3 +372,40 @@ def test_bert4keras_reads_our_checkpoint_and_we_read_theirs(saved, tiny_config_p
     again = build_transformer_model(str(tiny_config_path), theirs, with_pool=True, with_nsp=True,
                                     with_mlm=True, vocab_size=len(keep) + len(compound))
     assert_same_weights(weights_of(again), weights_of(ours))
+
+
+# ----------------------------------------------------------------------------- streaming
+def test_a_streaming_load_reads_in_groups_and_loads_the_same_bits(saved, tiny_config,
+                                                                  monkeypatch):
+    from kerasbert.checkpoints import loading
+
+    model, prefix = saved
+    whole = build_transformer_model(tiny_config, **ALL_HEADS)
+    load_checkpoint(whole, prefix)
+    reads = []
+    read_all = checkpoint_io.FileSource.read_all
+    monkeypatch.setattr(checkpoint_io.FileSource, "read_all",
+                        lambda self, names: reads.append(len(names)) or read_all(self, names))
+    monkeypatch.setattr(loading, "STREAM_BYTES", 4096)  # a few tiny tensors a group
+    streamed = build_transformer_model(tiny_config, prefix, **ALL_HEADS)
+    assert len(reads) > 5 and sum(reads) == len(model.weights)
+    assert_same_weights(weights_of(streamed), weights_of(whole))
+    assert_same_weights(weights_of(streamed), weights_of(model))
+
+
+def test_a_streaming_load_names_every_damaged_tensor_even_in_later_groups(saved, tiny_config,
+                                                                         tmp_path, monkeypatch):
+    from kerasbert.checkpoints import loading
+
+    _, prefix = saved
+    variables = checkpoint_dict(prefix)
+    first, last = "bert/embeddings/word_embeddings", "cls/predictions/output_bias"
+    variables[first][0, 0] = np.nan
+    variables[last][1] = np.inf
+    damaged = write_checkpoint(variables, str(tmp_path / "damaged" / "bert_model.ckpt"))
+    monkeypatch.setattr(loading, "STREAM_BYTES", 4096)
+    with pytest.raises(CheckpointError) as refused:
+        build_transformer_model(tiny_config, damaged, **ALL_HEADS)
+    message = str(refused.value)
+    assert message.startswith(f"non-finite values in {damaged}: ")
+    assert f"{first} (1 NaN)" in message and f"{last} (1 inf)" in message

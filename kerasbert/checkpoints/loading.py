@@ -7,6 +7,7 @@ name, never by position (Keras 3 ``LayerNormalization`` creates ``gamma`` before
 
 import dataclasses
 import logging
+import math
 import re
 
 import keras
@@ -107,7 +108,8 @@ class LoadReport:
                 f"{len(self.mismatched)} mismatched, {len(self.unused)} unused")
 
 
-def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_tokens=None):
+def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_tokens=None,
+                    streaming=False):
     """Loads a Google BERT checkpoint into a model built by kerasbert, by name.
 
     Everything is read and checked before the first assignment, so a load that
@@ -125,6 +127,12 @@ def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_t
         compound_tokens: extra rows appended after those, each the average of the
             rows of a list of ids, or of ``(ids, weights)``; as in bert4keras the ids
             count in the vocabulary after ``keep_tokens``.
+        streaming: read, check and assign the variables a group at a time (about
+            :data:`STREAM_BYTES`), so that the checkpoint is never held whole beside the
+            model's weights: half the peak memory. A truncated data file or a damaged
+            tensor found part-way then leaves the model partly loaded, so this is for a
+            model that is discarded on failure (``build_transformer_model`` uses it).
+            The index checks (names, shapes, dtypes) still come first.
 
     Returns:
         A :class:`LoadReport`.
@@ -172,11 +180,19 @@ def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_t
         raise CheckpointError(
             _failure_message(source.description, missing, mismatched, available, owners, family))
 
-    values = source.read_all([target.name for target in targets])
-    _check_finite(source.description, targets, values)
-    values = [_prepare(target, value, vocabulary) for target, value in zip(targets, values)]
-    for target, value in zip(targets, values):
-        target.variable.assign(value)
+    groups = _groups(targets) if streaming else [targets]
+    damaged = []
+    for group in groups:
+        values = source.read_all([target.name for target in group])
+        damaged += _non_finite(group, values)
+        if not damaged:  # after damage: only read on, to name every damaged tensor
+            for target, value in zip(group, values):
+                target.variable.assign(_prepare(target, value, vocabulary))
+        del values
+    if damaged:
+        raise CheckpointError(
+            f"non-finite values in {source.description}: {_listing(damaged)}; these weights "
+            "are damaged (was the checkpoint saved from a run that diverged?)")
     used = {target.name for target in targets} | {row[0] for row in mismatched}
     report = LoadReport(
         checkpoint=source.description,
@@ -199,7 +215,7 @@ def _check_dtypes(source, names):
             "weights need float values (float16, bfloat16, float32 or float64)")
 
 
-def _check_finite(where, targets, values):
+def _non_finite(targets, values):
     # On the tensors already read: one pass each, no second read of the file.
     wrong = []
     for target, value in zip(targets, values):
@@ -207,10 +223,25 @@ def _check_finite(where, targets, values):
         if nan or inf:
             counts = " and ".join(f"{n} {kind}" for n, kind in ((nan, "NaN"), (inf, "inf")) if n)
             wrong.append(f"{target.name} ({counts})")
-    if wrong:
-        raise CheckpointError(
-            f"non-finite values in {where}: {_listing(wrong)}; these weights are damaged "
-            "(was the checkpoint saved from a run that diverged?)")
+    return wrong
+
+
+#: Bytes of checkpoint a streaming load reads at once (one RestoreV2): large enough that
+#: the per-read cost is small, small beside a BERT-base's 400 MB.
+STREAM_BYTES = 64 * 2**20
+
+
+def _groups(targets):
+    """``targets`` cut into runs of about :data:`STREAM_BYTES` (a larger tensor alone)."""
+    groups, size = [[]], 0
+    for target in targets:
+        nbytes = math.prod(target.variable.shape) * 4
+        if groups[-1] and size + nbytes > STREAM_BYTES:
+            groups.append([])
+            size = 0
+        groups[-1].append(target)
+        size += nbytes
+    return groups
 
 
 def _listing(items, limit=8):
