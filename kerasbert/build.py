@@ -111,8 +111,10 @@ def build_transformer_model(config_path=None, checkpoint_path=None, model="bert"
         config = config.replace(vocab_size=vocab_size)
 
     build = FAMILIES[model.lower()]
+    # A strict load sets every weight or fails: drawing them at random first is wasted.
     keras_model = build(config, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
-                        sequence_length=sequence_length, name=name, dtype=dtype)
+                        sequence_length=sequence_length, name=name, dtype=dtype,
+                        initialize=checkpoint_path is None or not strict)
     built = Transformer(keras_model, config, keep_tokens, compound_tokens)
     if checkpoint_path is not None:
         # The model is new and is dropped if the load fails: it may be loaded a group of

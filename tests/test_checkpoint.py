@@ -409,3 +409,21 @@ def test_a_streaming_load_names_every_damaged_tensor_even_in_later_groups(saved,
     message = str(refused.value)
     assert message.startswith(f"non-finite values in {damaged}: ")
     assert f"{first} (1 NaN)" in message and f"{last} (1 inf)" in message
+
+
+def test_weights_a_strict_load_sets_are_not_drawn_at_random_first(saved, tiny_config):
+    """With a strict checkpoint every weight is loaded, so the builder skips the random
+    draw; a non-strict load keeps it for what the checkpoint lacks."""
+    _, prefix = saved
+    bert = build_transformer_model(tiny_config, prefix, **ALL_HEADS)
+    assert_same_weights(weights_of(bert), checkpoint_weights_loaded(tiny_config, prefix))
+    deeper = build_transformer_model(tiny_config, prefix, num_hidden_layers=3, strict=False)
+    kernel = deeper.get_layer(names.attention_name(2)).query_kernel.numpy()
+    assert np.std(kernel) > 0.01  # the layer the checkpoint does not have: random, not zeros
+    assert "initializer" not in deeper.get_layer(names.attention_name(2)).get_config()
+
+
+def checkpoint_weights_loaded(config, prefix):
+    model = build_transformer_model(config, **ALL_HEADS)
+    load_checkpoint(model, prefix)
+    return weights_of(model)

@@ -38,6 +38,23 @@ def truncated_normal(stddev):
     return keras.initializers.TruncatedNormal(stddev=stddev)
 
 
+def kernel_initializer(layer):
+    """A layer's kernel initializer: its ``initializer`` if given, else BERT's truncated
+    normal with its ``initializer_range``."""
+    if layer.initializer is not None:
+        return keras.initializers.get(layer.initializer)
+    return truncated_normal(layer.initializer_range)
+
+
+def initializer_config(layer):
+    """``{"initializer": ...}`` for ``get_config`` where one was given (files saved before
+    the argument existed have none)."""
+    if layer.initializer is None:
+        return {}
+    return {"initializer": keras.initializers.serialize(
+        keras.initializers.get(layer.initializer))}
+
+
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class TokenEmbedding(keras.layers.ReversibleEmbedding):
     """Token embedding whose transpose is also the MLM output matrix (``reverse=True``).
@@ -87,6 +104,8 @@ class PositionEmbedding(keras.layers.Layer):
     Args:
         max_position: the number of positions (``max_position_embeddings``).
         initializer_range: stddev of the truncated-normal initializer.
+        initializer: another initializer instead (``"zeros"`` where a checkpoint will
+            overwrite the weights anyway).
 
     Example:
         >>> layer = PositionEmbedding(max_position=512)
@@ -94,17 +113,18 @@ class PositionEmbedding(keras.layers.Layer):
         (2, 10, 16)
     """
 
-    def __init__(self, max_position, initializer_range=0.02, **kwargs):
+    def __init__(self, max_position, initializer_range=0.02, initializer=None, **kwargs):
         super().__init__(**kwargs)
         self.max_position = max_position
         self.initializer_range = initializer_range
+        self.initializer = initializer
         self.supports_masking = True
 
     def build(self, input_shape):
         self.embeddings = self.add_weight(
             name="embeddings",
             shape=(self.max_position, input_shape[-1]),
-            initializer=truncated_normal(self.initializer_range),
+            initializer=kernel_initializer(self),
         )
 
     def call(self, inputs):
@@ -117,6 +137,7 @@ class PositionEmbedding(keras.layers.Layer):
             **super().get_config(),
             "max_position": self.max_position,
             "initializer_range": self.initializer_range,
+            **initializer_config(self),
         }
 
 
@@ -144,6 +165,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         head_size: size of each head; ``num_heads * head_size`` is the width of q, k, v.
         dropout: dropout rate on the attention probabilities.
         initializer_range: stddev of the truncated-normal kernel initializer.
+        initializer: another kernel initializer instead (see :class:`PositionEmbedding`).
 
     Example:
         >>> layer = MultiHeadSelfAttention(num_heads=2, head_size=8)
@@ -153,8 +175,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
     PROJECTIONS = ("query", "key", "value")
 
-    def __init__(self, num_heads, head_size, dropout=0.0, initializer_range=0.02, **kwargs):
+    def __init__(self, num_heads, head_size, dropout=0.0, initializer_range=0.02,
+                 initializer=None, **kwargs):
         super().__init__(**kwargs)
+        self.initializer = initializer
         self.num_heads = num_heads
         self.head_size = head_size
         self.dropout = dropout
@@ -166,7 +190,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     def build(self, input_shape):
         hidden = input_shape[-1]
         inner = self.num_heads * self.head_size
-        initializer = truncated_normal(self.initializer_range)
+        initializer = kernel_initializer(self)
         for projection in self.PROJECTIONS:
             setattr(self, f"{projection}_kernel", self.add_weight(
                 name=f"{projection}_kernel", shape=(hidden, inner), initializer=initializer))
@@ -223,6 +247,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             "head_size": self.head_size,
             "dropout": self.dropout,
             "initializer_range": self.initializer_range,
+            **initializer_config(self),
         }
 
 
@@ -240,8 +265,10 @@ class FeedForward(keras.layers.Layer):
         (1, 5, 16)
     """
 
-    def __init__(self, intermediate_size, activation="gelu", initializer_range=0.02, **kwargs):
+    def __init__(self, intermediate_size, activation="gelu", initializer_range=0.02,
+                 initializer=None, **kwargs):
         super().__init__(**kwargs)
+        self.initializer = initializer
         self.intermediate_size = intermediate_size
         self.activation = activation
         self.initializer_range = initializer_range
@@ -250,7 +277,7 @@ class FeedForward(keras.layers.Layer):
 
     def build(self, input_shape):
         hidden = input_shape[-1]
-        initializer = truncated_normal(self.initializer_range)
+        initializer = kernel_initializer(self)
         self.intermediate_kernel = self.add_weight(
             name="intermediate_kernel", shape=(hidden, self.intermediate_size),
             initializer=initializer)
@@ -275,6 +302,7 @@ class FeedForward(keras.layers.Layer):
             "intermediate_size": self.intermediate_size,
             "activation": self.activation,
             "initializer_range": self.initializer_range,
+            **initializer_config(self),
         }
 
 
