@@ -72,3 +72,54 @@ def test_a_prediction_head_is_refused_by_name(heads):
     bert = build_transformer_model(dict(TINY), **heads)
     with pytest.raises(ValueError, match="NSP-Proba|MLM-Activation"):
         add_cls_classifier(bert, 2)
+
+
+# ------------------------------------------------------- CPUs without hardware bfloat16
+def test_cpu_flags_are_read_from_the_kernels_list(tmp_path):
+    from kerasbert import hardware
+
+    x86 = tmp_path / "x86"
+    x86.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16\n\n"
+                   "processor\t: 1\nflags\t\t: fpu avx2 avx512f avx512_bf16\n")
+    arm = tmp_path / "arm"
+    arm.write_text("processor\t: 0\nFeatures\t: fp asimd sve\n")
+    assert hardware.cpu_flags(str(x86)) == {"fpu", "avx2", "avx512f", "avx512_bf16"}
+    assert hardware.has_fast_bfloat16(hardware.cpu_flags(str(x86)))
+    assert not hardware.has_fast_bfloat16(hardware.cpu_flags(str(arm)))
+    assert hardware.cpu_flags(str(tmp_path / "none")) is None
+    assert hardware.has_fast_bfloat16(None) == hardware.has_fast_bfloat16(hardware.cpu_flags())
+
+
+@pytest.mark.parametrize("flags, expected", [(frozenset({"avx2", "fma"}), "float32"),
+                                             (frozenset({"avx2", "amx_bf16"}), "bfloat16")])
+def test_a_bfloat16_predictor_falls_back_to_float32_without_hardware_bfloat16(
+        flags, expected, monkeypatch, caplog):
+    from kerasbert import hardware
+    from kerasbert.serving.predictor import Predictor
+
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: flags)
+    bert = build_transformer_model(dict(TINY))
+    with caplog.at_level("WARNING", logger="kerasbert"):
+        predict = Predictor(bert, dtype_policy="bfloat16")
+    layer = predict.model.get_layer(names.feed_forward_name(0))
+    assert layer.compute_dtype == expected
+    warned = [r.getMessage() for r in caplog.records if "no hardware bfloat16" in r.getMessage()]
+    assert len(warned) == (expected == "float32")
+    assert predict(IDS, SEGMENTS).shape == (2, 8, TINY["hidden_size"])
+
+
+def test_mixed_precision_training_falls_back_to_float32_without_hardware_bfloat16(
+        monkeypatch, caplog, tiny_config_path):
+    from kerasbert import hardware
+    from kerasbert.tasks.classification import build_classifier
+    from kerasbert.training.options import TrainOptions
+
+    options = TrainOptions(output="unused", config=str(tiny_config_path), mixed_precision=True)
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx2"}))
+    with caplog.at_level("WARNING", logger="kerasbert"):
+        model = build_classifier(options, 2)
+    assert model.get_layer(names.attention_name(0)).dtype_policy.name == "float32"
+    assert any("--mixed-precision" in r.getMessage() for r in caplog.records)
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx512_bf16"}))
+    model = build_classifier(options, 2)
+    assert model.get_layer(names.attention_name(0)).dtype_policy.name == "mixed_bfloat16"

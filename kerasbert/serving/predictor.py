@@ -22,6 +22,8 @@ import math
 import keras
 import numpy as np
 
+from kerasbert.hardware import compute_policy
+
 DEFAULT_BUCKET = 32
 
 
@@ -71,7 +73,9 @@ class Predictor:
         jit_compile: compile with XLA (TensorFlow backend).
         bucket: under XLA, lengths are padded up to a multiple of this.
         dtype_policy: run a copy of the model under this policy, e.g. ``"bfloat16"``
-            on CPUs with AVX-512 BF16 or AMX (see :func:`with_dtype_policy`).
+            on CPUs with AVX-512 BF16 or AMX (see :func:`with_dtype_policy`); on a CPU
+            without hardware bfloat16 a bfloat16 policy runs in float32, with a warning
+            (:func:`kerasbert.hardware.compute_policy`).
 
     Example:
         >>> from kerasbert import build_transformer_model
@@ -90,6 +94,7 @@ class Predictor:
     def __init__(self, model, jit_compile=False, bucket=DEFAULT_BUCKET, dtype_policy=None):
         if not isinstance(bucket, int) or bucket < 1:
             raise ValueError(f"bucket must be a positive integer, received bucket={bucket!r}")
+        dtype_policy = compute_policy(dtype_policy, "Predictor(dtype_policy=...)")
         if dtype_policy is not None:
             model = with_dtype_policy(model, dtype_policy)
         self.model = model

@@ -23,6 +23,7 @@ import numpy as np
 
 from kerasbert import files
 from kerasbert.build import build_transformer_model
+from kerasbert.hardware import compute_policy
 from kerasbert.models import names
 from kerasbert.models.config import BertConfig, check_maxlen, check_vocab_fits
 from kerasbert.models.heads import add_cls_classifier
@@ -131,7 +132,8 @@ def build_classifier(options, num_labels):
     """
     bert = build_transformer_model(options.config, options.checkpoint,
                                    dropout_rate=options.dropout,
-                                   dtype="mixed_bfloat16" if options.mixed_precision else None)
+                                   dtype=compute_policy("mixed_bfloat16", "--mixed-precision")
+                                   if options.mixed_precision else None)
     config = BertConfig.from_json_file(options.config)
     return add_cls_classifier(bert, num_labels, dropout_rate=options.dropout,
                               activation="linear", initializer_range=config.initializer_range)
