@@ -33,6 +33,7 @@ from kerasbert.models import names
 
 logger = logging.getLogger(__name__)
 
+
 @dataclasses.dataclass
 class Target:
     """One model weight and the Google variable it is stored as."""
@@ -113,7 +114,8 @@ def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_t
     """Loads a Google BERT checkpoint into a model built by kerasbert, by name.
 
     Everything is read and checked before the first assignment, so a load that
-    fails leaves the model as it was. Half-precision variables are cast.
+    fails leaves the model as it was (unless ``streaming``, below). Half-precision
+    variables are cast.
 
     Args:
         model: a ``keras.Model`` with kerasbert's layer names (heads and a classifier

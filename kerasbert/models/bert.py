@@ -86,24 +86,15 @@ def _embeddings(token_ids, segment_ids, config, dtype, initializer):
 
 
 def _encoder_layer(x, index, config, dtype, initializer):
+    common = dict(initializer_range=config.initializer_range, initializer=initializer,
+                  dtype=dtype)
     attention = MultiHeadSelfAttention(
-        config.num_attention_heads,
-        config.head_size,
-        dropout=config.attention_probs_dropout_prob,
-        initializer_range=config.initializer_range,
-        initializer=initializer,
-        name=names.attention_name(index),
-        dtype=dtype,
-    )
+        config.num_attention_heads, config.head_size,
+        dropout=config.attention_probs_dropout_prob, name=names.attention_name(index), **common)
     x = _residual_block(x, attention, names.attention_name(index), config, dtype)
     feed_forward = FeedForward(
-        config.intermediate_size,
-        activation=config.hidden_act,
-        initializer_range=config.initializer_range,
-        initializer=initializer,
-        name=names.feed_forward_name(index),
-        dtype=dtype,
-    )
+        config.intermediate_size, activation=config.hidden_act,
+        name=names.feed_forward_name(index), **common)
     return _residual_block(x, feed_forward, names.feed_forward_name(index), config, dtype)
 
 

@@ -259,6 +259,7 @@ class FeedForward(keras.layers.Layer):
         intermediate_size: width of the hidden layer.
         activation: ``hidden_act`` of the config ("gelu" is the exact erf form).
         initializer_range: stddev of the truncated-normal kernel initializer.
+        initializer: another kernel initializer instead (see :class:`PositionEmbedding`).
 
     Example:
         >>> tuple(FeedForward(intermediate_size=32)(keras.ops.zeros((1, 5, 16))).shape)

@@ -131,12 +131,12 @@ def build_classifier(options, num_labels):
     in bfloat16); the model a run saves appends the softmax (:func:`with_probabilities`).
     """
     bert = build_transformer_model(options.config, options.checkpoint,
-                                   dropout_rate=options.dropout,
+                                   dropout_rate=options.dropout, return_keras_model=False,
                                    dtype=compute_policy("mixed_bfloat16", "--mixed-precision")
                                    if options.mixed_precision else None)
-    config = BertConfig.from_json_file(options.config)
-    return add_cls_classifier(bert, num_labels, dropout_rate=options.dropout,
-                              activation="linear", initializer_range=config.initializer_range)
+    return add_cls_classifier(bert.model, num_labels, dropout_rate=options.dropout,
+                              activation="linear",
+                              initializer_range=bert.config.initializer_range)
 
 
 def _train(run, inputs, callbacks, strategy):
