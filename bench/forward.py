@@ -21,9 +21,10 @@ IMPLEMENTATIONS = {
     "bert4keras": ("bert4keras", True),
     "keras-hub": ("keras-hub", False),
     "hf-torch": ("Hugging Face torch", False),
+    "hf-torch-bf16": ("Hugging Face torch, bf16 weights", False),
     "onnxruntime": ("onnxruntime", False),
 }
-PEERS = ("bert4keras", "keras-hub", "hf-torch", "onnxruntime")
+PEERS = ("bert4keras", "keras-hub", "hf-torch", "hf-torch-bf16", "onnxruntime")
 
 
 def encoder_flops(config, batch, length):

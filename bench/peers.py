@@ -69,17 +69,23 @@ def _hf_model(config_path):
     return torch, transformers, transformers.BertModel(config, add_pooling_layer=False).eval()
 
 
-def hf_torch(config_path=CHINESE_BASE):
-    """Hugging Face ``BertModel`` on CPU torch, under ``torch.inference_mode``."""
+def hf_torch(config_path=CHINESE_BASE, dtype="float32"):
+    """Hugging Face ``BertModel`` on CPU torch, under ``torch.inference_mode``.
+
+    ``dtype="bfloat16"``: the weights cast to bf16 (``model.to(torch.bfloat16)``), the way
+    torch users run BERT fast on a CPU with bf16 matrix instructions; outputs come back
+    as float32.
+    """
     torch, transformers, model = _hf_model(config_path)
+    model = model.to(getattr(torch, dtype))
 
     def call(t, s):
         t, s = torch.from_numpy(t).long(), torch.from_numpy(s).long()
         with torch.inference_mode():
             return model(input_ids=t, token_type_ids=s,
-                         attention_mask=(t != 0).long()).last_hidden_state.numpy()
+                         attention_mask=(t != 0).long()).last_hidden_state.float().numpy()
 
-    return call, f"transformers {transformers.__version__}, torch {torch.__version__}"
+    return call, f"transformers {transformers.__version__}, torch {torch.__version__}, {dtype}"
 
 
 def onnxruntime(config_path=CHINESE_BASE):
@@ -140,5 +146,6 @@ BUILDERS = {
     "bert4keras": bert4keras,
     "keras-hub": keras_hub,
     "hf-torch": hf_torch,
+    "hf-torch-bf16": lambda **o: hf_torch(**o, dtype="bfloat16"),
     "onnxruntime": onnxruntime,
 }

@@ -32,6 +32,23 @@ def get_activation(name):
     return keras.activations.get(name)
 
 
+def affine(rows, kernel, bias):
+    """``rows @ kernel + bias`` for 2-D ``rows``.
+
+    On TensorFlow it is written as ``MatMul`` + ``BiasAdd``: the pair that TensorFlow's
+    graph optimizer hands to oneDNN as one fused product, with a GELU or ReLU that follows
+    folded in too. Keras's ``matmul + add`` (an ``AddV2``) is not fused, and its
+    separate bias and GELU passes cost as much as the product itself in bfloat16
+    (``bench/``). Other backends get the plain expression.
+    """
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        return tf.nn.bias_add(tf.matmul(rows, ops.convert_to_tensor(kernel)),
+                              ops.convert_to_tensor(bias))
+    return ops.matmul(rows, kernel) + bias
+
+
 def truncated_normal(stddev):
     """The initializer of every BERT weight matrix: Google's truncated normal with the
     config's ``initializer_range`` as its standard deviation."""
@@ -205,7 +222,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         """Projects ``(batch * length, hidden)`` rows to ``(batch, heads, length, head_size)``."""
         kernel = getattr(self, f"{projection}_kernel")
         bias = getattr(self, f"{projection}_bias")
-        x = ops.matmul(rows, kernel) + bias
+        x = affine(rows, kernel, bias)
         x = ops.reshape(x, (batch, length, self.num_heads, self.head_size))
         return ops.transpose(x, (0, 2, 1, 3))
 
@@ -234,7 +251,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         # (B, N, T, D) -> (B, T, N, D) -> (B*T, N*D): the heads side by side, as rows.
         context = ops.transpose(ops.matmul(probabilities, value), (0, 2, 1, 3))
         context = ops.reshape(context, (-1, self.num_heads * self.head_size))
-        output = ops.matmul(context, self.output_kernel) + self.output_bias  # (B*T, H)
+        output = affine(context, self.output_kernel, self.output_bias)  # (B*T, H)
         return ops.reshape(output, (batch, length, output.shape[-1]))  # (B, T, H)
 
     def compute_output_shape(self, input_shape):
@@ -290,9 +307,11 @@ class FeedForward(keras.layers.Layer):
             name="output_bias", shape=(hidden,), initializer="zeros")
 
     def call(self, inputs):
-        x = ops.matmul(inputs, self.intermediate_kernel) + self.intermediate_bias
-        x = self.activation_fn(x)
-        return ops.matmul(x, self.output_kernel) + self.output_bias
+        # On 2-D rows, so each product is one GEMM fused with its bias and activation.
+        rows = ops.reshape(inputs, (-1, inputs.shape[-1]))  # (B*T, H)
+        x = self.activation_fn(affine(rows, self.intermediate_kernel, self.intermediate_bias))
+        x = affine(x, self.output_kernel, self.output_bias)
+        return ops.reshape(x, ops.shape(inputs))
 
     def compute_output_shape(self, input_shape):
         return input_shape
