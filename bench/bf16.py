@@ -7,7 +7,8 @@ suite measures what it costs in accuracy, twice:
   the worker first checks its float32 kerasbert outputs against Hugging Face's own, so
   the deviation measured is bf16's, not a mapping error's;
 * a classifier: the newest ``runs/demo-*`` run directory (``make demo``), its
-  predictions on the review test split in float32 and in bfloat16.
+  predictions on the review test split in float32, in bfloat16, and exported to ONNX
+  with int8 weights (``kerasbert export --format onnx --int8``).
 """
 
 import glob
@@ -140,8 +141,13 @@ def newest_demo_run(root):
     return os.path.dirname(runs[-1]) if runs else None
 
 
-def classifier_agreement(run_dir=None, data="kerasbert/resources/reviews/test.tsv", batch_size=64):
-    """Worker: a fine-tuned run's test predictions in float32 and in bfloat16."""
+def classifier_agreement(run_dir=None, data="kerasbert/resources/reviews/test.tsv", batch_size=64,
+                         mode="bf16"):
+    """Worker: a fine-tuned run's test predictions in float32 and in a fast ``mode``:
+    ``"bf16"`` (a bfloat16 :class:`Predictor`) or ``"onnx-int8"`` (``kerasbert export
+    --format onnx --int8`` under ONNX Runtime)."""
+    import tempfile
+
     from kerasbert.serving.predictor import Predictor
     from kerasbert.tasks.classification import Run
     from kerasbert.training import batches
@@ -155,27 +161,36 @@ def classifier_agreement(run_dir=None, data="kerasbert/resources/reviews/test.ts
     truth = datasets.label_ids(rows, run.labels)
     tokens, segments = batches.encode_examples(run.tokenizer, rows, run.options.maxlen)
     lengths = np.count_nonzero(tokens, axis=1)
-    probabilities = {}
-    for name, policy in (("fp32", None), ("bf16", "bfloat16")):
-        predict = Predictor(run.model, dtype_policy=policy)
-        batches = []
-        for start in range(0, len(truth), batch_size):
-            width = int(lengths[start:start + batch_size].max())
-            batches.append(predict(tokens[start:start + batch_size, :width],
-                                   segments[start:start + batch_size, :width]))
-        probabilities[name] = np.concatenate(batches)
-    fp32, bf16 = (probabilities[k].argmax(-1) for k in ("fp32", "bf16"))
-    return {"run": os.path.relpath(run_dir, ROOT), "examples": len(truth),
-            "agreement": float((fp32 == bf16).mean()), "disagreements": int((fp32 != bf16).sum()),
+    with tempfile.TemporaryDirectory(prefix="bench-int8-") as folder:
+        if mode == "onnx-int8":
+            from kerasbert.serving.portable import onnx_runner
+
+            onnx = [p for p in run.export(os.path.join(folder, "onnx"), format="onnx", int8=True)
+                    if p.endswith(".onnx")][0]
+            fast = onnx_runner(onnx)
+        else:
+            fast = Predictor(run.model, dtype_policy="bfloat16")
+        probabilities = {}
+        for name, predict in (("fp32", Predictor(run.model)), (mode, fast)):
+            parts = []
+            for start in range(0, len(truth), batch_size):
+                width = int(lengths[start:start + batch_size].max())
+                parts.append(predict(tokens[start:start + batch_size, :width],
+                                     segments[start:start + batch_size, :width]))
+            probabilities[name] = np.concatenate(parts)
+    fp32, other = (probabilities[k].argmax(-1) for k in ("fp32", mode))
+    return {"run": os.path.relpath(run_dir, ROOT), "mode": mode, "examples": len(truth),
+            "agreement": float((fp32 == other).mean()), "disagreements": int((fp32 != other).sum()),
             "fp32_accuracy": float((fp32 == truth).mean()),
-            "bf16_accuracy": float((bf16 == truth).mean()),
+            "fast_accuracy": float((other == truth).mean()),
             "max_abs_probability": float(np.abs(probabilities["fp32"]
-                                                - probabilities["bf16"]).max())}
+                                                - probabilities[mode]).max())}
 
 
 POLICIES = ("bfloat16", "mixed_bfloat16")
 WORKERS = {policy: (lambda policy=policy: measure(policy)) for policy in POLICIES}
 WORKERS["classifier"] = classifier_agreement
+WORKERS["classifier-int8"] = lambda **o: classifier_agreement(**o, mode="onnx-int8")
 
 
 def run(options, log):
@@ -201,21 +216,23 @@ def run(options, log):
     title = (f"bf16 deviation from fp32, all-MiniLM-L6-v2, {len(SENTENCES)} sentences, "
              "sequence output at real tokens")
     tables = [{"title": title, "columns": columns, "rows": rows}]
-    log("bf16: a fine-tuned classifier on the review test split")
-    results["classifier"] = agreement = run_worker("bf16", "classifier", {}, options, log)
-    if why_missing(agreement):
-        row = {"run": why_missing(agreement)}
-    else:
-        row = {**agreement, "agreement": f"{agreement['agreement']:.2%}",
-               "fp32_accuracy": f"{agreement['fp32_accuracy']:.4f}",
-               "bf16_accuracy": f"{agreement['bf16_accuracy']:.4f}",
-               "max_abs_probability": f"{agreement['max_abs_probability']:.3g}"}
-    tables.append({"title": "bf16 against fp32, a fine-tuned classifier (make demo) on the "
+    log("bf16: a fine-tuned classifier on the review test split, bf16 and ONNX int8")
+    rows = []
+    for name in ("classifier", "classifier-int8"):
+        results[name] = agreement = run_worker("bf16", name, {}, options, log)
+        if why_missing(agreement):
+            rows.append({"run": why_missing(agreement), "mode": name})
+            continue
+        rows.append({**agreement, "agreement": f"{agreement['agreement']:.2%}",
+                     "fp32_accuracy": f"{agreement['fp32_accuracy']:.4f}",
+                     "fast_accuracy": f"{agreement['fast_accuracy']:.4f}",
+                     "max_abs_probability": f"{agreement['max_abs_probability']:.3g}"})
+    tables.append({"title": "Fast modes against fp32, a fine-tuned classifier (make demo) on the "
                             "review test split",
-                   "columns": [("run", "run"), ("examples", "reviews"),
+                   "columns": [("mode", "mode"), ("run", "run"), ("examples", "reviews"),
                                ("agreement", "same label"), ("disagreements", "labels changed"),
                                ("fp32_accuracy", "fp32 accuracy"),
-                               ("bf16_accuracy", "bf16 accuracy"),
+                               ("fast_accuracy", "its accuracy"),
                                ("max_abs_probability", "max abs diff of probabilities")],
-                   "rows": [row]})
+                   "rows": rows})
     return {"results": results, "tables": tables}

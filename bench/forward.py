@@ -18,13 +18,16 @@ IMPLEMENTATIONS = {
     "kerasbert": ("kerasbert Predictor, fp32", False),
     "kerasbert-predict": ("kerasbert model.predict, fp32", False),
     "kerasbert-bf16": ("kerasbert Predictor, bfloat16", False),
+    "kerasbert-onnx-int8": ("kerasbert export --format onnx --int8, onnxruntime", False),
     "bert4keras": ("bert4keras", True),
     "keras-hub": ("keras-hub", False),
     "hf-torch": ("Hugging Face torch", False),
     "hf-torch-bf16": ("Hugging Face torch, bf16 weights", False),
     "onnxruntime": ("onnxruntime", False),
+    "onnxruntime-int8": ("onnxruntime, dynamic int8", False),
 }
-PEERS = ("bert4keras", "keras-hub", "hf-torch", "hf-torch-bf16", "onnxruntime")
+PEERS = ("bert4keras", "keras-hub", "hf-torch", "hf-torch-bf16", "onnxruntime",
+         "onnxruntime-int8")
 
 
 def encoder_flops(config, batch, length):
@@ -65,16 +68,39 @@ def kerasbert(mode="predictor", dtype_policy=None, jit_compile=False,
         return (lambda t, s: model.predict([t, s], batch_size=len(t), verbose=0)), label
     if mode == "predict_on_batch":
         return (lambda t, s: model.predict_on_batch([t, s])), label
+    if mode == "onnx-int8":
+        return _onnx_int8(model), label + ", ONNX export with int8 weights, onnxruntime"
     import tensorflow as tf
 
     function = tf.function(lambda t, s: model([t, s], training=False), jit_compile=jit_compile)
     return (lambda t, s: function(t, s).numpy()), label
 
 
+def _onnx_int8(model):
+    """The encoder exported as ``kerasbert export --format onnx --int8`` exports a classifier:
+    through tf2onnx, then int8 weights (:func:`kerasbert.serving.portable.quantize_onnx`)."""
+    import os
+    import tempfile
+
+    from kerasbert.serving import portable
+
+    path = os.path.join(tempfile.mkdtemp(prefix="bench-onnx-int8-"), "model.onnx")
+    with portable._quiet():
+        portable._register_erfc()
+        model.export(path, format="onnx", input_signature=portable._signature(None),
+                     verbose=False)
+    portable.quantize_onnx(path, path)
+    session = portable._require("onnxruntime", "onnx").InferenceSession(
+        path, providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    return lambda t, s: session.run(None, dict(zip(names, (t, s))))[0]
+
+
 KERASBERT_MODES = {
     "kerasbert": {},
     "kerasbert-predict": {"mode": "predict"},
     "kerasbert-bf16": {"dtype_policy": "bfloat16"},
+    "kerasbert-onnx-int8": {"mode": "onnx-int8"},
     "kerasbert-function": {"mode": "function"},
     "kerasbert-xla": {"jit_compile": True},
 }
@@ -120,7 +146,7 @@ def run(options, log):
             tf_keras = IMPLEMENTATIONS.get(name, ("", False))[1]
             results[name] = _best(results.get(name), run_worker(
                 "forward", name, options.timing(), options, log, tf_keras=tf_keras))
-    gemm = options.earlier.get("gemm", {}).get("results", {}).get("float32")
+    gemm = options.earlier.get("gemm", {}).get("results", {})
     config = peers.read_config()
     tables = [_table(results, shape, config, gemm) for shape in ("8x128", "1x32")]
     return {"results": results, "tables": tables}
@@ -138,30 +164,38 @@ def _best(kept, new):
     return kept
 
 
+def gemm_limit(gemm, shape, dtype):
+    """The best GEMM rate (GFLOP/s) the gemm suite measured at ``shape``'s products in
+    ``dtype`` (TensorFlow's or torch's, whichever is faster), or None."""
+    rates = [result["gflops"][shape] for name, result in gemm.items()
+             if name.endswith(dtype) and not why_missing(result) and shape in result["gflops"]]
+    return max(rates, default=None)
+
+
 def _table(results, shape, config, gemm):
     batch, length = map(int, shape.split("x"))
     flops = encoder_flops(config, batch, length)
     base = results.get("kerasbert", {}).get("timings", {}).get(shape)
-    limit_ms = None
-    if gemm and shape in gemm.get("gflops", {}):
-        limit_ms = flops / gemm["gflops"][shape] / 1e6
+    limits = {dtype: gemm_limit(gemm, shape, dtype) for dtype in ("float32", "bfloat16")}
+    limit_ms = {dtype: flops / rate / 1e6 for dtype, rate in limits.items() if rate}
     rows = []
     for name, result in results.items():
         row, t = timing_row(name, result, shape)
         rows.append(row)
         if t is None:
             continue
+        limit = limit_ms.get("bfloat16" if "bf16" in name else "float32")
         row.update({
             "tokens_per_s": round(batch * length / t["median_ms"] * 1e3),
             "gflops": round(flops / t["median_ms"] / 1e6, 1),
             "kerasbert_speedup": round(t["median_ms"] / base["median_ms"], 2) if base else None,
-            "of_gemm_limit": f"{limit_ms / t['median_ms']:.0%}" if limit_ms else None,
+            "of_gemm_limit": f"{limit / t['median_ms']:.0%}" if limit else None,
         })
     title = (f"Forward pass, batch {batch} x {length} tokens, {flops / 1e9:.1f} GFLOP"
-             + (f"; GEMM limit {limit_ms:.0f} ms" if limit_ms else ""))
+             + "".join(f"; {dtype} GEMM limit {ms:.0f} ms" for dtype, ms in limit_ms.items()))
     columns = [("name", "implementation"), ("median_ms", "median ms"), ("min_ms", "min"),
                ("max_ms", "max"), ("tokens_per_s", "tokens/s"), ("gflops", "GFLOP/s"),
-               ("kerasbert_speedup", "kerasbert ×"), ("of_gemm_limit", "% of GEMM limit"),
-               ("label", "version / mode")]
+               ("kerasbert_speedup", "kerasbert ×"),
+               ("of_gemm_limit", "% of GEMM limit (its dtype)"), ("label", "version / mode")]
     return {"title": title, "columns": columns, "rows": rows, "shape": shape,
             "flops": flops, "limit_ms": limit_ms}

@@ -5,7 +5,8 @@ alone, at the library's best GEMM speed, bounds the whole pass from below. The
 worker times ``tf.matmul`` (oneDNN on x86) at exactly the shapes of the encoder's
 dense layers for each benchmarked batch; the throughput it reaches over them is the
 "GEMM limit" the forward table compares against. A large square product is timed
-too, as the machine's headline figure.
+too, as the machine's headline figure. torch's GEMM (``torch.matmul``, oneDNN or MKL) is
+measured at the same shapes: where it is faster, it is the machine's best measured rate.
 """
 
 from bench.peers import read_config
@@ -53,12 +54,44 @@ def measure(shapes=((8, 128), (1, 32)), dtype="float32", repeats=REPEATS):
     return result
 
 
+def measure_torch(shapes=((8, 128), (1, 32)), dtype="float32", repeats=REPEATS):
+    """Worker: GFLOP/s of ``torch.matmul`` over the same shapes (CPU torch, all cores)."""
+    import os
+
+    from bench.runner import Skipped, timed
+
+    try:
+        import torch
+    except ImportError as error:
+        raise Skipped(f"torch is not installed ({error})") from None
+    torch.set_num_threads(os.cpu_count())
+    config = read_config()
+
+    def seconds(m, k, n):
+        a = torch.randn(m, k).to(getattr(torch, dtype))
+        b = torch.randn(k, n).to(getattr(torch, dtype))
+        with torch.inference_mode():
+            return timed(lambda: torch.matmul(a, b), warmup=3, repeats=repeats)["min_ms"] / 1e3
+
+    result = {"label": f"torch {torch.__version__} torch.matmul, {dtype}", "gflops": {}}
+    for batch, length in shapes:
+        shape_list = dense_shapes(config, batch * length)
+        flops = sum(2 * m * k * n for m, k, n in shape_list)
+        result["gflops"][f"{batch}x{length}"] = round(
+            flops / sum(seconds(*shape) for shape in shape_list) / 1e9, 1)
+    result["square_gflops"] = round(2 * SQUARE**3 / seconds(SQUARE, SQUARE, SQUARE) / 1e9, 1)
+    return result
+
+
 WORKERS = {"float32": lambda **o: measure(dtype="float32", **o),
-           "bfloat16": lambda **o: measure(dtype="bfloat16", **o)}
+           "bfloat16": lambda **o: measure(dtype="bfloat16", **o),
+           "torch-float32": lambda **o: measure_torch(dtype="float32", **o),
+           "torch-bfloat16": lambda **o: measure_torch(dtype="bfloat16", **o)}
 
 
 def run(options, log):
-    """Measures fp32 and bf16 GEMM throughput, each in its own process (``options``: max_wait)."""
+    """Measures fp32 and bf16 GEMM throughput of TensorFlow and torch, each in its own
+    process (``options``: max_wait)."""
     results = {}
     for dtype in WORKERS:
         log(f"gemm: {dtype}")

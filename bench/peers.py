@@ -88,8 +88,13 @@ def hf_torch(config_path=CHINESE_BASE, dtype="float32"):
     return call, f"transformers {transformers.__version__}, torch {torch.__version__}, {dtype}"
 
 
-def onnxruntime(config_path=CHINESE_BASE):
-    """The Hugging Face model exported to ONNX, with onnxruntime's BERT fusions."""
+def onnxruntime(config_path=CHINESE_BASE, int8=False):
+    """The Hugging Face model exported to ONNX, with onnxruntime's BERT fusions.
+
+    ``int8``: then quantized with onnxruntime's dynamic int8 quantization
+    (``quantize_dynamic``: int8 weights, activations quantized per call; VNNI / AMX-INT8
+    kernels where the CPU has them).
+    """
     ort = _require("onnxruntime")
     torch, transformers, model = _hf_model(config_path)
     folder = tempfile.mkdtemp(prefix="bench-onnx-")
@@ -116,6 +121,13 @@ def onnxruntime(config_path=CHINESE_BASE):
     except Exception as error:  # an exporter that is missing or refuses is a skip, not a crash
         raise Skipped(f"torch.onnx.export failed: {type(error).__name__}: {error}") from None
     label = f"onnxruntime {ort.__version__}"
+    if int8:
+        # Quantized before the fusions: the quantizer cannot type the fused graph's tensors.
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        quantized = os.path.join(folder, "bert-int8.onnx")
+        quantize_dynamic(path, quantized, weight_type=QuantType.QInt8)
+        path, label = quantized, label + " dynamic int8"
     try:
         # The BERT-specific fusions (attention, layer norm, GELU) that onnxruntime ships.
         from onnxruntime.transformers import optimizer
@@ -148,4 +160,5 @@ BUILDERS = {
     "hf-torch": hf_torch,
     "hf-torch-bf16": lambda **o: hf_torch(**o, dtype="bfloat16"),
     "onnxruntime": onnxruntime,
+    "onnxruntime-int8": lambda **o: onnxruntime(**o, int8=True),
 }

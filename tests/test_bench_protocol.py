@@ -32,10 +32,12 @@ FIGURES = {
     # bf16: the two policies, then the classifier
     "max_abs": 0.01, "mean_abs": 0.001, "relative_rms": 0.002, "min_sentence_cosine": 0.9999,
     "fp32_vs_hf_max_abs": 1e-6, "run": "runs/demo-stub", "examples": 100, "agreement": 0.99,
-    "disagreements": 1, "fp32_accuracy": 0.9, "bf16_accuracy": 0.9, "max_abs_probability": 0.01,
+    "disagreements": 1, "fp32_accuracy": 0.9, "fast_accuracy": 0.9, "max_abs_probability": 0.01,
+    "mode": "bf16",
     # train: its prepare worker, then each implementation; serving's prepare
     "path": "stub.npz", "mean_tokens": 60.0, "median_tokens": 55, "truncated": 3,
-    "epoch_seconds": [2.0, 1.9], "samples_per_s": 320.0, "folder": "stub",
+    "epoch_seconds": [2.0, 1.9], "epoch_cores": [1.9, 1.8], "samples_per_s": 320.0,
+    "folder": "stub",
     # load: the checkpoint writer, then each build + load script
     "checkpoint_mb": 392.0, "build_s": 3.1, "load_s": 0.3, "baseline_mb": 500.0,
     "built_mb": 900.0,

@@ -136,6 +136,11 @@ def command_export(args):
     from kerasbert.tasks.classification import Run
 
     options = {"version": args.version} if args.format == "saved_model" else {}
+    if args.int8:
+        if args.format != "onnx":
+            raise UsageError(f"invalid flag in --int8: only with --format onnx, not "
+                             f"--format {args.format}")
+        options["int8"] = True
     for path in Run(args.model).export(args.to, overwrite=args.overwrite, format=args.format,
                                        **options):
         print(f"wrote {path}")

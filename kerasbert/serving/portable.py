@@ -29,7 +29,9 @@ import functools
 import json
 import logging
 import os
+import shutil
 import sys
+import tempfile
 import warnings
 
 import keras
@@ -43,6 +45,9 @@ LITERT_FILE = "model.tflite"
 INPUTS = ("token_ids", "segment_ids")
 OUTPUT = "probabilities"
 TOLERANCE = 1e-4  # max abs difference from the Keras model's probabilities
+# int8 weights move probabilities by a few hundredths (bench/bf16.py measures the labels
+# on the review test split); more than this on a probe means a broken quantization.
+INT8_TOLERANCE = 0.1
 log = logging.getLogger(__name__)
 
 
@@ -50,7 +55,7 @@ class ExportError(ValueError):
     """A model that cannot be exported to the format asked; the message says why."""
 
 
-def export_onnx(run, directory, *, overwrite=False):
+def export_onnx(run, directory, *, overwrite=False, int8=False):
     """Writes ``<directory>/model.onnx`` with dynamic batch and length, plus labels and vocab.
 
     Keras exports the model through tf2onnx; TensorFlow's exact GELU uses ``Erfc``,
@@ -60,6 +65,10 @@ def export_onnx(run, directory, *, overwrite=False):
         run: a :class:`kerasbert.tasks.classification.Run`.
         directory: a new or empty folder; with ``overwrite``, an earlier ONNX export.
         overwrite: replace an earlier ONNX export in ``directory`` (nothing else).
+        int8: quantize the weights of every matrix product to int8 (ONNX Runtime's dynamic
+            quantization: activations are quantized per call). A quarter of the size and
+            the fastest CPU inference measured (``bench/``); probabilities move by a few
+            hundredths, so the check against Keras allows :data:`INT8_TOLERANCE`.
 
     Returns:
         the paths written.
@@ -80,10 +89,35 @@ def export_onnx(run, directory, *, overwrite=False):
         with _quiet():
             _register_erfc()
             model.export(path, format="onnx", input_signature=_signature(None), verbose=False)
-        _describe_onnx(path, len(run.labels), {"labels": json.dumps(run.labels, ensure_ascii=False),
-                                               "maxlen": str(run.options.maxlen)})
-        _check_outputs(model, onnx_runner(path), f"ONNX model in {directory}")
+        metadata = {"labels": json.dumps(run.labels, ensure_ascii=False),
+                    "maxlen": str(run.options.maxlen)}
+        if int8:
+            metadata["quantization"] = "dynamic int8"
+        _describe_onnx(path, len(run.labels), metadata)
+        if int8:
+            quantize_onnx(path, path)
+        _check_outputs(model, onnx_runner(path), f"ONNX model in {directory}",
+                       tolerance=INT8_TOLERANCE if int8 else TOLERANCE)
         return _write_sidecars(run, temporary, directory, ONNX_FILE)
+
+
+def quantize_onnx(source, target):
+    """Rewrites an ONNX model with int8 weights for every ``MatMul`` (dynamic quantization).
+
+    ONNX Runtime's ``quantize_dynamic``: weights are stored as signed int8 with one scale
+    per matrix, activations are quantized on the fly, and the products run on the CPU's
+    int8 instructions (AVX-512 VNNI, AMX-INT8) where it has them. ``target`` may be
+    ``source``.
+    """
+    _require("onnxruntime", "onnx")
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    with tempfile.TemporaryDirectory() as folder:
+        quantized = os.path.join(folder, "int8.onnx")
+        with _quiet():
+            quantize_dynamic(os.fspath(source), quantized, weight_type=QuantType.QInt8,
+                             op_types_to_quantize=["MatMul"])
+        shutil.move(quantized, os.fspath(target))
 
 
 def export_litert(run, directory, *, overwrite=False):
@@ -324,7 +358,7 @@ def _ops_without_builtins(error):
     return ops
 
 
-def _check_outputs(model, predict, what, longest=None):
+def _check_outputs(model, predict, what, longest=None, tolerance=TOLERANCE):
     """Runs probe batches through ``predict`` and the Keras model; refuses a difference.
 
     Two shapes (a pair with padding, a single short row) also prove the dynamic axes;
@@ -340,9 +374,9 @@ def _check_outputs(model, predict, what, longest=None):
         segment_ids = np.zeros_like(token_ids)
         expected = np.asarray(model([token_ids, segment_ids], training=False)[OUTPUT])
         worst = max(worst, float(np.abs(predict(token_ids, segment_ids) - expected).max()))
-    if not worst <= TOLERANCE:
+    if not worst <= tolerance:
         raise ExportError(f"{what}: its probabilities differ from the Keras model's by "
-                          f"{worst:.2e} (more than {TOLERANCE:g}) on a probe batch; nothing "
+                          f"{worst:.2e} (more than {tolerance:g}) on a probe batch; nothing "
                           "was written")
 
 
