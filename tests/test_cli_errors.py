@@ -606,6 +606,8 @@ CASES = [
          "model.keras", setup=truncate("run/model.keras", 1000)),
     case("export-to-empty-string", ["export", "--model", "run", "--to", ""], "--to"),
     case("export-missing-to", ["export", "--model", "run"], "--to"),
+    case("export-int8-not-onnx", ["export", "--model", "run", "--to", "lite", "--format",
+                                  "litert", "--int8"], "--int8", "--format litert"),
 
     # --- convert
     case("convert-from-missing", ["convert", "--from-hf", "nope", "--to", "g/bert_model.ckpt"],

@@ -138,3 +138,20 @@ def test_predictor_rejects_bad_inputs(tiny_model):
         predict(np.ones(4, "int32"))
     with pytest.raises(ValueError, match="segment_ids shape"):
         predict(np.ones((2, 4), "int32"), np.zeros((2, 5), "int32"))
+
+
+def test_dense_products_reach_tensorflow_as_matmul_and_biasadd():
+    """Every weight product is ``MatMul`` + ``BiasAdd``, the pair oneDNN fuses (with the
+    GELU that follows); a Keras ``add`` would be an ``AddV2`` that stays a separate pass."""
+    config = dict(vocab_size=100, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                  intermediate_size=32, max_position_embeddings=32, type_vocab_size=2)
+    for policy in (None, "bfloat16"):
+        predict = Predictor(build_transformer_model(config), dtype_policy=policy)
+        graph = predict._function.get_concrete_function().graph
+        operations = graph.get_operations()
+        matmuls = [op for op in operations if op.type == "MatMul"]
+        assert len(matmuls) == 6 * 2  # q, k, v, output, and the two feed-forward products
+        for op in matmuls:
+            assert [c.type for c in op.outputs[0].consumers()] == ["BiasAdd"], op.name
+        gelus = [op for op in operations if op.type == "Erfc"]
+        assert len(gelus) == 2

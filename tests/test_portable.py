@@ -157,6 +157,45 @@ def test_shipped_model_on_the_review_test_split(small_run, tmp_path):
     assert worst_difference(predict, batches[::4], expected[::4]) <= TOLERANCE
 
 
+@pytest.mark.peer
+@pytest.mark.slow
+def test_int8_onnx_export_from_the_command_line(small_run, tmp_path):
+    """``kerasbert export --format onnx --int8`` in a real process: int8 products, their
+    weights a quarter of the size, and the labels of the Keras model on the review test
+    split."""
+    import onnx
+
+    from kerasbert.serving.portable import INT8_TOLERANCE, onnx_runner
+    from test_cli_errors import run_kerasbert
+
+    for name, flags in (("fp32", []), ("int8", ["--int8"])):
+        done = run_kerasbert(["export", "--model", small_run.run_dir, "--to", str(tmp_path / name),
+                              "--format", "onnx", *flags], tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines()[0] == f"wrote {tmp_path / name / 'model.onnx'}"
+    path = tmp_path / "int8" / "model.onnx"
+    model = onnx.load(str(path))
+    assert {p.key: p.value for p in model.metadata_props}["quantization"] == "dynamic int8"
+    # Every product with a weight matrix runs in int8; the attention's two products of
+    # activations stay in float.
+    weights = {tensor.name for tensor in model.graph.initializer}
+    kinds = [node.op_type for node in model.graph.node]
+    assert kinds.count("MatMulInteger") == 6 * 4 + 1  # 4 layers, and the classifier
+    assert not [node.name for node in model.graph.node
+                if node.op_type == "MatMul" and weights & set(node.input)]
+    # The 4 x 786,432 matrix weights shrink from 4 bytes to 1; the embeddings stay float32.
+    saved = os.path.getsize(tmp_path / "fp32" / "model.onnx") - os.path.getsize(path)
+    assert saved > 0.99 * 3 * 4 * 786_432
+
+    batches = review_batches(small_run)
+    expected = keras_probabilities(small_run, batches)
+    predict = onnx_runner(path)
+    got = [predict(token_ids, segment_ids) for token_ids, segment_ids in batches]
+    assert worst_difference(predict, batches, expected) <= INT8_TOLERANCE
+    same = np.mean(np.concatenate([g.argmax(-1) == e.argmax(-1) for g, e in zip(got, expected)]))
+    assert same >= 0.99
+
+
 @pytest.mark.slow
 def test_exports_never_replace_what_they_did_not_write(tiny_run, tmp_path):
     run_files = sorted(os.listdir(tiny_run.run_dir))

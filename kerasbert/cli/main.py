@@ -221,8 +221,8 @@ def make_parser():
     export.add_argument("--overwrite", action="store_true",
                         help="replace an earlier export in --to (never anything else)")
     export.add_argument("--int8", action="store_true",
-                        help="onnx only: int8 weights (ONNX Runtime's dynamic quantization), "
-                             "a quarter of the size and the fastest on a CPU")
+                        help="onnx only: int8 weights for every matrix product (ONNX Runtime's "
+                             "dynamic quantization), the fastest way to run on a CPU")
 
     convert = _command(
         commands, "convert", "write a Google checkpoint, bert_config.json and vocab.txt",
