@@ -65,3 +65,20 @@ def test_accumulated_run_follows_the_schedule_in_updates():
     assert sorted(rates) == list(range(13))
     np.testing.assert_allclose([rates[k] for k in range(13)],
                                [float(expected(k)) for k in range(13)], atol=1e-9)
+
+
+def test_a_seeded_pipeline_is_endless_so_fit_keeps_one_iterator():
+    """``kerasbert train`` gives ``fit`` an endless pipeline and ``steps_per_epoch``: Keras
+    then keeps one data iterator for the run instead of making one per epoch (which
+    stalls every epoch boundary, see README → Speed → Training)."""
+    from kerasbert.training.batches import make_dataset
+
+    tokens = np.arange(1, 1 + 10 * 4, dtype="int32").reshape(10, 4)
+    labels = np.arange(10, dtype="int32") % 2
+    endless = make_dataset(tokens, np.zeros_like(tokens), labels, batch_size=4, seed=0)
+    one_epoch = -(-10 // 4)
+    seen = [batch[1].numpy() for batch in endless.take(5 * one_epoch)]
+    assert len(seen) == 5 * one_epoch  # five epochs and it has not ended
+    assert sorted(np.concatenate(seen[:one_epoch]).tolist()) == sorted(labels.tolist())
+    assert len(list(make_dataset(tokens, np.zeros_like(tokens), labels, batch_size=4))) == \
+        one_epoch  # without a seed: one pass, for evaluation
