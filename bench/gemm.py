@@ -22,6 +22,23 @@ def dense_shapes(config, tokens):
     return [(tokens, hidden, hidden)] * 4 + [(tokens, hidden, inner), (tokens, inner, hidden)]
 
 
+def _rates(seconds, label, shapes):
+    """GFLOP/s over the encoder's dense shapes per batch shape, and at the square product.
+
+    ``seconds(m, k, n)``: the fastest time of one ``(m, k) @ (k, n)`` product. The fastest,
+    not the median: a limit is what the GEMM can do at best.
+    """
+    config = read_config()
+    result = {"label": label, "gflops": {}}
+    for batch, length in shapes:
+        products = dense_shapes(config, batch * length)
+        flops = sum(2 * m * k * n for m, k, n in products)
+        result["gflops"][f"{batch}x{length}"] = round(
+            flops / sum(seconds(*product) for product in products) / 1e9, 1)
+    result["square_gflops"] = round(2 * SQUARE**3 / seconds(SQUARE, SQUARE, SQUARE) / 1e9, 1)
+    return result
+
+
 def measure(shapes=((8, 128), (1, 32)), dtype="float32", repeats=REPEATS):
     """Worker: GFLOP/s of ``tf.matmul`` over the encoder's dense shapes per batch shape."""
     import os
@@ -32,26 +49,14 @@ def measure(shapes=((8, 128), (1, 32)), dtype="float32", repeats=REPEATS):
     from bench.runner import timed
 
     matmul = tf.function(tf.matmul)
-    config = read_config()
 
-    def gflops(m, k, n):
-        a = tf.random.normal((m, k), dtype="float32")
-        b = tf.random.normal((k, n), dtype="float32")
-        a, b = tf.cast(a, dtype), tf.cast(b, dtype)
+    def seconds(m, k, n):
+        a = tf.cast(tf.random.normal((m, k), dtype="float32"), dtype)
+        b = tf.cast(tf.random.normal((k, n), dtype="float32"), dtype)
         # One product per call: a CPU op runs synchronously, so the call time is its time.
-        # The fastest call, not the median: a limit is what the GEMM can do at best.
-        seconds = timed(lambda: matmul(a, b), warmup=3, repeats=repeats)["min_ms"] / 1e3
-        return 2 * m * k * n / seconds / 1e9, seconds
+        return timed(lambda: matmul(a, b), warmup=3, repeats=repeats)["min_ms"] / 1e3
 
-    result = {"label": f"tensorflow {tf.__version__} tf.matmul, {dtype}", "gflops": {}}
-    for batch, length in shapes:
-        flops = seconds = 0.0
-        for m, k, n in dense_shapes(config, batch * length):
-            _, s = gflops(m, k, n)
-            flops, seconds = flops + 2 * m * k * n, seconds + s
-        result["gflops"][f"{batch}x{length}"] = round(flops / seconds / 1e9, 1)
-    result["square_gflops"] = round(gflops(SQUARE, SQUARE, SQUARE)[0], 1)
-    return result
+    return _rates(seconds, f"tensorflow {tf.__version__} tf.matmul, {dtype}", shapes)
 
 
 def measure_torch(shapes=((8, 128), (1, 32)), dtype="float32", repeats=REPEATS):
@@ -65,7 +70,6 @@ def measure_torch(shapes=((8, 128), (1, 32)), dtype="float32", repeats=REPEATS):
     except ImportError as error:
         raise Skipped(f"torch is not installed ({error})") from None
     torch.set_num_threads(os.cpu_count())
-    config = read_config()
 
     def seconds(m, k, n):
         a = torch.randn(m, k).to(getattr(torch, dtype))
@@ -73,14 +77,7 @@ def measure_torch(shapes=((8, 128), (1, 32)), dtype="float32", repeats=REPEATS):
         with torch.inference_mode():
             return timed(lambda: torch.matmul(a, b), warmup=3, repeats=repeats)["min_ms"] / 1e3
 
-    result = {"label": f"torch {torch.__version__} torch.matmul, {dtype}", "gflops": {}}
-    for batch, length in shapes:
-        shape_list = dense_shapes(config, batch * length)
-        flops = sum(2 * m * k * n for m, k, n in shape_list)
-        result["gflops"][f"{batch}x{length}"] = round(
-            flops / sum(seconds(*shape) for shape in shape_list) / 1e9, 1)
-    result["square_gflops"] = round(2 * SQUARE**3 / seconds(SQUARE, SQUARE, SQUARE) / 1e9, 1)
-    return result
+    return _rates(seconds, f"torch {torch.__version__} torch.matmul, {dtype}", shapes)
 
 
 WORKERS = {"float32": lambda **o: measure(dtype="float32", **o),

@@ -92,7 +92,8 @@ def _load(path):
 
 
 class _EpochTimer:
-    """Seconds and busy cores of each pass (a Keras callback, or ``with timer.epoch():``)."""
+    """Seconds and busy cores of each pass: ``begin()`` and ``end()`` around it, or
+    ``callback`` in a Keras ``fit`` (Keras 3 or tf-keras, whichever ``keras`` is)."""
 
     def __init__(self, keras=None):
         timer = self

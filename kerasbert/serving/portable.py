@@ -58,8 +58,7 @@ class ExportError(ValueError):
 def export_onnx(run, directory, *, overwrite=False, int8=False):
     """Writes ``<directory>/model.onnx`` with dynamic batch and length, plus labels and vocab.
 
-    Keras exports the model through tf2onnx; TensorFlow's exact GELU uses ``Erfc``,
-    which tf2onnx lacks, so it is converted as ``1 - Erf``.
+    The model is written by :func:`write_onnx` (tf2onnx, exact GELU as ``1 - Erf``).
 
     Args:
         run: a :class:`kerasbert.tasks.classification.Run`.
@@ -87,9 +86,7 @@ def export_onnx(run, directory, *, overwrite=False, int8=False):
     model = _exportable(run.model)
     with files.atomic_directory(directory) as temporary:
         path = os.path.join(temporary, ONNX_FILE)
-        with _quiet():
-            _register_erfc()
-            model.export(path, format="onnx", input_signature=_signature(None), verbose=False)
+        write_onnx(model, path)
         metadata = {"labels": json.dumps(run.labels, ensure_ascii=False),
                     "maxlen": str(run.options.maxlen)}
         if int8:
@@ -100,6 +97,18 @@ def export_onnx(run, directory, *, overwrite=False, int8=False):
         _check_outputs(model, onnx_runner(path), f"ONNX model in {directory}",
                        tolerance=INT8_TOLERANCE if int8 else TOLERANCE)
         return _write_sidecars(run, temporary, directory, ONNX_FILE)
+
+
+def write_onnx(model, path):
+    """Writes a kerasbert model (inputs token and segment ids, any outputs) to ``path`` as
+    ONNX, through tf2onnx, with dynamic batch and length and the converters kept quiet.
+
+    TensorFlow's exact GELU uses ``Erfc``, which tf2onnx lacks; it is taught ``1 - Erf``.
+    """
+    with _quiet():
+        _register_erfc()
+        model.export(os.fspath(path), format="onnx", input_signature=_signature(None),
+                     verbose=False)
 
 
 def quantize_onnx(source, target):
