@@ -12,6 +12,7 @@ import keras
 from kerasbert.checkpoints.loading import load_checkpoint, save_weights_as_checkpoint
 from kerasbert.models.bert import build_bert
 from kerasbert.models.config import BertConfig
+from kerasbert.models.deferred import deferred_weights, forget, settle
 
 #: ``model=`` name -> the function building its graph from a :class:`BertConfig`.
 #: RoBERTa-wwm-ext ships as a BERT checkpoint: the same graph.
@@ -111,15 +112,25 @@ def build_transformer_model(config_path=None, checkpoint_path=None, model="bert"
         config = config.replace(vocab_size=vocab_size)
 
     build = FAMILIES[model.lower()]
-    # A strict load sets every weight or fails: drawing them at random first is wasted.
-    keras_model = build(config, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
-                        sequence_length=sequence_length, name=name, dtype=dtype,
-                        initialize=checkpoint_path is None or not strict)
+    if checkpoint_path is None:
+        keras_model = build(config, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
+                            sequence_length=sequence_length, name=name, dtype=dtype)
+        return keras_model if return_keras_model else Transformer(
+            keras_model, config, keep_tokens, compound_tokens)
+    # The weights are made without values and created from what the checkpoint holds:
+    # no random draw to overwrite, one copy of each weight (see models/deferred.py).
+    with deferred_weights() as deferred:
+        keras_model = build(config, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
+                            sequence_length=sequence_length, name=name, dtype=dtype)
     built = Transformer(keras_model, config, keep_tokens, compound_tokens)
-    if checkpoint_path is not None:
+    try:
         # The model is new and is dropped if the load fails: it may be loaded a group of
         # variables at a time, never holding the whole checkpoint beside its weights.
         built.load_weights_from_checkpoint(checkpoint_path, strict=strict, streaming=True)
+    except BaseException:
+        forget(deferred)
+        raise
+    settle(deferred)  # what the checkpoint did not fill: dropout seeds, a non-strict load's gaps
     return keras_model if return_keras_model else built
 
 

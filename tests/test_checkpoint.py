@@ -411,16 +411,50 @@ def test_a_streaming_load_names_every_damaged_tensor_even_in_later_groups(saved,
     assert f"{first} (1 NaN)" in message and f"{last} (1 inf)" in message
 
 
-def test_weights_a_strict_load_sets_are_not_drawn_at_random_first(saved, tiny_config):
-    """With a strict checkpoint every weight is loaded, so the builder skips the random
-    draw; a non-strict load keeps it for what the checkpoint lacks."""
+def test_weights_a_checkpoint_sets_are_made_from_it_not_drawn_at_random_first(
+        saved, tiny_config, monkeypatch):
+    """Built with a checkpoint, each weight is created from the value read (deferred
+    variables): no random draw, no assignment over one; what the checkpoint lacks
+    (a non-strict load's extra layer) still gets its random draw."""
+    from keras.src.backend.common import global_state
+
     _, prefix = saved
+    expected = checkpoint_weights_loaded(tiny_config, prefix)
+    draws, assigned = [], []  # draws of values (not symbolic ones while tracing the graph)
+    truncated_normal = keras.initializers.TruncatedNormal.__call__
+    monkeypatch.setattr(keras.initializers.TruncatedNormal, "__call__",
+                        lambda self, shape, dtype=None: (tf.executing_eagerly() and draws.append(
+                            tuple(shape))) or truncated_normal(self, shape, dtype))
+    assign = keras.Variable.assign
+    monkeypatch.setattr(keras.Variable, "assign",
+                        lambda self, value: assigned.append(self.path) or assign(self, value))
     bert = build_transformer_model(tiny_config, prefix, **ALL_HEADS)
-    assert_same_weights(weights_of(bert), checkpoint_weights_loaded(tiny_config, prefix))
+    assert draws == [] and assigned == []
+    assert_same_weights(weights_of(bert), expected)
+    assert not global_state.get_global_attribute("uninitialized_variables")
+
     deeper = build_transformer_model(tiny_config, prefix, num_hidden_layers=3, strict=False)
+    assert sorted(draws) == [(16, 16)] * 4 + [(16, 32), (32, 16)]  # layer 2's kernels only
     kernel = deeper.get_layer(names.attention_name(2)).query_kernel.numpy()
     assert np.std(kernel) > 0.01  # the layer the checkpoint does not have: random, not zeros
     assert "initializer" not in deeper.get_layer(names.attention_name(2)).get_config()
+    assert not global_state.get_global_attribute("uninitialized_variables")
+
+
+def test_a_failed_checkpoint_build_leaves_no_half_made_weights_behind(saved, tiny_config,
+                                                                      tmp_path):
+    from keras.src.backend.common import global_state
+
+    _, prefix = saved
+    variables = checkpoint_dict(prefix)
+    del variables["bert/encoder/layer_1/output/dense/kernel"]
+    with pytest.raises(CheckpointError, match="layer_1/output/dense/kernel"):
+        build_transformer_model(tiny_config, variables, **ALL_HEADS)
+    assert not global_state.get_global_attribute("uninitialized_variables")
+    with keras.StatelessScope():  # Keras initializes what is pending on leaving it
+        pass
+    fresh = build_transformer_model(tiny_config, **ALL_HEADS)
+    assert all(np.isfinite(weight).all() for weight in weights_of(fresh).values())
 
 
 def checkpoint_weights_loaded(config, prefix):

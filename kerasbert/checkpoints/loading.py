@@ -30,6 +30,7 @@ from kerasbert.checkpoints.mapping import (
     variable_mapping,
 )
 from kerasbert.models import names
+from kerasbert.models.deferred import set_value
 
 logger = logging.getLogger(__name__)
 
@@ -189,7 +190,7 @@ def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_t
         damaged += _non_finite(group, values)
         if not damaged:  # after damage: only read on, to name every damaged tensor
             for target, value in zip(group, values):
-                target.variable.assign(_prepare(target, value, vocabulary))
+                set_value(target.variable, _prepare(target, value, vocabulary))
         del values
     if damaged:
         raise CheckpointError(

@@ -52,11 +52,11 @@ def _residual_block(x, block, block_name, config, dtype):
     )(y)
 
 
-def _embeddings(token_ids, segment_ids, config, dtype, initializer):
+def _embeddings(token_ids, segment_ids, config, dtype):
     token_embedding = TokenEmbedding(
         config.vocab_size,
         config.hidden_size,
-        embeddings_initializer=initializer or truncated_normal(config.initializer_range),
+        embeddings_initializer=truncated_normal(config.initializer_range),
         mask_zero=True,
         tie_weights=True,
         name=names.EMBEDDING_TOKEN,
@@ -67,7 +67,7 @@ def _embeddings(token_ids, segment_ids, config, dtype, initializer):
         s = keras.layers.Embedding(
             config.type_vocab_size,
             config.hidden_size,
-            embeddings_initializer=initializer or truncated_normal(config.initializer_range),
+            embeddings_initializer=truncated_normal(config.initializer_range),
             name=names.EMBEDDING_SEGMENT,
             dtype=dtype,
         )(segment_ids)
@@ -75,7 +75,6 @@ def _embeddings(token_ids, segment_ids, config, dtype, initializer):
     x = PositionEmbedding(
         config.max_position_embeddings,
         initializer_range=config.initializer_range,
-        initializer=initializer,
         name=names.EMBEDDING_POSITION,
         dtype=dtype,
     )(x)
@@ -85,9 +84,8 @@ def _embeddings(token_ids, segment_ids, config, dtype, initializer):
     return x, token_embedding
 
 
-def _encoder_layer(x, index, config, dtype, initializer):
-    common = dict(initializer_range=config.initializer_range, initializer=initializer,
-                  dtype=dtype)
+def _encoder_layer(x, index, config, dtype):
+    common = dict(initializer_range=config.initializer_range, dtype=dtype)
     attention = MultiHeadSelfAttention(
         config.num_attention_heads, config.head_size,
         dropout=config.attention_probs_dropout_prob, name=names.attention_name(index), **common)
@@ -99,7 +97,7 @@ def _encoder_layer(x, index, config, dtype, initializer):
 
 
 def build_bert(config, with_pool=False, with_nsp=False, with_mlm=False, sequence_length=None,
-               name=None, dtype=None, initialize=True):
+               name=None, dtype=None):
     """Builds the functional BERT graph for a :class:`BertConfig`.
 
     Args:
@@ -114,9 +112,6 @@ def build_bert(config, with_pool=False, with_nsp=False, with_mlm=False, sequence
         dtype: the dtype policy of every layer (``"mixed_bfloat16"``: bfloat16
             compute, float32 weights); None: Keras's global policy (float32 unless
             the caller changed it).
-        initialize: draw the weights at random (BERT's truncated normal); False makes
-            them zeros, for a model whose every weight a checkpoint is about to set
-            (drawing 100M random numbers is most of the time of building BERT-base).
 
     Returns:
         A ``keras.Model`` with int32 inputs ``Input-Token`` (and ``Input-Segment``
@@ -137,21 +132,19 @@ def build_bert(config, with_pool=False, with_nsp=False, with_mlm=False, sequence
         segment_ids = keras.Input((sequence_length,), dtype="int32", name=names.INPUT_SEGMENT)
         inputs.append(segment_ids)
 
-    initializer = None if initialize else keras.initializers.Zeros()
-    x, token_embedding = _embeddings(token_ids, segment_ids, config, dtype, initializer)
+    x, token_embedding = _embeddings(token_ids, segment_ids, config, dtype)
     for index in range(config.num_hidden_layers):
-        x = _encoder_layer(x, index, config, dtype, initializer)
+        x = _encoder_layer(x, index, config, dtype)
 
     heads = []
     if with_pool or with_nsp:
         pooled = apply_pooler(x, config, "tanh" if with_pool in (True, False) else with_pool,
-                              dtype=dtype, initializer=initializer)
-        heads.append(apply_nsp(pooled, config, dtype=dtype, initializer=initializer)
+                              dtype=dtype)
+        heads.append(apply_nsp(pooled, config, dtype=dtype)
                      if with_nsp else pooled)
     if with_mlm:
         heads.append(apply_mlm(x, config, token_embedding,
-                               "softmax" if with_mlm is True else with_mlm, dtype=dtype,
-                               initializer=initializer))
+                               "softmax" if with_mlm is True else with_mlm, dtype=dtype))
     outputs = x if not heads else heads[0] if len(heads) == 1 else heads
     return keras.Model(inputs if len(inputs) > 1 else token_ids, outputs, name=name or "bert")
 

@@ -13,29 +13,28 @@ from kerasbert.models.layers import BiasAdd, FirstToken, get_activation, truncat
 PREDICTION_HEADS = (names.NSP_PROBA, names.MLM_ACTIVATION)
 
 
-def apply_pooler(sequence, config, activation="tanh", dtype=None, initializer=None):
+def apply_pooler(sequence, config, activation="tanh", dtype=None):
     """``Pooler`` (first token) then ``Pooler-Dense`` (H -> H, tanh by default)."""
     x = FirstToken(name=names.POOLER, dtype=dtype)(sequence)
     return keras.layers.Dense(
         config.hidden_size,
         activation=activation,
-        kernel_initializer=initializer or truncated_normal(config.initializer_range),
+        kernel_initializer=truncated_normal(config.initializer_range),
         name=names.POOLER_DENSE,
         dtype=dtype,
     )(x)
 
 
-def apply_nsp(pooled, config, dtype=None, initializer=None):
+def apply_nsp(pooled, config, dtype=None):
     """``NSP-Proba``: the two-way next-sentence softmax on the pooled vector."""
     return keras.layers.Dense(
         2, activation="softmax",
-        kernel_initializer=initializer or truncated_normal(config.initializer_range),
+        kernel_initializer=truncated_normal(config.initializer_range),
         name=names.NSP_PROBA, dtype=dtype,
     )(pooled)
 
 
-def apply_mlm(sequence, config, token_embedding, activation="softmax", dtype=None,
-              initializer=None):
+def apply_mlm(sequence, config, token_embedding, activation="softmax", dtype=None):
     """The masked-LM head, its output matrix tied to ``Embedding-Token``.
 
     ``MLM-Dense`` (H -> H, hidden_act), ``MLM-Norm``, the transposed token
@@ -44,7 +43,7 @@ def apply_mlm(sequence, config, token_embedding, activation="softmax", dtype=Non
     x = keras.layers.Dense(
         config.hidden_size,
         activation=get_activation(config.hidden_act),
-        kernel_initializer=initializer or truncated_normal(config.initializer_range),
+        kernel_initializer=truncated_normal(config.initializer_range),
         name=names.MLM_DENSE,
         dtype=dtype,
     )(sequence)

@@ -121,8 +121,8 @@ class PositionEmbedding(keras.layers.Layer):
     Args:
         max_position: the number of positions (``max_position_embeddings``).
         initializer_range: stddev of the truncated-normal initializer.
-        initializer: another initializer instead (``"zeros"`` where a checkpoint will
-            overwrite the weights anyway).
+        initializer: another initializer instead (models saved by earlier versions may carry
+            ``"zeros"`` here).
 
     Example:
         >>> layer = PositionEmbedding(max_position=512)
