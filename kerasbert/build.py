@@ -1,8 +1,8 @@
 """``build_transformer_model``: a config, a model family and a checkpoint make one model.
 
-The bert4keras one-liner. Each family is a graph builder in :mod:`kerasbert.models`
-and a mapping table in :mod:`kerasbert.checkpoints`; adding one is a module in each and
-a line in :data:`FAMILIES`.
+The bert4keras one-liner. Each family is a :class:`~kerasbert.models.families.Variant`
+of the graph (:data:`kerasbert.models.families.VARIANTS`) and a mapping table
+(:data:`kerasbert.checkpoints.loading.TABLES`).
 """
 
 import dataclasses
@@ -13,10 +13,10 @@ from kerasbert.checkpoints.loading import load_checkpoint, save_weights_as_check
 from kerasbert.models.bert import build_bert
 from kerasbert.models.config import BertConfig
 from kerasbert.models.deferred import deferred_weights, forget, settle
+from kerasbert.models.families import VARIANTS
 
-#: ``model=`` name -> the function building its graph from a :class:`BertConfig`.
-#: RoBERTa-wwm-ext ships as a BERT checkpoint: the same graph.
-FAMILIES = {"bert": build_bert, "roberta": build_bert}
+#: The ``model=`` values: bert4keras 0.11.5's names for the families kerasbert builds.
+FAMILIES = tuple(VARIANTS)
 
 
 @dataclasses.dataclass
@@ -41,6 +41,7 @@ class Transformer:
     keep_tokens: list = None
     compound_tokens: list = None
     load_report: object = None
+    family: str = "bert"
 
     def load_weights_from_checkpoint(self, checkpoint, strict=True, streaming=False):
         """Loads a Google checkpoint with this model's keep/compound tokens; see
@@ -48,28 +49,33 @@ class Transformer:
         self.load_report = load_checkpoint(self.model, checkpoint, strict=strict,
                                            keep_tokens=self.keep_tokens,
                                            compound_tokens=self.compound_tokens,
-                                           streaming=streaming)
+                                           streaming=streaming, family=self.family)
         return self.load_report
 
     def save_weights_as_checkpoint(self, prefix, dtype=None):
         """Writes the weights under Google's names; see
         :func:`kerasbert.checkpoints.loading.save_weights_as_checkpoint`."""
-        return save_weights_as_checkpoint(self.model, prefix, dtype=dtype)
+        return save_weights_as_checkpoint(self.model, prefix, dtype=dtype, family=self.family)
 
 
-def build_transformer_model(config_path=None, checkpoint_path=None, model="bert", with_pool=False,
+def build_transformer_model(config_path=None, checkpoint_path=None, model=None, with_pool=False,
                             with_nsp=False, with_mlm=False, keep_tokens=None,
                             return_keras_model=True, compound_tokens=None, sequence_length=None,
-                            name=None, strict=True, dtype=None, **overrides):
-    """Builds a BERT from ``bert_config.json``, bert4keras style.
+                            name=None, strict=True, dtype=None, with_discriminator=False,
+                            **overrides):
+    """Builds a BERT-family model from its config, bert4keras style.
 
     Args:
         config_path: a ``bert_config.json`` / Hugging Face ``config.json`` path, a
             :class:`BertConfig`, or a dict of Google keys.
         checkpoint_path: a Google checkpoint to load: a prefix
             (``.../bert_model.ckpt``), a directory holding one, or a dict of arrays.
-        model: "bert" or "roberta" (the same graph; RoBERTa-wwm-ext ships as BERT).
+        model: the family, as bert4keras names it: ``"bert"``, ``"roberta"`` (BERT's
+            graph), ``"albert"``, ``"albert_unshared"``, ``"nezha"``, ``"roformer"``,
+            ``"roformer_v2"`` or ``"electra"``; None: the one the config names
+            (``model_type``, ALBERT's group keys), else BERT.
         with_pool, with_nsp, with_mlm: heads, see :func:`build_bert`.
+        with_discriminator: ELECTRA's head (True: sigmoid).
         keep_tokens: token ids to keep from the checkpoint vocabulary (the vocabulary
             becomes ``len(keep_tokens)``).
         return_keras_model: return the ``keras.Model`` (default) or a :class:`Transformer`.
@@ -98,11 +104,12 @@ def build_transformer_model(config_path=None, checkpoint_path=None, model="bert"
         >>> bert.count_params()
         101677056
     """
-    if not isinstance(model, str) or model.lower() not in FAMILIES:
+    if model is not None and (not isinstance(model, str) or model.lower() not in FAMILIES):
         raise ValueError(
             f"model={model!r} is not supported; supported: {', '.join(FAMILIES)}"
         )
-    config = resolve_config(config_path, **overrides)
+    config = resolve_config(config_path, family=model and model.lower(), **overrides)
+    family = config.family
     vocab_size = config.vocab_size
     if keep_tokens is not None:
         vocab_size = len(keep_tokens)
@@ -111,18 +118,20 @@ def build_transformer_model(config_path=None, checkpoint_path=None, model="bert"
     if vocab_size != config.vocab_size:
         config = config.replace(vocab_size=vocab_size)
 
-    build = FAMILIES[model.lower()]
+    def build():
+        return build_bert(config, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
+                          sequence_length=sequence_length, name=name, dtype=dtype,
+                          family=family, with_discriminator=with_discriminator)
+
     if checkpoint_path is None:
-        keras_model = build(config, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
-                            sequence_length=sequence_length, name=name, dtype=dtype)
+        keras_model = build()
         return keras_model if return_keras_model else Transformer(
-            keras_model, config, keep_tokens, compound_tokens)
+            keras_model, config, keep_tokens, compound_tokens, family=family)
     # The weights are made without values and created from what the checkpoint holds:
     # no random draw to overwrite, one copy of each weight (see models/deferred.py).
     with deferred_weights() as deferred:
-        keras_model = build(config, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
-                            sequence_length=sequence_length, name=name, dtype=dtype)
-    built = Transformer(keras_model, config, keep_tokens, compound_tokens)
+        keras_model = build()
+    built = Transformer(keras_model, config, keep_tokens, compound_tokens, family=family)
     try:
         # The model is new and is dropped if the load fails: it may be loaded a group of
         # variables at a time, never holding the whole checkpoint beside its weights.
@@ -134,16 +143,20 @@ def build_transformer_model(config_path=None, checkpoint_path=None, model="bert"
     return keras_model if return_keras_model else built
 
 
-def resolve_config(config, **overrides):
-    """A :class:`BertConfig` from a path, a dict or a config, with overrides applied."""
+def resolve_config(config, family=None, **overrides):
+    """A :class:`BertConfig` from a path, a dict or a config, with overrides applied,
+    read for ``family`` (None: the one the config names)."""
     if config is None:
         if not overrides:
             raise ValueError("Give config_path (a bert_config.json) or the config keys as keywords")
-        return BertConfig.from_dict({}, source="<keywords>", **overrides)
+        return BertConfig.from_dict({}, source="<keywords>", family=family, **overrides)
     if isinstance(config, BertConfig):
-        return config.replace(**overrides) if overrides else config
+        if (family is None or family == config.family) and not overrides:
+            return config
+        return BertConfig.from_dict(config.to_dict(), source=config.source,
+                                    family=family or config.family, **overrides)
     if isinstance(config, dict):
-        return BertConfig.from_dict(config, **overrides)
-    return BertConfig.from_json_file(config, **overrides)
+        return BertConfig.from_dict(config, family=family, **overrides)
+    return BertConfig.from_json_file(config, family=family, **overrides)
 
 

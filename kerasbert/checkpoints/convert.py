@@ -19,6 +19,7 @@ from kerasbert.checkpoints.io import (
     write_checkpoint,
 )
 from kerasbert.checkpoints.mapping import variable_mapping
+from kerasbert.models import names
 from kerasbert.models.config import BertConfig
 
 # Hugging Face module → Google variable scope. A Linear's ``weight`` is [out, in]
@@ -186,7 +187,9 @@ def _read_weights(path, dtype):
 
 
 def _check_complete(variables, config, path):
-    needed = [name for weights in variable_mapping(config.num_hidden_layers).values()
+    factorised = config.embedding_size != config.hidden_size
+    needed = [name for layer, weights in variable_mapping(config.num_hidden_layers).items()
+              if factorised or layer != names.EMBEDDING_MAPPING
               for name in weights.values() if name.startswith("bert/") and "/pooler/" not in name]
     if config.type_vocab_size == 0:
         needed.remove("bert/embeddings/token_type_embeddings")

@@ -13,6 +13,7 @@ import re
 import keras
 import numpy as np
 
+from kerasbert.checkpoints import albert, electra
 from kerasbert.checkpoints.io import (
     CheckpointError,
     count_non_finite,
@@ -45,11 +46,58 @@ class Target:
     variable: object
 
 
-def model_targets(model):
+#: Each family's table: ``num_hidden_layers -> {layer: {attribute: Google name}}``.
+#: NEZHA and RoFormer keep BERT's names (they learn no position table; RoFormer-v2 has
+#: no biases and no norm weights, so those rows find no weight).
+TABLES = {
+    "bert": variable_mapping,
+    "roberta": variable_mapping,
+    "nezha": variable_mapping,
+    "roformer": variable_mapping,
+    "roformer_v2": variable_mapping,
+    "albert": albert.variable_mapping,
+    "albert_unshared": albert.unshared_variable_mapping,
+    "electra": electra.variable_mapping,
+}
+
+
+def table_family(model, available=(), family=None):
+    """Whose variable names ``model``'s weights are stored under: ``family`` if given,
+    else what the model's layers say (ALBERT's shared layer, ELECTRA's discriminator),
+    else what the checkpoint's names say (``electra/...``; ALBERT's shared names for a
+    factorised model with one layer per index: ``albert_unshared``), else BERT's.
+
+    Example:
+        >>> from kerasbert import build_transformer_model
+        >>> table_family(build_transformer_model(dict(
+        ...     vocab_size=100, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+        ...     intermediate_size=32, embedding_size=8), model="albert"))
+        'albert'
+    """
+    if family is not None:
+        if family not in TABLES:
+            raise ValueError(f"family={family!r} is not one of {', '.join(TABLES)}")
+        return family
+    layers = _layers_by_name(model)
+    if names.SHARED_ATTENTION in layers:
+        return "albert"
+    if names.DISCRIMINATOR_DENSE in layers:
+        return "electra"
+    # ELECTRA's checkpoints have no pooler or MLM head: a model with one stays BERT's.
+    if electra.WORD_EMBEDDINGS in available and not {
+            names.POOLER_DENSE, names.NSP_PROBA, names.MLM_DENSE} & set(layers):
+        return "electra"
+    if names.EMBEDDING_MAPPING in layers and any(
+            name.startswith(albert.SHARED_SCOPE) for name in available):
+        return "albert_unshared"
+    return "bert"
+
+
+def model_targets(model, family=None, available=()):
     """Every weight of ``model`` that has a Google name, as :class:`Target` rows.
 
     Layers are found by name, also inside nested models; the number of encoder
-    layers is the model's own.
+    layers is the model's own; the table is :func:`table_family`'s.
 
     Raises:
         CheckpointError: no layer of ``model`` has a Google name.
@@ -59,7 +107,8 @@ def model_targets(model):
     while names.attention_name(num_layers) in layers:
         num_layers += 1
     targets = []
-    for layer_name, weights in variable_mapping(num_layers).items():
+    table = TABLES[table_family(model, available, family)]
+    for layer_name, weights in table(num_layers).items():
         layer = layers.get(layer_name)
         for attribute, name in weights.items():
             variable = getattr(layer, attribute, None) if layer is not None else None
@@ -111,7 +160,7 @@ class LoadReport:
 
 
 def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_tokens=None,
-                    streaming=False):
+                    streaming=False, family=None):
     """Loads a Google BERT checkpoint into a model built by kerasbert, by name.
 
     Everything is read and checked before the first assignment, so a load that
@@ -163,8 +212,9 @@ def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_t
     vocabulary = KeepTokens(keep_tokens, compound_tokens, source.description)
     targets, missing, mismatched = [], [], []
     owners = {}
-    for target in model_targets(model):
-        owners[target.name] = f"{target.layer}.{target.attribute}"
+    family = table_family(model, available, family)
+    for target in model_targets(model, family):
+        owners.setdefault(target.name, f"{target.layer}.{target.attribute}")
         if target.name not in available:
             missing.append(target.name)
             continue
@@ -178,10 +228,10 @@ def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_t
     _check_dtypes(source, [name for name in owners if name in available])
     # Another family's variables never load into a BERT, strict or not: what would
     # load (a pooler, the position table) is not worth a model that runs wrongly.
-    family = _other_family(available) if missing or mismatched else None
-    if family or (strict and (missing or mismatched)):
-        raise CheckpointError(
-            _failure_message(source.description, missing, mismatched, available, owners, family))
+    other = _other_family(available, family) if missing or mismatched else None
+    if other or (strict and (missing or mismatched)):
+        raise CheckpointError(_failure_message(source.description, missing, mismatched,
+                                               available, owners, other, family))
 
     groups = _groups(targets) if streaming else [targets]
     damaged = []
@@ -199,7 +249,7 @@ def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_t
     used = {target.name for target in targets} | {row[0] for row in mismatched}
     report = LoadReport(
         checkpoint=source.description,
-        loaded=[target.name for target in targets],
+        loaded=list(dict.fromkeys(target.name for target in targets)),
         missing=missing,
         unused=sorted(set(available) - used),
         mismatched=mismatched,
@@ -294,36 +344,47 @@ def _hint(name, expected, found):
 
 
 # Variable names that mark a checkpoint of another model family (Google's, bert4keras's
-# and the families' own releases): (the family with its article, pattern).
+# and the families' own releases): (the family with its article, the model= that loads
+# it or None, pattern).
 OTHER_FAMILIES = (
-    ("an ALBERT", r"bert/encoder/transformer/group_\d+/"),
-    ("an ALBERT", r"bert/encoder/embedding_hidden_mapping_in/"),
-    ("an ELECTRA", r"(electra|generator|discriminator_predictions|generator_predictions)/"),
-    ("a GPT", r"(gpt|newslm)/"),
-    ("a T5", r"(encoder|decoder)/block_\d+/"),
+    ("an ALBERT", "albert", r"bert/encoder/transformer/group_\d+/"),
+    ("an ELECTRA", "electra",
+     r"(electra|generator|discriminator_predictions|generator_predictions)/"),
+    ("a GPT", None, r"(gpt|newslm)/"),
+    ("a T5", None, r"(encoder|decoder)/block_\d+/"),
 )
+# Families whose checkpoints learn no position table (bert/encoder/layer_0/... without
+# bert/embeddings/position_embeddings).
+NO_POSITION_TABLE = ("nezha", "roformer", "roformer_v2")
 
 
-def _other_family(available):
-    """What another family's checkpoint looks like, for the message; None for BERT's."""
-    for family, pattern in OTHER_FAMILIES:
+def _other_family(available, family):
+    """What another family's checkpoint looks like, for the message: ``(what, model=)``;
+    None where it looks like ``family``'s own."""
+    own = family.split("_")[0]
+    for what, loads_as, pattern in OTHER_FAMILIES:
+        if loads_as == own:
+            continue
         for name in sorted(available):
             found = re.match(pattern, name)
             if found:
-                return f"{family} checkpoint ({found.group(0)}...)"
-    # RoFormer (rotary) and NEZHA (relative positions) keep BERT's names but learn no
-    # position table.
+                return f"{what} checkpoint ({found.group(0)}...)", loads_as
+    if family in NO_POSITION_TABLE:
+        return None
     if POSITION_EMBEDDINGS not in available and any(
             name.startswith("bert/encoder/layer_0/") for name in available):
         return ("a RoFormer or NEZHA checkpoint "
-                f"(bert/encoder/layer_0/... but no {POSITION_EMBEDDINGS})")
+                f"(bert/encoder/layer_0/... but no {POSITION_EMBEDDINGS})", "roformer' or 'nezha")
     return None
 
 
-def _failure_message(where, missing, mismatched, available, owners, family=None):
-    if family:
-        first = (f"checkpoint in {where}: looks like {family}; kerasbert loads BERT "
-                 "checkpoints only (other families are not supported yet)")
+def _failure_message(where, missing, mismatched, available, owners, other=None,
+                     family="bert"):
+    if other:
+        what, loads_as = other
+        first = f"checkpoint in {where}: looks like {what}, not a {family} checkpoint"
+        first += (f"; build the model with model='{loads_as}'" if loads_as
+                  else "; kerasbert does not build that family")
     else:
         first = (f"checkpoint in {where}: does not fit the model "
                  f"({_summary(missing, mismatched, available)})")
@@ -333,7 +394,7 @@ def _failure_message(where, missing, mismatched, available, owners, family=None)
                      f"the checkpoint has {stored}: {hint}")
     if missing:
         lines.append(f"  {len(missing)} variable(s) missing: {_listing(missing)}")
-    if not family:
+    if not other:
         lines.append("  (strict=False loads what fits and reports the rest)")
     return "\n".join(lines)
 
@@ -364,7 +425,7 @@ def _missing_hint(missing, available):
         sorted({name.split("/")[0] for name in available})[:5])
 
 
-def save_weights_as_checkpoint(model, prefix, dtype=None):
+def save_weights_as_checkpoint(model, prefix, dtype=None, family=None):
     """Writes the model's weights as a Google checkpoint (``bert/...`` names).
 
     The files are readable by ``tf.train.load_checkpoint``, Google's BERT code,
@@ -376,9 +437,15 @@ def save_weights_as_checkpoint(model, prefix, dtype=None):
         model: a kerasbert model.
         prefix: the checkpoint prefix, e.g. ``"out/bert_model.ckpt"``.
         dtype: cast every weight to this NumPy dtype (e.g. ``"float16"``); default: keep.
+        family: whose names to write (``"electra"``, ``"albert_unshared"``...); default:
+            :func:`table_family` of the model.
 
     Returns:
         The sorted list of variable names written.
+
+    Raises:
+        CheckpointError: an ``albert_unshared`` model whose layers no longer hold the same
+            weights (ALBERT's names store one shared set).
 
     Example:
         >>> import os, tempfile
@@ -390,11 +457,17 @@ def save_weights_as_checkpoint(model, prefix, dtype=None):
         >>> save_weights_as_checkpoint(bert, prefix)[:1]
         ['bert/embeddings/LayerNorm/beta']
     """
-    variables = {}
-    for target in model_targets(model):
+    variables, owners = {}, {}
+    for target in model_targets(model, family):
         value = keras.ops.convert_to_numpy(target.variable)
         if target.name in TRANSPOSED_VARIABLES:
             value = value.T
-        variables[target.name] = value if dtype is None else value.astype(dtype)
+        value = value if dtype is None else value.astype(dtype)
+        if target.name in variables and not np.array_equal(variables[target.name], value):
+            raise CheckpointError(
+                f"{target.layer}.{target.attribute} and {owners[target.name]} differ, but "
+                f"both are stored as {target.name}: an unshared ALBERT fine-tuned apart "
+                "cannot be written under ALBERT's shared names")
+        variables[target.name], owners[target.name] = value, f"{target.layer}.{target.attribute}"
     write_checkpoint(variables, prefix)
     return sorted(variables)

@@ -18,11 +18,11 @@ VOCABULARY_VARIABLES = (WORD_EMBEDDINGS, MLM_OUTPUT_BIAS)
 TRANSPOSED_VARIABLES = (NSP_OUTPUT_WEIGHTS,)
 
 
-def _dense(scope):
+def dense(scope):
     return {"kernel": f"{scope}/kernel", "bias": f"{scope}/bias"}
 
 
-def _norm(scope):
+def norm(scope):
     return {"gamma": f"{scope}/gamma", "beta": f"{scope}/beta"}
 
 
@@ -37,7 +37,9 @@ def variable_mapping(num_hidden_layers):
         names.EMBEDDING_TOKEN: {"embeddings": WORD_EMBEDDINGS},
         names.EMBEDDING_SEGMENT: {"embeddings": "bert/embeddings/token_type_embeddings"},
         names.EMBEDDING_POSITION: {"embeddings": POSITION_EMBEDDINGS},
-        names.EMBEDDING_NORM: _norm("bert/embeddings/LayerNorm"),
+        names.EMBEDDING_NORM: norm("bert/embeddings/LayerNorm"),
+        # Where embedding_size differs from hidden_size (RoFormer-v2, a factorised BERT).
+        names.EMBEDDING_MAPPING: dense("bert/encoder/embedding_hidden_mapping_in"),
     }
     for i in range(num_hidden_layers):
         scope = f"bert/encoder/layer_{i}"
@@ -51,19 +53,19 @@ def variable_mapping(num_hidden_layers):
             output_kernel=f"{scope}/attention/output/dense/kernel",
             output_bias=f"{scope}/attention/output/dense/bias",
         )
-        mapping[names.norm_name(attention)] = _norm(f"{scope}/attention/output/LayerNorm")
+        mapping[names.norm_name(attention)] = norm(f"{scope}/attention/output/LayerNorm")
         mapping[feed_forward] = {
             "intermediate_kernel": f"{scope}/intermediate/dense/kernel",
             "intermediate_bias": f"{scope}/intermediate/dense/bias",
             "output_kernel": f"{scope}/output/dense/kernel",
             "output_bias": f"{scope}/output/dense/bias",
         }
-        mapping[names.norm_name(feed_forward)] = _norm(f"{scope}/output/LayerNorm")
+        mapping[names.norm_name(feed_forward)] = norm(f"{scope}/output/LayerNorm")
     mapping.update({
-        names.POOLER_DENSE: _dense("bert/pooler/dense"),
+        names.POOLER_DENSE: dense("bert/pooler/dense"),
         names.NSP_PROBA: {"kernel": NSP_OUTPUT_WEIGHTS, "bias": "cls/seq_relationship/output_bias"},
-        names.MLM_DENSE: _dense("cls/predictions/transform/dense"),
-        names.MLM_NORM: _norm("cls/predictions/transform/LayerNorm"),
+        names.MLM_DENSE: dense("cls/predictions/transform/dense"),
+        names.MLM_NORM: norm("cls/predictions/transform/LayerNorm"),
         names.MLM_BIAS: {"bias": MLM_OUTPUT_BIAS},
     })
     return mapping

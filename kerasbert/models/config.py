@@ -32,27 +32,64 @@ BERT4KERAS_ALIASES = {
 # "gelu" is the exact erf form (Google, Hugging Face, bert4keras); the others are the tanh form.
 APPROXIMATE_GELU_NAMES = ("gelu_new", "gelu_approximate", "gelu_pytorch_tanh", "gelu_fast")
 
-# Hugging Face keys whose values describe a model other than BERT, which kerasbert cannot
-# build yet: (key, is the value BERT's?, why another is refused). A key that is absent
-# or null is BERT's; ``values`` is the whole config, for rules that compare two keys.
+# A config's ``model_type`` (Hugging Face) -> the family it builds as. The original
+# Google and brightmart ALBERT configs have no model_type but ALBERT's group keys.
+MODEL_TYPES = {"bert": "bert", "albert": "albert", "electra": "electra",
+               "roformer": "roformer", "nezha": "nezha"}
+ALBERT_KEYS = ("num_hidden_groups", "inner_group_num")
+# Families whose embeddings may be narrower than the hidden size (Embedding-Mapping).
+FACTORISED = ("albert", "albert_unshared", "electra", "roformer", "roformer_v2")
+
+# Keys whose values describe a model kerasbert cannot build: (key, does the family
+# build it?, why another is refused). A key that is absent or null is fine; ``values``
+# is the whole config, for rules that compare two keys.
 OTHER_FAMILY_RULES = (
-    ("model_type", lambda value, values: value == "bert",
-     "kerasbert builds BERT (model_type 'bert'); ALBERT, ELECTRA, NEZHA, RoFormer and "
-     "Hugging Face's RoBERTa (whose positions start after the padding id) are other families"),
-    ("position_embedding_type", lambda value, values: value == "absolute",
-     "kerasbert builds BERT's absolute position embeddings, not relative or rotary ones"),
-    ("embedding_size", lambda value, values: value == values.get("hidden_size"),
-     "factorised embeddings (embedding_size other than hidden_size, as in ALBERT and "
-     "ELECTRA) are another family"),
-    ("num_hidden_groups", lambda value, values: value == 1,
-     "ALBERT's groups of shared layers are another family"),
-    ("inner_group_num", lambda value, values: value == 1,
-     "ALBERT's groups of shared layers are another family"),
-    ("is_decoder", lambda value, values: not value,
-     "kerasbert builds BERT's bidirectional encoder, not a causal decoder"),
-    ("add_cross_attention", lambda value, values: not value,
-     "kerasbert builds BERT's encoder, without cross-attention to another model"),
+    ("model_type", lambda value, values, family: MODEL_TYPES.get(value) == _base(family),
+     "kerasbert builds model_type 'bert', 'albert', 'electra', 'roformer' and 'nezha', each "
+     "with its own model= (Hugging Face's RoBERTa, whose positions start after the padding "
+     "id, is another family)"),
+    ("position_embedding_type", lambda value, values, family: value == "absolute"
+     or _base(family) != "bert",
+     "kerasbert's BERT has absolute position embeddings; NEZHA (relative) and RoFormer "
+     "(rotary) are their own model= values"),
+    ("embedding_size", lambda value, values, family: value == values.get("hidden_size")
+     or family in FACTORISED,
+     "factorised embeddings (embedding_size other than hidden_size) belong to ALBERT, "
+     "ELECTRA and RoFormer; build with model='albert' or 'electra'"),
+    ("num_hidden_groups", lambda value, values, family: value == 1,
+     "ALBERT with several groups of shared layers is not supported (one group, as in every "
+     "published ALBERT checkpoint)"),
+    ("inner_group_num", lambda value, values, family: value == 1,
+     "ALBERT with several layers per group is not supported (one, as in every published "
+     "ALBERT checkpoint)"),
+    ("is_decoder", lambda value, values, family: not value,
+     "kerasbert builds bidirectional encoders, not a causal decoder"),
+    ("add_cross_attention", lambda value, values, family: not value,
+     "kerasbert builds encoders, without cross-attention to another model"),
 )
+
+
+def _base(family):
+    """The ``model_type`` a family's configs carry: ``albert_unshared`` reads ALBERT's."""
+    return {"albert_unshared": "albert", "roformer_v2": "roformer",
+            "roberta": "bert"}.get(family, family)
+
+
+def family_of_config(values):
+    """The family a config's own keys name: its ``model_type``, ALBERT's group keys, or
+    ``"bert"``. An unknown ``model_type`` is left to the checks, which name it.
+
+    Example:
+        >>> family_of_config({"model_type": "albert"}), family_of_config({"hidden_size": 8})
+        ('albert', 'bert')
+    """
+    model_type = values.get("model_type")
+    if model_type is not None:
+        return MODEL_TYPES.get(model_type, "bert")
+    if any(values.get(key) is not None for key in ALBERT_KEYS):
+        return "albert"
+    return "bert"
+
 
 REQUIRED_KEYS = (
     "vocab_size",
@@ -91,18 +128,22 @@ class BertConfig:
     layer_norm_eps: float = 1e-12
     extra: dict = dataclasses.field(default_factory=dict)
     source: str = dataclasses.field(default="<dict>", compare=False, repr=False)
+    #: The model family the config is read for (``model=``); not a key of the file.
+    family: str = dataclasses.field(default="bert", compare=False, repr=False)
 
     def __post_init__(self):
         self.validate()
 
     # ------------------------------------------------------------------ reading
     @classmethod
-    def from_dict(cls, values, source="<dict>", **overrides):
+    def from_dict(cls, values, source="<dict>", family=None, **overrides):
         """Builds a config from a dict of Google (or Hugging Face) keys.
 
         Args:
             values: the parsed JSON object.
             source: where the values came from, quoted in error messages.
+            family: the ``model=`` it is read for; None: the one the config names
+                (:func:`family_of_config`).
             **overrides: keys to replace, Google names or bert4keras aliases
                 (``max_position``, ``dropout_rate``, ``attention_dropout_rate``,
                 ``segment_vocab_size``).
@@ -117,8 +158,9 @@ class BertConfig:
         merged = dict(values)
         for key, value in overrides.items():
             merged[BERT4KERAS_ALIASES.get(key, key)] = value
+        family = family or family_of_config(merged)
         # Before the required keys: another family's config may lack some of them.
-        _check_family(merged, f"in {source}")
+        _check_family(merged, f"in {source}", family)
         missing = [key for key in REQUIRED_KEYS if key not in merged]
         if missing:
             raise ValueError(f"missing key(s) in {source}: {', '.join(missing)} "
@@ -127,10 +169,10 @@ class BertConfig:
         known = {key: merged[key] for key in merged if key in names}
         extra = dict(merged.get("extra") or {})
         extra.update({key: merged[key] for key in merged if key not in names and key != "extra"})
-        return cls(**known, extra=extra, source=source)
+        return cls(**known, extra=extra, source=source, family=family)
 
     @classmethod
-    def from_json_file(cls, path, **overrides):
+    def from_json_file(cls, path, family=None, **overrides):
         """Reads ``bert_config.json`` (Google) or ``config.json`` (Hugging Face).
 
         Raises:
@@ -151,7 +193,7 @@ class BertConfig:
                 f"config in {path}: invalid JSON at line {error.lineno}, column {error.colno}: "
                 f"{error.msg}"
             ) from None
-        return cls.from_dict(values, source=path, **overrides)
+        return cls.from_dict(values, source=path, family=family, **overrides)
 
     # ------------------------------------------------------------------ writing
     def to_dict(self):
@@ -159,7 +201,7 @@ class BertConfig:
         values = {
             f.name: getattr(self, f.name)
             for f in dataclasses.fields(self)
-            if f.name not in ("extra", "source")
+            if f.name not in ("extra", "source", "family")
         }
         return {**values, **self.extra}
 
@@ -170,18 +212,29 @@ class BertConfig:
 
     def replace(self, **overrides):
         """A copy with some keys replaced (Google names or bert4keras aliases)."""
-        return BertConfig.from_dict(self.to_dict(), source=self.source, **overrides)
+        return BertConfig.from_dict(self.to_dict(), source=self.source, family=self.family,
+                                    **overrides)
 
     # ---------------------------------------------------------------- derived
     @property
     def head_size(self):
         return self.hidden_size // self.num_attention_heads
 
+    @property
+    def embedding_size(self):
+        """The width of the embeddings: ``embedding_size`` (ALBERT, ELECTRA) or the hidden size."""
+        return self.extra.get("embedding_size") or self.hidden_size
+
+    @property
+    def max_relative_position(self):
+        """NEZHA's clipping distance of relative positions (64 in its checkpoints)."""
+        return self.extra.get("max_relative_position", 64)
+
     # ------------------------------------------------------------- validation
     def validate(self):
         """Checks every value; the message names key, value, rule and file."""
         where = f"in {self.source}"
-        _check_family(self.to_dict(), where)
+        _check_family(self.to_dict(), where, self.family)
         # Messages read "<key> (<value>) in <file>: <rule>".
         for name in REQUIRED_KEYS + ("max_position_embeddings",):
             _check_int(name, getattr(self, name), where, minimum=1)
@@ -215,10 +268,10 @@ class BertConfig:
                 ) from None
 
 
-def _check_family(values, where):
-    for key, is_bert, why in OTHER_FAMILY_RULES:
+def _check_family(values, where, family="bert"):
+    for key, builds, why in OTHER_FAMILY_RULES:
         value = values.get(key)
-        if value is not None and not is_bert(value, values):
+        if value is not None and not builds(value, values, family):
             raise ValueError(f"{key} ({value!r}) {where}: not supported yet; {why}")
 
 

@@ -10,7 +10,8 @@ from kerasbert.models import names
 from kerasbert.models.layers import BiasAdd, FirstToken, get_activation, truncated_normal
 
 #: Heads whose output is a prediction, not a vector to classify.
-PREDICTION_HEADS = (names.NSP_PROBA, names.MLM_ACTIVATION)
+PREDICTION_HEADS = (names.NSP_PROBA, names.MLM_ACTIVATION, names.OUTPUT_MLM_ACTIVATION,
+                    names.DISCRIMINATOR_PREDICTION)
 
 
 def apply_pooler(sequence, config, activation="tanh", dtype=None):
@@ -37,11 +38,11 @@ def apply_nsp(pooled, config, dtype=None):
 def apply_mlm(sequence, config, token_embedding, activation="softmax", dtype=None):
     """The masked-LM head, its output matrix tied to ``Embedding-Token``.
 
-    ``MLM-Dense`` (H -> H, hidden_act), ``MLM-Norm``, the transposed token
+    ``MLM-Dense`` (H -> E, hidden_act; E = H but in ALBERT), ``MLM-Norm``, the transposed token
     embedding, ``MLM-Bias`` (one bias per vocabulary entry), ``MLM-Activation``.
     """
     x = keras.layers.Dense(
-        config.hidden_size,
+        config.embedding_size,
         activation=get_activation(config.hidden_act),
         kernel_initializer=truncated_normal(config.initializer_range),
         name=names.MLM_DENSE,

@@ -14,9 +14,11 @@ import math
 import keras
 from keras import ops
 
+from kerasbert.models import names
 from kerasbert.models.config import APPROXIMATE_GELU_NAMES
+from kerasbert.models.positions import rotate
 
-PACKAGE = "kerasbert"
+PACKAGE = names.SERIALIZATION_PACKAGE
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
@@ -33,7 +35,7 @@ def get_activation(name):
 
 
 def affine(rows, kernel, bias):
-    """``rows @ kernel + bias`` for 2-D ``rows``.
+    """``rows @ kernel + bias`` for 2-D ``rows`` (``bias`` may be None).
 
     On TensorFlow it is written as ``MatMul`` + ``BiasAdd``: the pair that TensorFlow's
     graph optimizer hands to oneDNN as one fused product, with a GELU or ReLU that follows
@@ -41,6 +43,8 @@ def affine(rows, kernel, bias):
     separate bias and GELU passes cost as much as the product itself in bfloat16
     (``bench/``). Other backends get the plain expression.
     """
+    if bias is None:  # RoFormer-v2's bias-free layers
+        return ops.matmul(rows, kernel)
     if keras.backend.backend() == "tensorflow":
         import tensorflow as tf
 
@@ -61,6 +65,19 @@ def kernel_initializer(layer):
     if layer.initializer is not None:
         return keras.initializers.get(layer.initializer)
     return truncated_normal(layer.initializer_range)
+
+
+#: What :class:`MultiHeadSelfAttention` adds position information with, besides BERT's none.
+POSITION_KINDS = (None, "rotary", "relative")
+
+
+def variant_config(layer):
+    """The family options of a layer that differ from BERT's, for ``get_config`` (files
+    saved before they existed have none)."""
+    config = {} if layer.use_bias else {"use_bias": False}
+    if getattr(layer, "position", None):
+        config["position"] = layer.position
+    return config
 
 
 def initializer_config(layer):
@@ -183,6 +200,12 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         dropout: dropout rate on the attention probabilities.
         initializer_range: stddev of the truncated-normal kernel initializer.
         initializer: another kernel initializer instead (see :class:`PositionEmbedding`).
+        use_bias: False for RoFormer-v2's bias-free projections.
+        position: None (BERT: positions are in the embeddings), ``"rotary"``
+            (RoFormer: queries and keys rotated by ``Embedding-Rotary-Position``) or
+            ``"relative"`` (NEZHA: ``Embedding-Relative-Position`` added to the scores
+            and the context). With a position, the layer is called on
+            ``[hidden states, position table]``.
 
     Example:
         >>> layer = MultiHeadSelfAttention(num_heads=2, head_size=8)
@@ -193,9 +216,13 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     PROJECTIONS = ("query", "key", "value")
 
     def __init__(self, num_heads, head_size, dropout=0.0, initializer_range=0.02,
-                 initializer=None, **kwargs):
+                 initializer=None, use_bias=True, position=None, **kwargs):
         super().__init__(**kwargs)
+        if position not in POSITION_KINDS:
+            raise ValueError(f"position={position!r} is not one of {POSITION_KINDS}")
         self.initializer = initializer
+        self.use_bias = use_bias
+        self.position = position
         self.num_heads = num_heads
         self.head_size = head_size
         self.dropout = dropout
@@ -205,6 +232,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                                     if dropout else None)
 
     def build(self, input_shape):
+        if self.position:
+            input_shape = input_shape[0]
         hidden = input_shape[-1]
         inner = self.num_heads * self.head_size
         initializer = kernel_initializer(self)
@@ -212,11 +241,12 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             setattr(self, f"{projection}_kernel", self.add_weight(
                 name=f"{projection}_kernel", shape=(hidden, inner), initializer=initializer))
             setattr(self, f"{projection}_bias", self.add_weight(
-                name=f"{projection}_bias", shape=(inner,), initializer="zeros"))
+                name=f"{projection}_bias", shape=(inner,), initializer="zeros")
+                if self.use_bias else None)
         self.output_kernel = self.add_weight(
             name="output_kernel", shape=(inner, hidden), initializer=initializer)
-        self.output_bias = self.add_weight(
-            name="output_bias", shape=(hidden,), initializer="zeros")
+        self.output_bias = (self.add_weight(name="output_bias", shape=(hidden,),
+                                            initializer="zeros") if self.use_bias else None)
 
     def _heads(self, rows, projection, batch, length):
         """Projects ``(batch * length, hidden)`` rows to ``(batch, heads, length, head_size)``."""
@@ -227,6 +257,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         return ops.transpose(x, (0, 2, 1, 3))
 
     def call(self, inputs, mask=None, training=None):
+        table = None
+        if self.position:
+            (inputs, table), mask = inputs, mask[0] if isinstance(mask, (list, tuple)) else mask
         # Shapes: B batch, T length, H hidden, N heads, D head_size (N * D = inner width).
         batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
         # Projections on 2-D rows: each is one plain GEMM (no batched matmul, no einsum
@@ -234,10 +267,15 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         rows = ops.reshape(inputs, (-1, inputs.shape[-1]))  # (B*T, H)
         # Each (B, N, T, D).
         query, key, value = (self._heads(rows, p, batch, length) for p in self.PROJECTIONS)
+        if self.position == "rotary":
+            query, key = rotate(query, table), rotate(key, table)
         # Scaling the query (length x head_size) costs less than scaling the scores
         # (length x length), and gives the same numbers to rounding.
         query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # (B, N, T, T)
+        if self.position == "relative":  # table (T, T, D)
+            table = ops.cast(table, query.dtype)
+            scores = scores + ops.einsum("bnjd,jkd->bnjk", query, table)
         if mask is not None:
             scores = scores + attention_bias(mask, scores.dtype)  # bias (B, 1, 1, T)
         if keras.backend.standardize_dtype(scores.dtype) in ("float16", "bfloat16"):
@@ -249,13 +287,21 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         if self.probability_dropout is not None:
             probabilities = self.probability_dropout(probabilities, training=training)
         # (B, N, T, D) -> (B, T, N, D) -> (B*T, N*D): the heads side by side, as rows.
-        context = ops.transpose(ops.matmul(probabilities, value), (0, 2, 1, 3))
+        context = ops.matmul(probabilities, value)  # (B, N, T, D)
+        if self.position == "relative":
+            context = context + ops.einsum("bnjk,jkd->bnjd", probabilities, table)
+        context = ops.transpose(context, (0, 2, 1, 3))
         context = ops.reshape(context, (-1, self.num_heads * self.head_size))
         output = affine(context, self.output_kernel, self.output_bias)  # (B*T, H)
         return ops.reshape(output, (batch, length, output.shape[-1]))  # (B, T, H)
 
     def compute_output_shape(self, input_shape):
-        return input_shape
+        return input_shape[0] if self.position else input_shape
+
+    def compute_mask(self, inputs, mask=None):
+        if self.position and isinstance(mask, (list, tuple)):
+            return mask[0]
+        return mask
 
     def get_config(self):
         return {
@@ -265,6 +311,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             "dropout": self.dropout,
             "initializer_range": self.initializer_range,
             **initializer_config(self),
+            **variant_config(self),
         }
 
 
@@ -277,6 +324,7 @@ class FeedForward(keras.layers.Layer):
         activation: ``hidden_act`` of the config ("gelu" is the exact erf form).
         initializer_range: stddev of the truncated-normal kernel initializer.
         initializer: another kernel initializer instead (see :class:`PositionEmbedding`).
+        use_bias: False for RoFormer-v2's bias-free products.
 
     Example:
         >>> tuple(FeedForward(intermediate_size=32)(keras.ops.zeros((1, 5, 16))).shape)
@@ -284,9 +332,10 @@ class FeedForward(keras.layers.Layer):
     """
 
     def __init__(self, intermediate_size, activation="gelu", initializer_range=0.02,
-                 initializer=None, **kwargs):
+                 initializer=None, use_bias=True, **kwargs):
         super().__init__(**kwargs)
         self.initializer = initializer
+        self.use_bias = use_bias
         self.intermediate_size = intermediate_size
         self.activation = activation
         self.initializer_range = initializer_range
@@ -300,11 +349,12 @@ class FeedForward(keras.layers.Layer):
             name="intermediate_kernel", shape=(hidden, self.intermediate_size),
             initializer=initializer)
         self.intermediate_bias = self.add_weight(
-            name="intermediate_bias", shape=(self.intermediate_size,), initializer="zeros")
+            name="intermediate_bias", shape=(self.intermediate_size,), initializer="zeros"
+        ) if self.use_bias else None
         self.output_kernel = self.add_weight(
             name="output_kernel", shape=(self.intermediate_size, hidden), initializer=initializer)
         self.output_bias = self.add_weight(
-            name="output_bias", shape=(hidden,), initializer="zeros")
+            name="output_bias", shape=(hidden,), initializer="zeros") if self.use_bias else None
 
     def call(self, inputs):
         # On 2-D rows, so each product is one GEMM fused with its bias and activation.
@@ -323,6 +373,7 @@ class FeedForward(keras.layers.Layer):
             "activation": self.activation,
             "initializer_range": self.initializer_range,
             **initializer_config(self),
+            **variant_config(self),
         }
 
 
@@ -369,3 +420,31 @@ class BiasAdd(keras.layers.Layer):
 
     def compute_output_shape(self, input_shape):
         return input_shape
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class ScaleFreeNorm(keras.layers.Layer):
+    """RoFormer-v2's norm: ``x / sqrt(mean(x^2) + epsilon)`` over the last axis, with no
+    mean subtracted and no weights.
+
+    Example:
+        >>> x = keras.ops.convert_to_tensor([[3.0, 4.0]])
+        >>> [round(float(v), 4) for v in ScaleFreeNorm()(x)[0]]
+        [0.8485, 1.1314]
+    """
+
+    def __init__(self, epsilon=1e-12, **kwargs):
+        super().__init__(**kwargs)
+        self.epsilon = epsilon
+        self.supports_masking = True
+
+    def call(self, inputs):
+        x = ops.cast(inputs, "float32")
+        x = x * ops.rsqrt(ops.mean(ops.square(x), axis=-1, keepdims=True) + self.epsilon)
+        return ops.cast(x, inputs.dtype)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {**super().get_config(), "epsilon": self.epsilon}

@@ -4,6 +4,9 @@ Downstream code (checkpoint mapping, fine-tuning scripts, ``model.get_layer``)
 looks layers up by these names, so each is spelled here and nowhere else.
 """
 
+#: The package custom layers are registered under (``"kerasbert>FeedForward"``).
+SERIALIZATION_PACKAGE = "kerasbert"
+
 INPUT_TOKEN = "Input-Token"
 INPUT_SEGMENT = "Input-Segment"
 # Pretraining only: the positions whose tokens the MLM head predicts.
@@ -15,6 +18,15 @@ EMBEDDING_TOKEN_SEGMENT = "Embedding-Token-Segment"
 EMBEDDING_POSITION = "Embedding-Position"
 EMBEDDING_NORM = "Embedding-Norm"
 EMBEDDING_DROPOUT = "Embedding-Dropout"
+# ALBERT and ELECTRA: embedding_size -> hidden_size.
+EMBEDDING_MAPPING = "Embedding-Mapping"
+# RoFormer's rotary and NEZHA's relative positions, fed to every attention layer.
+EMBEDDING_ROTARY_POSITION = "Embedding-Rotary-Position"
+EMBEDDING_RELATIVE_POSITION = "Embedding-Relative-Position"
+
+# ALBERT's one attention and one feed-forward block, used by every layer.
+SHARED_ATTENTION = "Transformer-MultiHeadSelfAttention"
+SHARED_FEED_FORWARD = "Transformer-FeedForward"
 
 POOLER = "Pooler"
 POOLER_DENSE = "Pooler-Dense"
@@ -23,6 +35,13 @@ MLM_DENSE = "MLM-Dense"
 MLM_NORM = "MLM-Norm"
 MLM_BIAS = "MLM-Bias"
 MLM_ACTIVATION = "MLM-Activation"
+# RoFormer-v2's MLM head: the tied embedding alone.
+OUTPUT_MAPPING = "Output-Mapping"
+OUTPUT_MLM_DROPOUT = "Output-MLM-Dropout"
+OUTPUT_MLM_ACTIVATION = "Output-MLM-Activation"
+# ELECTRA's replaced-token detection head.
+DISCRIMINATOR_DENSE = "Discriminator-Dense"
+DISCRIMINATOR_PREDICTION = "Discriminator-Prediction"
 
 CLS_TOKEN = "CLS-token"
 CLS_DROPOUT = "CLS-Dropout"
