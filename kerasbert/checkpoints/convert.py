@@ -154,7 +154,7 @@ def convert_hf_to_google(hf_dir, prefix, dtype="float32"):
 
 def _read_config(path):
     # BertConfig refuses other families (model_type, position_embedding_type...).
-    config = BertConfig.from_json_file(path)
+    config = BertConfig.from_json_file(path, family="bert")
     # Google's bert_config.json: its own keys only, none of Hugging Face's bookkeeping.
     return BertConfig.from_dict(
         {key: value for key, value in config.to_dict().items() if key not in config.extra},

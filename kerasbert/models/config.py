@@ -46,8 +46,9 @@ FACTORISED = ("albert", "albert_unshared", "electra", "roformer", "roformer_v2")
 OTHER_FAMILY_RULES = (
     ("model_type", lambda value, values, family: MODEL_TYPES.get(value) == _base(family),
      "kerasbert builds model_type 'bert', 'albert', 'electra', 'roformer' and 'nezha', each "
-     "with its own model= (Hugging Face's RoBERTa, whose positions start after the padding "
-     "id, is another family)"),
+     "with its own build_transformer_model(model=...), and BERT alone from the command line "
+     "(Hugging Face's RoBERTa, whose positions start after the padding id, is another "
+     "family)"),
     ("position_embedding_type", lambda value, values, family: value == "absolute"
      or _base(family) != "bert",
      "kerasbert's BERT has absolute position embeddings; NEZHA (relative) and RoFormer "
