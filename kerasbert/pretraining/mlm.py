@@ -192,7 +192,8 @@ def pretrain(options, callbacks=(), verbose="auto"):
     validate(options)
     run = TrainingRun(options, OPTIONS_FILE, FINISHED, verbose=verbose).prepare()
     prepared = _TrainingData.read(options)
-    config = resolve_config(options.config, family="bert").replace(vocab_size=len(prepared.vocab.tokens))
+    config = resolve_config(options.config, family="bert").replace(
+        vocab_size=len(prepared.vocab.tokens))
     check_maxlen(config, options.maxlen)
     if options.dev:
         corpus.read_corpus(options.dev, options.text_column)  # a bad dev file fails now

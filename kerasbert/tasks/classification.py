@@ -185,7 +185,8 @@ def _write_results(options, inputs, recorder):
 
     output = options.output
     model = load_run_model(output)
-    BertConfig.from_json_file(options.config, family="bert").to_json_file(os.path.join(output, "bert_config.json"))
+    BertConfig.from_json_file(options.config, family="bert").to_json_file(
+        os.path.join(output, "bert_config.json"))
     files.copy_file(options.vocab, os.path.join(output, "vocab.txt"))
     files.write_json(os.path.join(output, "labels.json"), inputs.labels)
     save_weights_as_checkpoint(model, os.path.join(output, "bert_model.ckpt"))
