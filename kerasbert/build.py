@@ -13,10 +13,7 @@ from kerasbert.checkpoints.loading import load_checkpoint, save_weights_as_check
 from kerasbert.models.bert import build_bert
 from kerasbert.models.config import BertConfig
 from kerasbert.models.deferred import deferred_weights, forget, settle
-from kerasbert.models.families import VARIANTS
-
-#: The ``model=`` values: bert4keras 0.11.5's names for the families kerasbert builds.
-FAMILIES = tuple(VARIANTS)
+from kerasbert.models.families import variant_of
 
 
 @dataclasses.dataclass
@@ -104,10 +101,8 @@ def build_transformer_model(config_path=None, checkpoint_path=None, model=None, 
         >>> bert.count_params()
         101677056
     """
-    if model is not None and (not isinstance(model, str) or model.lower() not in FAMILIES):
-        raise ValueError(
-            f"model={model!r} is not supported; supported: {', '.join(FAMILIES)}"
-        )
+    if model is not None:
+        variant_of(model)  # an unknown family is refused before the config is read
     config = resolve_config(config_path, family=model and model.lower(), **overrides)
     family = config.family
     vocab_size = config.vocab_size

@@ -9,7 +9,6 @@ from kerasbert.checkpoints import mapping as bert
 from kerasbert.models import names
 
 SHARED_SCOPE = "bert/encoder/transformer/group_0/inner_group_0"
-EMBEDDING_MAPPING = "bert/encoder/embedding_hidden_mapping_in"
 
 
 def _block(attention, feed_forward):
@@ -39,7 +38,7 @@ def variable_mapping(num_hidden_layers):
         >>> variable_mapping(12)["Transformer-FeedForward-Norm"]["gamma"]
         'bert/encoder/transformer/group_0/inner_group_0/LayerNorm_1/gamma'
     """
-    mapping = _outside_encoder(num_hidden_layers)
+    mapping = bert.variable_mapping(0)  # embeddings (Embedding-Mapping included) and heads
     mapping.update(_block(names.SHARED_ATTENTION, names.SHARED_FEED_FORWARD))
     return mapping
 
@@ -52,13 +51,8 @@ def unshared_variable_mapping(num_hidden_layers):
         >>> unshared_variable_mapping(2)["Transformer-1-MultiHeadSelfAttention"]["query_bias"]
         'bert/encoder/transformer/group_0/inner_group_0/attention_1/self/query/bias'
     """
-    mapping = _outside_encoder(num_hidden_layers)
+    mapping = bert.variable_mapping(0)
     for index in range(num_hidden_layers):
         mapping.update(_block(names.attention_name(index), names.feed_forward_name(index)))
     return mapping
 
-
-def _outside_encoder(num_hidden_layers):
-    mapping = {layer: weights for layer, weights in bert.variable_mapping(0).items()}
-    mapping[names.EMBEDDING_MAPPING] = bert.dense(EMBEDDING_MAPPING)
-    return mapping

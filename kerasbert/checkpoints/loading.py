@@ -32,6 +32,7 @@ from kerasbert.checkpoints.mapping import (
 )
 from kerasbert.models import names
 from kerasbert.models.deferred import set_value
+from kerasbert.models.families import model_type_of
 
 logger = logging.getLogger(__name__)
 
@@ -361,9 +362,8 @@ NO_POSITION_TABLE = ("nezha", "roformer", "roformer_v2")
 def _other_family(available, family):
     """What another family's checkpoint looks like, for the message: ``(what, model=)``;
     None where it looks like ``family``'s own."""
-    own = family.split("_")[0]
     for what, loads_as, pattern in OTHER_FAMILIES:
-        if loads_as == own:
+        if loads_as == model_type_of(family):
             continue
         for name in sorted(available):
             found = re.match(pattern, name)

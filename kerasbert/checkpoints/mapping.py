@@ -38,7 +38,7 @@ def variable_mapping(num_hidden_layers):
         names.EMBEDDING_SEGMENT: {"embeddings": "bert/embeddings/token_type_embeddings"},
         names.EMBEDDING_POSITION: {"embeddings": POSITION_EMBEDDINGS},
         names.EMBEDDING_NORM: norm("bert/embeddings/LayerNorm"),
-        # Where embedding_size differs from hidden_size (RoFormer-v2, a factorised BERT).
+        # Where embedding_size differs from hidden_size (ALBERT, RoFormer-v2, a factorised BERT).
         names.EMBEDDING_MAPPING: dense("bert/encoder/embedding_hidden_mapping_in"),
     }
     for i in range(num_hidden_layers):

@@ -41,9 +41,14 @@ SIZE_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "intermediate_siz
 BYTES_PER_WEIGHT = 4  # float32 variables, also under mixed precision
 
 
-def _dropout(x, rate, name, dtype):
+def _dropout_layer(rate, name, dtype):
     # bert4keras leaves the layer out when the rate is 0; the layer list matches.
-    return keras.layers.Dropout(rate, name=name, dtype=dtype)(x) if rate else x
+    return keras.layers.Dropout(rate, name=name, dtype=dtype) if rate else None
+
+
+def _dropout(x, rate, name, dtype):
+    layer = _dropout_layer(rate, name, dtype)
+    return layer(x) if layer is not None else x
 
 
 def _norm(name, config, variant, dtype):
@@ -89,10 +94,8 @@ def _embeddings(token_ids, segment_ids, config, variant, dtype):
 
 def _block_layers(block, block_name, config, variant, dtype):
     """``block`` and its Dropout, Add (residual) and Norm, named after ``block_name``."""
-    rate = config.hidden_dropout_prob
     return (block,
-            keras.layers.Dropout(rate, name=names.dropout_name(block_name), dtype=dtype)
-            if rate else None,
+            _dropout_layer(config.hidden_dropout_prob, names.dropout_name(block_name), dtype),
             Add(name=names.add_name(block_name), dtype=dtype),
             _norm(names.norm_name(block_name), config, variant, dtype))
 

@@ -19,6 +19,7 @@ import os
 import keras
 
 from kerasbert.files import open_input, write_text
+from kerasbert.models.families import model_type_of
 
 # bert4keras accepts these keyword overrides; they name the same facts as Google's keys.
 BERT4KERAS_ALIASES = {
@@ -32,10 +33,10 @@ BERT4KERAS_ALIASES = {
 # "gelu" is the exact erf form (Google, Hugging Face, bert4keras); the others are the tanh form.
 APPROXIMATE_GELU_NAMES = ("gelu_new", "gelu_approximate", "gelu_pytorch_tanh", "gelu_fast")
 
-# A config's ``model_type`` (Hugging Face) -> the family it builds as. The original
+# The ``model_type`` values (Hugging Face) kerasbert builds, each as the family of that
+# name (see :func:`kerasbert.models.families.model_type_of`). The original
 # Google and brightmart ALBERT configs have no model_type but ALBERT's group keys.
-MODEL_TYPES = {"bert": "bert", "albert": "albert", "electra": "electra",
-               "roformer": "roformer", "nezha": "nezha"}
+MODEL_TYPES = ("bert", "albert", "electra", "roformer", "nezha")
 ALBERT_KEYS = ("num_hidden_groups", "inner_group_num")
 # Families whose embeddings may be narrower than the hidden size (Embedding-Mapping).
 FACTORISED = ("albert", "albert_unshared", "electra", "roformer", "roformer_v2")
@@ -44,13 +45,13 @@ FACTORISED = ("albert", "albert_unshared", "electra", "roformer", "roformer_v2")
 # build it?, why another is refused). A key that is absent or null is fine; ``values``
 # is the whole config, for rules that compare two keys.
 OTHER_FAMILY_RULES = (
-    ("model_type", lambda value, values, family: MODEL_TYPES.get(value) == _base(family),
+    ("model_type", lambda value, values, family: value == model_type_of(family),
      "kerasbert builds model_type 'bert', 'albert', 'electra', 'roformer' and 'nezha', each "
      "with its own build_transformer_model(model=...), and BERT alone from the command line "
      "(Hugging Face's RoBERTa, whose positions start after the padding id, is another "
      "family)"),
     ("position_embedding_type", lambda value, values, family: value == "absolute"
-     or _base(family) != "bert",
+     or model_type_of(family) != "bert",
      "kerasbert's BERT has absolute position embeddings; NEZHA (relative) and RoFormer "
      "(rotary) are their own model= values"),
     ("embedding_size", lambda value, values, family: value == values.get("hidden_size")
@@ -70,12 +71,6 @@ OTHER_FAMILY_RULES = (
 )
 
 
-def _base(family):
-    """The ``model_type`` a family's configs carry: ``albert_unshared`` reads ALBERT's."""
-    return {"albert_unshared": "albert", "roformer_v2": "roformer",
-            "roberta": "bert"}.get(family, family)
-
-
 def family_of_config(values):
     """The family a config's own keys name: its ``model_type``, ALBERT's group keys, or
     ``"bert"``. An unknown ``model_type`` is left to the checks, which name it.
@@ -86,7 +81,7 @@ def family_of_config(values):
     """
     model_type = values.get("model_type")
     if model_type is not None:
-        return MODEL_TYPES.get(model_type, "bert")
+        return model_type if model_type in MODEL_TYPES else "bert"
     if any(values.get(key) is not None for key in ALBERT_KEYS):
         return "albert"
     return "bert"

@@ -48,6 +48,17 @@ VARIANTS = {
 }
 
 
+def model_type_of(family):
+    """The ``model_type`` a family's configs carry (``albert_unshared`` reads ALBERT's).
+
+    Example:
+        >>> model_type_of("roformer_v2"), model_type_of("roberta")
+        ('roformer', 'bert')
+    """
+    return {"albert_unshared": "albert", "roformer_v2": "roformer",
+            "roberta": "bert"}.get(family, family)
+
+
 def variant_of(family, with_pool=False, with_nsp=False, with_mlm=False,
                with_discriminator=False):
     """The :class:`Variant` of ``family``, after checking that it has the heads asked for.
@@ -60,10 +71,9 @@ def variant_of(family, with_pool=False, with_nsp=False, with_mlm=False,
         >>> variant_of("albert").shared_layers
         True
     """
-    key = family.lower() if isinstance(family, str) else family
-    if key not in VARIANTS:
+    if not isinstance(family, str) or family.lower() not in VARIANTS:
         raise ValueError(f"model={family!r} is not supported; supported: {', '.join(VARIANTS)}")
-    variant = VARIANTS[key]
+    variant = VARIANTS[family.lower()]
     asked = {"with_pool": with_pool, "with_nsp": with_nsp, "with_mlm": with_mlm}
     if variant.heads == "electra":
         wrong = [flag for flag, value in asked.items() if value]
