@@ -1,8 +1,10 @@
-"""Hugging Face BERT directory → Google checkpoint, ``bert_config.json`` and ``vocab.txt``.
+"""Hugging Face model directory → Google checkpoint, ``bert_config.json`` and ``vocab.txt``.
 
-Reads ``config.json`` and ``model.safetensors`` (``BertModel``, ``BertForPreTraining``
-and task models; a ``bert.`` prefix is optional) and writes what Google's code,
-bert4keras and :func:`kerasbert.build_transformer_model` read.
+Reads ``config.json`` and ``model.safetensors`` of a BERT, ALBERT, ELECTRA or RoFormer
+(base models, pretraining and task models; the ``bert.`` / ``albert.`` / ``electra.`` /
+``roformer.`` prefix is optional) and writes what Google's code, bert4keras and
+:func:`kerasbert.build_transformer_model` read: each family's original variable names
+(:mod:`kerasbert.checkpoints.mapping`, ``albert``, ``electra``).
 """
 
 import dataclasses
@@ -12,30 +14,22 @@ import shutil
 
 import numpy as np
 
+from kerasbert.checkpoints import albert
 from kerasbert.checkpoints.io import (
     CheckpointError,
     dtype_name,
     is_float_dtype,
     write_checkpoint,
 )
-from kerasbert.checkpoints.mapping import variable_mapping
+from kerasbert.checkpoints.loading import TABLES
 from kerasbert.models import names
 from kerasbert.models.config import BertConfig
+from kerasbert.models.families import model_type_of
 
-# Hugging Face module → Google variable scope. A Linear's ``weight`` is [out, in]
-# and becomes a transposed ``kernel``; an Embedding's ``weight`` is the table itself.
-EMBEDDING_MODULES = {
-    "embeddings.word_embeddings": "bert/embeddings/word_embeddings",
-    "embeddings.position_embeddings": "bert/embeddings/position_embeddings",
-    "embeddings.token_type_embeddings": "bert/embeddings/token_type_embeddings",
-}
-MODULES = {
-    "embeddings.LayerNorm": "bert/embeddings/LayerNorm",
-    "pooler.dense": "bert/pooler/dense",
-    "cls.predictions.transform.dense": "cls/predictions/transform/dense",
-    "cls.predictions.transform.LayerNorm": "cls/predictions/transform/LayerNorm",
-}
-LAYER_MODULES = {
+# A Linear's ``weight`` is [out, in] and becomes a transposed ``kernel``; an Embedding's
+# ``weight`` is the table itself; LayerNorm's weight/bias (or gamma/beta) are gamma/beta.
+EMBEDDINGS = ("word_embeddings", "position_embeddings", "token_type_embeddings")
+BERT_LAYER_MODULES = {
     "attention.self.query": "attention/self/query",
     "attention.self.key": "attention/self/key",
     "attention.self.value": "attention/self/value",
@@ -45,21 +39,99 @@ LAYER_MODULES = {
     "output.dense": "output/dense",
     "output.LayerNorm": "output/LayerNorm",
 }
-# Stored as Google stores them (``seq_relationship.weight`` is [2, hidden] in both).
-PLAIN = {
+BERT_HEADS = {
+    "pooler.dense": "bert/pooler/dense",
+    "cls.predictions.transform.dense": "cls/predictions/transform/dense",
+    "cls.predictions.transform.LayerNorm": "cls/predictions/transform/LayerNorm",
+}
+# Stored as Google stores them (the NSP / SOP weight is [2, hidden] in both).
+BERT_PLAIN = {
     "cls.predictions.bias": "cls/predictions/output_bias",
     "cls.seq_relationship.weight": "cls/seq_relationship/output_weights",
     "cls.seq_relationship.bias": "cls/seq_relationship/output_bias",
 }
-# Buffers and copies of tied weights: nothing of their own to convert.
-IGNORED = ("embeddings.position_ids", "cls.predictions.decoder.weight",
-           "cls.predictions.decoder.bias")
-_LAYER = re.compile(r"encoder\.layer\.(\d+)\.(.+)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """Where one Hugging Face family keeps each weight, in Google's names.
+
+    Attributes:
+        prefix: the base model's attribute (``"bert."``), optional in the file.
+        scope: the Google scope of embeddings and encoder (``"bert"``, ``"electra"``).
+        modules: Hugging Face module (after the prefix) -> Google scope.
+        layer: the encoder layers' modules, ``index`` and ``module`` groups.
+        layer_scope: the Google scope of layer ``{index}``.
+        layer_modules: a layer's module -> its Google scope inside ``layer_scope``.
+        plain: parameters stored as they are.
+        ignored: buffers and copies of tied weights.
+    """
+
+    prefix: str
+    scope: str
+    modules: dict
+    layer: str
+    layer_scope: str
+    layer_modules: dict
+    plain: dict
+    ignored: tuple = ()
+
+
+def _embedding_modules(scope):
+    return {"embeddings.LayerNorm": f"{scope}/embeddings/LayerNorm"}
+
+
+TIED = ("cls.predictions.decoder.weight", "cls.predictions.decoder.bias")
+BERT_LAYOUT = Layout(
+    "bert.", "bert", {**_embedding_modules("bert"), **BERT_HEADS},
+    r"encoder\.layer\.(?P<index>\d+)\.(?P<module>.+)", "bert/encoder/layer_{index}",
+    BERT_LAYER_MODULES, BERT_PLAIN, ("embeddings.position_ids",) + TIED)
+#: ``model_type`` -> its layout.
+LAYOUTS = {
+    "bert": BERT_LAYOUT,
+    "albert": Layout(
+        "albert.", "bert",
+        {**_embedding_modules("bert"),
+         "encoder.embedding_hidden_mapping_in": "bert/encoder/embedding_hidden_mapping_in",
+         "pooler": "bert/pooler/dense",
+         "predictions.dense": "cls/predictions/transform/dense",
+         "predictions.LayerNorm": "cls/predictions/transform/LayerNorm"},
+        # One group of one layer, shared by every layer (the config's checks refuse more).
+        r"encoder\.albert_layer_groups\.0\.albert_layers\.0\.(?P<module>.+)",
+        albert.SHARED_SCOPE,
+        {"attention.query": "attention_1/self/query", "attention.key": "attention_1/self/key",
+         "attention.value": "attention_1/self/value",
+         "attention.dense": "attention_1/output/dense", "attention.LayerNorm": "LayerNorm",
+         "ffn": "ffn_1/intermediate/dense", "ffn_output": "ffn_1/intermediate/output/dense",
+         "full_layer_layer_norm": "LayerNorm_1"},
+        {"predictions.bias": "cls/predictions/output_bias",
+         "sop_classifier.classifier.weight": "cls/seq_relationship/output_weights",
+         "sop_classifier.classifier.bias": "cls/seq_relationship/output_bias"},
+        ("embeddings.position_ids", "predictions.decoder.weight", "predictions.decoder.bias")),
+    "electra": Layout(
+        "electra.", "electra",
+        {**_embedding_modules("electra"), "embeddings_project": "electra/embeddings_project",
+         "discriminator_predictions.dense": "discriminator_predictions/dense",
+         "discriminator_predictions.dense_prediction": "discriminator_predictions/dense_1"},
+        BERT_LAYOUT.layer, "electra/encoder/layer_{index}", BERT_LAYER_MODULES, {},
+        ("embeddings.position_ids",)),
+    "roformer": Layout(
+        "roformer.", "bert",
+        {**_embedding_modules("bert"), **BERT_HEADS,
+         "embeddings_project": "bert/encoder/embedding_hidden_mapping_in"},
+        BERT_LAYOUT.layer, BERT_LAYOUT.layer_scope, BERT_LAYER_MODULES, BERT_PLAIN,
+        # The sinusoid tables are computed, not learned.
+        ("embeddings.embed_positions.weight", "encoder.embed_positions.weight") + TIED),
+}
 # Old checkpoints name LayerNorm parameters gamma/beta, newer ones weight/bias.
 _NORM_PARAMETERS = {"weight": "gamma", "gamma": "gamma", "bias": "beta", "beta": "beta"}
+FAMILY_NAMES = {"bert": "a BERT", "albert": "an ALBERT", "electra": "an ELECTRA",
+                "roformer": "a RoFormer"}
+# Keys of a Hugging Face config that the Google config keeps (the rest is bookkeeping).
+KEPT_KEYS = ("embedding_size", "num_hidden_groups", "inner_group_num")
 
 
-def google_name(hf_name):
+def google_name(hf_name, model_type="bert"):
     """The Google variable for a Hugging Face parameter, and whether to transpose it.
 
     Returns:
@@ -68,20 +140,26 @@ def google_name(hf_name):
     Example:
         >>> google_name("bert.encoder.layer.3.attention.self.query.weight")
         ('bert/encoder/layer_3/attention/self/query/kernel', True)
+        >>> google_name("albert.encoder.albert_layer_groups.0.albert_layers.0.ffn.bias", "albert")
+        ('bert/encoder/transformer/group_0/inner_group_0/ffn_1/intermediate/dense/bias', False)
     """
-    name = hf_name[len("bert."):] if hf_name.startswith("bert.") else hf_name
-    if name in PLAIN:
-        return PLAIN[name], False
+    layout = LAYOUTS[model_type]
+    name = hf_name.removeprefix(layout.prefix)
+    if name in layout.plain:
+        return layout.plain[name], False
     module, _, parameter = name.rpartition(".")
-    if module in EMBEDDING_MODULES and parameter == "weight":
-        return EMBEDDING_MODULES[module], False
-    scope = MODULES.get(module)
-    layer = _LAYER.fullmatch(module)
-    if layer and layer.group(2) in LAYER_MODULES:
-        scope = f"bert/encoder/layer_{layer.group(1)}/{LAYER_MODULES[layer.group(2)]}"
+    if module.startswith("embeddings.") and module[len("embeddings."):] in EMBEDDINGS:
+        return (f"{layout.scope}/{module.replace('.', '/')}", False) if parameter == "weight" \
+            else None
+    scope = layout.modules.get(module)
+    layer = re.fullmatch(layout.layer, module)
+    if layer and layer.group("module") in layout.layer_modules:
+        index = layer.groupdict().get("index")
+        scope = (f"{layout.layer_scope.format(index=index)}/"
+                 f"{layout.layer_modules[layer.group('module')]}")
     if scope is None:
         return None
-    if scope.endswith("LayerNorm"):
+    if scope.endswith(("LayerNorm", "LayerNorm_1")):
         norm = _NORM_PARAMETERS.get(parameter)
         return (f"{scope}/{norm}", False) if norm else None
     if parameter == "weight":
@@ -101,7 +179,8 @@ class Conversion:
 
 
 def convert_hf_to_google(hf_dir, prefix, dtype="float32"):
-    """Converts a Hugging Face BERT directory into a Google checkpoint directory.
+    """Converts a Hugging Face BERT, ALBERT, ELECTRA or RoFormer directory into a Google
+    checkpoint directory, in the family's original variable names.
 
     Args:
         hf_dir: a directory with ``config.json`` and ``model.safetensors`` (and
@@ -115,7 +194,8 @@ def convert_hf_to_google(hf_dir, prefix, dtype="float32"):
 
     Raises:
         FileNotFoundError: ``config.json`` or ``model.safetensors`` is missing.
-        ValueError: the model is not a BERT with absolute positions, ``hf_dir`` or
+        ValueError: the model is none of those families (or a BERT without absolute
+            positions, a RoFormer that rotates values), ``hf_dir`` or
             ``config.json`` is not what it should be, or (a CheckpointError)
             ``model.safetensors`` is truncated or not a safetensors file, or lacks a
             variable the config needs (named, with the file).
@@ -130,7 +210,7 @@ def convert_hf_to_google(hf_dir, prefix, dtype="float32"):
         error = ValueError if os.path.exists(hf_dir) else FileNotFoundError
         raise error(f"Hugging Face model in {hf_dir}: not a directory, expected one holding "
                     "config.json and model.safetensors")
-    config = _read_config(os.path.join(hf_dir, "config.json"))
+    config, model_type = _read_config(os.path.join(hf_dir, "config.json"))
     weights_path = os.path.join(hf_dir, "model.safetensors")
     if not os.path.isfile(weights_path):
         others = [name for name in ("pytorch_model.bin", "tf_model.h5")
@@ -138,8 +218,8 @@ def convert_hf_to_google(hf_dir, prefix, dtype="float32"):
         hint = (f" (found {', '.join(others)}; save it with safe_serialization=True)"
                 if others else "")
         raise FileNotFoundError(f"weights in {hf_dir}: no model.safetensors{hint}")
-    variables, skipped = _read_weights(weights_path, dtype)
-    _check_complete(variables, config, weights_path)
+    variables, skipped = _read_weights(weights_path, dtype, model_type)
+    _check_complete(variables, config, weights_path, model_type)
 
     write_checkpoint(variables, prefix)
     directory = os.path.dirname(os.path.abspath(prefix))
@@ -153,24 +233,37 @@ def convert_hf_to_google(hf_dir, prefix, dtype="float32"):
 
 
 def _read_config(path):
-    # BertConfig refuses other families (model_type, position_embedding_type...).
-    config = BertConfig.from_json_file(path, family="bert")
-    # Google's bert_config.json: its own keys only, none of Hugging Face's bookkeeping.
-    return BertConfig.from_dict(
-        {key: value for key, value in config.to_dict().items() if key not in config.extra},
-        source=path)
+    """The Google config of a Hugging Face ``config.json``, and its ``model_type``."""
+    # BertConfig refuses what no family builds (position_embedding_type, is_decoder...).
+    config = BertConfig.from_json_file(path)
+    model_type = model_type_of(config.family)
+    if model_type not in LAYOUTS:
+        raise ValueError(f"model_type ({model_type!r}) in {path}: kerasbert convert reads "
+                         f"{', '.join(LAYOUTS)} models; build {model_type} from its original "
+                         "checkpoint instead")
+    if config.extra.get("rotary_value"):
+        raise ValueError(f"rotary_value (True) in {path}: not supported; kerasbert's RoFormer, "
+                         "as the original, rotates queries and keys only")
+    # Google's bert_config.json: its own keys, none of Hugging Face's bookkeeping; a family
+    # other than BERT keeps its model_type, so that the output says what it holds.
+    kept = {key: value for key, value in config.to_dict().items()
+            if key not in config.extra or key in KEPT_KEYS}
+    if model_type != "bert":
+        kept["model_type"] = model_type
+    return BertConfig.from_dict(kept, source=path, family=config.family), model_type
 
 
-def _read_weights(path, dtype):
+def _read_weights(path, dtype, model_type):
     from safetensors import SafetensorError, safe_open
 
+    layout = LAYOUTS[model_type]
     variables, skipped = {}, []
     try:
         with safe_open(path, framework="numpy") as f:
             for hf_name in f.keys():
-                found = google_name(hf_name)
+                found = google_name(hf_name, model_type)
                 if found is None:
-                    if hf_name.removeprefix("bert.") not in IGNORED:
+                    if hf_name.removeprefix(layout.prefix) not in layout.ignored:
                         skipped.append(hf_name)
                     continue
                 name, transpose = found
@@ -186,16 +279,23 @@ def _read_weights(path, dtype):
     return variables, skipped
 
 
-def _check_complete(variables, config, path):
-    factorised = config.embedding_size != config.hidden_size
-    needed = [name for layer, weights in variable_mapping(config.num_hidden_layers).items()
-              if factorised or layer != names.EMBEDDING_MAPPING
-              for name in weights.values() if name.startswith("bert/") and "/pooler/" not in name]
+def _check_complete(variables, config, path, model_type):
+    scope = LAYOUTS[model_type].scope
+    left_out = {names.POOLER_DENSE}  # an encoder may come without its pooler
+    if config.embedding_size == config.hidden_size:
+        left_out.add(names.EMBEDDING_MAPPING)
+    if model_type == "roformer":
+        left_out.add(names.EMBEDDING_POSITION)
+    table = TABLES[config.family](config.num_hidden_layers)
+    needed = [name for layer, weights in table.items() if layer not in left_out
+              for name in weights.values() if name.startswith(f"{scope}/")]
     if config.type_vocab_size == 0:
-        needed.remove("bert/embeddings/token_type_embeddings")
-    missing = [name for name in needed if name not in variables]
+        needed.remove(f"{scope}/embeddings/token_type_embeddings")
+    missing = [name for name in dict.fromkeys(needed) if name not in variables]
     if missing:
+        family = FAMILY_NAMES[model_type]
         raise CheckpointError(
-            f"weights in {path}: lacks {len(missing)} weight(s) that a BERT with num_hidden_layers="
-            f"{config.num_hidden_layers} needs, e.g. {missing[0]} (is it a BERT model?)"
+            f"weights in {path}: lacks {len(missing)} weight(s) that {family} with "
+            f"num_hidden_layers={config.num_hidden_layers} needs, e.g. {missing[0]} "
+            f"(is it {family} model?)"
         )

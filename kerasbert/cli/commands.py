@@ -21,12 +21,13 @@ def _build(args, **overrides):
     from kerasbert.models.heads import add_cls_classifier
 
     built = build_transformer_model(
-        args.config, with_pool=args.with_pool, with_nsp=args.with_nsp, with_mlm=args.with_mlm,
+        args.config, model=args.model, with_pool=args.with_pool, with_nsp=args.with_nsp,
+        with_mlm=args.with_mlm, with_discriminator=args.with_discriminator,
         return_keras_model=False, **overrides)
     model = built.model
     if args.num_labels:
         model = add_cls_classifier(model, args.num_labels)
-    return Transformer(model, built.config)
+    return Transformer(model, built.config, family=built.family)
 
 
 def command_audit(args):
@@ -34,7 +35,8 @@ def command_audit(args):
 
     built = _build(args)
     rows = audit.audit_model(built.model, built.config, args.with_pool, args.with_nsp,
-                             args.with_mlm, args.num_labels)
+                             args.with_mlm, args.num_labels, built.family,
+                             args.with_discriminator)
     total = built.model.count_params()
     report = audit.to_json(rows, total)
     if args.json:

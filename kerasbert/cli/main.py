@@ -26,6 +26,7 @@ import traceback
 
 from kerasbert.cli import commands as handlers
 from kerasbert.cli.commands import UsageError
+from kerasbert.models.families import VARIANTS
 from kerasbert.training.options import add_arguments
 
 COMMANDS = ("audit", "plot", "train", "pretrain", "evaluate", "predict", "export", "convert")
@@ -89,6 +90,12 @@ def _model_arguments(parser):
     parser.add_argument("--with-pool", action="store_true", help="add Pooler/Pooler-Dense")
     parser.add_argument("--with-nsp", action="store_true", help="add the NSP head")
     parser.add_argument("--with-mlm", action="store_true", help="add the MLM head")
+    parser.add_argument("--with-discriminator", action="store_true",
+                        help="add ELECTRA's discriminator head (--model electra)")
+    parser.add_argument("--model", choices=tuple(VARIANTS), default=None, metavar="FAMILY",
+                        help="model family, as bert4keras names it: "
+                             f"{', '.join(VARIANTS)} (default: the config's model_type, "
+                             "ALBERT's for an ALBERT config, else bert)")
 
 
 def _command(commands, name, summary, examples, run, description=None, options=None):
@@ -138,8 +145,9 @@ def make_parser():
         [f"kerasbert audit {config_example} --num-labels 2",
          f"kerasbert audit {config_example} --with-pool --json"],
         description="Builds the model of a config, prints model.summary() with full layer "
-                    "names, and checks each layer's parameter count against the formula for "
-                    "BERT; exit code 1 on a mismatch.", run=handlers.command_audit)
+                    "names, and checks each layer's parameter count against its family's formula "
+                    "(BERT, ALBERT, NEZHA, RoFormer, RoFormer-v2, ELECTRA); exit code 1 on a "
+                    "mismatch.", run=handlers.command_audit)
     _model_arguments(audit)
     audit.add_argument("--json", action="store_true", help="print the audit as JSON")
 

@@ -197,9 +197,10 @@ def build_bert(config, with_pool=False, with_nsp=False, with_mlm=False, sequence
     """
     variant = variant_of(family, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
                          with_discriminator=with_discriminator)
-    check_fits_in_memory(config, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm)
-    if variant.position == "absolute":
-        check_maxlen(config, sequence_length, flag="sequence_length")
+    check_fits_in_memory(config, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
+                         family=family, with_discriminator=with_discriminator)
+    check_maxlen(dataclasses.replace(config, family=family), sequence_length,
+                 flag="sequence_length")
     token_ids = keras.Input((sequence_length,), dtype="int32", name=names.INPUT_TOKEN)
     inputs = [token_ids]
     segment_ids = None
@@ -221,8 +222,10 @@ def build_bert(config, with_pool=False, with_nsp=False, with_mlm=False, sequence
                        name=name or variant.default_name)
 
 
-def parameter_count(config, with_pool=False, with_nsp=False, with_mlm=False):
-    """The number of weights :func:`build_bert` makes for ``config``, without building it.
+def parameter_count(config, with_pool=False, with_nsp=False, with_mlm=False, family=None,
+                    with_discriminator=False):
+    """The number of weights :func:`build_bert` makes for ``config`` (and ``family``, None:
+    the config's), without building it.
 
     Example:
         >>> from kerasbert.models.config import BertConfig
@@ -234,7 +237,8 @@ def parameter_count(config, with_pool=False, with_nsp=False, with_mlm=False):
     # Audit's formulas for one and for two encoder layers give the cost of a layer; a
     # config of a billion layers is then counted without listing a billion rows.
     one, two = (sum(row.expected for row in expected_rows(
-        dataclasses.replace(config, num_hidden_layers=layers), with_pool, with_nsp, with_mlm))
+        dataclasses.replace(config, num_hidden_layers=layers), with_pool, with_nsp, with_mlm,
+        family=family, with_discriminator=with_discriminator))
         for layers in (1, 2))
     return one + (config.num_hidden_layers - 1) * (two - one)
 
@@ -247,7 +251,8 @@ def physical_memory():
         return None
 
 
-def check_fits_in_memory(config, with_pool=False, with_nsp=False, with_mlm=False):
+def check_fits_in_memory(config, with_pool=False, with_nsp=False, with_mlm=False, family=None,
+                         with_discriminator=False):
     """Raises before building when the weights alone would exceed this machine's memory.
 
     A config with a huge ``vocab_size`` or ``hidden_size`` (a typo, an extra digit)
@@ -257,7 +262,8 @@ def check_fits_in_memory(config, with_pool=False, with_nsp=False, with_mlm=False
         ValueError: ``model size in <config>: vocab_size=..., hidden_size=..., ... need
             about 1.1 TiB for the weights alone, more than this machine's 24 GiB of memory``.
     """
-    needed = BYTES_PER_WEIGHT * parameter_count(config, with_pool, with_nsp, with_mlm)
+    needed = BYTES_PER_WEIGHT * parameter_count(config, with_pool, with_nsp, with_mlm, family,
+                                                with_discriminator)
     memory = physical_memory()
     if memory and needed > memory:
         sizes = ", ".join(f"{key}={getattr(config, key)}" for key in SIZE_KEYS)

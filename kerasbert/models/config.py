@@ -19,7 +19,7 @@ import os
 import keras
 
 from kerasbert.files import open_input, write_text
-from kerasbert.models.families import model_type_of
+from kerasbert.models.families import VARIANTS, model_type_of
 
 # bert4keras accepts these keyword overrides; they name the same facts as Google's keys.
 BERT4KERAS_ALIASES = {
@@ -54,10 +54,13 @@ OTHER_FAMILY_RULES = (
      or model_type_of(family) != "bert",
      "kerasbert's BERT has absolute position embeddings; NEZHA (relative) and RoFormer "
      "(rotary) are their own model= values"),
+    # NEZHA's own configs have no model_type, but this key.
+    ("use_relative_position", lambda value, values, family: not value or family == "nezha",
+     "relative positions are NEZHA's; build with model='nezha'"),
     ("embedding_size", lambda value, values, family: value == values.get("hidden_size")
      or family in FACTORISED,
      "factorised embeddings (embedding_size other than hidden_size) belong to ALBERT, "
-     "ELECTRA and RoFormer; build with model='albert' or 'electra'"),
+     "ELECTRA and RoFormer; build with model='albert', 'electra' or 'roformer'"),
     ("num_hidden_groups", lambda value, values, family: value == 1,
      "ALBERT with several groups of shared layers is not supported (one group, as in every "
      "published ALBERT checkpoint)"),
@@ -301,7 +304,8 @@ def check_vocab_fits(config, vocab_size, vocab_path):
 
 
 def check_maxlen(config, maxlen, flag="--maxlen"):
-    """Raises when sequences of ``maxlen`` tokens would not fit the position table.
+    """Raises when sequences of ``maxlen`` tokens would not fit the position table
+    (a family with relative or rotary positions has none: any length fits).
 
     Args:
         config: the model's :class:`BertConfig`.
@@ -327,7 +331,9 @@ def check_maxlen(config, maxlen, flag="--maxlen"):
         return
     if isinstance(maxlen, bool) or not isinstance(maxlen, numbers.Integral) or maxlen < 1:
         raise ValueError(f"{flag} ({maxlen!r}): must be a positive integer")
-    if maxlen > config.max_position_embeddings:
+    # NEZHA's relative and RoFormer's rotary positions have no table to run past.
+    if maxlen > config.max_position_embeddings and VARIANTS.get(
+            config.family, VARIANTS["bert"]).position == "absolute":
         raise ValueError(f"{flag} ({maxlen}) in {config.source}: exceeds "
                          f"max_position_embeddings ({config.max_position_embeddings})")
 

@@ -37,6 +37,7 @@ import numpy as np
 from kerasbert.build import build_transformer_model, resolve_config
 from kerasbert.models import names
 from kerasbert.models.config import check_maxlen
+from kerasbert.models.families import VARIANTS
 from kerasbert.pretraining import corpus
 from kerasbert.pretraining.masking import Masker
 from kerasbert.training import batches
@@ -192,8 +193,12 @@ def pretrain(options, callbacks=(), verbose="auto"):
     validate(options)
     run = TrainingRun(options, OPTIONS_FILE, FINISHED, verbose=verbose).prepare()
     prepared = _TrainingData.read(options)
-    config = resolve_config(options.config, family="bert").replace(
+    config = resolve_config(options.config, family=options.model).replace(
         vocab_size=len(prepared.vocab.tokens))
+    if VARIANTS[config.family].heads != "bert":
+        where = "--model" if options.model else config.source
+        raise ValueError(f"model family in {where}: pretraining trains BERT's masked-LM head "
+                         f"(MLM-Dense, MLM-Norm, MLM-Bias), which {config.family} does not have")
     check_maxlen(config, options.maxlen)
     if options.dev:
         corpus.read_corpus(options.dev, options.text_column)  # a bad dev file fails now
@@ -202,7 +207,8 @@ def pretrain(options, callbacks=(), verbose="auto"):
              len(prepared.vocab.tokens))
 
     epochs = -(-options.steps // options.steps_per_epoch)
-    bert = build_transformer_model(config, options.checkpoint, with_mlm="linear",
+    bert = build_transformer_model(config, options.checkpoint, model=config.family,
+                                   with_mlm="linear",
                                    keep_tokens=prepared.vocab.keep_tokens, return_keras_model=False)
     model = mlm_training_model(bert.model)
     model.compile(

@@ -97,7 +97,7 @@ def _read_inputs(options):
     """Reads and checks every input before anything is built or written."""
     from kerasbert.text.tokenizer import Tokenizer
 
-    config = BertConfig.from_json_file(options.config, family="bert")  # the CLI builds BERT
+    config = BertConfig.from_json_file(options.config, family=options.model)
     tokenizer = Tokenizer(options.vocab)
     check_maxlen(config, options.maxlen)
     check_vocab_fits(config, tokenizer.vocab_size, options.vocab)
@@ -130,7 +130,7 @@ def build_classifier(options, num_labels):
     The loss is computed from the logits (stabler than from probabilities, above all
     in bfloat16); the model a run saves appends the softmax (:func:`with_probabilities`).
     """
-    bert = build_transformer_model(options.config, options.checkpoint,
+    bert = build_transformer_model(options.config, options.checkpoint, model=options.model,
                                    dropout_rate=options.dropout, return_keras_model=False,
                                    dtype=compute_policy("mixed_bfloat16", "--mixed-precision")
                                    if options.mixed_precision else None)
@@ -185,7 +185,7 @@ def _write_results(options, inputs, recorder):
 
     output = options.output
     model = load_run_model(output)
-    BertConfig.from_json_file(options.config, family="bert").to_json_file(
+    BertConfig.from_json_file(options.config, family=options.model).to_json_file(
         os.path.join(output, "bert_config.json"))
     files.copy_file(options.vocab, os.path.join(output, "vocab.txt"))
     files.write_json(os.path.join(output, "labels.json"), inputs.labels)
