@@ -23,3 +23,21 @@ CHINESE_LARGE_ENCODER = 324_472_832
 ENGLISH_UNCASED_POOLER = 109_482_240
 ENGLISH_UNCASED_EMBEDDINGS = 23_837_184
 ENGLISH_UNCASED_ENCODER = 85_054_464
+
+# Published configs of the other families (checkpoints/), as bert4keras 0.11.5 counts them:
+# config -> (model=, parameters without heads). Google's ALBERT-base with its pooler is
+# 11,683,584 ("12M" in the ALBERT paper); brightmart's albert_tiny_zh is "4M".
+FAMILY_CONFIGS = {
+    "checkpoints/albert_tiny_zh/albert_config.json": ("albert", 3_982_864),
+    "checkpoints/albert_base_zh/albert_config.json": ("albert", 9_957_376),
+    "checkpoints/albert_base_v2/albert_config.json": ("albert", 11_092_992),
+    "checkpoints/nezha_base_zh/bert_config.json": ("nezha", 101_292_096),
+    "checkpoints/chinese_roformer_L-12_H-768_A-12/bert_config.json": ("roformer", 123_457_536),
+    "checkpoints/chinese_roformer-v2-char_L-12_H-768_A-12/bert_config.json": ("roformer_v2",
+                                                                           94_152_192),
+    "checkpoints/chinese_electra_base_L-12_H-768_A-12/base_discriminator_config.json": (
+        "electra", 101_677_056),
+    "checkpoints/chinese_electra_small_L-12_H-256_A-4/small_discriminator_config.json": (
+        "electra", 12_280_576),
+}
+ALBERT_BASE_POOLER = 11_683_584

@@ -8,15 +8,21 @@ outputs at every real token, and write the checkpoint back bit for bit.
 """
 
 import json
+import pathlib
+import re
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+import reference as ref
 from conftest import TINY
-from kerasbert import build_transformer_model
+from kerasbert import BertConfig, build_transformer_model
 from kerasbert.checkpoints.loading import save_weights_as_checkpoint
+from kerasbert.models.audit import audit_model, expected_rows
 from peers import run_bert4keras
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 # family -> (config changes, heads). Heads give logits so that small differences show.
 CASES = {
@@ -27,11 +33,12 @@ CASES = {
     "roformer_v2": ({}, {"with_mlm": "linear"}),
     "electra": ({"embedding_size": 8}, {"with_discriminator": "linear"}),
 }
-# Token ids with padding (0) and two segments; the NEZHA and RoFormer batch is longer
-# than max_position_embeddings (32): they have no position table to run out of.
+# Token ids with padding (0) and two segments; the NEZHA and RoFormer batch of 1,024
+# tokens is far longer than max_position_embeddings (32): they have no position table
+# to run out of.
 TOKENS = [[2, 15, 27, 33, 3, 41, 52, 3, 0, 0], [2, 64, 3, 0, 0, 0, 0, 0, 0, 0]]
 SEGMENTS = [[0, 0, 0, 0, 0, 1, 1, 1, 0, 0], [0, 0, 0, 0, 0, 0, 0, 0, 0, 0]]
-LONG = 48
+LONG = 1024  # twice BERT's 512 positions
 TOLERANCE = 1e-5
 
 
@@ -40,7 +47,7 @@ def batch(family):
     if family in ("nezha", "roformer", "roformer_v2"):
         rng = np.random.default_rng(1)
         long_tokens = rng.integers(1, TINY["vocab_size"], (2, LONG)).astype("int32")
-        long_tokens[1, 30:] = 0
+        long_tokens[1, 700:] = 0
         return [(tokens, segments), (long_tokens, np.zeros_like(long_tokens))]
     return [(tokens, segments)]
 
@@ -133,6 +140,43 @@ def test_outputs_match_bert4keras_on_its_checkpoint_and_save_back_exactly(
                                       err_msg=name)
 
 
+@pytest.mark.slow
+@pytest.mark.peer
+@pytest.mark.parametrize("family", list(CASES))
+def test_the_audit_formulas_give_bert4keras_counts_layer_by_layer(theirs, family):
+    changes, heads = CASES[family]
+    config = BertConfig.from_dict({**TINY, **changes}, family=family)
+    rows = expected_rows(config, **{key: bool(value) for key, value in heads.items()})
+    counted = {name: count for name, count in theirs[family]["layers"] if count}
+    assert {row.layer: row.expected for row in rows} == counted
+    model = build_transformer_model(config, model=family, **heads)
+    assert all(row.ok for row in audit_model(model, config, family=family, **{
+        key: bool(value) for key, value in heads.items()}))
+
+
+@pytest.mark.slow
+@pytest.mark.peer
+def test_published_family_configs_count_as_bert4keras_and_the_readme_says():
+    jobs = {path: [str(ROOT / path), family] for path, (family, _) in ref.FAMILY_CONFIGS.items()}
+    counts = run_bert4keras(f"""
+        import json
+        from bert4keras.models import build_transformer_model
+        out = {{}}
+        for path, (config, family) in json.loads({json.dumps(json.dumps(jobs))}).items():
+            out[path] = int(build_transformer_model(config, model=family).count_params())
+        print(json.dumps(out))
+    """)
+    readme = (ROOT / "checkpoints" / "README.md").read_text()
+    for path, (family, total) in ref.FAMILY_CONFIGS.items():
+        config = BertConfig.from_json_file(ROOT / path, family=family)
+        assert sum(row.expected for row in expected_rows(config)) == total == counts[path], path
+        folder = path.split("/")[1]
+        assert re.search(rf"`{re.escape(folder)}/`.*\| {total:,} \|", readme), folder
+    albert_base = BertConfig.from_json_file(ROOT / "checkpoints/albert_base_v2/albert_config.json")
+    assert sum(row.expected for row in expected_rows(albert_base, with_pool=True)) == \
+        ref.ALBERT_BASE_POOLER
+
+
 def test_a_family_reads_a_hugging_face_model_type_and_refuses_a_mismatch():
     albert = build_transformer_model({**TINY, "embedding_size": 8, "model_type": "albert"})
     assert albert.get_layer("Transformer-MultiHeadSelfAttention").count_params() > 0
@@ -157,3 +201,67 @@ def test_an_unshared_albert_that_was_fine_tuned_apart_is_not_saved_as_albert(tmp
         save_weights_as_checkpoint(model, str(tmp_path / "apart" / "bert_model.ckpt"),
                                    family="albert_unshared")
     assert not (tmp_path / "apart").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family, changes, maxlen", [
+    ("albert", {"embedding_size": 8}, 32),
+    # NEZHA fine-tuned on sequences longer than its config's 32 positions.
+    ("nezha", {"max_relative_position": 4}, 48),
+])
+def test_the_command_line_fine_tunes_predicts_and_exports_a_family(
+        tiny_run_inputs, tmp_path, capsys, family, changes, maxlen):
+    from kerasbert.cli.main import main
+    from kerasbert.tasks.classification import Run
+
+    inputs = dict(tiny_run_inputs)
+    config = {**json.loads(open(inputs["config"]).read()), **changes}
+    inputs["config"] = str(tmp_path / "bert_config.json")
+    (tmp_path / "bert_config.json").write_text(json.dumps(config))
+    inputs["checkpoint"] = str(tmp_path / "pretrained" / "bert_model.ckpt")
+    save_weights_as_checkpoint(build_transformer_model(config, model=family),
+                               inputs["checkpoint"])
+    output = tmp_path / "run"
+    assert main(["train", "--model", family, "--output", str(output), "--epochs", "2",
+                 "--batch-size", "16", "--lr", "1e-2", "--maxlen", str(maxlen), "--seed", "1",
+                 *[f"--{key}={inputs[key]}" for key in ("config", "checkpoint", "vocab",
+                                                         "train", "dev", "test")]]) == 0
+    run = Run(str(output))
+    model_layers = {layer.name for layer in run.model.layers}
+    assert ("Transformer-MultiHeadSelfAttention" in model_layers) == (family == "albert")
+    assert ("Embedding-Relative-Position" in model_layers) == (family == "nezha")
+    assert json.loads((output / "train_config.json").read_text())["model"] == family
+    # The run's checkpoint is in the family's names: it loads strictly as that family.
+    reloaded = build_transformer_model(str(output / "bert_config.json"),
+                                       str(output / "bert_model.ckpt"), model=family,
+                                       return_keras_model=False)
+    assert reloaded.load_report.ok
+    capsys.readouterr()
+    assert main(["predict", "--model", str(output), "这个好棒", "书店差"]) == 0
+    predicted = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [row["label"] for row in predicted] == [
+        row["label"] for row in run.predict(["这个好棒", "书店差"])]
+    written = run.export(str(tmp_path / "served"))
+    assert any(path.endswith("saved_model.pb") for path in written)
+    served = tf.saved_model.load(str(tmp_path / "served" / "1"))
+    probabilities = served.signatures["classify"](text=tf.constant(["这个好棒", "书店差"]))
+    np.testing.assert_allclose(probabilities["probabilities"].numpy().max(-1),
+                               [row["probability"] for row in predicted], atol=1e-5)
+
+
+def test_pretraining_refuses_a_family_without_bert_s_masked_lm_head(tmp_path, capsys):
+    from kerasbert.cli.main import main
+
+    config = tmp_path / "bert_config.json"
+    config.write_text(json.dumps({**TINY, "embedding_size": 8}))
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("这个好棒\n书店差\n", encoding="utf-8")
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "这", "个"]))
+    code = main(["pretrain", "--model", "electra", "--config", str(config), "--vocab",
+                 str(vocab), "--corpus", str(corpus), "--output", str(tmp_path / "run")])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        "kerasbert pretrain: model family in --model: pretraining trains BERT's masked-LM head "
+        "(MLM-Dense, MLM-Norm, MLM-Bias), which electra does not have\n")
+    assert not (tmp_path / "run").exists()

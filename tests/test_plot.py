@@ -28,3 +28,21 @@ def test_missing_graphviz_gives_install_instructions(tmp_path, monkeypatch, caps
     assert code == 2
     assert "apt-get install graphviz" in capsys.readouterr().err
     assert not (tmp_path / "x.png").exists()
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
+@pytest.mark.parametrize("config, family, shown", [
+    ("checkpoints/albert_tiny_zh/albert_config.json", "albert",
+     ("Embedding-Mapping", "Transformer-MultiHeadSelfAttention", "Transformer-FeedForward-Norm")),
+    ("checkpoints/nezha_base_zh/bert_config.json", "nezha", ("Embedding-Relative-Position",)),
+    ("checkpoints/chinese_roformer-v2-char_L-12_H-768_A-12/bert_config.json", "roformer_v2",
+     ("Embedding-Rotary-Position",)),
+])
+def test_plot_draws_each_family_with_its_own_layers(tmp_path, config, family, shown):
+    picture = tmp_path / f"{family}.svg"
+    assert main(["plot", config, "--model", family, "--layers", "2", "-o", str(picture)]) == 0
+    drawn = picture.read_text().replace("&#45;", "-")  # SVG escapes the hyphens
+    for name in shown:
+        assert f">{name}" in drawn, name
+    assert ("Embedding-Position<" in drawn or ">Embedding-Position " in drawn) == (
+        family == "albert")

@@ -33,8 +33,8 @@ def plot(model, path, dpi=96):
     directory = os.path.dirname(os.fspath(path))
     if directory:
         os.makedirs(directory, exist_ok=True)
-    keras.utils.plot_model(
-        model, to_file=os.fspath(path), show_shapes=True, show_layer_names=True,
-        show_dtype=False, dpi=dpi,
-    )
+    # plot_model itself hands every format but PDF to IPython's Image, which has no SVG.
+    graph = keras.utils.model_to_dot(model, show_shapes=True, show_layer_names=True,
+                                     show_dtype=False, dpi=dpi)
+    graph.write(os.fspath(path), format=os.path.splitext(os.fspath(path))[1][1:] or "png")
     return path

@@ -191,14 +191,14 @@ def pretrain(options, callbacks=(), verbose="auto"):
     """
     started = time.time()
     validate(options)
-    run = TrainingRun(options, OPTIONS_FILE, FINISHED, verbose=verbose).prepare()
-    prepared = _TrainingData.read(options)
-    config = resolve_config(options.config, family=options.model).replace(
-        vocab_size=len(prepared.vocab.tokens))
-    if VARIANTS[config.family].heads != "bert":
+    config = resolve_config(options.config, family=options.model)
+    if VARIANTS[config.family].heads != "bert":  # before anything is written
         where = "--model" if options.model else config.source
         raise ValueError(f"model family in {where}: pretraining trains BERT's masked-LM head "
                          f"(MLM-Dense, MLM-Norm, MLM-Bias), which {config.family} does not have")
+    run = TrainingRun(options, OPTIONS_FILE, FINISHED, verbose=verbose).prepare()
+    prepared = _TrainingData.read(options)
+    config = config.replace(vocab_size=len(prepared.vocab.tokens))
     check_maxlen(config, options.maxlen)
     if options.dev:
         corpus.read_corpus(options.dev, options.text_column)  # a bad dev file fails now

@@ -1,0 +1,380 @@
+"""A linear-chain conditional random field (CRF) for sequence labelling, in ``keras.ops``.
+
+A tagger ends in per-token emission scores ``[batch, length, num_tags]``; the
+``ConditionalRandomField`` layer (named ``"CRF"`` in bert4keras's scripts) adds a learned
+``[num_tags, num_tags]`` matrix of transition scores and passes the emissions on unchanged.
+The score of a tag path is the sum of its emissions and of the transitions between
+consecutive tags; training maximises the log-probability of the gold path among all paths
+(the forward algorithm), prediction takes the best path (Viterbi).
+
+Padding: a position whose mask is False is taken out of the sequence. Its emission, its tag
+and the transitions into and out of it count for nothing; the loss and the best path of a
+padded sequence are those of the sequence without its padding, wherever the padding is. The
+mask is Keras's: the layer passes on the mask of its input (from ``mask_zero=True`` token
+ids), so the model output carries it and ``crf.loss``, ``crf.decode`` and
+``crf.sparse_accuracy`` read it from there. Each also takes an explicit ``mask``.
+
+``crf.loss`` and ``crf.sparse_accuracy`` are Keras objects bound to their layer. A model
+saved while compiled with them loads with ``keras.saving.load_model(path, safe_mode=True)``;
+the restored objects are unbound (a saved file cannot point at a layer) and ask to be
+compiled again: ``model.compile(loss=model.get_layer("CRF").loss, ...)``.
+"""
+
+import keras
+from keras import ops
+from keras.src.backend import get_keras_mask
+
+from kerasbert.models import names
+
+PACKAGE = names.SERIALIZATION_PACKAGE
+#: The tag :func:`viterbi_decode` writes at padding positions.
+PADDING_TAG = 0
+
+
+def _float_dtype(x):
+    return "float64" if keras.backend.standardize_dtype(x.dtype) == "float64" else "float32"
+
+
+def _prepare(emissions, transitions, mask):
+    """Emissions and mask time-major (``[length, batch, ...]``), padding emissions zeroed.
+
+    Zeroing keeps NaN or huge values at padding out of the arithmetic (and the gradients);
+    they would be discarded anyway.
+    """
+    emissions = ops.convert_to_tensor(emissions)
+    transitions = ops.convert_to_tensor(transitions)
+    if len(emissions.shape) != 3:
+        raise ValueError(f"emissions must be [batch, length, num_tags]; received shape "
+                         f"{tuple(emissions.shape)}")
+    num_tags = transitions.shape[0]
+    if tuple(transitions.shape) != (num_tags, num_tags) or emissions.shape[-1] not in (
+            None, num_tags):
+        raise ValueError(f"emissions of shape {tuple(emissions.shape)} need transitions of "
+                         f"shape ({emissions.shape[-1]}, {emissions.shape[-1]}); received "
+                         f"{tuple(transitions.shape)}")
+    dtype = _float_dtype(emissions)
+    emissions = ops.cast(emissions, dtype)
+    transitions = ops.cast(transitions, dtype)
+    if mask is None:
+        mask = ops.ones_like(emissions[..., 0], dtype="bool")
+    mask = ops.cast(mask, "bool")
+    emissions = ops.where(mask[..., None], emissions, ops.zeros_like(emissions))
+    return (ops.transpose(emissions, (1, 0, 2)), transitions,
+            ops.transpose(mask, (1, 0))[..., None], mask)
+
+
+def _join(*steps):
+    """One time-major tensor of the per-step inputs of a scan, the mask last (as 0/1).
+
+    TensorFlow's ``keras.ops.scan`` fails on several inputs of unknown length (a graph
+    traced for any length), so they travel as one.
+    """
+    dtype = steps[0].dtype
+    return ops.concatenate([ops.cast(x, dtype) for x in steps], axis=-1)
+
+
+def _split(inputs, *sizes):
+    """The pieces :func:`_join` put together: ``sizes`` wide each, then the mask."""
+    pieces, start = [], 0
+    for size in sizes:
+        pieces.append(inputs[..., start:start + size])
+        start += size
+    return (*pieces, inputs[..., start:] > 0.5)
+
+
+def _tags(y_true):
+    """Integer tags ``[batch, length]`` from ``[batch, length]`` or ``[batch, length, 1]``."""
+    tags = ops.convert_to_tensor(y_true)
+    if len(tags.shape) == 3 and tags.shape[-1] == 1:
+        tags = ops.squeeze(tags, -1)
+    if len(tags.shape) != 2:
+        raise ValueError(f"tags must be integers [batch, length] (or [batch, length, 1]); "
+                         f"received shape {tuple(tags.shape)}")
+    return ops.cast(tags, "int32")
+
+
+def crf_log_likelihood(tags, emissions, transitions, mask=None):
+    """The log-probability of each tag path under a linear-chain CRF.
+
+    Args:
+        tags: integer tags ``[batch, length]`` (or ``[batch, length, 1]``).
+        emissions: scores ``[batch, length, num_tags]``.
+        transitions: ``[num_tags, num_tags]``; ``transitions[i, j]`` scores tag ``i``
+            followed by tag ``j``.
+        mask: ``[batch, length]``, False at padding (None: no padding). A sequence with no
+            position left has log-likelihood 0.
+
+    Returns:
+        ``[batch]``: gold path score minus the log-sum-exp of all path scores (float32,
+        or float64 for float64 emissions).
+
+    Raises:
+        ValueError: when the shapes do not fit together.
+
+    Example:
+        >>> import numpy as np
+        >>> flat = np.zeros((1, 2, 3), "float32")   # 3 tags, 2 positions: 9 paths, all equal
+        >>> float(crf_log_likelihood([[0, 2]], flat, np.zeros((3, 3))).numpy()[0])
+        -2.197...
+    """
+    tags = _tags(tags)
+    emissions, transitions, valid, _ = _prepare(emissions, transitions, mask)
+    num_tags = transitions.shape[0]
+    gold_tags = ops.one_hot(ops.transpose(tags, (1, 0)), num_tags, dtype=emissions.dtype)
+
+    def step(carry, inputs):
+        paths, gold, previous, started = carry  # log-sum over paths so far; gold score
+        emission, tag, here = _split(inputs, num_tags, num_tags)
+        through = ops.logsumexp(paths[:, :, None] + transitions, axis=1) + emission
+        paths = ops.where(here, ops.where(started, through, emission), paths)
+        moved = ops.sum(ops.matmul(previous, transitions) * tag, axis=-1, keepdims=True)
+        gained = ops.sum(emission * tag, axis=-1, keepdims=True)
+        gained += ops.where(started, moved, ops.zeros_like(moved))
+        gold += ops.where(here, gained, ops.zeros_like(gained))
+        return (paths, gold, ops.where(here, tag, previous),
+                ops.logical_or(started, here)), None
+
+    first = emissions[0]
+    (paths, gold, _, started), _ = ops.scan(
+        step, (ops.zeros_like(first), ops.zeros_like(first[:, :1]), ops.zeros_like(first),
+               ops.zeros_like(valid[0])),
+        _join(emissions, gold_tags, valid))
+    log_z = ops.logsumexp(paths, axis=-1, keepdims=True)
+    return (gold - ops.where(started, log_z, ops.zeros_like(log_z)))[:, 0]
+
+
+def viterbi_decode(emissions, transitions, mask=None):
+    """The best tag path of each sequence (Viterbi), in the graph.
+
+    Args:
+        emissions: scores ``[batch, length, num_tags]``.
+        transitions: ``[num_tags, num_tags]``, as in :func:`crf_log_likelihood`.
+        mask: ``[batch, length]``, False at padding (None: no padding).
+
+    Returns:
+        int32 ``[batch, length]``: the highest-scoring path, ``PADDING_TAG`` (0) at padding.
+
+    Raises:
+        ValueError: when the shapes do not fit together.
+
+    Example:
+        >>> import numpy as np
+        >>> emissions = np.array([[[2., 0.], [0., 0.1], [0., 5.]]], "float32")
+        >>> stay = np.array([[1., -1.], [-1., 1.]], "float32")   # changing tag costs 2
+        >>> viterbi_decode(emissions, stay).numpy().tolist()
+        [[0, 1, 1]]
+        >>> viterbi_decode(emissions, stay, mask=[[True, True, False]]).numpy().tolist()
+        [[0, 0, 0]]
+    """
+    emissions, transitions, valid, mask = _prepare(emissions, transitions, mask)
+    num_tags = transitions.shape[0]
+
+    def step(carry, inputs):
+        best, started, _ = carry  # best score of a path ending in each tag; a path began
+        emission, here = _split(inputs, num_tags)
+        candidates = best[:, :, None] + transitions
+        came_from = ops.cast(ops.argmax(candidates, axis=1), "int32")
+        through = ops.max(candidates, axis=1) + emission
+        best = ops.where(here, ops.where(started, through, emission), best)
+        # At padding and at the first position the pointer keeps the tag where it is.
+        stay = ops.zeros_like(came_from) + ops.arange(num_tags, dtype="int32")
+        pointer = ops.where(ops.logical_and(here, started), came_from, stay)
+        carry = (best, ops.logical_or(started, here), pointer)
+        return carry, carry  # TensorFlow's scan stacks outputs shaped like the carry
+
+    first = emissions[0]
+    start = (ops.zeros_like(first), ops.zeros_like(valid[0]),
+             ops.zeros_like(first, dtype="int32"))
+    (best, _, _), (_, _, pointers) = ops.scan(step, start, _join(emissions, valid))
+
+    def back(tag, pointer):
+        tag = ops.take_along_axis(pointer, tag[:, None], axis=1)[:, 0]
+        return tag, tag
+
+    # pointers[t + 1] leads from the tag at t + 1 to the tag at t; the last tag stays.
+    following = ops.concatenate([pointers[1:], start[2][None] + ops.arange(num_tags,
+                                                                            dtype="int32")])
+    last = ops.cast(ops.argmax(best, axis=-1), "int32")
+    _, path = ops.scan(back, last, following, reverse=True)
+    path = ops.transpose(path, (1, 0))
+    return ops.where(mask, path, ops.full_like(path, PADDING_TAG))
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class ConditionalRandomField(keras.layers.Layer):
+    """A linear-chain CRF over the emissions it is called on, which it returns unchanged.
+
+    Holds the transition scores; the loss (``crf.loss``), the best paths (``crf.decode``)
+    and a token accuracy (``crf.sparse_accuracy``) use them. Masks pass through, so a
+    model's output carries the padding mask of its token ids.
+
+    Args:
+        lr_multiplier: as bert4keras's: the weight ``transitions`` stores the matrix divided
+            by this, so that with Adam-like optimizers it moves this many times faster than
+            the rest of the model (fine-tuning BERT at 2e-5 with a CRF takes 100-1000).
+            ``crf.trans`` is the matrix itself.
+
+    Example:
+        >>> tokens = keras.Input((None,), dtype="int32")
+        >>> hidden = keras.layers.Embedding(20, 8, mask_zero=True)(tokens)
+        >>> crf = ConditionalRandomField(name="CRF")
+        >>> tagger = keras.Model(tokens, crf(keras.layers.Dense(3)(hidden)))
+        >>> tagger.compile(optimizer="adam", loss=crf.loss, metrics=[crf.sparse_accuracy])
+        >>> crf.count_params()
+        9
+        >>> crf.decode(tagger(keras.ops.array([[5, 6, 0]]))).numpy()[0, 2]   # padding
+        0
+    """
+
+    def __init__(self, lr_multiplier=1.0, **kwargs):
+        super().__init__(**kwargs)
+        if not lr_multiplier > 0:
+            raise ValueError(f"lr_multiplier must be positive; received {lr_multiplier!r}")
+        self.lr_multiplier = lr_multiplier
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        num_tags = input_shape[-1]
+        if num_tags is None:
+            raise ValueError(f"{self.name}: the last axis of the emissions (the number of "
+                             f"tags) must be known; received shape {tuple(input_shape)}")
+        glorot = keras.initializers.GlorotUniform()
+        self.transitions = self.add_weight(
+            name="transitions", shape=(num_tags, num_tags),
+            initializer=lambda shape, dtype=None: glorot(shape, dtype) / self.lr_multiplier)
+
+    @property
+    def trans(self):
+        """The transition matrix ``[num_tags, num_tags]`` (bert4keras's name)."""
+        if self.lr_multiplier == 1:
+            return self.transitions
+        return ops.multiply(self.transitions, self.lr_multiplier)
+
+    def call(self, inputs, mask=None):
+        return inputs
+
+    def compute_mask(self, inputs, mask=None):
+        return mask
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def compute_output_spec(self, inputs, mask=None):
+        # A new symbolic tensor: returning the input itself would rewrite its history.
+        return keras.KerasTensor(inputs.shape, dtype=inputs.dtype)
+
+    def log_likelihood(self, tags, emissions, mask=None):
+        """``[batch]`` log-probabilities of ``tags``; ``mask`` defaults to the Keras mask
+        of ``emissions`` (see :func:`crf_log_likelihood`)."""
+        return crf_log_likelihood(tags, emissions, self.trans, _mask_of(emissions, mask))
+
+    def decode(self, emissions, mask=None):
+        """int32 ``[batch, length]`` best paths, 0 at padding; ``mask`` defaults to the Keras
+        mask of ``emissions`` (see :func:`viterbi_decode`)."""
+        return viterbi_decode(emissions, self.trans, _mask_of(emissions, mask))
+
+    @property
+    def loss(self):
+        """A :class:`CRFLoss` for ``model.compile(loss=crf.loss)``."""
+        return CRFLoss(self)
+
+    @property
+    def sparse_accuracy(self):
+        """A :class:`CRFAccuracy` for ``model.compile(metrics=[crf.sparse_accuracy])``."""
+        return CRFAccuracy(self)
+
+    def get_config(self):
+        return {**super().get_config(), "lr_multiplier": self.lr_multiplier}
+
+
+def _mask_of(emissions, mask):
+    return get_keras_mask(emissions) if mask is None else mask
+
+
+def _bound(obj):
+    """The CRF layer of a loss or metric, or a ValueError that says how to get one back."""
+    if obj.crf is None:
+        raise ValueError(
+            f"{type(obj).__name__} {obj.name!r} was restored from a saved model and is not "
+            f"bound to its layer: compile again with "
+            f"model.get_layer({obj.layer_name!r}).{obj.attribute}")
+    return obj.crf
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class CRFLoss(keras.losses.Loss):
+    """The negative log-likelihood of each gold tag path, averaged over the batch.
+
+    ``y_true``: integer tags ``[batch, length]`` (or ``[batch, length, 1]``); ``y_pred``: the
+    CRF's output, whose Keras mask marks the padding. Sample weights are per sequence.
+
+    Args:
+        crf: the :class:`ConditionalRandomField`; usually written ``crf.loss``.
+        name, reduction: as for any ``keras.losses.Loss``.
+        layer_name: kept for the message of a loss restored without its layer.
+
+    Example:
+        >>> import numpy as np
+        >>> crf = ConditionalRandomField(name="CRF")
+        >>> crf.build((None, None, 3))
+        >>> _ = crf.transitions.assign(np.zeros((3, 3)))
+        >>> round(float(crf.loss([[0, 2]], np.zeros((1, 2, 3)))), 4)   # -log(1/9)
+        2.1972
+    """
+
+    attribute = "loss"
+
+    def __init__(self, crf=None, name="crf_loss", reduction="sum_over_batch_size",
+                 layer_name=None):
+        super().__init__(name=name, reduction=reduction)
+        self.crf = crf
+        self.layer_name = crf.name if crf is not None else layer_name
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        # Keras's Loss.__call__ weights the loss values by the mask of y_pred, which fits
+        # one value per token; here there is one per sequence. The mask goes in beside the
+        # emissions (a pair carries no mask) and the CRF takes the padding out itself.
+        mask = _mask_of(y_pred, None)
+        if mask is None:
+            mask = ops.ones_like(y_pred[..., 0], dtype="bool")
+        return super().__call__(y_true, (y_pred, mask), sample_weight)
+
+    def call(self, y_true, y_pred):
+        emissions, mask = y_pred
+        return -_bound(self).log_likelihood(y_true, emissions, mask)
+
+    def get_config(self):
+        return {**super().get_config(), "layer_name": self.layer_name}
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class CRFAccuracy(keras.metrics.Mean):
+    """The share of real (not padding) tokens whose Viterbi tag is right.
+
+    bert4keras's ``sparse_accuracy`` takes each token's best emission; this one decodes the
+    whole path, which is what prediction does.
+
+    Args:
+        crf: the :class:`ConditionalRandomField`; usually written ``crf.sparse_accuracy``.
+        name, dtype: as for any ``keras.metrics.Metric``.
+        layer_name: kept for the message of a metric restored without its layer.
+    """
+
+    attribute = "sparse_accuracy"
+
+    def __init__(self, crf=None, name="sparse_accuracy", dtype=None, layer_name=None):
+        super().__init__(name=name, dtype=dtype)
+        self.crf = crf
+        self.layer_name = crf.name if crf is not None else layer_name
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        mask = _mask_of(y_pred, None)
+        tags = _tags(y_true)
+        right = ops.cast(ops.equal(_bound(self).decode(y_pred, mask), tags), self.dtype)
+        weight = ops.ones_like(right) if mask is None else ops.cast(mask, self.dtype)
+        if sample_weight is not None:
+            weight *= ops.reshape(ops.cast(sample_weight, self.dtype), (-1, 1))
+        return super().update_state(right, sample_weight=weight)
+
+    def get_config(self):
+        return {**super().get_config(), "layer_name": self.layer_name}
