@@ -269,3 +269,26 @@ def test_shipped_checkpoint_predicts_masked_dev_characters():
     assert result["masked_tokens"] > 300 and result["accuracy"] > 0.25
     size = sum(os.path.getsize(os.path.join(SHIPPED, f)) for f in os.listdir(SHIPPED))
     assert size < 26 * 2**20
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family, changes, maxlen", [
+    ("albert", {"embedding_size": 8}, 32),
+    ("roformer", {}, 48),  # past max_position_embeddings (32): rotary positions have no table
+])
+def test_pretraining_another_family_writes_its_checkpoint_names(corpus_file, tiny_config,
+                                                                tmp_path, family, changes,
+                                                                maxlen):
+    config = tmp_path / "bert_config.json"
+    config.write_text(json.dumps({**tiny_config.to_dict(), **changes}))
+    summary = pretrain(run_options(corpus_file, config, tmp_path / "run", model=family,
+                                   maxlen=maxlen))
+    stored = checkpoint_arrays(tmp_path / "run" / "bert_model.ckpt")
+    shared = "bert/encoder/transformer/group_0/inner_group_0/ffn_1/intermediate/dense/kernel"
+    assert (shared in stored) == (family == "albert")
+    assert ("bert/embeddings/position_embeddings" in stored) == (family == "albert")
+    bert = build_transformer_model(str(tmp_path / "run" / "bert_config.json"),
+                                   str(tmp_path / "run" / "bert_model.ckpt"), model=family,
+                                   with_mlm=True, return_keras_model=False)
+    assert bert.load_report.ok and not bert.load_report.unused
+    assert bert.model.count_params() == summary["parameters"]

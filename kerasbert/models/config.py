@@ -47,9 +47,8 @@ FACTORISED = ("albert", "albert_unshared", "electra", "roformer", "roformer_v2")
 OTHER_FAMILY_RULES = (
     ("model_type", lambda value, values, family: value == model_type_of(family),
      "kerasbert builds model_type 'bert', 'albert', 'electra', 'roformer' and 'nezha', each "
-     "with its own build_transformer_model(model=...), and BERT alone from the command line "
-     "(Hugging Face's RoBERTa, whose positions start after the padding id, is another "
-     "family)"),
+     "with its own build_transformer_model(model=...) or --model (Hugging Face's RoBERTa, "
+     "whose positions start after the padding id, is another family)"),
     ("position_embedding_type", lambda value, values, family: value == "absolute"
      or model_type_of(family) != "bert",
      "kerasbert's BERT has absolute position embeddings; NEZHA (relative) and RoFormer "
