@@ -265,3 +265,21 @@ def test_pretraining_refuses_a_family_without_bert_s_masked_lm_head(tmp_path, ca
         "kerasbert pretrain: model family in --model: pretraining trains BERT's masked-LM head "
         "(MLM-Dense, MLM-Norm, MLM-Bias), which electra does not have\n")
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("family", list(CASES))
+def test_keep_tokens_and_dropout_rate_zero_work_for_every_family(tmp_path, family):
+    changes, heads = CASES[family]
+    config = {**TINY, **changes}
+    # The unshared ALBERT reads ALBERT's shared checkpoint.
+    writer = "albert" if family == "albert_unshared" else family
+    full = build_transformer_model(config, model=writer, **heads)
+    prefix = str(tmp_path / "bert_model.ckpt")
+    save_weights_as_checkpoint(full, prefix, family=writer)
+    keep = [0, 1, 2, 3, 10, 20, 30]
+    small = build_transformer_model(config, prefix, model=family, keep_tokens=keep,
+                                    dropout_rate=0, **heads)
+    np.testing.assert_array_equal(small.get_layer("Embedding-Token").embeddings.numpy(),
+                                  full.get_layer("Embedding-Token").embeddings.numpy()[keep])
+    assert not [layer.name for layer in small.layers if "Dropout" in layer.name]
+    assert [layer.name for layer in full.layers if "Dropout" in layer.name]

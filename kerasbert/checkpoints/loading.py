@@ -47,6 +47,10 @@ class Target:
     variable: object
 
 
+#: The variables with one row per vocabulary entry, in every family's names: keep_tokens
+#: and compound_tokens apply to them.
+VOCABULARY_ROWS = VOCABULARY_VARIABLES + (electra.WORD_EMBEDDINGS,)
+
 #: Each family's table: ``num_hidden_layers -> {layer: {attribute: Google name}}``.
 #: NEZHA and RoFormer keep BERT's names (they learn no position table; RoFormer-v2 has
 #: no biases and no norm weights, so those rows find no weight).
@@ -306,7 +310,7 @@ def _listing(items, limit=8):
 def _loaded_shape(name, stored, vocabulary):
     if name in TRANSPOSED_VARIABLES:
         return stored[::-1]
-    if name in VOCABULARY_VARIABLES and stored:
+    if name in VOCABULARY_ROWS and stored:
         vocabulary.check(stored[0])
         return (vocabulary.size(stored[0]),) + stored[1:]
     return stored
@@ -315,7 +319,7 @@ def _loaded_shape(name, stored, vocabulary):
 def _prepare(target, value, vocabulary):
     if target.name in TRANSPOSED_VARIABLES:
         value = np.asarray(value).T
-    if target.name in VOCABULARY_VARIABLES and vocabulary.changes_rows:
+    if target.name in VOCABULARY_ROWS and vocabulary.changes_rows:
         value = vocabulary.apply(np.asarray(value))
     if keras.backend.standardize_dtype(value.dtype) != target.variable.dtype:
         value = keras.ops.cast(value, target.variable.dtype)  # half-precision checkpoints
@@ -325,6 +329,7 @@ def _prepare(target, value, vocabulary):
 # The config key behind the first axis of a variable, for mismatch hints.
 _FIRST_AXIS_KEYS = {
     WORD_EMBEDDINGS: "vocab_size",
+    electra.WORD_EMBEDDINGS: "vocab_size",
     MLM_OUTPUT_BIAS: "vocab_size",
     POSITION_EMBEDDINGS: "max_position_embeddings",
     "bert/embeddings/token_type_embeddings": "type_vocab_size",
