@@ -1,4 +1,5 @@
-"""The files that ship inside the package: the small Chinese model and the review split.
+"""The files that ship inside the package: the small Chinese model, the review split and
+the People's Daily NER split.
 
 They are package data (``kerasbert/resources/``), found through
 ``importlib.resources``, so the defaults of ``kerasbert train`` work from any directory
@@ -38,6 +39,14 @@ def resource(*parts):
 def model_dir():
     """The folder of the shipped ``kerasbert-zh-small``: config, vocab, checkpoint."""
     return resource(MODEL_NAME)
+
+
+def ner_file(split):
+    """``train``, ``dev`` or ``test`` file (CoNLL, character BIO) of the shipped People's
+    Daily NER split."""
+    if split not in SPLITS:
+        raise ValueError(f"split {split!r}: must be one of {', '.join(SPLITS)}")
+    return resource("peoples_daily", f"{split}.txt")
 
 
 def review_file(split):

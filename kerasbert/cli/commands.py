@@ -66,9 +66,17 @@ def command_plot(args):
 
 
 def command_train(args):
-    from kerasbert.tasks import classification as finetune
+    from kerasbert.tasks import task_module
+    from kerasbert.training.options import TrainOptions
 
-    options, summary = _run_training(finetune.train, finetune.TrainOptions, args)
+    options, summary = _run_training(task_module(args.task).train, TrainOptions, args)
+    if options.task == "ner":
+        shown = "test" if "test" in summary else "dev"
+        print(f"\n{shown} entity F1 {summary[shown]['micro']['f1']:.4f} (precision "
+              f"{summary[shown]['micro']['precision']:.4f}, recall "
+              f"{summary[shown]['micro']['recall']:.4f}; best epoch {summary['best_epoch']})")
+        print(f"run directory: {options.output} (metrics.json, model.keras, tags.json)")
+        return 0
     shown = "test" if "test" in summary else "dev"
     print(f"\n{shown} accuracy {summary[shown]['accuracy']:.4f}, "
           f"macro-F1 {summary[shown]['macro_f1']:.4f} (best epoch {summary['best_epoch']})")
@@ -98,9 +106,25 @@ def _columns(args):
 
 
 def command_evaluate(args):
-    from kerasbert.tasks.classification import Run
+    from kerasbert.tasks import open_run
 
-    metrics = Run(args.model).evaluate(args.data, progress=True, **_columns(args))
+    run = open_run(args.model)
+    if run.options.task == "ner":
+        if _columns(args):
+            raise UsageError("column in --text-column/--pair-column/--label-column: a NER "
+                             "run reads CoNLL or JSONL files, which have no columns")
+        metrics = run.evaluate(args.data, progress=True)
+        if args.json:
+            print(json.dumps(metrics, indent=2, ensure_ascii=False))
+            return 0
+        print(f"sentences {metrics['sentences']}  entity precision "
+              f"{metrics['micro']['precision']:.4f}  recall {metrics['micro']['recall']:.4f}  "
+              f"F1 {metrics['micro']['f1']:.4f}")
+        for kind, row in metrics["per_type"].items():
+            print(f"  {kind:<6}  precision {row['precision']:.4f}  recall {row['recall']:.4f}  "
+                  f"F1 {row['f1']:.4f}  support {row['support']}")
+        return 0
+    metrics = run.evaluate(args.data, progress=True, **_columns(args))
     if args.json:
         print(json.dumps(metrics, indent=2, ensure_ascii=False))
     else:
@@ -114,7 +138,7 @@ def command_evaluate(args):
 
 
 def command_predict(args):
-    from kerasbert.tasks.classification import Run
+    from kerasbert.tasks import open_run
 
     if not args.input and not args.texts:
         raise UsageError("missing input in --input or TEXT: give texts to classify, or a file")
@@ -126,7 +150,7 @@ def command_predict(args):
     for number, text in enumerate(args.texts, start=1):
         if not text.strip():
             raise UsageError(f"empty text in TEXT {number}: nothing to classify")
-    run = Run(args.model)
+    run = open_run(args.model)
     rows = (run.predict(path=args.input, progress=True, **_columns(args)) if args.input
             else run.predict(texts=args.texts))
     for row in rows:
@@ -135,7 +159,7 @@ def command_predict(args):
 
 
 def command_export(args):
-    from kerasbert.tasks.classification import Run
+    from kerasbert.tasks import open_run
 
     options = {"version": args.version} if args.format == "saved_model" else {}
     if args.int8:
@@ -143,7 +167,7 @@ def command_export(args):
             raise UsageError(f"invalid flag in --int8: only with --format onnx, not "
                              f"--format {args.format}")
         options["int8"] = True
-    for path in Run(args.model).export(args.to, overwrite=args.overwrite, format=args.format,
+    for path in open_run(args.model).export(args.to, overwrite=args.overwrite, format=args.format,
                                        **options):
         print(f"wrote {path}")
     return 0

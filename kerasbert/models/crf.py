@@ -9,16 +9,21 @@ consecutive tags; training maximises the log-probability of the gold path among 
 
 Padding: a position whose mask is False is taken out of the sequence. Its emission, its tag
 and the transitions into and out of it count for nothing; the loss and the best path of a
-padded sequence are those of the sequence without its padding, wherever the padding is. The
-mask is Keras's: the layer passes on the mask of its input (from ``mask_zero=True`` token
-ids), so the model output carries it and ``crf.loss``, ``crf.decode`` and
-``crf.sparse_accuracy`` read it from there. Each also takes an explicit ``mask``.
+padded sequence are those of the sequence without its padding, wherever the padding is.
+
+The mask is Keras's, and travels with the model's output (no state in the layer): the layer
+passes on the mask of its input (from ``mask_zero=True`` token ids) or the one given to it,
+``crf(emissions, mask=...)``; ``crf.loss``, ``crf.sparse_accuracy`` and, by default,
+``crf.decode`` and ``crf.log_likelihood`` read it from the tensor they are given. The last
+two also take an explicit ``mask``.
 
 ``crf.loss`` and ``crf.sparse_accuracy`` are Keras objects bound to their layer. A model
 saved while compiled with them loads with ``keras.saving.load_model(path, safe_mode=True)``;
 the restored objects are unbound (a saved file cannot point at a layer) and ask to be
 compiled again: ``model.compile(loss=model.get_layer("CRF").loss, ...)``.
 """
+
+import weakref
 
 import keras
 from keras import ops
@@ -31,12 +36,9 @@ PACKAGE = names.SERIALIZATION_PACKAGE
 PADDING_TAG = 0
 
 
-def _float_dtype(x):
-    return "float64" if keras.backend.standardize_dtype(x.dtype) == "float64" else "float32"
-
-
 def _prepare(emissions, transitions, mask):
-    """Emissions and mask time-major (``[length, batch, ...]``), padding emissions zeroed.
+    """Emissions ``[length, batch, num_tags]`` with padding zeroed, the mask as
+    ``[length, batch, 1]`` and as ``[batch, length]``, the transitions, all checked.
 
     Zeroing keeps NaN or huge values at padding out of the arithmetic (and the gradients);
     they would be discarded anyway.
@@ -52,34 +54,33 @@ def _prepare(emissions, transitions, mask):
         raise ValueError(f"emissions of shape {tuple(emissions.shape)} need transitions of "
                          f"shape ({emissions.shape[-1]}, {emissions.shape[-1]}); received "
                          f"{tuple(transitions.shape)}")
-    dtype = _float_dtype(emissions)
+    dtype = "float64" if keras.backend.standardize_dtype(emissions.dtype) == "float64" else (
+        "float32")  # float16 / bfloat16 emissions: the sums over paths want float32
     emissions = ops.cast(emissions, dtype)
-    transitions = ops.cast(transitions, dtype)
     if mask is None:
         mask = ops.ones_like(emissions[..., 0], dtype="bool")
     mask = ops.cast(mask, "bool")
     emissions = ops.where(mask[..., None], emissions, ops.zeros_like(emissions))
-    return (ops.transpose(emissions, (1, 0, 2)), transitions,
-            ops.transpose(mask, (1, 0))[..., None], mask)
+    return (ops.transpose(emissions, (1, 0, 2)), ops.transpose(mask, (1, 0))[..., None], mask,
+            ops.cast(transitions, dtype))
 
 
-def _join(*steps):
-    """One time-major tensor of the per-step inputs of a scan, the mask last (as 0/1).
+def _loop(body, start, length, backwards=False):
+    """``body(t, *state)`` for t over the positions, forwards or backwards.
 
-    TensorFlow's ``keras.ops.scan`` fails on several inputs of unknown length (a graph
-    traced for any length), so they travel as one.
+    ``keras.ops.while_loop`` with the number of positions as ``maximum_iterations``: XLA
+    (``jit_compile``, Keras's default on a GPU) differentiates a TensorFlow loop only when
+    that bound is given, and ``keras.ops.scan`` gives none.
     """
-    dtype = steps[0].dtype
-    return ops.concatenate([ops.cast(x, dtype) for x in steps], axis=-1)
+    first = length - 1 if backwards else 0
 
+    def step(t, *state):
+        return (t - 1 if backwards else t + 1, *body(t, *state))
 
-def _split(inputs, *sizes):
-    """The pieces :func:`_join` put together: ``sizes`` wide each, then the mask."""
-    pieces, start = [], 0
-    for size in sizes:
-        pieces.append(inputs[..., start:start + size])
-        start += size
-    return (*pieces, inputs[..., start:] > 0.5)
+    def more(t, *state):
+        return t >= 0 if backwards else t < length
+
+    return ops.while_loop(more, step, (first, *start), maximum_iterations=length)[1:]
 
 
 def _tags(y_true):
@@ -118,27 +119,26 @@ def crf_log_likelihood(tags, emissions, transitions, mask=None):
         -2.197...
     """
     tags = _tags(tags)
-    emissions, transitions, valid, _ = _prepare(emissions, transitions, mask)
-    num_tags = transitions.shape[0]
-    gold_tags = ops.one_hot(ops.transpose(tags, (1, 0)), num_tags, dtype=emissions.dtype)
+    emissions, valid, _, transitions = _prepare(emissions, transitions, mask)
+    gold_tags = ops.one_hot(ops.transpose(tags, (1, 0)), transitions.shape[0],
+                            dtype=emissions.dtype)
 
-    def step(carry, inputs):
-        paths, gold, previous, started = carry  # log-sum over paths so far; gold score
-        emission, tag, here = _split(inputs, num_tags, num_tags)
+    def step(t, paths, gold, previous, started):
+        # paths: log-sum-exp of the scores of all paths so far, by last tag; gold: the
+        # gold path's score; previous: its last tag (one-hot); started: a position was real.
+        emission, tag, here = emissions[t], gold_tags[t], valid[t]
         through = ops.logsumexp(paths[:, :, None] + transitions, axis=1) + emission
         paths = ops.where(here, ops.where(started, through, emission), paths)
         moved = ops.sum(ops.matmul(previous, transitions) * tag, axis=-1, keepdims=True)
         gained = ops.sum(emission * tag, axis=-1, keepdims=True)
         gained += ops.where(started, moved, ops.zeros_like(moved))
         gold += ops.where(here, gained, ops.zeros_like(gained))
-        return (paths, gold, ops.where(here, tag, previous),
-                ops.logical_or(started, here)), None
+        return paths, gold, ops.where(here, tag, previous), ops.logical_or(started, here)
 
     first = emissions[0]
-    (paths, gold, _, started), _ = ops.scan(
+    paths, gold, _, started = _loop(
         step, (ops.zeros_like(first), ops.zeros_like(first[:, :1]), ops.zeros_like(first),
-               ops.zeros_like(valid[0])),
-        _join(emissions, gold_tags, valid))
+               ops.zeros_like(valid[0])), ops.shape(emissions)[0])
     log_z = ops.logsumexp(paths, axis=-1, keepdims=True)
     return (gold - ops.where(started, log_z, ops.zeros_like(log_z)))[:, 0]
 
@@ -166,36 +166,34 @@ def viterbi_decode(emissions, transitions, mask=None):
         >>> viterbi_decode(emissions, stay, mask=[[True, True, False]]).numpy().tolist()
         [[0, 0, 0]]
     """
-    emissions, transitions, valid, mask = _prepare(emissions, transitions, mask)
-    num_tags = transitions.shape[0]
+    emissions, valid, mask, transitions = _prepare(emissions, transitions, mask)
+    length = ops.shape(emissions)[0]
+    stay = ops.zeros_like(emissions[0], dtype="int32") + ops.arange(transitions.shape[0],
+                                                                    dtype="int32")
 
-    def step(carry, inputs):
-        best, started, _ = carry  # best score of a path ending in each tag; a path began
-        emission, here = _split(inputs, num_tags)
+    def forward(t, best, started, pointers):
+        # best: the best score of a path so far, by last tag; pointers[t]: for each tag at
+        # t, the tag before it on that path (at padding: the same tag, carried through).
+        emission, here = emissions[t], valid[t]
         candidates = best[:, :, None] + transitions
         came_from = ops.cast(ops.argmax(candidates, axis=1), "int32")
         through = ops.max(candidates, axis=1) + emission
         best = ops.where(here, ops.where(started, through, emission), best)
-        # At padding and at the first position the pointer keeps the tag where it is.
-        stay = ops.zeros_like(came_from) + ops.arange(num_tags, dtype="int32")
-        pointer = ops.where(ops.logical_and(here, started), came_from, stay)
-        carry = (best, ops.logical_or(started, here), pointer)
-        return carry, carry  # TensorFlow's scan stacks outputs shaped like the carry
+        pointer = ops.where(here, came_from, stay)
+        return (best, ops.logical_or(started, here),
+                ops.slice_update(pointers, (t, 0, 0), pointer[None]))
 
-    first = emissions[0]
-    start = (ops.zeros_like(first), ops.zeros_like(valid[0]),
-             ops.zeros_like(first, dtype="int32"))
-    (best, _, _), (_, _, pointers) = ops.scan(step, start, _join(emissions, valid))
+    start = (ops.zeros_like(emissions[0]), ops.zeros_like(valid[0]),
+             ops.zeros_like(emissions, dtype="int32"))
+    best, _, pointers = _loop(forward, start, length)
 
-    def back(tag, pointer):
-        tag = ops.take_along_axis(pointer, tag[:, None], axis=1)[:, 0]
-        return tag, tag
+    def backward(t, tag, path):
+        path = ops.slice_update(path, (t, 0), tag[None])
+        return ops.take_along_axis(pointers[t], tag[:, None], axis=1)[:, 0], path
 
-    # pointers[t + 1] leads from the tag at t + 1 to the tag at t; the last tag stays.
-    following = ops.concatenate([pointers[1:], start[2][None] + ops.arange(num_tags,
-                                                                            dtype="int32")])
     last = ops.cast(ops.argmax(best, axis=-1), "int32")
-    _, path = ops.scan(back, last, following, reverse=True)
+    _, path = _loop(backward, (last, ops.zeros_like(emissions[..., 0], dtype="int32")),
+                    length, backwards=True)
     path = ops.transpose(path, (1, 0))
     return ops.where(mask, path, ops.full_like(path, PADDING_TAG))
 
@@ -222,7 +220,7 @@ class ConditionalRandomField(keras.layers.Layer):
         >>> tagger.compile(optimizer="adam", loss=crf.loss, metrics=[crf.sparse_accuracy])
         >>> crf.count_params()
         9
-        >>> crf.decode(tagger(keras.ops.array([[5, 6, 0]]))).numpy()[0, 2]   # padding
+        >>> int(crf.decode(tagger(keras.ops.array([[5, 6, 0]])))[0, 2])   # at padding
         0
     """
 
@@ -291,18 +289,36 @@ def _mask_of(emissions, mask):
     return get_keras_mask(emissions) if mask is None else mask
 
 
-def _bound(obj):
-    """The CRF layer of a loss or metric, or a ValueError that says how to get one back."""
-    if obj.crf is None:
-        raise ValueError(
-            f"{type(obj).__name__} {obj.name!r} was restored from a saved model and is not "
-            f"bound to its layer: compile again with "
-            f"model.get_layer({obj.layer_name!r}).{obj.attribute}")
-    return obj.crf
+class _BoundToLayer:
+    """What the loss and the metric share: their layer, and a message when it is gone.
+
+    The layer is held by a weak reference, reached through ``crf()``. Keras's saving walks
+    every attribute of a layer and follows those that hold Keras objects: ``loss`` and
+    ``sparse_accuracy``, made on demand, would lead back to the layer and on to a new loss
+    or metric without end. A saved file holds the layer's name only.
+    """
+
+    attribute = None  # the layer's attribute that makes one
+
+    def _bind(self, crf, layer_name):
+        self._layer = weakref.ref(crf) if crf is not None else None
+        self.layer_name = crf.name if crf is not None else layer_name
+
+    def crf(self):
+        layer = self._layer() if self._layer is not None else None
+        if layer is None:
+            raise ValueError(
+                f"{type(self).__name__} {self.name!r} is not bound to a ConditionalRandomField "
+                f"(it was restored from a saved model, or its layer is gone): compile again "
+                f"with model.get_layer({self.layer_name!r}).{self.attribute}")
+        return layer
+
+    def get_config(self):
+        return {**super().get_config(), "layer_name": self.layer_name}
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
-class CRFLoss(keras.losses.Loss):
+class CRFLoss(_BoundToLayer, keras.losses.Loss):
     """The negative log-likelihood of each gold tag path, averaged over the batch.
 
     ``y_true``: integer tags ``[batch, length]`` (or ``[batch, length, 1]``); ``y_pred``: the
@@ -327,8 +343,7 @@ class CRFLoss(keras.losses.Loss):
     def __init__(self, crf=None, name="crf_loss", reduction="sum_over_batch_size",
                  layer_name=None):
         super().__init__(name=name, reduction=reduction)
-        self.crf = crf
-        self.layer_name = crf.name if crf is not None else layer_name
+        self._bind(crf, layer_name)
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         # Keras's Loss.__call__ weights the loss values by the mask of y_pred, which fits
@@ -341,14 +356,12 @@ class CRFLoss(keras.losses.Loss):
 
     def call(self, y_true, y_pred):
         emissions, mask = y_pred
-        return -_bound(self).log_likelihood(y_true, emissions, mask)
+        return -self.crf().log_likelihood(y_true, emissions, mask)
 
-    def get_config(self):
-        return {**super().get_config(), "layer_name": self.layer_name}
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
-class CRFAccuracy(keras.metrics.Mean):
+class CRFAccuracy(_BoundToLayer, keras.metrics.Mean):
     """The share of real (not padding) tokens whose Viterbi tag is right.
 
     bert4keras's ``sparse_accuracy`` takes each token's best emission; this one decodes the
@@ -364,17 +377,13 @@ class CRFAccuracy(keras.metrics.Mean):
 
     def __init__(self, crf=None, name="sparse_accuracy", dtype=None, layer_name=None):
         super().__init__(name=name, dtype=dtype)
-        self.crf = crf
-        self.layer_name = crf.name if crf is not None else layer_name
+        self._bind(crf, layer_name)
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         mask = _mask_of(y_pred, None)
         tags = _tags(y_true)
-        right = ops.cast(ops.equal(_bound(self).decode(y_pred, mask), tags), self.dtype)
+        right = ops.cast(ops.equal(self.crf().decode(y_pred, mask), tags), self.dtype)
         weight = ops.ones_like(right) if mask is None else ops.cast(mask, self.dtype)
         if sample_weight is not None:
             weight *= ops.reshape(ops.cast(sample_weight, self.dtype), (-1, 1))
         return super().update_state(right, sample_weight=weight)
-
-    def get_config(self):
-        return {**super().get_config(), "layer_name": self.layer_name}

@@ -43,11 +43,18 @@ OUTPUT_MLM_ACTIVATION = "Output-MLM-Activation"
 DISCRIMINATOR_DENSE = "Discriminator-Dense"
 DISCRIMINATOR_PREDICTION = "Discriminator-Prediction"
 
+# Sequence labelling: the per-token tag scores, and the CRF over them (bert4keras's scripts).
+TAGGER_DROPOUT = "Tagger-Dropout"
+TAGGER_DENSE = "Tagger-Dense"
+CRF = "CRF"
+
 CLS_TOKEN = "CLS-token"
 CLS_DROPOUT = "CLS-Dropout"
 CLS_DENSE = "dense_output"
 # The softmax a fine-tuning run saves after dense_output (the run trains on its logits).
 CLS_PROBABILITIES = "CLS-Probabilities"
+# Span question answering (SQuAD): a start and an end logit per token, H -> 2.
+SPAN_DENSE = "Span-Dense"
 
 
 def attention_name(index):

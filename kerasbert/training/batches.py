@@ -44,7 +44,8 @@ def batch_width(lengths, limit, pad_multiple=8):
 
 def make_dataset(token_ids, segment_ids, labels=None, batch_size=32, seed=None, first_epoch=0,
                  pad_multiple=8):
-    """A ``tf.data.Dataset`` of ``((token_ids, segment_ids), labels)`` batches.
+    """A ``tf.data.Dataset`` of ``((token_ids, segment_ids), labels)`` batches; ``labels``
+    has one id per sequence, or one per token (``[examples, maxlen]``, cut with the tokens).
 
     Batches are cut to their longest row, rounded up to ``pad_multiple`` (dynamic
     padding: few distinct shapes, so few retraces). Without a ``seed``: one pass in
@@ -65,12 +66,16 @@ def make_dataset(token_ids, segment_ids, labels=None, batch_size=32, seed=None, 
         for rows in plan:
             width = batch_width(lengths[rows], token_ids.shape[1], pad_multiple)
             features = (token_ids[rows, :width], segment_ids[rows, :width])
-            yield (features, labels[rows]) if labels is not None else (features,)
+            if labels is None:
+                yield (features,)
+            else:  # one label per sequence, or one per token (cut like the tokens)
+                yield features, labels[rows] if labels.ndim == 1 else labels[rows, :width]
 
     matrix = tf.TensorSpec((None, None), tf.int32)
     signature = ((matrix, matrix),)
     if labels is not None:
-        signature += (tf.TensorSpec((None,), tf.int32),)
+        labels = np.asarray(labels)
+        signature += (tf.TensorSpec((None,) * labels.ndim, tf.int32),)
     dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
     if seed is None:
         # A generator hides its length; Keras needs it for progress bars and epoch ends.

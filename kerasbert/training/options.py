@@ -24,6 +24,7 @@ from kerasbert.models.families import VARIANTS
 MODEL_DEFAULTS_FILE = "finetune_defaults.json"
 MODEL_DEFAULT_KEYS = ("lr",)  # the options whose default depends on the model
 BASE_LR = 2e-5  # BERT-base's fine-tuning rate, for models that carry no defaults
+TASKS = ("classification", "ner")  # kerasbert.tasks.TASKS holds their modules
 
 
 class OptionError(ValueError):
@@ -119,8 +120,11 @@ class RunOptions:
 class TrainOptions(RunOptions):
     """Everything ``kerasbert train`` takes; saved as ``train_config.json``."""
 
-    train: str = option(None, "labelled TSV/CSV/JSONL to train on "
-                        "(default: the shipped review split)", metavar="FILE")
+    task: str = option("classification", "what to train: a text classifier, or a named-entity "
+                       "tagger on CoNLL or JSONL files (ner)", choices=TASKS)
+    train: str = option(None, "labelled TSV/CSV/JSONL to train on; with --task ner, CoNLL "
+                        "or JSONL (default: the shipped review or People's Daily NER split)",
+                        metavar="FILE")
     dev: str = option(None, "labelled file the best epoch is chosen on (required with --train)",
                       metavar="FILE")
     test: str = option(None, "labelled file evaluated once at the end", metavar="FILE")
@@ -147,6 +151,7 @@ class TrainOptions(RunOptions):
     mixed_precision: bool = option(False, "bfloat16 compute (float32 weights)")
     strategy: str = option(None, "distribution strategy", choices=("mirrored", "multi-worker"))
     skip_bad_rows: bool = option(False, "skip and count bad rows instead of failing")
+    no_crf: bool = option(False, "with --task ner: a softmax tagger instead of the CRF")
     # Filled in by resolved(), recorded in train_config.json; not a flag.
     weights: str = dataclasses.field(default=None)
 
@@ -157,9 +162,9 @@ class TrainOptions(RunOptions):
 
         values = dataclasses.asdict(self)
         if not self.train:
-            values.update(train=shipped.review_file("train"),
-                          dev=self.dev or shipped.review_file("dev"),
-                          test=self.test or shipped.review_file("test"))
+            split = shipped.ner_file if self.task == "ner" else shipped.review_file
+            values.update(train=split("train"), dev=self.dev or split("dev"),
+                          test=self.test or split("test"))
         if not self.config:
             model_dir = shipped.model_dir()
             values.update(config=os.path.join(model_dir, "bert_config.json"),

@@ -1,0 +1,286 @@
+"""Named-entity recognition: a tagger on BERT's sequence output, trained, evaluated, used.
+
+The tagger is ``Tagger-Dropout`` → ``Tagger-Dense`` (one score per tag and token) → ``CRF``
+(:class:`kerasbert.models.crf.ConditionalRandomField`), or a softmax over the tags without
+the CRF (``no_crf``). Files are CoNLL or JSONL (:mod:`kerasbert.tasks.ner_data`); the best
+epoch is the one with the best entity-level F1 on the dev file, scored on characters
+against the file's own spans as conlleval counts them (:mod:`kerasbert.tasks.entities`).
+
+A run directory holds::
+
+    model.keras          best epoch by dev entity F1 (loads with safe_mode=True)
+    bert_model.ckpt.*    the fine-tuned backbone as a Google checkpoint
+    bert_config.json  vocab.txt  tags.json  train_config.json  history.csv  metrics.json
+
+Example::
+
+    # the shipped kerasbert-zh-small on the shipped People's Daily split
+    summary = train(TrainOptions(task="ner", output="runs/ner", maxlen=160))
+    summary["test"]["micro"]["f1"]
+"""
+
+import logging
+import os
+
+import keras
+import numpy as np
+
+from kerasbert import files
+from kerasbert.build import build_transformer_model
+from kerasbert.hardware import compute_policy
+from kerasbert.models import names
+from kerasbert.models.config import BertConfig, check_maxlen, check_vocab_fits
+from kerasbert.models.crf import ConditionalRandomField
+from kerasbert.models.layers import truncated_normal
+from kerasbert.tasks import ner_data
+from kerasbert.tasks.classification import OPTIONS_FILE, load_run_model
+from kerasbert.tasks.entities import entity_scores
+from kerasbert.training import batches
+from kerasbert.training.lifecycle import TrainingRun
+from kerasbert.training.optimizer import make_optimizer
+from kerasbert.training.options import TrainOptions, validate
+from kerasbert.training.rundir import RunDirectory, RunError, read_json
+
+FINISHED_FILE = "metrics.json"
+TAGS_FILE = "tags.json"
+MONITOR = "val_entity_f1"
+# The CRF's transitions learn this many times faster than BERT's weights (bert4keras's
+# lr_multiplier): at a fine-tuning rate of 1e-4 they move by about 0.02 per step.
+CRF_LR_MULTIPLIER = 200
+log = logging.getLogger(__name__)
+
+
+def add_tagger(model, num_tags, crf=True, dropout_rate=0.1, initializer_range=0.02,
+               lr_multiplier=CRF_LR_MULTIPLIER, dtype=None):
+    """A tagger on ``model``'s sequence output: ``Tagger-Dropout``, ``Tagger-Dense`` and,
+    with ``crf``, ``CRF``.
+
+    Args:
+        model: a model from :func:`kerasbert.build_transformer_model` without heads.
+        num_tags: the number of tags (``O``, ``B-PER``, ``I-PER``...).
+        crf: end in a CRF (trained with ``model.get_layer("CRF").loss``, decoded with its
+            ``decode``); False: the scores alone, for a softmax over the tags.
+        dropout_rate: before ``Tagger-Dense`` (0 leaves the layer out).
+        initializer_range: the standard deviation of ``Tagger-Dense``'s kernel.
+        lr_multiplier: the CRF's (see :class:`ConditionalRandomField`).
+        dtype: the dtype policy of the dropout and dense layers; the CRF is float32.
+
+    Returns:
+        A ``keras.Model`` giving ``[batch, length, num_tags]`` scores, masked at padding.
+
+    Example:
+        >>> from kerasbert import build_transformer_model
+        >>> bert = build_transformer_model(dict(
+        ...     vocab_size=100, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+        ...     intermediate_size=32))
+        >>> tagger = add_tagger(bert, num_tags=7)
+        >>> tagger.get_layer("Tagger-Dense").count_params(), tagger.get_layer("CRF").count_params()
+        (119, 49)
+    """
+    x = model.outputs[0]
+    if dropout_rate:
+        x = keras.layers.Dropout(dropout_rate, name=names.TAGGER_DROPOUT, dtype=dtype)(x)
+    x = keras.layers.Dense(num_tags, kernel_initializer=truncated_normal(initializer_range),
+                           name=names.TAGGER_DENSE, dtype=dtype)(x)
+    if crf:
+        x = ConditionalRandomField(lr_multiplier, name=names.CRF, dtype="float32")(x)
+    return keras.Model(model.inputs, x, name=f"{model.name}_tagger")
+
+
+def add_crf_tagger(model, num_tags, **options):
+    """:func:`add_tagger` with its CRF (bert4keras's sequence-labelling example)."""
+    return add_tagger(model, num_tags, crf=True, **options)
+
+
+def decode(model, scores, token_ids):
+    """The best tag ids ``[batch, length]`` of a tagger's scores: the CRF's best paths, or
+    the highest score per token without a CRF; 0 at padding."""
+    mask = np.asarray(token_ids) != 0
+    layers = {layer.name for layer in model.layers}
+    if names.CRF in layers:
+        return np.asarray(model.get_layer(names.CRF).decode(scores, mask=mask))
+    return np.where(mask, np.asarray(scores).argmax(-1), 0)
+
+
+def train(options, callbacks=(), verbose="auto"):
+    """Fine-tunes a tagger; returns the run summary (also in ``metrics.json``).
+
+    Every input is read and checked before the run directory is created: the options,
+    the directory, the train / dev / test files (bad lines named), the config against the
+    vocabulary and ``maxlen``, and the checkpoint.
+
+    Raises:
+        kerasbert.training.options.OptionError, kerasbert.training.rundir.RunError,
+        kerasbert.training.data.DataError, kerasbert.training.callbacks.TrainingDiverged:
+            as :func:`kerasbert.tasks.classification.train`.
+    """
+    validate(options)
+    options = options.resolved()
+    run = TrainingRun(options, OPTIONS_FILE, FINISHED_FILE, verbose=verbose).prepare()
+    inputs = _Inputs.read(options)
+    model = build_tagger(options, len(inputs.tags))
+    crf = names.CRF in {layer.name for layer in model.layers}
+    model.compile(
+        optimizer=make_optimizer(model, options.lr, max(1, inputs.steps * options.epochs),
+                                 options.warmup, options.weight_decay),
+        loss=(model.get_layer(names.CRF).loss if crf
+              else keras.losses.SparseCategoricalCrossentropy(from_logits=True)),
+        jit_compile=options.jit_compile)
+    run.start()
+    train_set = batches.make_dataset(*inputs.train[:3], batch_size=options.batch_size,
+                                     seed=options.seed, first_epoch=run.first_epoch)
+    recorder = run.fit(model, train_set, epochs=options.epochs, steps_per_epoch=inputs.steps,
+                       hint=f"lower --lr ({options.lr:g}) or check the data", monitor=MONITOR,
+                       patience=options.patience, stop=[_DevScores(inputs)],
+                       callbacks=list(callbacks))
+    return run.finish(_write_results(options, inputs, recorder))
+
+
+def build_tagger(options, num_tags):
+    """The tagger a run trains: the run's BERT, then :func:`add_tagger`."""
+    bert = build_transformer_model(options.config, options.checkpoint, model=options.model,
+                                   dropout_rate=options.dropout, return_keras_model=False,
+                                   dtype=compute_policy("mixed_bfloat16", "--mixed-precision")
+                                   if options.mixed_precision else None)
+    return add_tagger(bert.model, num_tags, crf=not options.no_crf, dropout_rate=options.dropout,
+                      initializer_range=bert.config.initializer_range)
+
+
+class _Inputs:
+    """A run's sentences, tags and encoded arrays, all read before the directory is made."""
+
+    @classmethod
+    def read(cls, options):
+        from kerasbert.text.tokenizer import Tokenizer
+
+        self = cls()
+        config = BertConfig.from_json_file(options.config, family=options.model)
+        self.tokenizer = Tokenizer(options.vocab)
+        check_maxlen(config, options.maxlen)
+        check_vocab_fits(config, self.tokenizer.vocab_size, options.vocab)
+        self.sentences = {"train": ner_data.read_sentences(options.train)[
+                              :options.max_train_examples or None],
+                          "dev": ner_data.read_sentences(options.dev)}
+        if options.test:
+            self.sentences["test"] = ner_data.read_sentences(options.test)
+        if options.checkpoint:
+            from kerasbert.checkpoints.io import resolve_prefix
+
+            resolve_prefix(options.checkpoint)
+        self.tags = ner_data.tag_names(self.sentences["train"])
+        if len(self.tags) < 2:
+            raise ner_data.DataError(f"data in {options.train}: no entity to learn")
+        self.maxlen = options.maxlen
+        self.train = self.encode(self.sentences["train"])
+        self.dev = self.encode(self.sentences["dev"])
+        self.steps = -(-len(self.sentences["train"]) // options.batch_size)
+        return self
+
+    def encode(self, sentences):
+        """``(token_ids, segment_ids, tag_ids, spans, lost)`` of ``sentences``, padded."""
+        rows = [ner_data.token_tags(self.tokenizer, sentence, self.maxlen, self.tags)
+                for sentence in sentences]
+        width = max(len(ids) for ids, _, _, _ in rows)
+        token_ids = np.zeros((len(rows), width), "int32")
+        tag_ids = np.zeros((len(rows), width), "int32")
+        for i, (ids, labels, _, _) in enumerate(rows):
+            token_ids[i, :len(ids)], tag_ids[i, :len(labels)] = ids, labels
+        return (token_ids, np.zeros_like(token_ids), tag_ids, [row[2] for row in rows],
+                sum(row[3] for row in rows))
+
+
+def score(model, encoded, sentences, tags, batch_size=64):
+    """Entity-level scores of ``model`` on encoded sentences (see :func:`entity_scores`),
+    with the predicted entities of each sentence."""
+    token_ids, segment_ids, _, spans, _ = encoded
+    dataset = batches.make_dataset(token_ids, segment_ids, batch_size=batch_size)
+    scores = np.asarray(model.predict(dataset, verbose=0), "float32")
+    predicted = [ner_data.token_entities(row[:len(span)], span, tags)
+                 for row, span in zip(decode(model, scores, token_ids), spans)]
+    truth = [ner_data.char_tags(s.text, s.entities) for s in sentences]
+    guess = [ner_data.char_tags(s.text, found) for s, found in zip(sentences, predicted)]
+    return entity_scores(truth, guess), predicted
+
+
+class _DevScores(keras.callbacks.Callback):
+    """Adds the dev file's entity-level F1 to each epoch's logs (``val_entity_f1``)."""
+
+    def __init__(self, inputs):
+        super().__init__()
+        self.inputs = inputs
+
+    def on_epoch_end(self, epoch, logs=None):
+        scores, _ = score(self.model, self.inputs.dev, self.inputs.sentences["dev"],
+                          self.inputs.tags)
+        logs[MONITOR] = scores["micro"]["f1"]
+
+
+def _write_results(options, inputs, recorder):
+    from kerasbert.checkpoints.loading import save_weights_as_checkpoint
+
+    output = options.output
+    model = load_run_model(output)
+    BertConfig.from_json_file(options.config, family=options.model).to_json_file(
+        os.path.join(output, "bert_config.json"))
+    files.copy_file(options.vocab, os.path.join(output, "vocab.txt"))
+    files.write_json(os.path.join(output, TAGS_FILE), inputs.tags)
+    save_weights_as_checkpoint(model, os.path.join(output, "bert_model.ckpt"))
+    summary = {"tags": inputs.tags, "best_epoch": recorder.best_epoch,
+               "train_sentences": len(inputs.sentences["train"]),
+               "lost_entities": {options.train: inputs.train[4], options.dev: inputs.dev[4]},
+               "dev": score(model, inputs.dev, inputs.sentences["dev"], inputs.tags)[0]}
+    if options.test:
+        test = inputs.encode(inputs.sentences["test"])
+        summary["lost_entities"][options.test] = test[4]
+        summary["test"] = score(model, test, inputs.sentences["test"], inputs.tags)[0]
+    return summary
+
+
+class Run:
+    """A finished NER run directory, for evaluate / predict.
+
+    Raises:
+        RunError: not a finished NER run, or a missing or corrupt file (named).
+    """
+
+    def __init__(self, run_dir):
+        from kerasbert.text.tokenizer import Tokenizer
+
+        self.run_dir = run_dir = os.fspath(run_dir)
+        directory = RunDirectory(run_dir, OPTIONS_FILE, FINISHED_FILE)
+        if not os.path.isdir(run_dir) or not directory.finished:
+            raise RunError(f"run in {run_dir}: not a finished kerasbert run directory")
+        saved = read_json(os.path.join(run_dir, OPTIONS_FILE), "options")
+        self.options = TrainOptions(**{key: value for key, value in saved.items()
+                                       if key in TrainOptions.__dataclass_fields__})
+        self.tags = read_json(os.path.join(run_dir, TAGS_FILE), "tags")
+        self.model = load_run_model(run_dir)
+        self.tokenizer = Tokenizer(os.path.join(run_dir, "vocab.txt"))
+
+    def _encode(self, sentences):
+        inputs = _Inputs()
+        inputs.tokenizer, inputs.tags, inputs.maxlen = self.tokenizer, self.tags, \
+            self.options.maxlen
+        return inputs.encode(sentences)
+
+    def evaluate(self, path, progress=False):
+        """Entity-level precision, recall and F1 per type, micro and macro, on a tagged file."""
+        sentences = ner_data.read_sentences(path)
+        encoded = self._encode(sentences)
+        scores = score(self.model, encoded, sentences, self.tags)[0]
+        return {**scores, "sentences": len(sentences), "lost_entities": encoded[4]}
+
+    def predict(self, texts=None, path=None, progress=False):
+        """``[{"text", "entities": [{"type", "start", "end", "text"}]}]`` for texts, or for
+        the sentences of a tagged file."""
+        sentences = (ner_data.read_sentences(path) if path is not None
+                     else [ner_data.Sentence(text, []) for text in texts])
+        _, predicted = score(self.model, self._encode(sentences), sentences, self.tags)
+        return [{"text": s.text,
+                 "entities": [{"type": kind, "start": start, "end": end,
+                               "text": s.text[start:end]} for kind, start, end in found]}
+                for s, found in zip(sentences, predicted)]
+
+    def export(self, directory, overwrite=False, format="saved_model", **options):
+        raise RunError(f"export of {self.run_dir}: NER runs are used with kerasbert predict "
+                       "for now; export takes classification runs")
