@@ -23,7 +23,8 @@ from kerasbert.checkpoints.io import CheckpointError, write_checkpoint
 from kerasbert.checkpoints.loading import LoadReport, load_checkpoint, save_weights_as_checkpoint  # noqa: E402
 from kerasbert.models.bert import build_bert
 from kerasbert.models.config import BertConfig
-from kerasbert.models.heads import add_cls_classifier
+from kerasbert.models.crf import ConditionalRandomField
+from kerasbert.models.heads import add_cls_classifier, add_crf_tagger, add_tagger
 from kerasbert.serving.predictor import Predictor
 from kerasbert.text.tokenizer import Tokenizer, load_vocab
 from kerasbert.training import optimizer  # noqa: F401  (registers WarmupLinearDecay for load_model)
@@ -31,11 +32,14 @@ from kerasbert.training import optimizer  # noqa: F401  (registers WarmupLinearD
 __all__ = [
     "BertConfig",
     "CheckpointError",
+    "ConditionalRandomField",
     "LoadReport",
     "Predictor",
     "Tokenizer",
     "Transformer",
     "add_cls_classifier",
+    "add_crf_tagger",
+    "add_tagger",
     "build_bert",
     "build_transformer_model",
     "load_checkpoint",

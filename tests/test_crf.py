@@ -16,6 +16,7 @@ from kerasbert.models.crf import (
 )
 
 NUM_TAGS = 3
+SEGMENT_TAGS = 4  # the trained tagger's: B-a, I-a, B-b, I-b (see segment_data)
 
 
 def brute_force(emissions, transitions):
@@ -182,9 +183,6 @@ def tagger(**crf_options):
     return keras.Model(tokens, crf(keras.layers.Dense(SEGMENT_TAGS)(hidden))), crf
 
 
-SEGMENT_TAGS = 4  # B-a, I-a, B-b, I-b
-
-
 def segment_data(rng, n, width=8):
     """Token 2 or 3 begins a segment of kind a or b (tag 0 = B-a, 2 = B-b), token 1 goes on
     with it (1 = I-a, 3 = I-b), 0 pads.
@@ -230,6 +228,10 @@ def test_loss_decode_and_metric_read_the_keras_mask():
     assert abs(loss - per_sequence.mean()) < 1e-5
     right = crf.decode(y_pred, mask).numpy() == tags
     assert abs(accuracy - right[mask].mean()) < 1e-6
+    metric = crf.sparse_accuracy
+    metric.update_state(tags, y_pred, sample_weight=weights)
+    per_token = np.where(mask, weights[:, None], 0)
+    assert abs(float(metric.result()) - (right * per_token).sum() / per_token.sum()) < 1e-6
 
 
 def test_a_mask_given_to_the_layer_reaches_the_compiled_loss():

@@ -1,4 +1,5 @@
-"""Output heads: pooler, next-sentence prediction, masked LM, and the CLS-token classifier.
+"""Output heads: pooler, next-sentence prediction, masked LM, the CLS-token classifier, and
+the taggers of sequence labelling.
 
 Each ``apply_*`` function adds its layers to a functional graph under construction;
 the names are bert4keras's (see :mod:`kerasbert.models.names`).
@@ -7,7 +8,12 @@ the names are bert4keras's (see :mod:`kerasbert.models.names`).
 import keras
 
 from kerasbert.models import names
+from kerasbert.models.crf import ConditionalRandomField
 from kerasbert.models.layers import BiasAdd, FirstToken, get_activation, truncated_normal
+
+# The CRF's transitions learn this many times faster than BERT's weights (bert4keras's
+# lr_multiplier): at a fine-tuning rate of 1e-4 they move by about 0.02 per step.
+CRF_LR_MULTIPLIER = 200
 
 #: Heads whose output is a prediction, not a vector to classify.
 PREDICTION_HEADS = (names.NSP_PROBA, names.MLM_ACTIVATION, names.OUTPUT_MLM_ACTIVATION,
@@ -116,3 +122,45 @@ def add_cls_classifier(model, num_labels, dropout_rate=0.1, activation="softmax"
         dtype=dtype,
     )(x)
     return keras.Model(model.inputs, outputs, name=f"{model.name}_classifier")
+
+
+def add_tagger(model, num_tags, crf=True, dropout_rate=0.1, initializer_range=0.02,
+               lr_multiplier=CRF_LR_MULTIPLIER, dtype=None):
+    """A tagger on ``model``'s sequence output: ``Tagger-Dropout``, ``Tagger-Dense`` and,
+    with ``crf``, ``CRF``.
+
+    Args:
+        model: a model from :func:`kerasbert.build_transformer_model` without heads.
+        num_tags: the number of tags (``O``, ``B-PER``, ``I-PER``...).
+        crf: end in a CRF (trained with ``model.get_layer("CRF").loss``, decoded with its
+            ``decode``); False: the scores alone, for a softmax over the tags.
+        dropout_rate: before ``Tagger-Dense`` (0 leaves the layer out).
+        initializer_range: the standard deviation of ``Tagger-Dense``'s kernel.
+        lr_multiplier: the CRF's (see :class:`ConditionalRandomField`).
+        dtype: the dtype policy of the dropout and dense layers; the CRF is float32.
+
+    Returns:
+        A ``keras.Model`` giving ``[batch, length, num_tags]`` scores, masked at padding.
+
+    Example:
+        >>> from kerasbert import build_transformer_model
+        >>> bert = build_transformer_model(dict(
+        ...     vocab_size=100, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+        ...     intermediate_size=32))
+        >>> tagger = add_tagger(bert, num_tags=7)
+        >>> tagger.get_layer("Tagger-Dense").count_params(), tagger.get_layer("CRF").count_params()
+        (119, 49)
+    """
+    x = model.outputs[0]  # the sequence output
+    if dropout_rate:
+        x = keras.layers.Dropout(dropout_rate, name=names.TAGGER_DROPOUT, dtype=dtype)(x)
+    x = keras.layers.Dense(num_tags, kernel_initializer=truncated_normal(initializer_range),
+                           name=names.TAGGER_DENSE, dtype=dtype)(x)
+    if crf:
+        x = ConditionalRandomField(lr_multiplier, name=names.CRF, dtype="float32")(x)
+    return keras.Model(model.inputs, x, name=f"{model.name}_tagger")
+
+
+def add_crf_tagger(model, num_tags, **options):
+    """:func:`add_tagger` with its CRF (bert4keras's sequence-labelling example)."""
+    return add_tagger(model, num_tags, crf=True, **options)

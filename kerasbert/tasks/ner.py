@@ -1,8 +1,8 @@
 """Named-entity recognition: a tagger on BERT's sequence output, trained, evaluated, used.
 
 The tagger is ``Tagger-Dropout`` → ``Tagger-Dense`` (one score per tag and token) → ``CRF``
-(:class:`kerasbert.models.crf.ConditionalRandomField`), or a softmax over the tags without
-the CRF (``no_crf``). Files are CoNLL or JSONL (:mod:`kerasbert.tasks.ner_data`); the best
+(:func:`kerasbert.models.heads.add_tagger`), or a softmax over the tags without the CRF
+(``no_crf``). Files are CoNLL or JSONL (:mod:`kerasbert.tasks.ner_data`); the best
 epoch is the one with the best entity-level F1 on the dev file, scored on characters
 against the file's own spans as conlleval counts them (:mod:`kerasbert.tasks.entities`).
 
@@ -30,8 +30,7 @@ from kerasbert.build import build_transformer_model
 from kerasbert.hardware import compute_policy
 from kerasbert.models import names
 from kerasbert.models.config import BertConfig, check_maxlen, check_vocab_fits
-from kerasbert.models.crf import ConditionalRandomField
-from kerasbert.models.layers import truncated_normal
+from kerasbert.models.heads import add_tagger
 from kerasbert.tasks import ner_data
 from kerasbert.tasks.classification import OPTIONS_FILE, load_run_model
 from kerasbert.tasks.entities import entity_scores
@@ -44,52 +43,7 @@ from kerasbert.training.rundir import RunDirectory, RunError, read_json
 FINISHED_FILE = "metrics.json"
 TAGS_FILE = "tags.json"
 MONITOR = "val_entity_f1"
-# The CRF's transitions learn this many times faster than BERT's weights (bert4keras's
-# lr_multiplier): at a fine-tuning rate of 1e-4 they move by about 0.02 per step.
-CRF_LR_MULTIPLIER = 200
 log = logging.getLogger(__name__)
-
-
-def add_tagger(model, num_tags, crf=True, dropout_rate=0.1, initializer_range=0.02,
-               lr_multiplier=CRF_LR_MULTIPLIER, dtype=None):
-    """A tagger on ``model``'s sequence output: ``Tagger-Dropout``, ``Tagger-Dense`` and,
-    with ``crf``, ``CRF``.
-
-    Args:
-        model: a model from :func:`kerasbert.build_transformer_model` without heads.
-        num_tags: the number of tags (``O``, ``B-PER``, ``I-PER``...).
-        crf: end in a CRF (trained with ``model.get_layer("CRF").loss``, decoded with its
-            ``decode``); False: the scores alone, for a softmax over the tags.
-        dropout_rate: before ``Tagger-Dense`` (0 leaves the layer out).
-        initializer_range: the standard deviation of ``Tagger-Dense``'s kernel.
-        lr_multiplier: the CRF's (see :class:`ConditionalRandomField`).
-        dtype: the dtype policy of the dropout and dense layers; the CRF is float32.
-
-    Returns:
-        A ``keras.Model`` giving ``[batch, length, num_tags]`` scores, masked at padding.
-
-    Example:
-        >>> from kerasbert import build_transformer_model
-        >>> bert = build_transformer_model(dict(
-        ...     vocab_size=100, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-        ...     intermediate_size=32))
-        >>> tagger = add_tagger(bert, num_tags=7)
-        >>> tagger.get_layer("Tagger-Dense").count_params(), tagger.get_layer("CRF").count_params()
-        (119, 49)
-    """
-    x = model.outputs[0]
-    if dropout_rate:
-        x = keras.layers.Dropout(dropout_rate, name=names.TAGGER_DROPOUT, dtype=dtype)(x)
-    x = keras.layers.Dense(num_tags, kernel_initializer=truncated_normal(initializer_range),
-                           name=names.TAGGER_DENSE, dtype=dtype)(x)
-    if crf:
-        x = ConditionalRandomField(lr_multiplier, name=names.CRF, dtype="float32")(x)
-    return keras.Model(model.inputs, x, name=f"{model.name}_tagger")
-
-
-def add_crf_tagger(model, num_tags, **options):
-    """:func:`add_tagger` with its CRF (bert4keras's sequence-labelling example)."""
-    return add_tagger(model, num_tags, crf=True, **options)
 
 
 def decode(model, scores, token_ids):
