@@ -143,14 +143,29 @@ class _Inputs:
                 sum(row[3] for row in rows))
 
 
+def predict_tags(model, token_ids, segment_ids, batch_size=64):
+    """The best tag ids ``[examples, maxlen]`` for padded token ids (0 at padding).
+
+    Rows go through the model in batches of similar length, each cut to its longest row.
+    """
+    lengths = np.count_nonzero(token_ids, axis=1)
+    order = np.argsort(-lengths, kind="stable")
+    tags = np.zeros(token_ids.shape, "int32")
+    for start in range(0, len(order), batch_size):
+        rows = order[start:start + batch_size]
+        width = batches.batch_width(lengths[rows], token_ids.shape[1])
+        ids = token_ids[rows, :width]
+        scores = model.predict_on_batch([ids, segment_ids[rows, :width]])
+        tags[rows, :width] = decode(model, np.asarray(scores, "float32"), ids)
+    return tags
+
+
 def score(model, encoded, sentences, tags, batch_size=64):
     """Entity-level scores of ``model`` on encoded sentences (see :func:`entity_scores`),
     with the predicted entities of each sentence."""
     token_ids, segment_ids, _, spans, _ = encoded
-    dataset = batches.make_dataset(token_ids, segment_ids, batch_size=batch_size)
-    scores = np.asarray(model.predict(dataset, verbose=0), "float32")
-    predicted = [ner_data.token_entities(row[:len(span)], span, tags)
-                 for row, span in zip(decode(model, scores, token_ids), spans)]
+    predicted = [ner_data.token_entities(row[:len(span)], span, tags) for row, span in zip(
+        predict_tags(model, token_ids, segment_ids, batch_size), spans)]
     truth = [ner_data.char_tags(s.text, s.entities) for s in sentences]
     guess = [ner_data.char_tags(s.text, found) for s, found in zip(sentences, predicted)]
     return entity_scores(truth, guess), predicted
