@@ -374,6 +374,9 @@ def _other_family(available, family):
             found = re.match(pattern, name)
             if found:
                 return f"{what} checkpoint ({found.group(0)}...)", loads_as
+    if model_type_of(family) in ("albert", "electra") and any(
+            name.startswith("bert/encoder/layer_0/") for name in available):
+        return "a BERT checkpoint (bert/encoder/layer_0/...)", "bert"
     if family in NO_POSITION_TABLE:
         return None
     if POSITION_EMBEDDINGS not in available and any(
@@ -387,7 +390,8 @@ def _failure_message(where, missing, mismatched, available, owners, other=None,
                      family="bert"):
     if other:
         what, loads_as = other
-        first = f"checkpoint in {where}: looks like {what}, not a {family} checkpoint"
+        article = "an" if family[0] in "aeiou" else "a"
+        first = f"checkpoint in {where}: looks like {what}, not {article} {family} checkpoint"
         first += (f"; build the model with model='{loads_as}'" if loads_as
                   else "; kerasbert does not build that family")
     else:
@@ -423,6 +427,9 @@ def _missing_hint(missing, available):
     layers = {name.split("/")[2] for name in available if name.startswith("bert/encoder/layer_")}
     if any(name.startswith("bert/encoder/layer_") for name in missing):
         return f"the checkpoint has {len(layers)} encoder layers; lower num_hidden_layers"
+    if all(name.startswith("cls/squad/") for name in missing):
+        return ("the checkpoint has no span QA head (cls/squad/...); load the encoder "
+                "before add_span_head")
     if all(name.startswith(("cls/", "bert/pooler/")) for name in missing):
         return ("the checkpoint has no such head (pooler / NSP / MLM); "
                 "build without with_pool / with_nsp / with_mlm")
