@@ -68,3 +68,13 @@ def test_the_shipped_qa_set_is_rebuilt_exactly_by_its_script(tmp_path):
     contexts = {split: {q.context for q in read_squad(f"{QA_DIR}/{split}.json")}
                 for split in ("train", "dev", "test")}
     assert not contexts["train"] & contexts["test"] and not contexts["dev"] & contexts["test"]
+
+
+def test_the_qa_set_readme_counts_its_files():
+    readme = open(f"{QA_DIR}/README.md", encoding="utf-8").read()
+    for split in ("train", "dev", "test"):
+        questions = read_squad(f"{QA_DIR}/{split}.json")
+        answerable = sum(bool(q.answers) for q in questions)
+        row = (f"| `{split}.json` | {len(questions):,} | {answerable:,} | "
+               f"{len(questions) - answerable:,} |")
+        assert row in readme, row
