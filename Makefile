@@ -17,6 +17,10 @@ $(STAMP): setup.cfg constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
 	# bert4keras pins keras<=2.3.1; it is only an oracle here and runs on tf-keras.
 	$(PY) -m pip install -q --no-deps bert4keras==0.11.5
+	# transformers 4.57's question-answering pipeline (removed in 5) is the span QA oracle; it
+	# runs in a subprocess with this folder first on PYTHONPATH.
+	$(PY) -m pip install -q --no-deps --upgrade --target .oracles/transformers4 \
+	    'transformers==4.57.*' 'huggingface_hub>=0.34,<1.0' 'tokenizers>=0.22,<=0.23.0'
 	touch $(STAMP)
 
 graphviz:
@@ -62,4 +66,4 @@ bench: $(STAMP)
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) out build *.egg-info
+	rm -rf $(VENV) .oracles out build *.egg-info

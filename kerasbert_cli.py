@@ -13,9 +13,10 @@ import importlib.machinery
 import importlib.util
 import sys
 
-# In import order: kerasbert.cli.main imports the other two.
-COMMAND_LINE_MODULES = ("kerasbert.training.options", "kerasbert.cli.commands",
-                        "kerasbert.cli.main")
+# In import order: kerasbert.cli.main imports the others (the families name --model's
+# choices; the module imports nothing of kerasbert).
+COMMAND_LINE_MODULES = ("kerasbert.models.families", "kerasbert.training.options",
+                        "kerasbert.cli.commands", "kerasbert.cli.main")
 
 
 def _load(name):

@@ -26,6 +26,7 @@ from kerasbert.models.config import BertConfig
 from kerasbert.models.crf import ConditionalRandomField
 from kerasbert.models.heads import add_cls_classifier, add_crf_tagger, add_tagger
 from kerasbert.serving.predictor import Predictor
+from kerasbert.tasks.span_qa import QuestionAnswerer, add_span_head
 from kerasbert.text.tokenizer import Tokenizer, load_vocab
 from kerasbert.training import optimizer  # noqa: F401  (registers WarmupLinearDecay for load_model)
 
@@ -35,10 +36,12 @@ __all__ = [
     "ConditionalRandomField",
     "LoadReport",
     "Predictor",
+    "QuestionAnswerer",
     "Tokenizer",
     "Transformer",
     "add_cls_classifier",
     "add_crf_tagger",
+    "add_span_head",
     "add_tagger",
     "build_bert",
     "build_transformer_model",

@@ -4,7 +4,9 @@ Reads ``config.json`` and ``model.safetensors`` of a BERT, ALBERT, ELECTRA or Ro
 (base models, pretraining and task models; the ``bert.`` / ``albert.`` / ``electra.`` /
 ``roformer.`` prefix is optional) and writes what Google's code, bert4keras and
 :func:`kerasbert.build_transformer_model` read: each family's original variable names
-(:mod:`kerasbert.checkpoints.mapping`, ``albert``, ``electra``).
+(:mod:`kerasbert.checkpoints.mapping`, ``albert``, ``electra``). The span head of a BERT or
+RoFormer ``...ForQuestionAnswering`` (``qa_outputs``) is written under the names of Google's
+``run_squad.py``: ``cls/squad/output_weights`` and ``cls/squad/output_bias``.
 """
 
 import dataclasses
@@ -22,6 +24,7 @@ from kerasbert.checkpoints.io import (
     write_checkpoint,
 )
 from kerasbert.checkpoints.loading import TABLES
+from kerasbert.checkpoints.mapping import SQUAD_OUTPUT_BIAS, SQUAD_OUTPUT_WEIGHTS
 from kerasbert.models import names
 from kerasbert.models.config import BertConfig
 from kerasbert.models.families import model_type_of
@@ -44,11 +47,14 @@ BERT_HEADS = {
     "cls.predictions.transform.dense": "cls/predictions/transform/dense",
     "cls.predictions.transform.LayerNorm": "cls/predictions/transform/LayerNorm",
 }
-# Stored as Google stores them (the NSP / SOP weight is [2, hidden] in both).
+# Stored as Google stores them (the NSP / SOP weight and a ForQuestionAnswering model's
+# span weight are [2, hidden] in both).
 BERT_PLAIN = {
     "cls.predictions.bias": "cls/predictions/output_bias",
     "cls.seq_relationship.weight": "cls/seq_relationship/output_weights",
     "cls.seq_relationship.bias": "cls/seq_relationship/output_bias",
+    "qa_outputs.weight": SQUAD_OUTPUT_WEIGHTS,
+    "qa_outputs.bias": SQUAD_OUTPUT_BIAS,
 }
 
 

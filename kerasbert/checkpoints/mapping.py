@@ -11,11 +11,14 @@ WORD_EMBEDDINGS = "bert/embeddings/word_embeddings"
 POSITION_EMBEDDINGS = "bert/embeddings/position_embeddings"
 MLM_OUTPUT_BIAS = "cls/predictions/output_bias"
 NSP_OUTPUT_WEIGHTS = "cls/seq_relationship/output_weights"
+# Google's run_squad.py: the span head's start and end logits.
+SQUAD_OUTPUT_WEIGHTS = "cls/squad/output_weights"
+SQUAD_OUTPUT_BIAS = "cls/squad/output_bias"
 
 # One row per vocabulary entry: keep_tokens / compound_tokens apply to these.
 VOCABULARY_VARIABLES = (WORD_EMBEDDINGS, MLM_OUTPUT_BIAS)
 # Stored [2, hidden] in Google checkpoints; the Keras Dense kernel is [hidden, 2].
-TRANSPOSED_VARIABLES = (NSP_OUTPUT_WEIGHTS,)
+TRANSPOSED_VARIABLES = (NSP_OUTPUT_WEIGHTS, SQUAD_OUTPUT_WEIGHTS)
 
 
 def dense(scope):
@@ -67,5 +70,6 @@ def variable_mapping(num_hidden_layers):
         names.MLM_DENSE: dense("cls/predictions/transform/dense"),
         names.MLM_NORM: norm("cls/predictions/transform/LayerNorm"),
         names.MLM_BIAS: {"bias": MLM_OUTPUT_BIAS},
+        names.SPAN_DENSE: {"kernel": SQUAD_OUTPUT_WEIGHTS, "bias": SQUAD_OUTPUT_BIAS},
     })
     return mapping

@@ -1,0 +1,288 @@
+"""Span question answering: BERT's start/end head, and answers found in long contexts.
+
+The head is Hugging Face's ``BertForQuestionAnswering.qa_outputs`` and Google's
+``run_squad.py`` output layer: one dense layer from each token's vector to a start and an
+end logit, stored as ``cls/squad/output_weights`` and ``cls/squad/output_bias``.
+:class:`QuestionAnswerer` does what transformers 4.x's ``pipeline("question-answering")``
+does with such a model: it cuts a long context into overlapping windows, runs the model on
+all of them in batches, and picks the best span of context tokens over all windows, scored
+and returned as the pipeline returns it (:mod:`kerasbert.tasks.answer_spans`).
+
+Example::
+
+    # bert_config.json, bert_model.ckpt.* (encoder and cls/squad/*), vocab.txt; e.g. from
+    # `kerasbert convert --from-hf` of a BertForQuestionAnswering
+    answer = QuestionAnswerer.from_checkpoint("out/squad")
+    answer(question="Who?", context="My name is Foo")
+    # {'score': 0.98..., 'start': 11, 'end': 14, 'answer': 'Foo'}
+"""
+
+import os
+
+import keras
+import numpy as np
+
+from kerasbert.build import build_transformer_model
+from kerasbert.checkpoints.loading import load_checkpoint
+from kerasbert.models import names
+from kerasbert.models.layers import truncated_normal
+from kerasbert.serving.predictor import Predictor
+from kerasbert.tasks.answer_spans import (
+    best_spans,
+    char_span,
+    merge_answers,
+    read_context,
+    window_starts,
+)
+from kerasbert.text.tokenizer import Tokenizer
+
+
+def add_span_head(model, initializer_range=0.02, dtype=None):
+    """Adds ``Span-Dense`` (H -> 2) on the sequence output: start and end logits per token.
+
+    Args:
+        model: a model from :func:`kerasbert.build_transformer_model` whose one output is
+            the sequence ``[batch, length, hidden]``.
+        initializer_range: stddev of the kernel's truncated-normal initializer.
+        dtype: the dtype policy of the head; None: Keras's global policy.
+
+    Returns:
+        A new ``keras.Model`` with the same inputs, output ``[batch, length, 2]``: the
+        start logits at ``[..., 0]``, the end logits at ``[..., 1]``.
+
+    Raises:
+        ValueError: the model has several outputs, or its output is not a sequence.
+
+    Example:
+        >>> from kerasbert import build_transformer_model
+        >>> bert = build_transformer_model(dict(
+        ...     vocab_size=100, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+        ...     intermediate_size=32, max_position_embeddings=32, type_vocab_size=2))
+        >>> qa = add_span_head(bert)
+        >>> qa.output.shape, qa.count_params() - bert.count_params()
+        ((None, None, 2), 34)
+    """
+    if len(model.outputs) != 1 or len(model.outputs[0].shape) != 3:
+        shapes = [tuple(output.shape) for output in model.outputs]
+        raise ValueError(f"add_span_head needs a model whose one output is the sequence "
+                         f"[batch, length, hidden]; {model.name} outputs {shapes} (build it "
+                         "without with_pool / with_nsp / with_mlm)")
+    logits = keras.layers.Dense(
+        2, kernel_initializer=truncated_normal(initializer_range), name=names.SPAN_DENSE,
+        dtype=dtype)(model.outputs[0])
+    return keras.Model(model.inputs, logits, name=f"{model.name}_span_qa")
+
+
+class QuestionAnswerer:
+    """Answers questions with a span of the context, as ``pipeline("question-answering")``.
+
+    Args:
+        model: a model from :func:`add_span_head` (or any with inputs token and segment ids
+            and output ``[batch, length, 2]`` start/end logits).
+        tokenizer: the :class:`kerasbert.Tokenizer` of the model's vocabulary.
+        max_seq_len: tokens per window, [CLS], question and both [SEP] included.
+        doc_stride: context tokens each window shares with the one before (the
+            pipeline's meaning; Google's ``run_squad.py`` steps by it instead); None:
+            ``min(max_seq_len // 2, 128)``, the pipeline's default.
+        max_question_len: question tokens kept (the pipeline with a fast tokenizer keeps
+            them all; Google's ``max_query_length``).
+        max_answer_len: the most tokens an answer spans.
+        align_to_words: widen an answer to whole words (the pipeline's default).
+        batch_size: windows per model call.
+
+    Raises:
+        ValueError: a setting that is not a positive integer, ``doc_stride`` not below
+            ``max_seq_len``, ``max_seq_len`` beyond the model's position table, or a
+            model whose output is not ``[batch, length, 2]``.
+
+    Example:
+        A tiny random model: the answer is a span of the context, whatever its score.
+
+        >>> import keras
+        >>> from kerasbert import Tokenizer, build_transformer_model
+        >>> keras.utils.set_random_seed(0)
+        >>> bert = build_transformer_model(dict(
+        ...     vocab_size=21128, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        ...     intermediate_size=32, max_position_embeddings=64, type_vocab_size=2))
+        >>> answer = QuestionAnswerer(add_span_head(bert),
+        ...     Tokenizer("checkpoints/chinese_L-12_H-768_A-12/vocab.txt"), max_seq_len=64)
+        >>> found = answer(question="谁？", context="我叫小明，住在北京。")
+        >>> sorted(found), "我叫小明，住在北京。"[found["start"]:found["end"]] == found["answer"]
+        (['answer', 'end', 'score', 'start'], True)
+    """
+
+    def __init__(self, model, tokenizer, max_seq_len=384, doc_stride=None, max_question_len=64,
+                 max_answer_len=15, align_to_words=True, batch_size=32):
+        if doc_stride is None and _is_count(max_seq_len):
+            doc_stride = min(max_seq_len // 2, 128)
+        settings = dict(max_seq_len=max_seq_len, doc_stride=doc_stride,
+                        max_question_len=max_question_len, max_answer_len=max_answer_len,
+                        batch_size=batch_size)
+        for key, value in settings.items():
+            if not _is_count(value) or (value == 0 and key != "doc_stride"):
+                rule = "a non-negative" if key == "doc_stride" else "a positive"
+                raise ValueError(f"{key} ({value!r}) must be {rule} integer")
+        if doc_stride >= max_seq_len:
+            raise ValueError(f"doc_stride ({doc_stride}) must be smaller than max_seq_len "
+                             f"({max_seq_len})")
+        shape = tuple(model.outputs[0].shape) if len(model.outputs) == 1 else None
+        if shape is None or len(shape) != 3 or shape[-1] != 2:
+            raise ValueError(f"QuestionAnswerer needs a model with one output [batch, length, "
+                             f"2] (start and end logits, see add_span_head); {model.name} "
+                             f"outputs {[tuple(output.shape) for output in model.outputs]}")
+        positions = [layer.max_position for layer in model.layers
+                     if layer.name == names.EMBEDDING_POSITION]
+        if positions and max_seq_len > positions[0]:
+            raise ValueError(f"max_seq_len ({max_seq_len}) exceeds the model's position table "
+                             f"(max_position_embeddings {positions[0]})")
+        self.model, self.tokenizer = model, tokenizer
+        self.max_seq_len, self.doc_stride = max_seq_len, doc_stride
+        self.max_question_len, self.max_answer_len = max_question_len, max_answer_len
+        self.align_to_words, self.batch_size = bool(align_to_words), batch_size
+        self._predict = Predictor(model)
+
+    @classmethod
+    def from_checkpoint(cls, directory, do_lower_case=True, **options):
+        """A QuestionAnswerer for a Google checkpoint directory with a span head.
+
+        Args:
+            directory: holds ``bert_config.json``, ``vocab.txt`` and one checkpoint with the
+                encoder and ``cls/squad/output_weights`` / ``cls/squad/output_bias``.
+            do_lower_case: of the tokenizer (True for uncased and Chinese models).
+            **options: the constructor's settings (``max_seq_len``, ``doc_stride``...).
+
+        Returns:
+            A :class:`QuestionAnswerer`.
+
+        Raises:
+            FileNotFoundError: ``bert_config.json``, ``vocab.txt`` or the checkpoint is missing.
+            kerasbert.CheckpointError: the checkpoint does not fit the config, or lacks the
+                span head (see :func:`kerasbert.load_checkpoint`).
+
+        Example::
+
+            answer = QuestionAnswerer.from_checkpoint("out/squad", max_seq_len=256)
+        """
+        directory = os.fspath(directory)
+        for name in ("bert_config.json", "vocab.txt"):
+            if not os.path.isfile(os.path.join(directory, name)):
+                raise FileNotFoundError(f"span QA model in {directory}: no {name} (expected "
+                                        "bert_config.json, vocab.txt and bert_model.ckpt.*)")
+        model = add_span_head(build_transformer_model(os.path.join(directory,
+                                                                   "bert_config.json")))
+        load_checkpoint(model, directory)
+        tokenizer = Tokenizer(os.path.join(directory, "vocab.txt"), do_lower_case=do_lower_case)
+        return cls(model, tokenizer, **options)
+
+    def __call__(self, question, context, top_k=1):
+        """The best answer(s) to each question, from its context.
+
+        Args:
+            question: a question, or a list of them.
+            context: the text to answer from; a list (one per question), or one text for
+                all the questions.
+            top_k: how many answers to give per question.
+
+        Returns:
+            ``{"score", "start", "end", "answer"}``: the answer is ``context[start:end]``
+            (character offsets), the score the pipeline's (a probability, summed over the
+            windows and spans that give the same text); with ``top_k > 1`` a list of them,
+            best first (fewer if the context has fewer spans). For a list of questions, a
+            list of those.
+
+        Raises:
+            TypeError: a question or context that is not a str.
+            ValueError: an empty question or context, lists of different lengths, a bad
+                ``top_k``, a question too long to leave room for context in ``max_seq_len``,
+                or a context needing several windows that hold no more context tokens than
+                ``doc_stride``.
+        """
+        if not _is_count(top_k) or top_k < 1:
+            raise ValueError(f"top_k ({top_k!r}) must be a positive integer")
+        pairs, single = _pairs(question, context)
+        prepared = [self._windows(q, c) for q, c in pairs]
+        logits = iter(self._logits([row for *_, rows in prepared for row in rows]))
+        count = 2 * top_k + 10 if self.align_to_words else top_k
+        results = []
+        for question_ids, found, spans, _ in prepared:
+            first = len(question_ids) + 2
+            proposals = []
+            for start, stop in spans:
+                window = next(logits)
+                for score, i, j in best_spans(window[:, 0], window[:, 1], first,
+                                              first + stop - start, self.max_answer_len, count):
+                    begin, end = char_span(found, (start, stop), start + i, start + j,
+                                           self.align_to_words)
+                    proposals.append((score, begin, end))
+            answers = merge_answers(proposals, found.text, top_k)
+            results.append(answers[0] if top_k == 1 else answers)
+        return results[0] if single else results
+
+    def _windows(self, question, context):
+        """``(question ids, Context, spans, rows)``: each window's context tokens
+        ``(start, stop)`` and its ``(token ids, segment ids)``."""
+        question_ids = self.tokenizer.tokens_to_ids(
+            self.tokenizer.tokenize(question)[1:-1][:self.max_question_len])
+        found = read_context(self.tokenizer, context)
+        length = self.max_seq_len - len(question_ids) - 3
+        if length < 1:
+            raise ValueError(f"the question ({len(question_ids)} tokens) leaves no room for "
+                             f"context in max_seq_len ({self.max_seq_len}): {question!r:.60}")
+        cls, sep = self.tokenizer.token_to_id("[CLS]"), self.tokenizer.token_to_id("[SEP]")
+        spans, rows = [], []
+        for start in window_starts(len(found.ids), length, self.doc_stride):
+            stop = min(start + length, len(found.ids))
+            ids = [cls, *question_ids, sep, *found.ids[start:stop], sep]
+            segments = [0] * (len(question_ids) + 2) + [1] * (stop - start + 1)
+            spans.append((start, stop))
+            rows.append((ids, segments))
+        return question_ids, found, spans, rows
+
+    def _logits(self, rows):
+        """Each row's ``[length, 2]`` logits, the model run ``batch_size`` rows at a time
+        (padded with id 0, which the model masks out)."""
+        outputs = []
+        for begin in range(0, len(rows), self.batch_size):
+            batch = rows[begin:begin + self.batch_size]
+            width = max(len(ids) for ids, _ in batch)
+            token_ids = np.zeros((len(batch), width), np.int32)
+            segment_ids = np.zeros((len(batch), width), np.int32)
+            for k, (ids, segments) in enumerate(batch):
+                token_ids[k, :len(ids)], segment_ids[k, :len(ids)] = ids, segments
+            logits = np.asarray(self._predict(token_ids, segment_ids))
+            outputs += [logits[k, :len(ids)] for k, (ids, _) in enumerate(batch)]
+        return outputs
+
+
+def _is_count(value):
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 0
+
+
+def _pairs(question, context):
+    """``([(question, context)...], single)`` from the call's arguments."""
+    single = isinstance(question, str)
+    questions, contexts = _texts(question, "question"), _texts(context, "context")
+    if isinstance(context, str):
+        contexts *= len(questions)
+    elif single:
+        raise TypeError(f"one question needs one context, a str; received {len(contexts)}")
+    if len(contexts) != len(questions):
+        raise ValueError(f"received {len(questions)} questions but {len(contexts)} contexts; "
+                         "give one context per question, or one for all")
+    for what, texts in (("question", questions), ("context", contexts)):
+        for index, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"{what}[{index}] must be a str, received "
+                                f"{type(text).__name__}: {text!r:.60}")
+            if not text:
+                raise ValueError(f"{what}[{index}] is empty")
+    return list(zip(questions, contexts)), single
+
+
+def _texts(value, what):
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    raise TypeError(f"{what} must be a str or a list of str, received "
+                    f"{type(value).__name__}: {value!r:.60}")
