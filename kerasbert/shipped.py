@@ -49,6 +49,13 @@ def ner_file(split):
     return resource("peoples_daily", f"{split}.txt")
 
 
+def qa_file(split):
+    """``train``, ``dev`` or ``test`` SQuAD v2.0 file of the shipped Chinese QA set."""
+    if split not in SPLITS:
+        raise ValueError(f"split {split!r}: must be one of {', '.join(SPLITS)}")
+    return resource("peoples_daily_qa", f"{split}.json")
+
+
 def review_file(split):
     """``train``, ``dev`` or ``test`` TSV of the shipped review split."""
     if split not in SPLITS:

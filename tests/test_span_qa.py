@@ -44,8 +44,11 @@ SETTINGS = [
     dict(max_seq_len=384, doc_stride=128, max_question_len=64, max_answer_len=15, top_k=1),
     dict(max_seq_len=128, doc_stride=32, max_question_len=64, max_answer_len=15, top_k=1),
     dict(max_seq_len=64, doc_stride=16, max_question_len=64, max_answer_len=8, top_k=3),
+    # SQuAD v2.0's "no answer" among the answers, scored from [CLS].
+    dict(max_seq_len=128, doc_stride=32, max_question_len=64, max_answer_len=15, top_k=2,
+         handle_impossible_answer=True),
 ]
-MULTI_WINDOW = [13, 56, 59]
+MULTI_WINDOW = [13, 56, 59, 56]
 
 
 # ------------------------------------------------------------------ tiny models, no peers

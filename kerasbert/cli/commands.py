@@ -70,6 +70,12 @@ def command_train(args):
     from kerasbert.training.options import TrainOptions
 
     options, summary = _run_training(task_module(args.task).train, TrainOptions, args)
+    if options.task == "qa":
+        shown = "test" if "test" in summary else "dev"
+        print(f"\n{shown} exact match {summary[shown]['exact']:.2f}, F1 {summary[shown]['f1']:.2f}"
+              f" (best epoch {summary['best_epoch']})")
+        print(f"run directory: {options.output} (metrics.json, model.keras, bert_model.ckpt)")
+        return 0
     if options.task == "ner":
         shown = "test" if "test" in summary else "dev"
         print(f"\n{shown} entity F1 {summary[shown]['micro']['f1']:.4f} (precision "
@@ -109,6 +115,12 @@ def command_evaluate(args):
     from kerasbert.tasks import open_run
 
     run = open_run(args.model)
+    if run.options.task == "qa":
+        metrics = run.evaluate(args.data)
+        print(json.dumps(metrics, indent=2) if args.json else
+              f"questions {metrics['total']}  exact match {metrics['exact']:.2f}  "
+              f"F1 {metrics['f1']:.2f}")
+        return 0
     if run.options.task == "ner":
         if _columns(args):
             raise UsageError("column in --text-column/--pair-column/--label-column: a NER "
@@ -151,6 +163,9 @@ def command_predict(args):
         if not text.strip():
             raise UsageError(f"empty text in TEXT {number}: nothing to classify")
     run = open_run(args.model)
+    if run.options.task == "qa" and not args.input and len(args.texts) % 2:
+        raise UsageError(f"odd number of texts in TEXT ({len(args.texts)}): a QA run takes "
+                         "QUESTION CONTEXT pairs")
     rows = (run.predict(path=args.input, progress=True, **_columns(args)) if args.input
             else run.predict(texts=args.texts))
     for row in rows:

@@ -128,6 +128,25 @@ def _probabilities(logits, first, last):
     return exp[first:last] / exp.sum()
 
 
+def null_score(start_logits, end_logits, first, last):
+    """The window's score of "no answer": [CLS]'s start and end probabilities multiplied,
+    from the same softmax as the spans' (SQuAD v2.0 models point at [CLS] for it).
+
+    Example:
+        >>> round(null_score(np.log([2.0, 1.0, 1.0, 1.0]), np.log([2.0, 1.0, 1.0, 1.0]), 2, 4), 4)
+        0.25
+    """
+    return float(np.prod([_cls_probability(np.asarray(logits, np.float64), first, last)
+                          for logits in (start_logits, end_logits)]))
+
+
+def _cls_probability(logits, first, last):
+    masked = np.full(len(logits), MASKED_LOGIT)
+    masked[0], masked[first:last] = logits[0], logits[first:last]
+    exp = np.exp(masked - masked.max())
+    return exp[0] / exp.sum()
+
+
 def best_spans(start_logits, end_logits, first, last, max_answer_len, count):
     """The ``count`` best spans of one window, best first.
 

@@ -31,6 +31,7 @@ from kerasbert.tasks.answer_spans import (
     best_spans,
     char_span,
     merge_answers,
+    null_score,
     read_context,
     window_starts,
 )
@@ -89,6 +90,9 @@ class QuestionAnswerer:
         max_answer_len: the most tokens an answer spans.
         align_to_words: widen an answer to whole words (the pipeline's default).
         batch_size: windows per model call.
+        handle_impossible_answer: also consider "no answer" (SQuAD v2.0), scored as the
+            lowest [CLS] score over the windows; when it wins, the answer is ``""`` at
+            ``start = end = 0`` (the pipeline's option of the same name).
 
     Raises:
         ValueError: a setting that is not a positive integer, ``doc_stride`` not below
@@ -112,7 +116,8 @@ class QuestionAnswerer:
     """
 
     def __init__(self, model, tokenizer, max_seq_len=384, doc_stride=None, max_question_len=64,
-                 max_answer_len=15, align_to_words=True, batch_size=32):
+                 max_answer_len=15, align_to_words=True, batch_size=32,
+                 handle_impossible_answer=False):
         if doc_stride is None and _is_count(max_seq_len):
             doc_stride = min(max_seq_len // 2, 128)
         settings = dict(max_seq_len=max_seq_len, doc_stride=doc_stride,
@@ -139,6 +144,7 @@ class QuestionAnswerer:
         self.max_seq_len, self.doc_stride = max_seq_len, doc_stride
         self.max_question_len, self.max_answer_len = max_question_len, max_answer_len
         self.align_to_words, self.batch_size = bool(align_to_words), batch_size
+        self.handle_impossible_answer = bool(handle_impossible_answer)
         self._predict = Predictor(model)
 
     @classmethod
@@ -206,37 +212,27 @@ class QuestionAnswerer:
         results = []
         for question_ids, found, spans, _ in prepared:
             first = len(question_ids) + 2
-            proposals = []
+            proposals, no_answer = [], 1.0
             for start, stop in spans:
                 window = next(logits)
+                no_answer = min(no_answer, null_score(window[:, 0], window[:, 1], first,
+                                                      first + stop - start))
                 for score, i, j in best_spans(window[:, 0], window[:, 1], first,
                                               first + stop - start, self.max_answer_len, count):
                     begin, end = char_span(found, (start, stop), start + i, start + j,
                                            self.align_to_words)
                     proposals.append((score, begin, end))
             answers = merge_answers(proposals, found.text, top_k)
+            if self.handle_impossible_answer:
+                answers = sorted(answers + [{"score": no_answer, "start": 0, "end": 0,
+                                             "answer": ""}],
+                                 key=lambda answer: -answer["score"])[:top_k]
             results.append(answers[0] if top_k == 1 else answers)
         return results[0] if single else results
 
     def _windows(self, question, context):
-        """``(question ids, Context, spans, rows)``: each window's context tokens
-        ``(start, stop)`` and its ``(token ids, segment ids)``."""
-        question_ids = self.tokenizer.tokens_to_ids(
-            self.tokenizer.tokenize(question)[1:-1][:self.max_question_len])
-        found = read_context(self.tokenizer, context)
-        length = self.max_seq_len - len(question_ids) - 3
-        if length < 1:
-            raise ValueError(f"the question ({len(question_ids)} tokens) leaves no room for "
-                             f"context in max_seq_len ({self.max_seq_len}): {question!r:.60}")
-        cls, sep = self.tokenizer.token_to_id("[CLS]"), self.tokenizer.token_to_id("[SEP]")
-        spans, rows = [], []
-        for start in window_starts(len(found.ids), length, self.doc_stride):
-            stop = min(start + length, len(found.ids))
-            ids = [cls, *question_ids, sep, *found.ids[start:stop], sep]
-            segments = [0] * (len(question_ids) + 2) + [1] * (stop - start + 1)
-            spans.append((start, stop))
-            rows.append((ids, segments))
-        return question_ids, found, spans, rows
+        return question_windows(self.tokenizer, question, context, self.max_seq_len,
+                                self.doc_stride, self.max_question_len)
 
     def _logits(self, rows):
         """Each row's ``[length, 2]`` logits, the model run ``batch_size`` rows at a time
@@ -286,3 +282,31 @@ def _texts(value, what):
         return list(value)
     raise TypeError(f"{what} must be a str or a list of str, received "
                     f"{type(value).__name__}: {value!r:.60}")
+
+
+def question_windows(tokenizer, question, context, max_seq_len, doc_stride, max_question_len):
+    """A question and its context as the model's windows.
+
+    Returns:
+        ``(question ids, Context, spans, rows)``: each window's context tokens
+        ``(start, stop)`` and its ``(token ids, segment ids)``, ``[CLS] question [SEP]
+        context part [SEP]``.
+
+    Raises:
+        ValueError: the question leaves no room for context in ``max_seq_len``.
+    """
+    question_ids = tokenizer.tokens_to_ids(tokenizer.tokenize(question)[1:-1][:max_question_len])
+    found = read_context(tokenizer, context)
+    length = max_seq_len - len(question_ids) - 3
+    if length < 1:
+        raise ValueError(f"the question ({len(question_ids)} tokens) leaves no room for "
+                         f"context in max_seq_len ({max_seq_len}): {question!r:.60}")
+    cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    spans, rows = [], []
+    for start in window_starts(len(found.ids), length, doc_stride):
+        stop = min(start + length, len(found.ids))
+        ids = [cls, *question_ids, sep, *found.ids[start:stop], sep]
+        segments = [0] * (len(question_ids) + 2) + [1] * (stop - start + 1)
+        spans.append((start, stop))
+        rows.append((ids, segments))
+    return question_ids, found, spans, rows

@@ -45,7 +45,8 @@ def batch_width(lengths, limit, pad_multiple=8):
 def make_dataset(token_ids, segment_ids, labels=None, batch_size=32, seed=None, first_epoch=0,
                  pad_multiple=8):
     """A ``tf.data.Dataset`` of ``((token_ids, segment_ids), labels)`` batches; ``labels``
-    has one id per sequence, or one per token (``[examples, maxlen]``, cut with the tokens).
+    has one id (or a row of ids) per sequence, or one per token (the shape of
+    ``token_ids``: cut with the tokens).
 
     Batches are cut to their longest row, rounded up to ``pad_multiple`` (dynamic
     padding: few distinct shapes, so few retraces). Without a ``seed``: one pass in
@@ -58,6 +59,8 @@ def make_dataset(token_ids, segment_ids, labels=None, batch_size=32, seed=None, 
     import tensorflow as tf
 
     lengths = np.count_nonzero(token_ids, axis=1)
+    labels = None if labels is None else np.asarray(labels)
+    per_token = labels is not None and labels.shape[1:] == token_ids.shape[1:]
     epochs = itertools.count(first_epoch) if seed is not None else [0]
 
     def generate():
@@ -68,13 +71,14 @@ def make_dataset(token_ids, segment_ids, labels=None, batch_size=32, seed=None, 
             features = (token_ids[rows, :width], segment_ids[rows, :width])
             if labels is None:
                 yield (features,)
-            else:  # one label per sequence, or one per token (cut like the tokens)
-                yield features, labels[rows] if labels.ndim == 1 else labels[rows, :width]
+            elif per_token:  # one label per token: cut like the tokens
+                yield features, labels[rows, :width]
+            else:
+                yield features, labels[rows]
 
     matrix = tf.TensorSpec((None, None), tf.int32)
     signature = ((matrix, matrix),)
     if labels is not None:
-        labels = np.asarray(labels)
         signature += (tf.TensorSpec((None,) * labels.ndim, tf.int32),)
     dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
     if seed is None:

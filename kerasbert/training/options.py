@@ -24,7 +24,7 @@ from kerasbert.models.families import VARIANTS
 MODEL_DEFAULTS_FILE = "finetune_defaults.json"
 MODEL_DEFAULT_KEYS = ("lr",)  # the options whose default depends on the model
 BASE_LR = 2e-5  # BERT-base's fine-tuning rate, for models that carry no defaults
-TASKS = ("classification", "ner")  # kerasbert.tasks.TASKS holds their modules
+TASKS = ("classification", "ner", "qa")  # each a module of kerasbert.tasks
 
 
 class OptionError(ValueError):
@@ -120,11 +120,12 @@ class RunOptions:
 class TrainOptions(RunOptions):
     """Everything ``kerasbert train`` takes; saved as ``train_config.json``."""
 
-    task: str = option("classification", "what to train: a text classifier, or a named-entity "
-                       "tagger on CoNLL or JSONL files (ner)", choices=TASKS)
+    task: str = option("classification", "what to train: a text classifier, a named-entity "
+                       "tagger on CoNLL or JSONL files (ner), or span question answering on "
+                       "SQuAD JSON files (qa)", choices=TASKS)
     train: str = option(None, "labelled TSV/CSV/JSONL to train on; with --task ner, CoNLL "
-                        "or JSONL (default: the shipped review or People's Daily NER split)",
-                        metavar="FILE")
+                        "or JSONL; with --task qa, SQuAD JSON (default: the shipped review, "
+                        "People's Daily NER or Chinese QA split)", metavar="FILE")
     dev: str = option(None, "labelled file the best epoch is chosen on (required with --train)",
                       metavar="FILE")
     test: str = option(None, "labelled file evaluated once at the end", metavar="FILE")
@@ -162,7 +163,8 @@ class TrainOptions(RunOptions):
 
         values = dataclasses.asdict(self)
         if not self.train:
-            split = shipped.ner_file if self.task == "ner" else shipped.review_file
+            split = {"ner": shipped.ner_file, "qa": shipped.qa_file}.get(self.task,
+                                                                        shipped.review_file)
             values.update(train=split("train"), dev=self.dev or split("dev"),
                           test=self.test or split("test"))
         if not self.config:

@@ -1,0 +1,255 @@
+"""Span question answering runs: train on SQuAD files, evaluate exact match and F1, predict.
+
+The model is BERT with ``Span-Dense`` (:func:`kerasbert.tasks.span_qa.add_span_head`).
+Each question is cut into windows as :class:`~kerasbert.tasks.span_qa.QuestionAnswerer`
+cuts it (``--maxlen`` tokens, overlapping by half of it, at most 128); a window is trained
+to point at the answer's first and last token, or at [CLS] when the answer is not inside
+it or the question has none (SQuAD v2.0). The loss is the mean of the start and end
+positions' cross-entropies over the window's tokens. The best epoch is the one with the best
+dev F1, the dev questions answered as ``QuestionAnswerer`` answers them (with "no answer"
+when the file has unanswerable questions).
+
+A run directory holds ``model.keras``, ``bert_model.ckpt.*`` (encoder and Google's
+``cls/squad/*`` head, so ``QuestionAnswerer.from_checkpoint(run_dir)`` answers from it),
+``bert_config.json``, ``vocab.txt``, ``train_config.json``, ``history.csv`` and
+``metrics.json``.
+
+Example::
+
+    # the shipped kerasbert-zh-small on the shipped Chinese QA set
+    summary = train(TrainOptions(task="qa", output="runs/qa", maxlen=192))
+    summary["test"]["f1"]
+"""
+
+import os
+
+import keras
+import numpy as np
+from keras import ops
+from keras.src.backend import get_keras_mask
+
+from kerasbert import files
+from kerasbert.build import build_transformer_model
+from kerasbert.hardware import compute_policy
+from kerasbert.models import names
+from kerasbert.models.config import BertConfig, check_maxlen, check_vocab_fits
+from kerasbert.tasks.classification import OPTIONS_FILE, load_run_model
+from kerasbert.tasks.span_qa import QuestionAnswerer, add_span_head, question_windows
+from kerasbert.tasks.squad import read_squad, squad_scores
+from kerasbert.training import batches
+from kerasbert.training.lifecycle import TrainingRun
+from kerasbert.training.optimizer import make_optimizer
+from kerasbert.training.options import TrainOptions, validate
+from kerasbert.training.rundir import RunDirectory, RunError, read_json
+
+FINISHED_FILE = "metrics.json"
+MONITOR = "val_f1"
+MAX_ANSWER_LEN = 30  # tokens: Chinese answers are one token per character
+MAX_QUESTION_LEN = 64  # QuestionAnswerer's default
+MASKED_LOGIT = -1e4
+
+
+@keras.saving.register_keras_serializable(package=names.SERIALIZATION_PACKAGE)
+class SpanLoss(keras.losses.Loss):
+    """The mean cross-entropy of the start and end positions ``[batch, 2]`` over a window's
+    tokens, padding left out (read from the Keras mask of the ``[batch, length, 2]``
+    logits)."""
+
+    def __init__(self, name="span_loss", reduction="sum_over_batch_size"):
+        super().__init__(name=name, reduction=reduction)
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        # Keras would apply the [batch, length] mask to [batch] losses: it is used here.
+        mask = get_keras_mask(y_pred)
+        logits = ops.transpose(ops.cast(y_pred, "float32"), (0, 2, 1))  # [batch, 2, length]
+        if mask is not None:
+            logits = ops.where(ops.expand_dims(mask, 1), logits, MASKED_LOGIT)
+        losses = keras.losses.sparse_categorical_crossentropy(
+            ops.cast(y_true, "int32"), logits, from_logits=True)
+        return ops.mean(losses)
+
+    def call(self, y_true, y_pred):
+        return self(y_true, y_pred)
+
+
+def train(options, callbacks=(), verbose="auto"):
+    """Fine-tunes a span QA model; returns the run summary (also in ``metrics.json``).
+
+    Raises:
+        kerasbert.training.options.OptionError, kerasbert.training.rundir.RunError,
+        kerasbert.training.data.DataError, kerasbert.training.callbacks.TrainingDiverged:
+            as :func:`kerasbert.tasks.classification.train`.
+    """
+    validate(options)
+    options = options.resolved()
+    run = TrainingRun(options, OPTIONS_FILE, FINISHED_FILE, verbose=verbose).prepare()
+    inputs = _Inputs.read(options)
+    bert = build_transformer_model(options.config, options.checkpoint, model=options.model,
+                                   dropout_rate=options.dropout, return_keras_model=False,
+                                   dtype=compute_policy("mixed_bfloat16", "--mixed-precision")
+                                   if options.mixed_precision else None)
+    model = add_span_head(bert.model, initializer_range=bert.config.initializer_range)
+    model.compile(optimizer=make_optimizer(model, options.lr, max(1, inputs.steps * options.epochs),
+                                           options.warmup, options.weight_decay),
+                  loss=SpanLoss(), jit_compile=options.jit_compile)
+    run.start()
+    train_set = batches.make_dataset(*inputs.features, batch_size=options.batch_size,
+                                     seed=options.seed, first_epoch=run.first_epoch)
+    recorder = run.fit(model, train_set, epochs=options.epochs, steps_per_epoch=inputs.steps,
+                       hint=f"lower --lr ({options.lr:g}) or check the data", monitor=MONITOR,
+                       patience=options.patience, stop=[_DevScores(inputs, options)],
+                       callbacks=list(callbacks))
+    return run.finish(_write_results(options, inputs, recorder))
+
+
+def answerer(model, tokenizer, options, questions):
+    """The :class:`QuestionAnswerer` of a run's settings; "no answer" is considered where
+    ``questions`` hold unanswerable ones."""
+    return QuestionAnswerer(model, tokenizer, max_seq_len=options.maxlen,
+                            max_answer_len=MAX_ANSWER_LEN,
+                            handle_impossible_answer=any(not q.answers for q in questions))
+
+
+def predictions(answer, questions):
+    """``{id: answer text}`` of ``answer`` (a :class:`QuestionAnswerer`) on ``questions``."""
+    found = answer([q.question for q in questions], [q.context for q in questions])
+    return {q.id: row["answer"] for q, row in zip(questions, found)}
+
+
+class _Inputs:
+    """A run's questions and training windows, all read before the directory is made."""
+
+    @classmethod
+    def read(cls, options):
+        from kerasbert.text.tokenizer import Tokenizer
+
+        self = cls()
+        config = BertConfig.from_json_file(options.config, family=options.model)
+        self.tokenizer = Tokenizer(options.vocab)
+        check_maxlen(config, options.maxlen)
+        check_vocab_fits(config, self.tokenizer.vocab_size, options.vocab)
+        self.questions = {"train": read_squad(options.train)[:options.max_train_examples or None],
+                          "dev": read_squad(options.dev)}
+        if options.test:
+            self.questions["test"] = read_squad(options.test)
+        if options.checkpoint:
+            from kerasbert.checkpoints.io import resolve_prefix
+
+            resolve_prefix(options.checkpoint)
+        self.features = training_windows(self.tokenizer, self.questions["train"], options.maxlen)
+        self.steps = -(-len(self.features[0]) // options.batch_size)
+        return self
+
+
+def training_windows(tokenizer, questions, maxlen):
+    """``(token_ids, segment_ids, positions)`` of every window of ``questions``: positions
+    ``[windows, 2]`` are the answer's first and last token in the window, or ``(0, 0)``
+    ([CLS]) when the window does not hold it or there is none."""
+    rows, positions = [], []
+    for question in questions:
+        question_ids, context, spans, windows = question_windows(
+            tokenizer, question.question, question.context, maxlen, min(maxlen // 2, 128),
+            MAX_QUESTION_LEN)
+        first = len(question_ids) + 2
+        answer = question.answers[0] if question.answers else None
+        tokens = ([k for k, (start, end) in enumerate(zip(context.starts, context.ends))
+                   if start < answer[1] + len(answer[0]) and answer[1] < end]
+                  if answer else [])
+        for (start, stop), window in zip(spans, windows):
+            inside = tokens and start <= tokens[0] and tokens[-1] < stop
+            positions.append((first + tokens[0] - start, first + tokens[-1] - start)
+                             if inside else (0, 0))
+            rows.append(window)
+    width = max(len(ids) for ids, _ in rows)
+    token_ids = np.zeros((len(rows), width), "int32")
+    segment_ids = np.zeros((len(rows), width), "int32")
+    for k, (ids, segments) in enumerate(rows):
+        token_ids[k, :len(ids)], segment_ids[k, :len(ids)] = ids, segments
+    return token_ids, segment_ids, np.array(positions, "int32")
+
+
+class _DevScores(keras.callbacks.Callback):
+    """Adds the dev file's SQuAD F1 to each epoch's logs (``val_f1``)."""
+
+    def __init__(self, inputs, options):
+        super().__init__()
+        self.inputs, self.options = inputs, options
+
+    def on_epoch_end(self, epoch, logs=None):
+        questions = self.inputs.questions["dev"]
+        answer = answerer(self.model, self.inputs.tokenizer, self.options, questions)
+        scores = squad_scores(questions, predictions(answer, questions))
+        logs[MONITOR], logs["val_exact"] = scores["f1"], scores["exact"]
+
+
+def _write_results(options, inputs, recorder):
+    from kerasbert.checkpoints.loading import save_weights_as_checkpoint
+
+    output = options.output
+    model = load_run_model(output)
+    BertConfig.from_json_file(options.config, family=options.model).to_json_file(
+        os.path.join(output, "bert_config.json"))
+    files.copy_file(options.vocab, os.path.join(output, "vocab.txt"))
+    save_weights_as_checkpoint(model, os.path.join(output, "bert_model.ckpt"))
+    summary = {"best_epoch": recorder.best_epoch,
+               "train_questions": len(inputs.questions["train"]),
+               "train_windows": len(inputs.features[0])}
+    for split in ("dev", "test"):
+        if split in inputs.questions:
+            questions = inputs.questions[split]
+            answer = answerer(model, inputs.tokenizer, options, questions)
+            summary[split] = squad_scores(questions, predictions(answer, questions))
+    return summary
+
+
+class Run:
+    """A finished span QA run directory, for evaluate / predict.
+
+    Raises:
+        RunError: not a finished run, or a missing or corrupt file (named).
+    """
+
+    def __init__(self, run_dir):
+        from kerasbert.text.tokenizer import Tokenizer
+
+        self.run_dir = run_dir = os.fspath(run_dir)
+        directory = RunDirectory(run_dir, OPTIONS_FILE, FINISHED_FILE)
+        if not os.path.isdir(run_dir) or not directory.finished:
+            raise RunError(f"run in {run_dir}: not a finished kerasbert run directory")
+        saved = read_json(os.path.join(run_dir, OPTIONS_FILE), "options")
+        self.options = TrainOptions(**{key: value for key, value in saved.items()
+                                       if key in TrainOptions.__dataclass_fields__})
+        self.model = load_run_model(run_dir)
+        self.tokenizer = Tokenizer(os.path.join(run_dir, "vocab.txt"))
+
+    def evaluate(self, path, progress=False):
+        """SQuAD exact match and F1 (percent) on a SQuAD JSON file."""
+        questions = read_squad(path)
+        answer = answerer(self.model, self.tokenizer, self.options, questions)
+        return squad_scores(questions, predictions(answer, questions))
+
+    def predict(self, texts=None, path=None, progress=False):
+        """``[{"question", "answer", "start", "end", "score"}]`` for ``texts`` given as
+        ``[question, context, question, context...]``, or for the questions of a SQuAD
+        file (with their ``id``); "no answer" is an empty answer."""
+        if path is not None:
+            questions = read_squad(path)
+            pairs = [(q.question, q.context) for q in questions]
+        else:
+            if len(texts) % 2:
+                raise ValueError(f"texts: {len(texts)} given; a QA run takes a question and "
+                                 "its context, in pairs")
+            pairs, questions = list(zip(texts[::2], texts[1::2])), None
+        answer = QuestionAnswerer(self.model, self.tokenizer, max_seq_len=self.options.maxlen,
+                                  max_answer_len=MAX_ANSWER_LEN,
+                                  handle_impossible_answer=True)
+        found = answer([q for q, _ in pairs], [c for _, c in pairs])
+        rows = [{"question": q, **row} for (q, _), row in zip(pairs, found)]
+        if questions is not None:
+            rows = [{"id": q.id, **row} for q, row in zip(questions, rows)]
+        return rows
+
+    def export(self, directory, overwrite=False, format="saved_model", **options):
+        raise RunError(f"export of {self.run_dir}: QA runs are used with kerasbert predict or "
+                       "QuestionAnswerer.from_checkpoint for now; export takes classification "
+                       "runs")

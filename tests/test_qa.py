@@ -1,0 +1,119 @@
+"""Span QA runs: training windows, the loss, and whole runs from the command line."""
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from conftest import TINY
+from kerasbert import QuestionAnswerer, build_transformer_model, save_weights_as_checkpoint
+from kerasbert.cli.main import main
+from kerasbert.tasks import open_run
+from kerasbert.tasks.qa import SpanLoss, training_windows
+from kerasbert.tasks.squad import Question
+from kerasbert.text.tokenizer import Tokenizer
+
+CHINESE_VOCAB = "checkpoints/chinese_L-12_H-768_A-12/vocab.txt"
+
+
+def test_each_window_points_at_the_answer_it_holds_or_at_cls():
+    tokenizer = Tokenizer(CHINESE_VOCAB)
+    context = "甲乙丙丁戊己庚辛壬癸子丑寅卯辰巳午未申酉"  # 20 characters, one token each
+    questions = [Question("a", "谁", context, [("午未", 16)]), Question("b", "谁", context, [])]
+    token_ids, segment_ids, positions = training_windows(tokenizer, questions, maxlen=12)
+    # [CLS] 谁 [SEP] + 8 context tokens + [SEP]; windows overlap by 6 (half of 12): starts 0,
+    # 2, 4 ... 12 for each question.
+    assert token_ids.shape[1] == 12 and len(token_ids) == 2 * 7
+    first = 3  # the first context token of a window
+    for row, (start, end) in zip(token_ids[:7], positions[:7]):
+        if (start, end) != (0, 0):
+            assert tokenizer.ids_to_tokens(row[start:end + 1].tolist()) == ["午", "未"]
+            assert start >= first
+    assert sum((start, end) != (0, 0) for start, end in positions[:7]) == 2  # from 10 and 12
+    assert not positions[7:].any()  # unanswerable: [CLS] in every window
+    assert (segment_ids[:, :first] == 0).all() and (segment_ids[:, first] == 1).all()
+
+
+def test_the_span_loss_is_the_cross_entropy_of_both_positions_without_padding():
+    import keras
+
+    tokens = keras.Input((None,), dtype="int32")
+    hidden = keras.layers.Embedding(5, 2, mask_zero=True)(tokens)  # a mask, as BERT's
+    model = keras.Model(tokens, keras.layers.Identity()(hidden))
+    logits = np.array([[[1.0, 0.0], [2.0, 3.0], [0.5, 9.0], [7.0, 7.0]]], "float32")
+    model.get_layer(index=1).set_weights([np.concatenate([[[0, 0]], logits[0]])])
+    ids = np.array([[1, 2, 3, 0]])  # the last position is padding: its logits must not count
+    loss = float(SpanLoss()(np.array([[1, 2]]), model(ids)))
+    start, end = logits[0, :3, 0], logits[0, :3, 1]
+    expected = np.mean([np.log(np.exp(start).sum()) - start[1],
+                        np.log(np.exp(end).sum()) - end[2]])
+    assert loss == pytest.approx(expected, rel=1e-6)
+
+
+# ---------------------------------------------------------------------------- whole runs
+SURNAMES, GIVEN, FILLER = "张王李赵刘", "明华伟芳", "的了在是我有和就不人都一上也很到说要去你会着没看好自"
+
+
+def squad_file(path, count, seed):
+    """Contexts of filler with at most one person (a surname and a given name); the
+    question asks who is named, unanswerable when nobody is."""
+    rng = random.Random(seed)
+    paragraphs = []
+    for n in range(count):
+        before = "".join(rng.choice(FILLER) for _ in range(rng.randint(1, 8)))
+        after = "".join(rng.choice(FILLER) for _ in range(rng.randint(1, 8)))
+        if rng.random() < 0.8:
+            name = rng.choice(SURNAMES) + rng.choice(GIVEN)
+            qa = {"id": f"q{n}", "question": "谁？",
+                  "answers": [{"text": name, "answer_start": len(before)}]}
+        else:
+            name, qa = "", {"id": f"q{n}", "question": "谁？", "is_impossible": True,
+                            "answers": []}
+        paragraphs.append({"context": before + name + after, "qas": [qa]})
+    path.write_text(json.dumps({"version": "v2.0", "data": [{"paragraphs": paragraphs}]},
+                               ensure_ascii=False), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def qa_inputs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("qa")
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "谁", "？"] + sorted(
+        set(SURNAMES + GIVEN + FILLER))
+    (root / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    config = dict(TINY, vocab_size=len(vocab))
+    (root / "bert_config.json").write_text(json.dumps(config))
+    save_weights_as_checkpoint(build_transformer_model(config), str(root / "bert_model.ckpt"))
+    return {"config": str(root / "bert_config.json"),
+            "checkpoint": str(root / "bert_model.ckpt"), "vocab": str(root / "vocab.txt"),
+            "train": squad_file(root / "train.json", 400, 1),
+            "dev": squad_file(root / "dev.json", 48, 2),
+            "test": squad_file(root / "test.json", 64, 3)}
+
+
+@pytest.mark.slow
+def test_a_qa_run_learns_to_answer_and_the_command_line_uses_it(qa_inputs, tmp_path, capsys):
+    output = tmp_path / "run"
+    assert main(["train", "--task", "qa", "--output", str(output), "--epochs", "6",
+                 "--batch-size", "16", "--lr", "5e-3", "--maxlen", "32", "--seed", "1",
+                 "--patience", "0",
+                 *[f"--{key}={value}" for key, value in qa_inputs.items()]]) == 0
+    assert "test exact match" in capsys.readouterr().out
+    summary = json.loads((output / "metrics.json").read_text())
+    assert summary["test"]["f1"] > 90, summary["test"]
+    assert summary["test"]["no_answer_total"] > 0
+
+    assert main(["evaluate", "--model", str(output), "--data", qa_inputs["test"],
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == summary["test"]
+    assert main(["predict", "--model", str(output), "谁？", "我在看张明的书"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert (row["answer"], row["start"], row["end"]) == ("张明", 3, 5)
+    # The run's checkpoint holds the span head: it answers as the run does.
+    found = QuestionAnswerer.from_checkpoint(output, max_seq_len=32, max_answer_len=30,
+                                             handle_impossible_answer=True)(
+        question="谁？", context="我在看张明的书")
+    assert found["answer"] == "张明"
+    assert found["score"] == pytest.approx(row["score"], abs=1e-6)
+    assert open_run(output).options.task == "qa"
