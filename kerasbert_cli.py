@@ -11,12 +11,35 @@ model.
 
 import importlib.machinery
 import importlib.util
+import os
 import sys
 
-# In import order: kerasbert.cli.main imports the others (the families name --model's
-# choices; the module imports nothing of kerasbert).
-COMMAND_LINE_MODULES = ("kerasbert.models.families", "kerasbert.training.options",
-                        "kerasbert.cli.commands", "kerasbert.cli.main")
+# In import order: kerasbert.cli.main imports the other two.
+COMMAND_LINE_MODULES = ("kerasbert.training.options", "kerasbert.cli.commands",
+                        "kerasbert.cli.main")
+# Modules those import from packages that must still load as usual later (kerasbert.models
+# holds the rest of the model code): loaded alone, their package left alone. The families
+# name --model's choices; the module imports nothing of kerasbert.
+STANDALONE_MODULES = ("kerasbert.models.families",)
+
+
+def _load_alone(name):
+    """Imports ``kerasbert.<package>.<module>`` by its file, registering neither
+    ``kerasbert`` nor the package: a later ``from kerasbert.<package> import x`` then
+    imports the package, and ``kerasbert`` with it, as usual."""
+    if name in sys.modules:
+        return sys.modules[name]
+    root = importlib.util.find_spec("kerasbert").submodule_search_locations[0]
+    path = os.path.join(root, *name.split(".")[1:]) + ".py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
 
 
 def _load(name):
@@ -47,6 +70,8 @@ def _load(name):
 
 def main(argv=None):
     """Runs ``kerasbert <command>``; see :func:`kerasbert.cli.main.main`."""
+    for name in STANDALONE_MODULES:
+        _load_alone(name)
     for name in COMMAND_LINE_MODULES:
         module = _load(name)
     return module.main(argv)

@@ -102,9 +102,9 @@ class RunOptions:
 
     output: str = option(help="run directory to create (or to continue with --resume)",
                          required=True, metavar="DIR")
-    model: str = option(None, "model family, as bert4keras names it (default: the config's "
-                        "model_type, ALBERT's for an ALBERT config, else bert)",
-                        choices=tuple(VARIANTS), metavar="FAMILY")
+    model: str = option(None, f"model family, as bert4keras names it: {', '.join(VARIANTS)} "
+                        "(default: the config's model_type, ALBERT's for an ALBERT config, "
+                        "else bert)", choices=tuple(VARIANTS), metavar="FAMILY")
     maxlen: int = option(128, "tokens per sequence, [CLS] and [SEP] included", SEQUENCE_LENGTH)
     batch_size: int = option(32, "sequences per batch", COUNT)
     lr: float = option(2e-5, "peak learning rate", POSITIVE)
