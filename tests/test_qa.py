@@ -52,7 +52,8 @@ def test_the_span_loss_is_the_cross_entropy_of_both_positions_without_padding():
 
 
 # ---------------------------------------------------------------------------- whole runs
-SURNAMES, GIVEN, FILLER = "张王李赵刘", "明华伟芳", "的了在是我有和就不人都一上也很到说要去你会着没看好自"
+SURNAMES, GIVEN = "张王李赵刘", "明华伟芳"
+FILLER = "的了在是我有和就不人都一上也很到说要去你会着没看好自"
 
 
 def squad_file(path, count, seed):
