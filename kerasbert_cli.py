@@ -31,7 +31,11 @@ def _load_alone(name):
         return sys.modules[name]
     root = importlib.util.find_spec("kerasbert").submodule_search_locations[0]
     path = os.path.join(root, *name.split(".")[1:]) + ".py"
-    spec = importlib.util.spec_from_file_location(name, path)
+    return _execute(name, importlib.util.spec_from_file_location(name, path))
+
+
+def _execute(name, spec):
+    """Runs the module of ``spec`` as ``sys.modules[name]`` (left out if it fails)."""
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
@@ -53,14 +57,7 @@ def _load(name):
         locations = importlib.util.find_spec("kerasbert").submodule_search_locations
     else:
         locations = _load(parent).__path__
-    spec = importlib.machinery.PathFinder.find_spec(name, locations)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
+    module = _execute(name, importlib.machinery.PathFinder.find_spec(name, locations))
     if parent != "kerasbert":
         # As the import system does: ``from kerasbert.cli import commands`` then finds the
         # module on its package instead of importing it again through ``kerasbert``.

@@ -12,8 +12,6 @@ import os
 
 from kerasbert.training.options import TASKS
 
-OPTIONS_FILE = "train_config.json"
-
 
 def task_module(task):
     """The module of ``task`` (one of :data:`kerasbert.training.options.TASKS`)."""
@@ -28,6 +26,8 @@ def open_run(run_dir):
     Raises:
         kerasbert.training.rundir.RunError: see the task's ``Run``.
     """
+    from kerasbert.tasks.runs import OPTIONS_FILE
+
     task = "classification"  # runs saved before tasks were recorded
     try:
         with open(os.path.join(os.fspath(run_dir), OPTIONS_FILE), encoding="utf-8") as f:

@@ -22,19 +22,25 @@ import keras
 import numpy as np
 
 from kerasbert import files
-from kerasbert.build import build_transformer_model
-from kerasbert.hardware import compute_policy
 from kerasbert.models import names
-from kerasbert.models.config import BertConfig, check_maxlen, check_vocab_fits
 from kerasbert.models.heads import add_cls_classifier
+from kerasbert.tasks.runs import (
+    OPTIONS_FILE,
+    build_encoder,
+    check_checkpoint,
+    check_finished,
+    check_model_files,
+    load_run_model,
+    read_options,
+    write_model_files,
+)
 from kerasbert.training import batches, data, distribute, reports
 from kerasbert.training.callbacks import ProgressBar
 from kerasbert.training.lifecycle import TrainingRun
 from kerasbert.training.optimizer import make_optimizer
-from kerasbert.training.options import TrainOptions, validate
+from kerasbert.training.options import TrainOptions, validate  # noqa: F401  (its API)
 from kerasbert.training.rundir import RunDirectory, RunError, read_json
 
-OPTIONS_FILE = "train_config.json"
 FINISHED_FILE = "metrics.json"
 log = logging.getLogger(__name__)
 
@@ -95,12 +101,8 @@ class _Inputs:
 
 def _read_inputs(options):
     """Reads and checks every input before anything is built or written."""
-    from kerasbert.text.tokenizer import Tokenizer
 
-    config = BertConfig.from_json_file(options.config, family=options.model)
-    tokenizer = Tokenizer(options.vocab)
-    check_maxlen(config, options.maxlen)
-    check_vocab_fits(config, tokenizer.vocab_size, options.vocab)
+    tokenizer = check_model_files(options)
     read = dict(text_column=options.text_column, pair_column=options.pair_column,
                 label_column=options.label_column, skip_bad_rows=options.skip_bad_rows)
     train_rows = data.read_examples(options.train, **read)
@@ -116,10 +118,7 @@ def _read_inputs(options):
     if options.test:
         inputs.test = data.keep_known_labels(data.read_examples(options.test, **read), labels,
                                              options.skip_bad_rows)
-    if options.checkpoint:
-        from kerasbert.checkpoints.io import resolve_prefix
-
-        resolve_prefix(options.checkpoint)
+    check_checkpoint(options)
     return inputs
 
 
@@ -130,10 +129,7 @@ def build_classifier(options, num_labels):
     The loss is computed from the logits (stabler than from probabilities, above all
     in bfloat16); the model a run saves appends the softmax (:func:`with_probabilities`).
     """
-    bert = build_transformer_model(options.config, options.checkpoint, model=options.model,
-                                   dropout_rate=options.dropout, return_keras_model=False,
-                                   dtype=compute_policy("mixed_bfloat16", "--mixed-precision")
-                                   if options.mixed_precision else None)
+    bert = build_encoder(options)
     return add_cls_classifier(bert.model, num_labels, dropout_rate=options.dropout,
                               activation="linear",
                               initializer_range=bert.config.initializer_range)
@@ -181,15 +177,10 @@ def with_probabilities(model):
 
 def _write_results(options, inputs, recorder):
     """Writes the run's files; returns the summary, which ``finish`` writes last."""
-    from kerasbert.checkpoints.loading import save_weights_as_checkpoint
-
     output = options.output
     model = load_run_model(output)
-    BertConfig.from_json_file(options.config, family=options.model).to_json_file(
-        os.path.join(output, "bert_config.json"))
-    files.copy_file(options.vocab, os.path.join(output, "vocab.txt"))
+    write_model_files(options, model)
     files.write_json(os.path.join(output, "labels.json"), inputs.labels)
-    save_weights_as_checkpoint(model, os.path.join(output, "bert_model.ckpt"))
 
     labels, tokenizer = inputs.labels, inputs.tokenizer
     summary = {"labels": labels, "best_epoch": recorder.best_epoch,
@@ -222,25 +213,6 @@ def _predict(model, tokenizer, rows, maxlen, batch_size=64, progress=False):
     return np.asarray(model.predict(dataset, verbose=0, callbacks=bar), dtype="float32")
 
 
-def load_run_model(run_dir):
-    """The best model of a run, loaded with ``safe_mode=True``.
-
-    Raises:
-        RunError: no ``model.keras``, or one that is truncated or corrupt.
-    """
-    path = os.path.join(run_dir, "model.keras")
-    if not os.path.exists(path):
-        raise RunError(f"model in {run_dir}: no model.keras; is it a kerasbert run directory?")
-    try:
-        return keras.saving.load_model(path, safe_mode=True)
-    except Exception as error:  # Keras raises ValueError, OSError, zipfile and h5py errors
-        # Keras calls a file it cannot open as a zip "not found": do not repeat that.
-        reason = (str(error).strip().splitlines() or [""])[0]
-        detail = "" if not reason or "not found" in reason.lower() else f" ({reason[:200]})"
-        raise RunError(f"model in {path}: cannot be loaded, the file is truncated or "
-                       f"corrupt{detail}") from None
-
-
 class Run:
     """A finished run directory, for evaluate / predict / export.
 
@@ -253,24 +225,9 @@ class Run:
         from kerasbert.text.tokenizer import Tokenizer
 
         self.run_dir = run_dir = os.fspath(run_dir)
-        if not os.path.isdir(run_dir):
-            what = ("is a file, not a run directory" if os.path.exists(run_dir)
-                    else "no such directory")
-            raise RunError(f"run in {run_dir}: {what}")
-        directory = RunDirectory(run_dir, OPTIONS_FILE, FINISHED_FILE)
-        if not directory.finished:
-            if directory.started:
-                raise RunError(f"run in {run_dir}: not finished; continue it with "
-                               f"kerasbert train --resume --output {run_dir}")
-            raise RunError(f"run in {run_dir}: not a kerasbert run directory "
-                           f"(no {FINISHED_FILE})")
+        check_finished(run_dir, FINISHED_FILE)
         self.labels = _read_labels(os.path.join(run_dir, "labels.json"))
-        saved = read_json(os.path.join(run_dir, OPTIONS_FILE), "options")
-        names = {field.name for field in dataclasses.fields(TrainOptions)}
-        if not isinstance(saved, dict) or "output" not in saved:
-            raise RunError(f"options in {os.path.join(run_dir, OPTIONS_FILE)}: not the options "
-                           "of a kerasbert run")
-        self.options = TrainOptions(**{k: v for k, v in saved.items() if k in names})
+        self.options = read_options(run_dir)
         self.model = load_run_model(run_dir)
         outputs = self.model.outputs[0].shape[-1]
         if outputs != len(self.labels):

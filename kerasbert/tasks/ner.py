@@ -26,19 +26,26 @@ import keras
 import numpy as np
 
 from kerasbert import files
-from kerasbert.build import build_transformer_model
-from kerasbert.hardware import compute_policy
 from kerasbert.models import names
-from kerasbert.models.config import BertConfig, check_maxlen, check_vocab_fits
 from kerasbert.models.heads import add_tagger
 from kerasbert.tasks import ner_data
-from kerasbert.tasks.classification import OPTIONS_FILE, load_run_model
 from kerasbert.tasks.entities import entity_scores
+from kerasbert.tasks.runs import (
+    OPTIONS_FILE,
+    build_encoder,
+    check_checkpoint,
+    check_finished,
+    check_model_files,
+    load_run_model,
+    read_options,
+    refuse_export,
+    write_model_files,
+)
 from kerasbert.training import batches
 from kerasbert.training.lifecycle import TrainingRun
 from kerasbert.training.optimizer import make_optimizer
-from kerasbert.training.options import TrainOptions, validate
-from kerasbert.training.rundir import RunDirectory, RunError, read_json
+from kerasbert.training.options import TrainOptions, validate  # noqa: F401  (its API)
+from kerasbert.training.rundir import read_json
 
 FINISHED_FILE = "metrics.json"
 TAGS_FILE = "tags.json"
@@ -92,10 +99,7 @@ def train(options, callbacks=(), verbose="auto"):
 
 def build_tagger(options, num_tags):
     """The tagger a run trains: the run's BERT, then :func:`add_tagger`."""
-    bert = build_transformer_model(options.config, options.checkpoint, model=options.model,
-                                   dropout_rate=options.dropout, return_keras_model=False,
-                                   dtype=compute_policy("mixed_bfloat16", "--mixed-precision")
-                                   if options.mixed_precision else None)
+    bert = build_encoder(options)
     return add_tagger(bert.model, num_tags, crf=not options.no_crf, dropout_rate=options.dropout,
                       initializer_range=bert.config.initializer_range)
 
@@ -105,22 +109,14 @@ class _Inputs:
 
     @classmethod
     def read(cls, options):
-        from kerasbert.text.tokenizer import Tokenizer
-
         self = cls()
-        config = BertConfig.from_json_file(options.config, family=options.model)
-        self.tokenizer = Tokenizer(options.vocab)
-        check_maxlen(config, options.maxlen)
-        check_vocab_fits(config, self.tokenizer.vocab_size, options.vocab)
+        self.tokenizer = check_model_files(options)
         self.sentences = {"train": ner_data.read_sentences(options.train)[
                               :options.max_train_examples or None],
                           "dev": ner_data.read_sentences(options.dev)}
         if options.test:
             self.sentences["test"] = ner_data.read_sentences(options.test)
-        if options.checkpoint:
-            from kerasbert.checkpoints.io import resolve_prefix
-
-            resolve_prefix(options.checkpoint)
+        check_checkpoint(options)
         self.tags = ner_data.tag_names(self.sentences["train"])
         if len(self.tags) < 2:
             raise ner_data.DataError(f"data in {options.train}: no entity to learn")
@@ -131,16 +127,19 @@ class _Inputs:
         return self
 
     def encode(self, sentences):
-        """``(token_ids, segment_ids, tag_ids, spans, lost)`` of ``sentences``, padded."""
-        rows = [ner_data.token_tags(self.tokenizer, sentence, self.maxlen, self.tags)
-                for sentence in sentences]
-        width = max(len(ids) for ids, _, _, _ in rows)
-        token_ids = np.zeros((len(rows), width), "int32")
-        tag_ids = np.zeros((len(rows), width), "int32")
-        for i, (ids, labels, _, _) in enumerate(rows):
-            token_ids[i, :len(ids)], tag_ids[i, :len(labels)] = ids, labels
-        return (token_ids, np.zeros_like(token_ids), tag_ids, [row[2] for row in rows],
-                sum(row[3] for row in rows))
+        return encode(self.tokenizer, sentences, self.maxlen, self.tags)
+
+
+def encode(tokenizer, sentences, maxlen, tags):
+    """``(token_ids, segment_ids, tag_ids, spans, lost)`` of ``sentences``, padded."""
+    rows = [ner_data.token_tags(tokenizer, sentence, maxlen, tags) for sentence in sentences]
+    width = max(len(ids) for ids, _, _, _ in rows)
+    token_ids = np.zeros((len(rows), width), "int32")
+    tag_ids = np.zeros((len(rows), width), "int32")
+    for i, (ids, labels, _, _) in enumerate(rows):
+        token_ids[i, :len(ids)], tag_ids[i, :len(labels)] = ids, labels
+    return (token_ids, np.zeros_like(token_ids), tag_ids, [row[2] for row in rows],
+            sum(row[3] for row in rows))
 
 
 def predict_tags(model, token_ids, segment_ids, batch_size=64):
@@ -185,15 +184,10 @@ class _DevScores(keras.callbacks.Callback):
 
 
 def _write_results(options, inputs, recorder):
-    from kerasbert.checkpoints.loading import save_weights_as_checkpoint
-
     output = options.output
     model = load_run_model(output)
-    BertConfig.from_json_file(options.config, family=options.model).to_json_file(
-        os.path.join(output, "bert_config.json"))
-    files.copy_file(options.vocab, os.path.join(output, "vocab.txt"))
+    write_model_files(options, model)
     files.write_json(os.path.join(output, TAGS_FILE), inputs.tags)
-    save_weights_as_checkpoint(model, os.path.join(output, "bert_model.ckpt"))
     summary = {"tags": inputs.tags, "best_epoch": recorder.best_epoch,
                "train_sentences": len(inputs.sentences["train"]),
                "lost_entities": {options.train: inputs.train[4], options.dev: inputs.dev[4]},
@@ -216,21 +210,14 @@ class Run:
         from kerasbert.text.tokenizer import Tokenizer
 
         self.run_dir = run_dir = os.fspath(run_dir)
-        directory = RunDirectory(run_dir, OPTIONS_FILE, FINISHED_FILE)
-        if not os.path.isdir(run_dir) or not directory.finished:
-            raise RunError(f"run in {run_dir}: not a finished kerasbert run directory")
-        saved = read_json(os.path.join(run_dir, OPTIONS_FILE), "options")
-        self.options = TrainOptions(**{key: value for key, value in saved.items()
-                                       if key in TrainOptions.__dataclass_fields__})
+        check_finished(run_dir, FINISHED_FILE)
+        self.options = read_options(run_dir)
         self.tags = read_json(os.path.join(run_dir, TAGS_FILE), "tags")
         self.model = load_run_model(run_dir)
         self.tokenizer = Tokenizer(os.path.join(run_dir, "vocab.txt"))
 
     def _encode(self, sentences):
-        inputs = _Inputs()
-        inputs.tokenizer, inputs.tags, inputs.maxlen = self.tokenizer, self.tags, \
-            self.options.maxlen
-        return inputs.encode(sentences)
+        return encode(self.tokenizer, sentences, self.options.maxlen, self.tags)
 
     def evaluate(self, path, progress=False):
         """Entity-level precision, recall and F1 per type, micro and macro, on a tagged file."""
@@ -251,5 +238,4 @@ class Run:
                 for s, found in zip(sentences, predicted)]
 
     def export(self, directory, overwrite=False, format="saved_model", **options):
-        raise RunError(f"export of {self.run_dir}: NER runs are used with kerasbert predict "
-                       "for now; export takes classification runs")
+        refuse_export(self.run_dir, "NER runs", "kerasbert predict")

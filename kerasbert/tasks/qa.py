@@ -28,19 +28,24 @@ import numpy as np
 from keras import ops
 from keras.src.backend import get_keras_mask
 
-from kerasbert import files
-from kerasbert.build import build_transformer_model
-from kerasbert.hardware import compute_policy
 from kerasbert.models import names
-from kerasbert.models.config import BertConfig, check_maxlen, check_vocab_fits
-from kerasbert.tasks.classification import OPTIONS_FILE, load_run_model
+from kerasbert.tasks.runs import (
+    OPTIONS_FILE,
+    build_encoder,
+    check_checkpoint,
+    check_finished,
+    check_model_files,
+    load_run_model,
+    read_options,
+    refuse_export,
+    write_model_files,
+)
 from kerasbert.tasks.span_qa import QuestionAnswerer, add_span_head, question_windows
 from kerasbert.tasks.squad import read_squad, squad_scores
 from kerasbert.training import batches
 from kerasbert.training.lifecycle import TrainingRun
 from kerasbert.training.optimizer import make_optimizer
-from kerasbert.training.options import TrainOptions, validate
-from kerasbert.training.rundir import RunDirectory, RunError, read_json
+from kerasbert.training.options import TrainOptions, validate  # noqa: F401  (its API)
 
 FINISHED_FILE = "metrics.json"
 MONITOR = "val_f1"
@@ -84,10 +89,7 @@ def train(options, callbacks=(), verbose="auto"):
     options = options.resolved()
     run = TrainingRun(options, OPTIONS_FILE, FINISHED_FILE, verbose=verbose).prepare()
     inputs = _Inputs.read(options)
-    bert = build_transformer_model(options.config, options.checkpoint, model=options.model,
-                                   dropout_rate=options.dropout, return_keras_model=False,
-                                   dtype=compute_policy("mixed_bfloat16", "--mixed-precision")
-                                   if options.mixed_precision else None)
+    bert = build_encoder(options)
     model = add_span_head(bert.model, initializer_range=bert.config.initializer_range)
     model.compile(optimizer=make_optimizer(model, options.lr, max(1, inputs.steps * options.epochs),
                                            options.warmup, options.weight_decay),
@@ -102,12 +104,12 @@ def train(options, callbacks=(), verbose="auto"):
     return run.finish(_write_results(options, inputs, recorder))
 
 
-def answerer(model, tokenizer, options, questions):
+def answerer(model, tokenizer, options, questions=None):
     """The :class:`QuestionAnswerer` of a run's settings; "no answer" is considered where
-    ``questions`` hold unanswerable ones."""
+    ``questions`` hold unanswerable ones, and always without ``questions``."""
+    no_answer = questions is None or any(not q.answers for q in questions)
     return QuestionAnswerer(model, tokenizer, max_seq_len=options.maxlen,
-                            max_answer_len=MAX_ANSWER_LEN,
-                            handle_impossible_answer=any(not q.answers for q in questions))
+                            max_answer_len=MAX_ANSWER_LEN, handle_impossible_answer=no_answer)
 
 
 def predictions(answer, questions):
@@ -121,21 +123,13 @@ class _Inputs:
 
     @classmethod
     def read(cls, options):
-        from kerasbert.text.tokenizer import Tokenizer
-
         self = cls()
-        config = BertConfig.from_json_file(options.config, family=options.model)
-        self.tokenizer = Tokenizer(options.vocab)
-        check_maxlen(config, options.maxlen)
-        check_vocab_fits(config, self.tokenizer.vocab_size, options.vocab)
+        self.tokenizer = check_model_files(options)
         self.questions = {"train": read_squad(options.train)[:options.max_train_examples or None],
                           "dev": read_squad(options.dev)}
         if options.test:
             self.questions["test"] = read_squad(options.test)
-        if options.checkpoint:
-            from kerasbert.checkpoints.io import resolve_prefix
-
-            resolve_prefix(options.checkpoint)
+        check_checkpoint(options)
         self.features = training_windows(self.tokenizer, self.questions["train"], options.maxlen)
         self.steps = -(-len(self.features[0]) // options.batch_size)
         return self
@@ -183,14 +177,8 @@ class _DevScores(keras.callbacks.Callback):
 
 
 def _write_results(options, inputs, recorder):
-    from kerasbert.checkpoints.loading import save_weights_as_checkpoint
-
-    output = options.output
-    model = load_run_model(output)
-    BertConfig.from_json_file(options.config, family=options.model).to_json_file(
-        os.path.join(output, "bert_config.json"))
-    files.copy_file(options.vocab, os.path.join(output, "vocab.txt"))
-    save_weights_as_checkpoint(model, os.path.join(output, "bert_model.ckpt"))
+    model = load_run_model(options.output)
+    write_model_files(options, model)
     summary = {"best_epoch": recorder.best_epoch,
                "train_questions": len(inputs.questions["train"]),
                "train_windows": len(inputs.features[0])}
@@ -213,12 +201,8 @@ class Run:
         from kerasbert.text.tokenizer import Tokenizer
 
         self.run_dir = run_dir = os.fspath(run_dir)
-        directory = RunDirectory(run_dir, OPTIONS_FILE, FINISHED_FILE)
-        if not os.path.isdir(run_dir) or not directory.finished:
-            raise RunError(f"run in {run_dir}: not a finished kerasbert run directory")
-        saved = read_json(os.path.join(run_dir, OPTIONS_FILE), "options")
-        self.options = TrainOptions(**{key: value for key, value in saved.items()
-                                       if key in TrainOptions.__dataclass_fields__})
+        check_finished(run_dir, FINISHED_FILE)
+        self.options = read_options(run_dir)
         self.model = load_run_model(run_dir)
         self.tokenizer = Tokenizer(os.path.join(run_dir, "vocab.txt"))
 
@@ -240,9 +224,7 @@ class Run:
                 raise ValueError(f"texts: {len(texts)} given; a QA run takes a question and "
                                  "its context, in pairs")
             pairs, questions = list(zip(texts[::2], texts[1::2])), None
-        answer = QuestionAnswerer(self.model, self.tokenizer, max_seq_len=self.options.maxlen,
-                                  max_answer_len=MAX_ANSWER_LEN,
-                                  handle_impossible_answer=True)
+        answer = answerer(self.model, self.tokenizer, self.options)
         found = answer([q for q, _ in pairs], [c for _, c in pairs])
         rows = [{"question": q, **row} for (q, _), row in zip(pairs, found)]
         if questions is not None:
@@ -250,6 +232,5 @@ class Run:
         return rows
 
     def export(self, directory, overwrite=False, format="saved_model", **options):
-        raise RunError(f"export of {self.run_dir}: QA runs are used with kerasbert predict or "
-                       "QuestionAnswerer.from_checkpoint for now; export takes classification "
-                       "runs")
+        refuse_export(self.run_dir, "QA runs",
+                      "kerasbert predict or QuestionAnswerer.from_checkpoint")

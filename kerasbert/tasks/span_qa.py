@@ -206,7 +206,8 @@ class QuestionAnswerer:
         if not _is_count(top_k) or top_k < 1:
             raise ValueError(f"top_k ({top_k!r}) must be a positive integer")
         pairs, single = _pairs(question, context)
-        prepared = [self._windows(q, c) for q, c in pairs]
+        prepared = [question_windows(self.tokenizer, q, c, self.max_seq_len, self.doc_stride,
+                                     self.max_question_len) for q, c in pairs]
         logits = iter(self._logits([row for *_, rows in prepared for row in rows]))
         count = 2 * top_k + 10 if self.align_to_words else top_k
         results = []
@@ -229,10 +230,6 @@ class QuestionAnswerer:
                                  key=lambda answer: -answer["score"])[:top_k]
             results.append(answers[0] if top_k == 1 else answers)
         return results[0] if single else results
-
-    def _windows(self, question, context):
-        return question_windows(self.tokenizer, question, context, self.max_seq_len,
-                                self.doc_stride, self.max_question_len)
 
     def _logits(self, rows):
         """Each row's ``[length, 2]`` logits, the model run ``batch_size`` rows at a time

@@ -1,0 +1,126 @@
+"""What every task's run shares: the checks of its model files, its encoder, the files it
+writes beside ``model.keras``, and the opening of a finished run directory.
+
+Each task module (``classification``, ``ner``, ``qa``) adds its data, its head and its
+metrics; the model side of a run is the same for all of them.
+"""
+
+import dataclasses
+import os
+
+import keras
+
+from kerasbert import files
+from kerasbert.build import build_transformer_model
+from kerasbert.hardware import compute_policy
+from kerasbert.models.config import BertConfig, check_maxlen, check_vocab_fits
+from kerasbert.training.options import TrainOptions
+from kerasbert.training.rundir import RunDirectory, RunError, read_json
+
+OPTIONS_FILE = "train_config.json"
+
+
+def check_model_files(options):
+    """Reads the run's config and vocabulary and checks them against each other and
+    ``maxlen``; returns the :class:`~kerasbert.text.tokenizer.Tokenizer`.
+
+    Raises:
+        ValueError: a bad config or vocabulary, a vocabulary larger than ``vocab_size``, or
+            ``maxlen`` beyond the position table (each naming the file or flag).
+    """
+    from kerasbert.text.tokenizer import Tokenizer
+
+    config = BertConfig.from_json_file(options.config, family=options.model)
+    tokenizer = Tokenizer(options.vocab)
+    check_maxlen(config, options.maxlen)
+    check_vocab_fits(config, tokenizer.vocab_size, options.vocab)
+    return tokenizer
+
+
+def check_checkpoint(options):
+    """Raises when the run's ``checkpoint`` (if any) is not there (see ``resolve_prefix``)."""
+    if options.checkpoint:
+        from kerasbert.checkpoints.io import resolve_prefix
+
+        resolve_prefix(options.checkpoint)
+
+
+def build_encoder(options):
+    """The run's BERT (its family, config, checkpoint, dropout and precision), as a
+    :class:`~kerasbert.build.Transformer`."""
+    return build_transformer_model(options.config, options.checkpoint, model=options.model,
+                                   dropout_rate=options.dropout, return_keras_model=False,
+                                   dtype=compute_policy("mixed_bfloat16", "--mixed-precision")
+                                   if options.mixed_precision else None)
+
+
+def write_model_files(options, model):
+    """Writes ``bert_config.json``, ``vocab.txt`` and ``bert_model.ckpt`` (the fine-tuned
+    weights under Google's names) into the run directory."""
+    from kerasbert.checkpoints.loading import save_weights_as_checkpoint
+
+    output = options.output
+    BertConfig.from_json_file(options.config, family=options.model).to_json_file(
+        os.path.join(output, "bert_config.json"))
+    files.copy_file(options.vocab, os.path.join(output, "vocab.txt"))
+    save_weights_as_checkpoint(model, os.path.join(output, "bert_model.ckpt"))
+
+
+def load_run_model(run_dir):
+    """The best model of a run, loaded with ``safe_mode=True``.
+
+    Raises:
+        RunError: no ``model.keras``, or one that is truncated or corrupt.
+    """
+    path = os.path.join(run_dir, "model.keras")
+    if not os.path.exists(path):
+        raise RunError(f"model in {run_dir}: no model.keras; is it a kerasbert run directory?")
+    try:
+        return keras.saving.load_model(path, safe_mode=True)
+    except Exception as error:  # Keras raises ValueError, OSError, zipfile and h5py errors
+        # Keras calls a file it cannot open as a zip "not found": do not repeat that.
+        reason = (str(error).strip().splitlines() or [""])[0]
+        detail = "" if not reason or "not found" in reason.lower() else f" ({reason[:200]})"
+        raise RunError(f"model in {path}: cannot be loaded, the file is truncated or "
+                       f"corrupt{detail}") from None
+
+
+def check_finished(run_dir, finished_file):
+    """Raises unless ``run_dir`` holds a finished run (``finished_file`` written last).
+
+    Raises:
+        RunError: no directory, a file, an unfinished run (how to continue it), or not a
+            run directory.
+    """
+    if not os.path.isdir(run_dir):
+        what = ("is a file, not a run directory" if os.path.exists(run_dir)
+                else "no such directory")
+        raise RunError(f"run in {run_dir}: {what}")
+    directory = RunDirectory(run_dir, OPTIONS_FILE, finished_file)
+    if not directory.finished:
+        if directory.started:
+            raise RunError(f"run in {run_dir}: not finished; continue it with "
+                           f"kerasbert train --resume --output {run_dir}")
+        raise RunError(f"run in {run_dir}: not a kerasbert run directory "
+                       f"(no {finished_file})")
+
+
+def read_options(run_dir):
+    """The :class:`TrainOptions` a run saved (keys of other versions left out).
+
+    Raises:
+        RunError: the file is missing, corrupt or not a run's options.
+    """
+    path = os.path.join(run_dir, OPTIONS_FILE)
+    saved = read_json(path, "options")
+    if not isinstance(saved, dict) or "output" not in saved:
+        raise RunError(f"options in {path}: not the options of a kerasbert run")
+    names = {field.name for field in dataclasses.fields(TrainOptions)}
+    return TrainOptions(**{key: value for key, value in saved.items() if key in names})
+
+
+def refuse_export(run_dir, runs, how):
+    """Export of a task that has none yet: a one-line :class:`RunError` saying ``how`` its
+    ``runs`` ("NER runs") are used instead."""
+    raise RunError(f"export of {run_dir}: {runs} are used with {how} for now; export takes "
+                   "classification runs")
