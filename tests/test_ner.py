@@ -168,3 +168,32 @@ def test_a_tagger_learns_entities_and_the_command_line_uses_it(ner_inputs, tmp_p
     assert row == {"text": "我在京市看张明的", "entities": [
         {"type": "LOC", "start": 2, "end": 4, "text": "京市"},
         {"type": "PER", "start": 5, "end": 7, "text": "张明"}]}
+
+    # The exported SavedModel finds the entities predict finds, from raw text, in a process
+    # that does not import kerasbert; texts beyond maxlen and with characters the
+    # vocabulary lacks included.
+    texts = [s.text for s in ner_data.read_sentences(ner_inputs["test"])] + [
+        "我在京市看张明的", "", "  ", "张明 and 李华 在 沪市!", "Ｘ京市" * 12,
+        "e\u0301张明\u200b京县"]
+    assert main(["export", "--model", str(output), "--to", str(tmp_path / "served")]) == 0
+    assert "saved_model.pb" in capsys.readouterr().out
+    served = run_python(f"""
+        import json, sys, tensorflow as tf, tensorflow_text  # noqa: F401 (its ops)
+        entities = tf.saved_model.load({str(tmp_path / "served" / "1")!r}).signatures["entities"]
+        out = {{key: value.numpy().tolist() for key, value in
+               entities(text=tf.constant({texts!r})).items()}}
+        for key in ("type", "entity"):
+            out[key] = [[item.decode("utf-8") for item in row] for row in out[key]]
+        out["kerasbert"] = any(name.startswith("kerasbert") for name in sys.modules)
+        print(json.dumps(out))
+    """)
+    assert not served["kerasbert"]
+    expected = run.predict(texts=texts)
+    assert sum(len(row["entities"]) for row in expected) > len(texts)
+    for i, row in enumerate(expected):
+        count = served["count"][i]
+        got = [{"type": served["type"][i][k], "start": served["start"][i][k],
+                "end": served["end"][i][k], "text": served["entity"][i][k]}
+               for k in range(count)]
+        assert got == row["entities"], row["text"]
+        assert served["start"][i][count:] == [-1] * (len(served["start"][i]) - count)

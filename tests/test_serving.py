@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from kerasbert import build_transformer_model, save_weights_as_checkpoint, shipped
 from kerasbert.cli.main import main
-from kerasbert.serving.saved_model import TextEncoder
+from kerasbert.serving.graph_text import TextEncoder
 from kerasbert.tasks.classification import Run, TrainOptions, train
 from kerasbert.text.tokenizer import Tokenizer
 from kerasbert.training.data import read_examples

@@ -36,9 +36,9 @@ from kerasbert.tasks.runs import (
     check_checkpoint,
     check_finished,
     check_model_files,
+    export_saved_model,
     load_run_model,
     read_options,
-    refuse_export,
     write_model_files,
 )
 from kerasbert.training import batches
@@ -238,4 +238,7 @@ class Run:
                 for s, found in zip(sentences, predicted)]
 
     def export(self, directory, overwrite=False, format="saved_model", **options):
-        refuse_export(self.run_dir, "NER runs", "kerasbert predict")
+        """Writes the model for serving, a SavedModel (:mod:`kerasbert.serving.ner_export`);
+        returns the files written."""
+        return export_saved_model(self, "kerasbert.serving.ner_export", directory, overwrite,
+                                  format, options)

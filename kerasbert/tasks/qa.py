@@ -35,9 +35,9 @@ from kerasbert.tasks.runs import (
     check_checkpoint,
     check_finished,
     check_model_files,
+    export_saved_model,
     load_run_model,
     read_options,
-    refuse_export,
     write_model_files,
 )
 from kerasbert.tasks.span_qa import QuestionAnswerer, add_span_head, question_windows
@@ -232,5 +232,7 @@ class Run:
         return rows
 
     def export(self, directory, overwrite=False, format="saved_model", **options):
-        refuse_export(self.run_dir, "QA runs",
-                      "kerasbert predict or QuestionAnswerer.from_checkpoint")
+        """Writes the model for serving, a SavedModel (:mod:`kerasbert.serving.qa_export`);
+        returns the files written."""
+        return export_saved_model(self, "kerasbert.serving.qa_export", directory, overwrite,
+                                  format, options)

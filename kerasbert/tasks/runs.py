@@ -119,8 +119,17 @@ def read_options(run_dir):
     return TrainOptions(**{key: value for key, value in saved.items() if key in names})
 
 
-def refuse_export(run_dir, runs, how):
-    """Export of a task that has none yet: a one-line :class:`RunError` saying ``how`` its
-    ``runs`` ("NER runs") are used instead."""
-    raise RunError(f"export of {run_dir}: {runs} are used with {how} for now; export takes "
-                   "classification runs")
+def export_saved_model(run, module, directory, overwrite, format, options):
+    """A run's ``export``, for the tasks that export a SavedModel only: ``module``'s
+    ``export`` (e.g. ``"kerasbert.serving.ner_export"``).
+
+    Raises:
+        RunError: ``format`` is not ``saved_model`` (named with the task's runs).
+    """
+    import importlib
+
+    if format != "saved_model":
+        raise RunError(f"invalid value {format!r} in --format: {run.options.task} runs export "
+                       "as saved_model only (ONNX and LiteRT take classification runs)")
+    export = importlib.import_module(module).export
+    return export(run, directory, overwrite=overwrite, **options)

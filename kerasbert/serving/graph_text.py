@@ -1,0 +1,350 @@
+"""Google's BERT tokenizer as TensorFlow ops: raw strings to WordPiece ids and offsets.
+
+A served model takes text and gives what :class:`kerasbert.text.tokenizer.Tokenizer` gives:
+the same ids, and each token's characters in the text. Google's text cleaning (drop
+controls, lowercase, NFD, strip accents, split CJK characters and punctuation) is a
+per-character table read off the Tokenizer's own normalizer and pre-tokenizer when the
+model is exported, so the served model splits text as the training did, whatever Unicode
+version TensorFlow's string ops know; ``tensorflow_text``'s WordPiece op then reads the
+vocabulary file, an asset of the SavedModel.
+
+Example::
+
+    # about 2.5 s: the first encoder of a process builds the character table
+    encode = TextEncoder("checkpoints/chinese_L-12_H-768_A-12/vocab.txt", maxlen=128)
+    token_ids, segment_ids = encode(tf.constant(["语言模型"]))
+    token_ids.numpy()   # array([[ 101, 6427, 6241, 3563, 1798,  102]], dtype=int32)
+"""
+
+import dataclasses
+import functools
+import os
+import shutil
+import tempfile
+import unicodedata
+import weakref
+
+import numpy as np
+import tensorflow as tf
+
+from kerasbert.text.tokenizer import MAX_WORD_CHARS
+from kerasbert.text.vocab import google_normalizer, google_pre_tokenizer, load_vocab
+
+_CODE_POINTS = 0x110000
+_SIGMA, _FINAL_SIGMA = 0x3A3, 0x3C2  # Σ, and ς that the Tokenizer writes at a word's end
+# What normalization does to a code point (bits 0-1 of its table entry): _DROP is the
+# normalizer's first step (controls), before anything else looks at the text.
+_DROP, _KEEP, _MAP = 0, 1, 2
+# How words are split at a normalized character (bits 2-3).
+_JOIN, _ALONE, _SPACE = 0, 1, 2
+# What a code point is to the final-sigma rule, looking for a cased letter (bits 4-5).
+_BLOCK, _SKIP, _CASED = 0, 1, 2
+
+
+@dataclasses.dataclass(frozen=True)
+class CharacterTables:
+    """The Tokenizer's text cleaning as arrays, one entry per run of equal code points.
+
+    ``info[i]`` holds the three classes above for code points ``starts[i]`` up to
+    ``starts[i + 1]``; a code point of kind ``_MAP`` becomes
+    ``values[splits[k]:splits[k + 1]]`` where ``mapped[k]`` is the code point.
+    """
+
+    starts: np.ndarray
+    info: np.ndarray
+    mapped: np.ndarray
+    splits: np.ndarray
+    values: np.ndarray
+
+
+@functools.cache
+def character_tables(do_lower_case=True):
+    """What :class:`~kerasbert.text.tokenizer.Tokenizer` does to each code point, as tables.
+
+    Each character is passed through the Tokenizer's normalizer alone, and its
+    normalized characters through the pre-tokenizer, so the tables hold the
+    Tokenizer's rules, not a second implementation of Google's. Takes ~3 s; made
+    once per process.
+    """
+    normalizer, pre_tokenizer = google_normalizer(do_lower_case), google_pre_tokenizer()
+    # The normalizer's first step deletes these (Google's controls, U+FFFD): no need to ask.
+    chars = [chr(cp) for cp in range(_CODE_POINTS)
+             if not (unicodedata.category(chr(cp))[0] == "C" and chr(cp) not in "\t\n\r"
+                     or cp == 0xFFFD)]
+    normalized = {ch: normalizer.normalize_str(ch) for ch in chars}
+    seen = sorted(set(chars).union(*map(set, normalized.values())))
+    split = dict(zip(seen, _split_classes(seen, pre_tokenizer)))
+    for ch in seen:
+        alone = normalized[ch] if ch in normalized else normalizer.normalize_str(ch)
+        if alone == f" {ch} ":  # CJK: the normalizer spaces it apart
+            split[ch] = _ALONE
+    info = np.full(_CODE_POINTS, _DROP, np.int32)
+    for ch in seen:
+        info[ord(ch)] = split[ch] << 2
+    mapped, expansions = [], []
+    for ch in chars:
+        canonical = _canonical(normalized[ch], split)
+        # A mark that normalizes to nothing is _MAP to nothing, not _DROP: unlike controls,
+        # it is still there for the final-sigma rule.
+        kind = _KEEP if canonical == ch else _MAP
+        info[ord(ch)] = info[ord(ch)] & ~3 | kind
+        if kind == _MAP:
+            mapped.append(ord(ch))
+            expansions.append([ord(c) for c in canonical])
+    if do_lower_case:
+        for ch in chars:
+            info[ord(ch)] |= _sigma_class(normalizer, ch) << 4
+    starts = np.flatnonzero(np.diff(info, prepend=-1))
+    splits = np.cumsum([0] + [len(e) for e in expansions])
+    return CharacterTables(starts.astype(np.int32), info[starts], np.array(mapped, np.int32),
+                           splits.astype(np.int64),
+                           np.array([c for e in expansions for c in e], np.int32))
+
+
+def _split_classes(chars, pre_tokenizer):
+    """``_JOIN``, ``_ALONE`` or ``_SPACE`` of each character, asked of the pre-tokenizer
+    at once: ``x<ch>x`` stays one word, becomes three, or two."""
+    pieces = pre_tokenizer.pre_tokenize_str("".join(f"x{ch}x " for ch in chars))
+    counts = np.bincount([start // 4 for _, (start, _) in pieces], minlength=len(chars))
+    if counts.max() > 3:
+        raise RuntimeError("the pre-tokenizer split a single character into several words")
+    return [(_JOIN, _JOIN, _SPACE, _ALONE)[n] for n in counts]
+
+
+def _canonical(text, split):
+    """``text`` without the spaces that change no word (beside a character that stands
+    alone, or repeated), so that a CJK character, spaced apart by the normalizer, maps to
+    itself."""
+    out = []
+    for ch in text:
+        if split[ch] == _SPACE and out and split[out[-1]] in (_SPACE, _ALONE):
+            continue
+        if split[ch] == _ALONE and out and split[out[-1]] == _SPACE:
+            out.pop()
+        out.append(ch)
+    return "".join(out)
+
+
+def _sigma_class(normalizer, ch):
+    """Whether the Tokenizer's final-sigma rule, looking past ``ch`` for a cased letter,
+    finds one (``_CASED``), looks further (``_SKIP``) or stops (``_BLOCK``)."""
+    if normalizer.normalize_str(ch + "Σ")[-1] == "ς":
+        return _CASED
+    return _SKIP if normalizer.normalize_str("A" + ch + "Σ")[-1] == "ς" else _BLOCK
+
+
+class TextEncoder(tf.Module):
+    """The Tokenizer's ``encode_batch`` in TensorFlow ops: raw strings to model inputs.
+
+    Args:
+        vocab: a ``vocab.txt``; becomes the asset of the WordPiece lookup table.
+        maxlen: at most this many tokens per row, [CLS] and [SEP] included; a pair
+            loses tokens from its longer text first, as in ``Tokenizer.encode``.
+        do_lower_case: as the Tokenizer's.
+
+    Example::
+
+        # about 2.5 s: the first encoder of a process builds the character table
+        encode = TextEncoder("checkpoints/chinese_L-12_H-768_A-12/vocab.txt", maxlen=128)
+        token_ids, segment_ids = encode(tf.constant(["语言模型"]))
+        token_ids.numpy()   # array([[ 101, 6427, 6241, 3563, 1798,  102]], dtype=int32)
+    """
+
+    def __init__(self, vocab, maxlen, do_lower_case=True):
+        import tensorflow_text  # registers its ops; loads in ~1 s, so only when needed
+
+        super().__init__(name="text_encoder")
+        token_dict = load_vocab(vocab)
+        self.maxlen = int(maxlen)
+        self._cls, self._sep = token_dict["[CLS]"], token_dict["[SEP]"]
+        self._pad = token_dict["[PAD]"]
+        self._lower = do_lower_case
+        tables = character_tables(do_lower_case)
+        self._starts, self._info = tf.constant(tables.starts), tf.constant(tables.info)
+        # One value more, so that the gather that other code points do too stays in range.
+        self._mapped = tf.constant(tables.mapped)
+        self._values = tf.constant(np.append(tables.values, 0).astype(np.int32))
+        self._splits = tf.constant(tables.splits)
+        self.vocab_file = _plain_vocab(vocab, token_dict, self)
+        table = tf.lookup.StaticHashTable(
+            tf.lookup.TextFileInitializer(self.vocab_file, tf.string,
+                                          tf.lookup.TextFileIndex.WHOLE_LINE, tf.int64,
+                                          tf.lookup.TextFileIndex.LINE_NUMBER),
+            default_value=-1)
+        # Words are at most MAX_WORD_CHARS characters here (longer ones are [UNK] already).
+        self.wordpiece = tensorflow_text.WordpieceTokenizer(
+            table, suffix_indicator="##", max_bytes_per_word=4 * MAX_WORD_CHARS,
+            token_out_type=tf.int64, unknown_token="[UNK]")
+
+    def __call__(self, text, pair=None):
+        """``(token_ids, segment_ids)``: int32 ``[batch, longest row]``, padded with [PAD]."""
+        first = self.token_ids(text)
+        if pair is None:
+            ids = _row_concat([[self._cls], first[:, :self.maxlen - 2], [self._sep]])
+            segment_ids = tf.zeros_like(ids)
+        else:
+            second = self.token_ids(pair)
+            keep_a, keep_b = _longest_first(first.row_lengths(), second.row_lengths(),
+                                            self.maxlen - 3)
+            ids = _row_concat([[self._cls], _row_head(first, keep_a), [self._sep],
+                               _row_head(second, keep_b), [self._sep]])
+            segment_ids = tf.cast(tf.ragged.range(ids.row_lengths())
+                                  >= tf.expand_dims(keep_a + 2, 1), tf.int64)
+        # At least [CLS] [SEP] wide, so that an empty batch still has a [CLS] column.
+        shape = [ids.nrows(), tf.reduce_max(tf.concat([ids.row_lengths(), [2]], 0))]
+        return (tf.cast(ids.to_tensor(self._pad, shape=shape), tf.int32),
+                tf.cast(segment_ids.to_tensor(0, shape=shape), tf.int32))
+
+    def token_ids(self, text):
+        """WordPiece ids of each text, without [CLS] and [SEP]: ragged int64 ``[batch, None]``."""
+        return self.pieces(text)[0]
+
+    def pieces(self, text):
+        """Each text's WordPiece tokens and where they lie in it.
+
+        Returns:
+            ``(ids, starts, ends, word_starts)``, ragged ``[batch, None]`` without [CLS] and
+            [SEP]: token ``k`` of text ``i`` is ``text[i][starts[i, k]:ends[i, k]]`` in
+            characters (code points), as :meth:`Tokenizer.rematch` gives it (characters the
+            tokenizer deletes are not at a token's edges; an [UNK] covers its word);
+            ``word_starts`` is False for a ``##`` piece.
+        """
+        chars = tf.strings.unicode_decode(text, "UTF-8", errors="replace")
+        where = tf.ragged.range(chars.row_lengths())
+        keep = self._lookup(chars, 0) != _DROP
+        chars, where = tf.ragged.boolean_mask(chars, keep), tf.ragged.boolean_mask(where, keep)
+        if self._lower:
+            chars = self._final_sigma(chars)
+        words, letters, letter_where = self._words(*self._expand(chars, where))
+        tokens, begin, end = self.wordpiece.tokenize_with_offsets(words)
+        # Byte offsets in each word to the letters they begin and end in: a long word is
+        # [UNK] over all its letters, whatever the op says of the "[UNK]" string.
+        codes = letters.flat_values
+        sizes = (1 + tf.cast(codes >= 0x80, tf.int64) + tf.cast(codes >= 0x800, tf.int64)
+                 + tf.cast(codes >= 0x10000, tf.int64))
+        byte_at = tf.cumsum(sizes, exclusive=True)
+        word = begin.values.value_rowids()
+        word_base = tf.gather(tf.concat([byte_at, [0]], 0), letters.row_splits[:-1])
+        word_bytes = tf.math.unsorted_segment_sum(sizes, letters.value_rowids(), letters.nrows())
+        long_word = tf.gather(letters.row_lengths() > MAX_WORD_CHARS, word)
+        first_byte = tf.where(long_word, tf.constant(0, tf.int64), begin.flat_values)
+        last_byte = tf.where(long_word, tf.gather(word_bytes, word), end.flat_values) - 1
+        base = tf.gather(word_base, word)
+        first = tf.searchsorted(byte_at, base + first_byte, side="right", out_type=tf.int64) - 1
+        last = tf.searchsorted(byte_at, base + last_byte, side="right", out_type=tf.int64) - 1
+        ids = tokens.merge_dims(1, 2)
+        return (ids, ids.with_flat_values(tf.gather(letter_where.flat_values, first)),
+                ids.with_flat_values(tf.gather(letter_where.flat_values, last) + 1),
+                ids.with_flat_values(first_byte == 0))
+
+    def _lookup(self, chars, shift):
+        """One of the three classes of each code point of ragged ``chars``."""
+        run = tf.searchsorted(self._starts, chars.flat_values, side="right") - 1
+        info = tf.bitwise.right_shift(tf.gather(self._info, run), shift)
+        return chars.with_flat_values(tf.bitwise.bitwise_and(info, 3))
+
+    def _final_sigma(self, chars):
+        """Σ becomes ς where the Tokenizer's rule finds a cased letter before it (looking
+        past _SKIP characters) and none after it, within the text."""
+        values, sigma = chars.flat_values, self._lookup(chars, 4).flat_values
+        rows = chars.value_rowids()
+        row_start = tf.gather(chars.row_splits, rows)
+        row_end = tf.gather(chars.row_splits, rows + 1)
+        stops = tf.cast(sigma != _SKIP, tf.int64)
+        # Positions of the stopping characters, with -1 before the first and n after the last.
+        n = tf.size(values, out_type=tf.int64)
+        stop_at = tf.concat([[-1], tf.where(stops > 0)[:, 0], [n]], 0)
+        sigma = tf.concat([sigma, [_BLOCK]], 0)
+        counted = tf.cumsum(stops)
+        before = tf.gather(stop_at, counted - stops)
+        after = tf.gather(stop_at, counted + 1)
+        cased_before = (before >= row_start) & (tf.gather(sigma, tf.maximum(before, 0)) == _CASED)
+        cased_after = (after < row_end) & (tf.gather(sigma, after) == _CASED)
+        final = (values == _SIGMA) & cased_before & ~cased_after
+        return chars.with_flat_values(tf.where(final, _FINAL_SIGMA, values))
+
+    def _expand(self, chars, where):
+        """Each code point replaced by its normalized characters (most stay as they are);
+        with ``where``, the position in the text of each character's code point."""
+        values = chars.flat_values
+        mapped = self._lookup(chars, 0).flat_values == _MAP
+        index = tf.clip_by_value(tf.searchsorted(self._mapped, values, out_type=tf.int64), 0,
+                                 tf.size(self._mapped, out_type=tf.int64) - 1)
+        spans = tf.gather(self._splits, index + 1) - tf.gather(self._splits, index)
+        lengths = tf.where(mapped, spans, tf.ones_like(index))
+        source = tf.repeat(tf.range(tf.size(values, out_type=tf.int64)), lengths)
+        offset = tf.range(tf.reduce_sum(lengths)) - tf.gather(tf.cumsum(lengths, exclusive=True),
+                                                              source)
+        expanded = tf.where(
+            tf.gather(mapped, source),
+            tf.gather(self._values, tf.gather(tf.gather(self._splits, index), source) + offset),
+            tf.gather(values, source))
+        row_lengths = tf.math.unsorted_segment_sum(lengths, chars.value_rowids(), chars.nrows())
+        return (tf.RaggedTensor.from_row_lengths(expanded, row_lengths),
+                tf.RaggedTensor.from_row_lengths(tf.gather(where.flat_values, source),
+                                                 row_lengths))
+
+    def _words(self, chars, where):
+        """The words of each text, ragged ``[batch, None]`` strings: split at spaces, every
+        punctuation mark and CJK character a word of its own; a word of more than
+        MAX_WORD_CHARS characters is [UNK], as in Google's WordPiece. Also each word's
+        code points and their positions ``where``, ragged ``[words, None]``."""
+        split = self._lookup(chars, 2).flat_values
+        rows = chars.value_rowids()
+        first = tf.range(tf.size(split, out_type=tf.int64)) == tf.gather(chars.row_splits, rows)
+        after_break = first | (tf.concat([[_SPACE], split], 0)[:-1] != _JOIN)
+        starts = (split != _SPACE) & ((split == _ALONE) | after_break)
+        word = tf.cumsum(tf.cast(starts, tf.int64)) - 1
+        inside = split != _SPACE
+        rowids, count = tf.boolean_mask(word, inside), tf.reduce_sum(tf.cast(starts, tf.int64))
+        letters = tf.RaggedTensor.from_value_rowids(tf.boolean_mask(chars.flat_values, inside),
+                                                    rowids, nrows=count)
+        letter_where = tf.RaggedTensor.from_value_rowids(
+            tf.boolean_mask(where.flat_values, inside), rowids, nrows=count)
+        words = tf.strings.unicode_encode(letters, "UTF-8")
+        words = tf.where(letters.row_lengths() > MAX_WORD_CHARS, "[UNK]", words)
+        per_row = tf.math.unsorted_segment_sum(tf.cast(starts, tf.int64), rows, chars.nrows())
+        return tf.RaggedTensor.from_row_lengths(words, per_row), letters, letter_where
+
+
+def _plain_vocab(vocab, token_dict, owner):
+    """A vocab.txt with exactly one token per line, in id order, for the lookup table.
+
+    ``vocab`` itself when it is one; otherwise a copy (removed with ``owner``) without
+    BOM, CR or surrounding whitespace, as ``load_vocab`` reads it. A line of only
+    whitespace (Google's Chinese vocabulary has U+2028 on line 344) is the empty token,
+    which TensorFlow's reader refuses: it is written as a space, which no word holds.
+    """
+    tokens = sorted(token_dict, key=token_dict.get)
+    text = "".join((token or " ") + "\n" for token in tokens)
+    with open(vocab, "rb") as f:
+        if f.read() == text.encode("utf-8"):
+            return os.fspath(vocab)
+    folder = tempfile.mkdtemp(prefix="kerasbert-vocab-")
+    weakref.finalize(owner, shutil.rmtree, folder, True)
+    path = os.path.join(folder, "vocab.txt")
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+    return path
+
+
+def _row_concat(parts):
+    """Ragged rows joined end to end; a list part is the same tokens in every row."""
+    batch = next(part for part in parts if not isinstance(part, list)).nrows()
+    return tf.concat([tf.RaggedTensor.from_tensor(tf.fill([batch, 1], tf.constant(p[0], tf.int64)))
+                      if isinstance(p, list) else p for p in parts], axis=1)
+
+
+def _row_head(rows, lengths):
+    """The first ``lengths[i]`` items of each row ``i``."""
+    return tf.ragged.boolean_mask(rows, tf.ragged.range(rows.row_lengths())
+                                  < tf.expand_dims(lengths, 1))
+
+
+def _longest_first(a, b, budget):
+    """``kerasbert.text.tokenizer._longest_first`` on tensors of lengths."""
+    excess = tf.maximum(a + b - budget, 0)
+    cut = tf.minimum(excess, tf.abs(a - b))
+    a, b = tf.where(a >= b, a - cut, a), tf.where(a >= b, b, b - cut)
+    excess -= cut
+    return a - (excess + 1) // 2, b - excess // 2
