@@ -6,7 +6,12 @@ import random
 import pytest
 
 from conftest import TINY
-from kerasbert import build_transformer_model, save_weights_as_checkpoint, shipped
+from kerasbert import (
+    QuestionAnswerer,
+    build_transformer_model,
+    save_weights_as_checkpoint,
+    shipped,
+)
 from kerasbert.cli.main import main
 from kerasbert.tasks import ner_data, open_run
 from kerasbert.tasks.entities import entity_scores
@@ -197,3 +202,6 @@ def test_a_tagger_learns_entities_and_the_command_line_uses_it(ner_inputs, tmp_p
                for k in range(count)]
         assert got == row["entities"], row["text"]
         assert served["start"][i][count:] == [-1] * (len(served["start"][i]) - count)
+    with pytest.raises(ValueError, match="a ner run; QuestionAnswerer takes a run of "
+                                         "kerasbert train --task qa"):
+        QuestionAnswerer(str(output))

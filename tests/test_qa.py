@@ -11,8 +11,9 @@ from kerasbert import QuestionAnswerer, build_transformer_model, save_weights_as
 from kerasbert.cli.main import main
 from kerasbert.tasks import open_run
 from kerasbert.tasks.qa import SpanLoss, training_windows
-from kerasbert.tasks.squad import Question
+from kerasbert.tasks.squad import Question, read_squad
 from kerasbert.text.tokenizer import Tokenizer
+from peers import run_python
 
 CHINESE_VOCAB = "checkpoints/chinese_L-12_H-768_A-12/vocab.txt"
 
@@ -118,3 +119,44 @@ def test_a_qa_run_learns_to_answer_and_the_command_line_uses_it(qa_inputs, tmp_p
     assert found["answer"] == "张明"
     assert found["score"] == pytest.approx(row["score"], abs=1e-6)
     assert open_run(output).options.task == "qa"
+    # QuestionAnswerer(run_dir) answers with the run's settings, as predict does.
+    found = QuestionAnswerer(output)(question="谁？", context="我在看张明的书")
+    assert {"question": "谁？", **found} == row
+    with pytest.raises(TypeError, match="leave out tokenizer"):
+        QuestionAnswerer(output, open_run(output).tokenizer)
+
+    # The exported SavedModel answers as predict does, from raw text, in a process that
+    # does not import kerasbert: the test contexts, contexts of several windows (maxlen 32)
+    # and characters the vocabulary lacks.
+    run = open_run(output)
+    pairs = [(q.question, q.context) for q in read_squad(qa_inputs["test"])]
+    contexts = [c for _, c in pairs]
+    pairs += [("谁？", "".join(contexts[k:k + 5])) for k in range(0, 40, 5)]
+    pairs += [("谁？", "Ｘ我在 看张明的书!"), ("谁在看书？", "e\u0301我在\u200b看王华的书")]
+    assert sum(len(c) > 27 for _, c in pairs) >= 8
+    assert main(["export", "--model", str(output), "--to", str(tmp_path / "served")]) == 0
+    capsys.readouterr()
+    served = run_python(f"""
+        import json, sys, tensorflow as tf, tensorflow_text  # noqa: F401 (its ops)
+        answer = tf.saved_model.load({str(tmp_path / "served" / "1")!r}).signatures["answer"]
+        pairs = {pairs!r}
+        out = answer(question=tf.constant([q for q, _ in pairs]),
+                     context=tf.constant([c for _, c in pairs]))
+        print(json.dumps({{"answer": [a.decode("utf-8") for a in out["answer"].numpy()],
+                          "start": out["start"].numpy().tolist(),
+                          "end": out["end"].numpy().tolist(),
+                          "score": out["score"].numpy().tolist(),
+                          "kerasbert": any(m.startswith("kerasbert") for m in sys.modules)}}))
+    """)
+    assert not served["kerasbert"]
+    expected = run.predict(texts=[text for pair in pairs for text in pair])
+    assert [(row["answer"], row["start"], row["end"]) for row in expected] == list(
+        zip(served["answer"], served["start"], served["end"]))
+    assert sum(row["answer"] == "" for row in expected) > 0
+    np.testing.assert_allclose(served["score"], [row["score"] for row in expected], rtol=1e-5)
+    assert main(["export", "--model", str(output), "--to", str(tmp_path / "onnx"),
+                 "--format", "onnx"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "kerasbert export: invalid value 'onnx' in --format: qa runs export as saved_model "
+        "only (ONNX and LiteRT take classification runs)")
+    assert not (tmp_path / "onnx").exists()

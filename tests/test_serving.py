@@ -350,3 +350,21 @@ def test_graph_tokenizer_truncates_pairs_longest_first():
         want = tokenizer.encode_batch(first, second, maxlen=maxlen)
         for a, b in zip(got, want):
             np.testing.assert_array_equal(a.numpy(), b)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("vocab", [SMALL_VOCAB, GOOGLE_VOCAB], ids=["zh-small", "google-chinese"])
+def test_graph_tokenizer_gives_each_tokens_characters_as_rematch(vocab):
+    """TextEncoder.pieces (what NER and QA exports use): the characters of each token as
+    Tokenizer.rematch gives them, and which tokens are ## pieces."""
+    tokenizer = Tokenizer(vocab)
+    pieces = tf.function(TextEncoder(vocab, maxlen=512).pieces,
+                         input_signature=[tf.TensorSpec([None], tf.string)])
+    texts = ADVERSARIAL + _random_unicode(3000, seed=1) + _review_texts()
+    ids, starts, ends, word_starts = (part.to_list() for part in pieces(tf.constant(texts)))
+    for i, text in enumerate(texts):
+        tokens = tokenizer.tokenize(text)[1:-1]
+        spans = [(chars[0], chars[-1] + 1) for chars in tokenizer.rematch(text, tokens)]
+        assert ids[i] == tokenizer.tokens_to_ids(tokens), text
+        assert list(zip(starts[i], ends[i])) == spans, text
+        assert word_starts[i] == [not token.startswith("##") for token in tokens], text

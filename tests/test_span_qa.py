@@ -15,6 +15,7 @@ import shutil
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from conftest import ROOT, TINY
 from kerasbert import (
@@ -26,6 +27,8 @@ from kerasbert import (
 )
 from kerasbert.checkpoints.convert import convert_hf_to_google, google_name
 from kerasbert.models import names
+from kerasbert.serving.graph_text import TextEncoder
+from kerasbert.serving.qa_export import find_answers
 from kerasbert.tasks.answer_spans import best_spans, read_context, window_starts
 from kerasbert.tasks.span_qa import QuestionAnswerer, add_span_head
 from peers import run_python
@@ -410,3 +413,30 @@ def test_the_seed_example_points_at_foo():
     model = pointing_model(len(vocab), start=[vocab["foo"]], end=[vocab["foo"]])
     found = QuestionAnswerer(model, Tokenizer(vocab))(question="Who?", context="My name is Foo")
     assert (found["start"], found["end"], found["answer"]) == (11, 14, "Foo")
+
+
+@pytest.mark.slow
+@pytest.mark.peer
+def test_the_exported_graph_answers_as_the_question_answerer(google_qa_dir):
+    """The ``answer`` signature of a QA export (kerasbert.serving.qa_export) on the real
+    MiniLM weights, under each setting: the same answers, offsets and scores, whole words
+    and windows included."""
+    pairs = fixture_pairs() + [("Who?", "My name is Foo")]
+    for settings in SETTINGS:
+        settings = {key: value for key, value in settings.items() if key != "top_k"}
+        answer = QuestionAnswerer.from_checkpoint(google_qa_dir, **settings)
+        expected = answer([q for q, _ in pairs], [c for _, c in pairs])
+        encoder = TextEncoder(str(google_qa_dir / "vocab.txt"), answer.max_seq_len)
+
+        def logits(token_ids, segment_ids, model=answer.model):
+            found = model([token_ids, segment_ids], training=False)
+            return {"start_logits": found[..., 0], "end_logits": found[..., 1]}
+
+        graph = tf.function(lambda q, c, answer=answer, encoder=encoder, logits=logits:
+                            find_answers(answer, encoder, logits, q, c))
+        got = graph(tf.constant([q for q, _ in pairs]), tf.constant([c for _, c in pairs]))
+        assert [(a.decode("utf-8"), s, e) for a, s, e in zip(
+            got["answer"].numpy(), got["start"].numpy().tolist(), got["end"].numpy().tolist())
+        ] == [(row["answer"], row["start"], row["end"]) for row in expected], settings
+        np.testing.assert_allclose(got["score"].numpy(), [row["score"] for row in expected],
+                                   rtol=1e-6)

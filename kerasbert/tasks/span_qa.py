@@ -79,25 +79,33 @@ class QuestionAnswerer:
 
     Args:
         model: a model from :func:`add_span_head` (or any with inputs token and segment ids
-            and output ``[batch, length, 2]`` start/end logits).
-        tokenizer: the :class:`kerasbert.Tokenizer` of the model's vocabulary.
-        max_seq_len: tokens per window, [CLS], question and both [SEP] included.
+            and output ``[batch, length, 2]`` start/end logits); or a directory: a finished
+            run of ``kerasbert train --task qa`` (its best model, its vocabulary, and the
+            settings ``kerasbert predict`` answers it with), or a checkpoint directory as
+            :meth:`from_checkpoint` reads it.
+        tokenizer: the :class:`kerasbert.Tokenizer` of the model's vocabulary (none for a
+            directory).
+        max_seq_len: tokens per window, [CLS], question and both [SEP] included; None:
+            384 (a run: its ``maxlen``).
         doc_stride: context tokens each window shares with the one before (the
             pipeline's meaning; Google's ``run_squad.py`` steps by it instead); None:
             ``min(max_seq_len // 2, 128)``, the pipeline's default.
         max_question_len: question tokens kept (the pipeline with a fast tokenizer keeps
             them all; Google's ``max_query_length``).
-        max_answer_len: the most tokens an answer spans.
+        max_answer_len: the most tokens an answer spans; None: 15 (a run: 30).
         align_to_words: widen an answer to whole words (the pipeline's default).
         batch_size: windows per model call.
         handle_impossible_answer: also consider "no answer" (SQuAD v2.0), scored as the
             lowest [CLS] score over the windows; when it wins, the answer is ``""`` at
-            ``start = end = 0`` (the pipeline's option of the same name).
+            ``start = end = 0`` (the pipeline's option of the same name); None: False (a
+            run: True).
 
     Raises:
         ValueError: a setting that is not a positive integer, ``doc_stride`` not below
-            ``max_seq_len``, ``max_seq_len`` beyond the model's position table, or a
-            model whose output is not ``[batch, length, 2]``.
+            ``max_seq_len``, ``max_seq_len`` beyond the model's position table, a
+            model whose output is not ``[batch, length, 2]``, or a run of another task.
+        TypeError: a model without its tokenizer, or a directory with one.
+        kerasbert.training.rundir.RunError: an unfinished or damaged run directory.
 
     Example:
         A tiny random model: the answer is a span of the context, whatever its score.
@@ -115,9 +123,23 @@ class QuestionAnswerer:
         (['answer', 'end', 'score', 'start'], True)
     """
 
-    def __init__(self, model, tokenizer, max_seq_len=384, doc_stride=None, max_question_len=64,
-                 max_answer_len=15, align_to_words=True, batch_size=32,
-                 handle_impossible_answer=False):
+    def __init__(self, model, tokenizer=None, max_seq_len=None, doc_stride=None,
+                 max_question_len=64, max_answer_len=None, align_to_words=True, batch_size=32,
+                 handle_impossible_answer=None):
+        if isinstance(model, (str, os.PathLike)):
+            if tokenizer is not None:
+                raise TypeError("QuestionAnswerer(directory) reads the directory's vocab.txt: "
+                                "leave out tokenizer")
+            model, tokenizer, defaults = _from_directory(os.fspath(model))
+        elif tokenizer is None:
+            raise TypeError("QuestionAnswerer(model, tokenizer): a model needs the Tokenizer "
+                            "of its vocabulary")
+        else:
+            defaults = _DEFAULTS
+        max_seq_len = defaults["max_seq_len"] if max_seq_len is None else max_seq_len
+        max_answer_len = defaults["max_answer_len"] if max_answer_len is None else max_answer_len
+        if handle_impossible_answer is None:
+            handle_impossible_answer = defaults["handle_impossible_answer"]
         if doc_stride is None and _is_count(max_seq_len):
             doc_stride = min(max_seq_len // 2, 128)
         settings = dict(max_seq_len=max_seq_len, doc_stride=doc_stride,
@@ -169,16 +191,7 @@ class QuestionAnswerer:
 
             answer = QuestionAnswerer.from_checkpoint("out/squad", max_seq_len=256)
         """
-        directory = os.fspath(directory)
-        for name in ("bert_config.json", "vocab.txt"):
-            if not os.path.isfile(os.path.join(directory, name)):
-                raise FileNotFoundError(f"span QA model in {directory}: no {name} (expected "
-                                        "bert_config.json, vocab.txt and bert_model.ckpt.*)")
-        model = add_span_head(build_transformer_model(os.path.join(directory,
-                                                                   "bert_config.json")))
-        load_checkpoint(model, directory)
-        tokenizer = Tokenizer(os.path.join(directory, "vocab.txt"), do_lower_case=do_lower_case)
-        return cls(model, tokenizer, **options)
+        return cls(*_checkpoint_model(os.fspath(directory), do_lower_case), **options)
 
     def __call__(self, question, context, top_k=1):
         """The best answer(s) to each question, from its context.
@@ -245,6 +258,39 @@ class QuestionAnswerer:
             logits = np.asarray(self._predict(token_ids, segment_ids))
             outputs += [logits[k, :len(ids)] for k, (ids, _) in enumerate(batch)]
         return outputs
+
+
+#: The settings a model and its tokenizer are used with unless given (the pipeline's).
+_DEFAULTS = {"max_seq_len": 384, "max_answer_len": 15, "handle_impossible_answer": False}
+
+
+def _checkpoint_model(directory, do_lower_case=True):
+    """``(model, tokenizer)`` of a checkpoint directory with a span head."""
+    for name in ("bert_config.json", "vocab.txt"):
+        if not os.path.isfile(os.path.join(directory, name)):
+            raise FileNotFoundError(f"span QA model in {directory}: no {name} (expected "
+                                    "bert_config.json, vocab.txt and bert_model.ckpt.*)")
+    model = add_span_head(build_transformer_model(os.path.join(directory, "bert_config.json")))
+    load_checkpoint(model, directory)
+    return model, Tokenizer(os.path.join(directory, "vocab.txt"), do_lower_case=do_lower_case)
+
+
+def _from_directory(directory):
+    """``(model, tokenizer, default settings)`` of a finished ``--task qa`` run (its best
+    model and the settings ``kerasbert predict`` answers with) or a checkpoint directory."""
+    from kerasbert.tasks import qa
+    from kerasbert.tasks.runs import OPTIONS_FILE
+
+    if not os.path.isfile(os.path.join(directory, OPTIONS_FILE)):
+        return (*_checkpoint_model(directory), _DEFAULTS)
+    run = qa.Run(directory)
+    if run.options.task != "qa":
+        raise ValueError(f"run in {directory}: a {run.options.task} run; QuestionAnswerer "
+                         "takes a run of kerasbert train --task qa")
+    settings = qa.answerer(run.model, run.tokenizer, run.options)
+    return run.model, run.tokenizer, {"max_seq_len": settings.max_seq_len,
+                                      "max_answer_len": settings.max_answer_len,
+                                      "handle_impossible_answer": True}
 
 
 def _is_count(value):

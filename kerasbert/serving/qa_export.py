@@ -1,0 +1,176 @@
+"""A span QA run for serving: a TensorFlow SavedModel that answers questions from raw text.
+
+The export has TF Serving's layout (see :mod:`kerasbert.serving.saved_model`) and two
+signatures::
+
+    serving_default   token_ids, segment_ids (int32 [batch, length])
+                      -> start_logits, end_logits (float32 [batch, length])
+    answer            question, context (string [batch])
+                      -> answer (string [batch]), start, end (int32 [batch]),
+                         score (float64 [batch])
+
+``answer`` does what the run's :class:`kerasbert.tasks.span_qa.QuestionAnswerer` does
+(``kerasbert predict`` on a QA run), in the graph: the question's and the context's
+WordPiece tokens with their characters (:meth:`TextEncoder.pieces`), the context cut into
+windows of ``maxlen`` tokens that share ``doc_stride`` tokens, the model on every window,
+each window's 12 best spans (``PROPOSALS``) of at most ``max_answer_len`` tokens widened to
+whole words, spans with the same text but for case summed into one answer, and "no answer"
+(``""`` at ``start = end = 0``) when the lowest [CLS] score beats the best answer
+(:mod:`kerasbert.tasks.answer_spans`). ``context[start:end]`` is the answer, in characters
+(code points). A question that leaves no room for context, a context without a token, or
+one needing windows no longer than ``doc_stride`` fail the request with that message, as
+the Python class raises.
+
+Example::
+
+    # runs/qa: a finished run of `kerasbert train --task qa`
+    from kerasbert.tasks.qa import Run
+
+    export(Run("runs/qa"), "exported/qa")   # exported/qa/1/saved_model.pb ...
+    answer = tf.saved_model.load("exported/qa/1").signatures["answer"]
+    answer(question=tf.constant(["谁在北京？"]), context=tf.constant(["江泽民在北京。"]))
+"""
+
+import os
+
+import tensorflow as tf
+
+from kerasbert.serving.graph_text import TextEncoder
+from kerasbert.serving.saved_model import version_folder, write_archive
+from kerasbert.tasks.answer_spans import MASKED_LOGIT
+
+#: Spans each window proposes: the pipeline's ``2 * top_k + 10`` for one answer.
+PROPOSALS = 2 * 1 + 10
+
+
+def export(run, directory, *, version=None, overwrite=False):
+    """Writes the QA run's model as ``<directory>/<version>/``, a SavedModel for TF Serving.
+
+    Args, returns and raises as :func:`kerasbert.serving.saved_model.export`, for a
+    finished :class:`kerasbert.tasks.qa.Run`; the answering settings are those of the
+    run's ``answerer`` (see :func:`kerasbert.tasks.qa.answerer`).
+    """
+    from kerasbert.tasks.qa import answerer
+
+    directory = os.fspath(directory)
+    target = version_folder(directory, run.run_dir, version, overwrite)
+    settings = answerer(run.model, run.tokenizer, run.options)
+    encoder = TextEncoder(os.path.join(run.run_dir, "vocab.txt"), settings.max_seq_len)
+
+    def logits(token_ids, segment_ids):
+        found = tf.cast(run.model([token_ids, segment_ids], training=False), tf.float32)
+        return {"start_logits": found[..., 0], "end_logits": found[..., 1]}
+
+    def answer(question, context):
+        return find_answers(settings, encoder, logits, question, context)
+
+    ids, texts = tf.TensorSpec((None, None), tf.int32), tf.TensorSpec((None,), tf.string)
+    return write_archive(target, [run.model, encoder],
+                         [("serving_default", logits, [ids, ids]),
+                          ("answer", answer, [texts, texts])])
+
+
+def find_answers(settings, encoder, logits, question, context):
+    """The ``answer`` signature: see the module's docstring."""
+    cls, sep = encoder._cls, encoder._sep
+    batch = tf.shape(question, out_type=tf.int64)[0]
+    questions = encoder.token_ids(question)[:, :settings.max_question_len]
+    ids, starts, ends, word_starts = encoder.pieces(context)
+    tokens, asked = ids.row_lengths(), questions.row_lengths()
+    length = settings.max_seq_len - asked - 3
+    stride = settings.doc_stride
+    several = tokens > length
+    checks = [
+        tf.debugging.assert_positive(length, message="the question leaves no room for context "
+                                     f"in max_seq_len ({settings.max_seq_len})"),
+        tf.debugging.assert_positive(tokens, message="context holds no token: nothing to "
+                                     "answer from"),
+        tf.debugging.Assert(tf.reduce_all(~several | (stride < length)), [
+            f"doc_stride ({stride}) must be smaller than the context tokens a window holds: "
+            "lower doc_stride or raise max_seq_len"])]
+    with tf.control_dependencies(checks):
+        step = tf.maximum(length - stride, 1)
+    # Windows: each example's first token of each window, as window_starts gives them.
+    count = tf.where(several, 1 + (tokens - length + step - 1) // step, 1)
+    example = tf.repeat(tf.range(batch), count)
+    begin = tf.ragged.range(count).flat_values * tf.gather(step, example)
+    stop = tf.minimum(begin + tf.gather(length, example), tf.gather(tokens, example))
+    row_start = tf.gather(ids.row_splits, example)
+    taken = tf.ragged.range(begin, stop) + tf.expand_dims(row_start, 1)
+    windows = tf.shape(example, out_type=tf.int64)[0]
+
+    def column(token):
+        return tf.RaggedTensor.from_tensor(tf.fill([windows, 1], tf.constant(token, tf.int64)))
+
+    rows = tf.concat([column(cls), tf.gather(questions, example), column(sep),
+                      tf.gather(ids.flat_values, taken), column(sep)], axis=1)
+    first = tf.gather(asked, example) + 2
+    segments = tf.cast(tf.ragged.range(rows.row_lengths()) >= tf.expand_dims(first, 1), tf.int32)
+    found = logits(tf.cast(rows.to_tensor(0), tf.int32), segments.to_tensor(0))
+    # Each window's softmax with all but [CLS] and its context masked (answer_spans).
+    last = first + stop - begin
+    position = tf.range(tf.shape(found["start_logits"], out_type=tf.int64)[1])
+    context_token = ((position >= tf.expand_dims(first, 1))
+                     & (position < tf.expand_dims(last, 1)))
+    keep = context_token | (position == 0)
+    masked = tf.constant(MASKED_LOGIT, tf.float64)
+    start_p, end_p = (tf.nn.softmax(tf.where(keep, tf.cast(found[key], tf.float64), masked),
+                                    axis=1)
+                      for key in ("start_logits", "end_logits"))
+    no_answer = tf.math.unsorted_segment_min(start_p[:, 0] * end_p[:, 0], example, batch)
+    # The best spans of each window, i <= j < i + max_answer_len, both in the context.
+    span = tf.expand_dims(start_p, 2) * tf.expand_dims(end_p, 1)
+    gap = tf.expand_dims(position, 0) - tf.expand_dims(position, 1)
+    allowed = ((gap >= 0) & (gap < settings.max_answer_len) & tf.expand_dims(context_token, 2)
+               & tf.expand_dims(context_token, 1))
+    width = tf.shape(position, out_type=tf.int64)[0]
+    flat = tf.reshape(tf.where(allowed, span, tf.constant(-1.0, tf.float64)),
+                      [windows, width * width])
+    proposals = tf.minimum(tf.constant(PROPOSALS, tf.int64), width * width)
+    best, index = tf.math.top_k(flat, k=tf.cast(proposals, tf.int32))
+    valid = tf.where(best >= 0)
+    score, index = tf.gather_nd(best, valid), tf.cast(tf.gather_nd(index, valid), tf.int64)
+    window = valid[:, 0]
+    offset = tf.gather(begin - first, window)
+    i, j = index // width + offset, index % width + offset
+    # Widened to whole words as far as the window reaches, then to characters.
+    word = tf.cumsum(tf.cast(word_starts.flat_values | _row_first(ids), tf.int64)) - 1
+    flat_index = tf.range(tf.size(word, out_type=tf.int64))
+    word_first = tf.gather(tf.math.unsorted_segment_min(flat_index, word, tf.size(word)), word)
+    word_last = tf.gather(tf.math.unsorted_segment_max(flat_index, word, tf.size(word)), word)
+    base = tf.gather(row_start, window)
+    i = tf.maximum(tf.gather(word_first, base + i), base + tf.gather(begin, window))
+    j = tf.minimum(tf.gather(word_last, base + j), base + tf.gather(stop, window) - 1)
+    char_start, char_end = tf.gather(starts.flat_values, i), tf.gather(ends.flat_values, j)
+    owner = tf.gather(example, window)
+    chars = tf.strings.unicode_decode(context, "UTF-8", errors="replace")
+    text = tf.strings.unicode_encode(tf.gather(chars.flat_values, tf.ragged.range(
+        char_start, char_end) + tf.expand_dims(tf.gather(chars.row_splits, owner), 1)), "UTF-8")
+    # Proposals with the same text but for case are one answer, scored by their sum; the
+    # best answer of each example, the first found among equals.
+    key = tf.strings.join([tf.strings.as_string(owner),
+                           tf.strings.lower(text, encoding="utf-8")], separator="\n")
+    keys, group = tf.unique(key, out_idx=tf.int64)
+    groups = tf.size(keys, out_type=tf.int64)
+    total = tf.math.unsorted_segment_sum(score, group, groups)
+    proposal = tf.math.unsorted_segment_min(tf.range(tf.size(group, out_type=tf.int64)), group,
+                                            groups)
+    group_owner = tf.gather(owner, proposal)
+    top = tf.math.unsorted_segment_max(total, group_owner, batch)
+    winner = tf.math.unsorted_segment_min(
+        tf.where(total == tf.gather(top, group_owner), tf.range(groups), groups), group_owner,
+        batch)
+    chosen = tf.gather(proposal, winner)
+    empty = no_answer > top if settings.handle_impossible_answer else tf.zeros_like(top, bool)
+    return {"answer": tf.where(empty, "", tf.gather(text, chosen)),
+            "start": tf.cast(tf.where(empty, 0, tf.cast(tf.gather(char_start, chosen), tf.int32)),
+                             tf.int32),
+            "end": tf.cast(tf.where(empty, 0, tf.cast(tf.gather(char_end, chosen), tf.int32)),
+                           tf.int32),
+            "score": tf.where(empty, no_answer, top)}
+
+
+def _row_first(ragged):
+    """Whether each flat value of ``ragged`` is its row's first."""
+    index = tf.range(tf.size(ragged.flat_values, out_type=tf.int64))
+    return index == tf.gather(ragged.row_splits, ragged.value_rowids())
