@@ -190,9 +190,13 @@ def test_a_tagger_learns_entities_and_the_command_line_uses_it(ner_inputs, tmp_p
         for key in ("type", "entity"):
             out[key] = [[item.decode("utf-8") for item in row] for row in out[key]]
         out["kerasbert"] = any(name.startswith("kerasbert") for name in sys.modules)
+        out["empty"] = {{key: value.shape.as_list() for key, value in
+                        entities(text=tf.constant([], tf.string)).items()}}
         print(json.dumps(out))
     """)
     assert not served["kerasbert"]
+    assert served["empty"] == {"type": [0, 0], "entity": [0, 0], "start": [0, 0],
+                               "end": [0, 0], "count": [0]}
     expected = run.predict(texts=texts)
     assert sum(len(row["entities"]) for row in expected) > len(texts)
     for i, row in enumerate(expected):

@@ -142,13 +142,24 @@ def test_a_qa_run_learns_to_answer_and_the_command_line_uses_it(qa_inputs, tmp_p
         pairs = {pairs!r}
         out = answer(question=tf.constant([q for q, _ in pairs]),
                      context=tf.constant([c for _, c in pairs]))
+        none = tf.constant([], tf.string)
+        empty = {{key: value.shape.as_list()
+                 for key, value in answer(question=none, context=none).items()}}
+        try:
+            answer(question=tf.constant(["谁？"]), context=tf.constant([" \u200b"]))
+            refused = ""
+        except tf.errors.InvalidArgumentError as error:
+            refused = error.message
         print(json.dumps({{"answer": [a.decode("utf-8") for a in out["answer"].numpy()],
                           "start": out["start"].numpy().tolist(),
                           "end": out["end"].numpy().tolist(),
-                          "score": out["score"].numpy().tolist(),
+                          "score": out["score"].numpy().tolist(), "empty": empty,
+                          "refused": refused,
                           "kerasbert": any(m.startswith("kerasbert") for m in sys.modules)}}))
     """)
     assert not served["kerasbert"]
+    assert served["empty"] == {"answer": [0], "start": [0], "end": [0], "score": [0]}
+    assert "context holds no token: nothing to answer from" in served["refused"]
     expected = run.predict(texts=[text for pair in pairs for text in pair])
     assert [(row["answer"], row["start"], row["end"]) for row in expected] == list(
         zip(served["answer"], served["start"], served["end"]))

@@ -106,7 +106,10 @@ def find_answers(settings, encoder, logits, question, context):
                       tf.gather(ids.flat_values, taken), column(sep)], axis=1)
     first = tf.gather(asked, example) + 2
     segments = tf.cast(tf.ragged.range(rows.row_lengths()) >= tf.expand_dims(first, 1), tf.int32)
-    found = logits(tf.cast(rows.to_tensor(0), tf.int32), segments.to_tensor(0))
+    # At least [CLS] [SEP] [SEP] wide, so that an empty batch still has a [CLS] column.
+    shape = [windows, tf.reduce_max(tf.concat([rows.row_lengths(), [3]], 0))]
+    found = logits(tf.cast(rows.to_tensor(0, shape=shape), tf.int32),
+                   segments.to_tensor(0, shape=shape))
     # Each window's softmax with all but [CLS] and its context masked (answer_spans).
     last = first + stop - begin
     position = tf.range(tf.shape(found["start_logits"], out_type=tf.int64)[1])
