@@ -156,7 +156,7 @@ class TextEncoder(tf.Module):
         super().__init__(name="text_encoder")
         token_dict = load_vocab(vocab)
         self.maxlen = int(maxlen)
-        self._cls, self._sep = token_dict["[CLS]"], token_dict["[SEP]"]
+        self.cls_id, self.sep_id = token_dict["[CLS]"], token_dict["[SEP]"]
         self._pad = token_dict["[PAD]"]
         self._lower = do_lower_case
         tables = character_tables(do_lower_case)
@@ -180,14 +180,14 @@ class TextEncoder(tf.Module):
         """``(token_ids, segment_ids)``: int32 ``[batch, longest row]``, padded with [PAD]."""
         first = self.token_ids(text)
         if pair is None:
-            ids = _row_concat([[self._cls], first[:, :self.maxlen - 2], [self._sep]])
+            ids = _row_concat([[self.cls_id], first[:, :self.maxlen - 2], [self.sep_id]])
             segment_ids = tf.zeros_like(ids)
         else:
             second = self.token_ids(pair)
             keep_a, keep_b = _longest_first(first.row_lengths(), second.row_lengths(),
                                             self.maxlen - 3)
-            ids = _row_concat([[self._cls], _row_head(first, keep_a), [self._sep],
-                               _row_head(second, keep_b), [self._sep]])
+            ids = _row_concat([[self.cls_id], _row_head(first, keep_a), [self.sep_id],
+                               _row_head(second, keep_b), [self.sep_id]])
             segment_ids = tf.cast(tf.ragged.range(ids.row_lengths())
                                   >= tf.expand_dims(keep_a + 2, 1), tf.int64)
         # At least [CLS] [SEP] wide, so that an empty batch still has a [CLS] column.

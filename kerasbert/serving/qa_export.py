@@ -32,6 +32,7 @@ Example::
 """
 
 import os
+import typing
 
 import tensorflow as tf
 
@@ -71,11 +72,63 @@ def export(run, directory, *, version=None, overwrite=False):
 
 
 def find_answers(settings, encoder, logits, question, context):
-    """The ``answer`` signature: see the module's docstring."""
-    cls, sep = encoder._cls, encoder._sep
+    """The ``answer`` signature's graph: see the module's docstring.
+
+    Args:
+        settings: the :class:`kerasbert.tasks.span_qa.QuestionAnswerer` whose settings
+            (``max_seq_len``, ``doc_stride``, ``max_question_len``, ``max_answer_len``,
+            ``handle_impossible_answer``) the graph follows.
+        encoder: a :class:`TextEncoder` of the model's vocabulary.
+        logits: ``(token_ids, segment_ids) -> {"start_logits", "end_logits"}``.
+        question, context: string ``[batch]``.
+    """
     batch = tf.shape(question, out_type=tf.int64)[0]
     questions = encoder.token_ids(question)[:, :settings.max_question_len]
     ids, starts, ends, word_starts = encoder.pieces(context)
+    windows = _windows(settings, encoder, questions, ids)
+    found = logits(windows.token_ids, windows.segment_ids)
+    start_p, end_p, inside = _probabilities(windows, found)
+    no_answer = tf.math.unsorted_segment_min(start_p[:, 0] * end_p[:, 0], windows.example, batch)
+    score, window, i, j = _best_spans(settings, windows, start_p, end_p, inside)
+    # Widened to whole words as far as the window reaches, then to characters.
+    word = tf.cumsum(tf.cast(word_starts.flat_values | _row_first(ids), tf.int64)) - 1
+    index = tf.range(tf.size(word, out_type=tf.int64))
+    word_first = tf.gather(tf.math.unsorted_segment_min(index, word, tf.size(word)), word)
+    word_last = tf.gather(tf.math.unsorted_segment_max(index, word, tf.size(word)), word)
+    base = tf.gather(tf.gather(ids.row_splits, windows.example), window)
+    i = tf.maximum(tf.gather(word_first, base + i), base + tf.gather(windows.begin, window))
+    j = tf.minimum(tf.gather(word_last, base + j), base + tf.gather(windows.stop, window) - 1)
+    char_start, char_end = tf.gather(starts.flat_values, i), tf.gather(ends.flat_values, j)
+    owner = tf.gather(windows.example, window)
+    chars = tf.strings.unicode_decode(context, "UTF-8", errors="replace")
+    text = tf.strings.unicode_encode(tf.gather(chars.flat_values, tf.ragged.range(
+        char_start, char_end) + tf.expand_dims(tf.gather(chars.row_splits, owner), 1)), "UTF-8")
+    chosen, top = _merged_best(text, score, owner, batch)
+    empty = no_answer > top if settings.handle_impossible_answer else tf.zeros_like(top, bool)
+
+    def offset(chars):
+        return tf.where(empty, 0, tf.cast(tf.gather(chars, chosen), tf.int32))
+
+    return {"answer": tf.where(empty, "", tf.gather(text, chosen)),
+            "start": offset(char_start), "end": offset(char_end),
+            "score": tf.where(empty, no_answer, top)}
+
+
+class _Windows(typing.NamedTuple):
+    """The model's rows: per window its example, its context tokens ``begin .. stop - 1``
+    and its first context position ``first``; ``token_ids``, ``segment_ids`` padded."""
+
+    example: tf.Tensor
+    begin: tf.Tensor
+    stop: tf.Tensor
+    first: tf.Tensor
+    token_ids: tf.Tensor
+    segment_ids: tf.Tensor
+
+
+def _windows(settings, encoder, questions, ids):
+    """``[CLS] question [SEP] context part [SEP]`` rows, as ``question_windows`` makes
+    them, after the checks that it makes (failing the request)."""
     tokens, asked = ids.row_lengths(), questions.row_lengths()
     length = settings.max_seq_len - asked - 3
     stride = settings.doc_stride
@@ -90,67 +143,66 @@ def find_answers(settings, encoder, logits, question, context):
             "lower doc_stride or raise max_seq_len"])]
     with tf.control_dependencies(checks):
         step = tf.maximum(length - stride, 1)
-    # Windows: each example's first token of each window, as window_starts gives them.
+    # The first token of each window, as window_starts gives them.
     count = tf.where(several, 1 + (tokens - length + step - 1) // step, 1)
-    example = tf.repeat(tf.range(batch), count)
+    example = tf.repeat(tf.range(tf.size(tokens, out_type=tf.int64)), count)
     begin = tf.ragged.range(count).flat_values * tf.gather(step, example)
     stop = tf.minimum(begin + tf.gather(length, example), tf.gather(tokens, example))
-    row_start = tf.gather(ids.row_splits, example)
-    taken = tf.ragged.range(begin, stop) + tf.expand_dims(row_start, 1)
-    windows = tf.shape(example, out_type=tf.int64)[0]
+    taken = tf.ragged.range(begin, stop) + tf.expand_dims(tf.gather(ids.row_splits, example), 1)
+    windows = tf.size(example, out_type=tf.int64)
 
     def column(token):
         return tf.RaggedTensor.from_tensor(tf.fill([windows, 1], tf.constant(token, tf.int64)))
 
-    rows = tf.concat([column(cls), tf.gather(questions, example), column(sep),
-                      tf.gather(ids.flat_values, taken), column(sep)], axis=1)
+    rows = tf.concat([column(encoder.cls_id), tf.gather(questions, example),
+                      column(encoder.sep_id), tf.gather(ids.flat_values, taken),
+                      column(encoder.sep_id)], axis=1)
     first = tf.gather(asked, example) + 2
     segments = tf.cast(tf.ragged.range(rows.row_lengths()) >= tf.expand_dims(first, 1), tf.int32)
     # At least [CLS] [SEP] [SEP] wide, so that an empty batch still has a [CLS] column.
     shape = [windows, tf.reduce_max(tf.concat([rows.row_lengths(), [3]], 0))]
-    found = logits(tf.cast(rows.to_tensor(0, shape=shape), tf.int32),
-                   segments.to_tensor(0, shape=shape))
-    # Each window's softmax with all but [CLS] and its context masked (answer_spans).
-    last = first + stop - begin
-    position = tf.range(tf.shape(found["start_logits"], out_type=tf.int64)[1])
-    context_token = ((position >= tf.expand_dims(first, 1))
-                     & (position < tf.expand_dims(last, 1)))
-    keep = context_token | (position == 0)
+    return _Windows(example, begin, stop, first, tf.cast(rows.to_tensor(0, shape=shape), tf.int32),
+                    segments.to_tensor(0, shape=shape))
+
+
+def _probabilities(windows, found):
+    """Each window's start and end softmax with all but [CLS] and its context masked
+    (``answer_spans``), float64; and which positions are its context."""
+    last = windows.first + windows.stop - windows.begin
+    position = tf.range(tf.shape(windows.token_ids, out_type=tf.int64)[1])
+    inside = ((position >= tf.expand_dims(windows.first, 1))
+              & (position < tf.expand_dims(last, 1)))
+    keep = inside | (position == 0)
     masked = tf.constant(MASKED_LOGIT, tf.float64)
     start_p, end_p = (tf.nn.softmax(tf.where(keep, tf.cast(found[key], tf.float64), masked),
-                                    axis=1)
-                      for key in ("start_logits", "end_logits"))
-    no_answer = tf.math.unsorted_segment_min(start_p[:, 0] * end_p[:, 0], example, batch)
-    # The best spans of each window, i <= j < i + max_answer_len, both in the context.
+                                    axis=1) for key in ("start_logits", "end_logits"))
+    return start_p, end_p, inside
+
+
+def _best_spans(settings, windows, start_p, end_p, inside):
+    """The ``PROPOSALS`` best spans of each window, ``i <= j < i + max_answer_len`` both in
+    its context, window by window and best first: ``(score, window, i, j)``, ``i`` and
+    ``j`` counted in the example's context tokens."""
+    width = tf.shape(start_p, out_type=tf.int64)[1]
+    position = tf.range(width)
     span = tf.expand_dims(start_p, 2) * tf.expand_dims(end_p, 1)
     gap = tf.expand_dims(position, 0) - tf.expand_dims(position, 1)
-    allowed = ((gap >= 0) & (gap < settings.max_answer_len) & tf.expand_dims(context_token, 2)
-               & tf.expand_dims(context_token, 1))
-    width = tf.shape(position, out_type=tf.int64)[0]
+    allowed = ((gap >= 0) & (gap < settings.max_answer_len) & tf.expand_dims(inside, 2)
+               & tf.expand_dims(inside, 1))
     flat = tf.reshape(tf.where(allowed, span, tf.constant(-1.0, tf.float64)),
-                      [windows, width * width])
+                      [tf.shape(span, out_type=tf.int64)[0], width * width])
     proposals = tf.minimum(tf.constant(PROPOSALS, tf.int64), width * width)
     best, index = tf.math.top_k(flat, k=tf.cast(proposals, tf.int32))
     valid = tf.where(best >= 0)
     score, index = tf.gather_nd(best, valid), tf.cast(tf.gather_nd(index, valid), tf.int64)
     window = valid[:, 0]
-    offset = tf.gather(begin - first, window)
-    i, j = index // width + offset, index % width + offset
-    # Widened to whole words as far as the window reaches, then to characters.
-    word = tf.cumsum(tf.cast(word_starts.flat_values | _row_first(ids), tf.int64)) - 1
-    flat_index = tf.range(tf.size(word, out_type=tf.int64))
-    word_first = tf.gather(tf.math.unsorted_segment_min(flat_index, word, tf.size(word)), word)
-    word_last = tf.gather(tf.math.unsorted_segment_max(flat_index, word, tf.size(word)), word)
-    base = tf.gather(row_start, window)
-    i = tf.maximum(tf.gather(word_first, base + i), base + tf.gather(begin, window))
-    j = tf.minimum(tf.gather(word_last, base + j), base + tf.gather(stop, window) - 1)
-    char_start, char_end = tf.gather(starts.flat_values, i), tf.gather(ends.flat_values, j)
-    owner = tf.gather(example, window)
-    chars = tf.strings.unicode_decode(context, "UTF-8", errors="replace")
-    text = tf.strings.unicode_encode(tf.gather(chars.flat_values, tf.ragged.range(
-        char_start, char_end) + tf.expand_dims(tf.gather(chars.row_splits, owner), 1)), "UTF-8")
-    # Proposals with the same text but for case are one answer, scored by their sum; the
-    # best answer of each example, the first found among equals.
+    offset = tf.gather(windows.begin - windows.first, window)
+    return score, window, index // width + offset, index % width + offset
+
+
+def _merged_best(text, score, owner, batch):
+    """Proposals with the same text but for case are one answer, scored by their sum;
+    ``(proposal, score)`` of each example's best answer, the first found among equals."""
     key = tf.strings.join([tf.strings.as_string(owner),
                            tf.strings.lower(text, encoding="utf-8")], separator="\n")
     keys, group = tf.unique(key, out_idx=tf.int64)
@@ -163,14 +215,7 @@ def find_answers(settings, encoder, logits, question, context):
     winner = tf.math.unsorted_segment_min(
         tf.where(total == tf.gather(top, group_owner), tf.range(groups), groups), group_owner,
         batch)
-    chosen = tf.gather(proposal, winner)
-    empty = no_answer > top if settings.handle_impossible_answer else tf.zeros_like(top, bool)
-    return {"answer": tf.where(empty, "", tf.gather(text, chosen)),
-            "start": tf.cast(tf.where(empty, 0, tf.cast(tf.gather(char_start, chosen), tf.int32)),
-                             tf.int32),
-            "end": tf.cast(tf.where(empty, 0, tf.cast(tf.gather(char_end, chosen), tf.int32)),
-                           tf.int32),
-            "score": tf.where(empty, no_answer, top)}
+    return tf.gather(proposal, winner), top
 
 
 def _row_first(ragged):
