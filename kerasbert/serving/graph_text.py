@@ -178,22 +178,30 @@ class TextEncoder(tf.Module):
 
     def __call__(self, text, pair=None):
         """``(token_ids, segment_ids)``: int32 ``[batch, longest row]``, padded with [PAD]."""
-        first = self.token_ids(text)
-        if pair is None:
-            ids = _row_concat([[self.cls_id], first[:, :self.maxlen - 2], [self.sep_id]])
+        return self.inputs(self.token_ids(text), None if pair is None else self.token_ids(pair))
+
+    def inputs(self, first, second=None):
+        """The model's inputs from each text's token ids (ragged, as :meth:`token_ids` or
+        :meth:`pieces` give them), cut to ``maxlen`` as ``Tokenizer.encode`` cuts them."""
+        if second is None:
+            ids = row_concat([[self.cls_id], first[:, :self.maxlen - 2], [self.sep_id]])
             segment_ids = tf.zeros_like(ids)
         else:
-            second = self.token_ids(pair)
             keep_a, keep_b = _longest_first(first.row_lengths(), second.row_lengths(),
                                             self.maxlen - 3)
-            ids = _row_concat([[self.cls_id], _row_head(first, keep_a), [self.sep_id],
-                               _row_head(second, keep_b), [self.sep_id]])
-            segment_ids = tf.cast(tf.ragged.range(ids.row_lengths())
-                                  >= tf.expand_dims(keep_a + 2, 1), tf.int64)
+            ids = row_concat([[self.cls_id], _row_head(first, keep_a), [self.sep_id],
+                              _row_head(second, keep_b), [self.sep_id]])
+            segment_ids = tf.ragged.range(ids.row_lengths()) >= tf.expand_dims(keep_a + 2, 1)
         # At least [CLS] [SEP] wide, so that an empty batch still has a [CLS] column.
-        shape = [ids.nrows(), tf.reduce_max(tf.concat([ids.row_lengths(), [2]], 0))]
-        return (tf.cast(ids.to_tensor(self._pad, shape=shape), tf.int32),
-                tf.cast(segment_ids.to_tensor(0, shape=shape), tf.int32))
+        return self.padded(ids, segment_ids, 2)
+
+    def padded(self, ids, segment_ids, min_width, pad=None):
+        """Ragged ids and segment ids as int32 ``[batch, longest row]`` (at least
+        ``min_width``), padded with ``pad`` (by default [PAD]) and 0."""
+        pad = self._pad if pad is None else pad
+        shape = [ids.nrows(), tf.reduce_max(tf.concat([ids.row_lengths(), [min_width]], 0))]
+        return (tf.cast(ids.to_tensor(tf.constant(pad, ids.dtype), shape=shape), tf.int32),
+                tf.cast(segment_ids, tf.int32).to_tensor(0, shape=shape))
 
     def token_ids(self, text):
         """WordPiece ids of each text, without [CLS] and [SEP]: ragged int64 ``[batch, None]``."""
@@ -328,11 +336,19 @@ def _plain_vocab(vocab, token_dict, owner):
     return path
 
 
-def _row_concat(parts):
+def row_concat(parts):
     """Ragged rows joined end to end; a list part is the same tokens in every row."""
     batch = next(part for part in parts if not isinstance(part, list)).nrows()
     return tf.concat([tf.RaggedTensor.from_tensor(tf.fill([batch, 1], tf.constant(p[0], tf.int64)))
                       if isinstance(p, list) else p for p in parts], axis=1)
+
+
+def substrings(text, rows, start, end):
+    """``text[rows[k]][start[k]:end[k]]`` for each k, in characters (code points), as
+    UTF-8 strings; ``text`` a string ``[batch]``, the others int64 ``[k]``."""
+    chars = tf.strings.unicode_decode(text, "UTF-8", errors="replace")
+    where = tf.ragged.range(start, end) + tf.expand_dims(tf.gather(chars.row_splits, rows), 1)
+    return tf.strings.unicode_encode(tf.gather(chars.flat_values, where), "UTF-8")
 
 
 def _row_head(rows, lengths):

@@ -34,7 +34,7 @@ import numpy as np
 import tensorflow as tf
 
 from kerasbert.models import names
-from kerasbert.serving.graph_text import TextEncoder
+from kerasbert.serving.graph_text import TextEncoder, substrings
 from kerasbert.serving.saved_model import version_folder, write_archive
 from kerasbert.tasks.entities import OUTSIDE, entity_spans, split_tag
 
@@ -64,17 +64,14 @@ def export(run, directory, *, version=None, overwrite=False):
         return {"tag_ids": best, "scores": scores}
 
     def entities(text):
-        token_ids, segment_ids = encoder(text)
-        starts, ends = encoder.pieces(text)[1:3]
+        ids, starts, ends, _ = encoder.pieces(text)
         starts, ends = starts[:, :encoder.maxlen - 2], ends[:, :encoder.maxlen - 2]
-        best = tagged(token_ids, segment_ids)["tag_ids"][:, 1:]
+        best = tagged(*encoder.inputs(ids))["tag_ids"][:, 1:]
         tags = tf.RaggedTensor.from_tensor(best, lengths=starts.row_lengths()).flat_values
-        found = _chunks(tags, starts.value_rowids(), starts.row_splits, continues, outside)
-        first, last, row = found
+        first, last, row = _chunks(tags, starts.value_rowids(), starts.row_splits, continues,
+                                   outside)
         start, end = tf.gather(starts.flat_values, first), tf.gather(ends.flat_values, last)
-        chars = tf.strings.unicode_decode(text, "UTF-8", errors="replace")
-        spans = tf.ragged.range(start, end) + tf.expand_dims(tf.gather(chars.row_splits, row), 1)
-        words = tf.strings.unicode_encode(tf.gather(chars.flat_values, spans), "UTF-8")
+        words = substrings(text, row, start, end)
         batch = tf.shape(text, out_type=tf.int64)[0]
 
         def padded(values, fill):
@@ -101,9 +98,8 @@ def continuation_table(tags):
         >>> continuation_table(["O", "B-PER", "I-PER"]).astype(int).tolist()
         [[0, 0, 0], [0, 0, 1], [0, 0, 1]]
     """
-    return np.array([[tags[a] != OUTSIDE and len(entity_spans([tags[a], tags[b]])) == 1
-                      and entity_spans([tags[a], tags[b]])[0][1:] == (0, 2)
-                      for b in range(len(tags))] for a in range(len(tags))])
+    return np.array([[a != OUTSIDE and entity_spans([a, b]) == [(split_tag(a)[1], 0, 2)]
+                      for b in tags] for a in tags])
 
 
 def _chunks(tags, rows, row_splits, continues, outside):

@@ -36,7 +36,7 @@ import typing
 
 import tensorflow as tf
 
-from kerasbert.serving.graph_text import TextEncoder
+from kerasbert.serving.graph_text import TextEncoder, row_concat, substrings
 from kerasbert.serving.saved_model import version_folder, write_archive
 from kerasbert.tasks.answer_spans import MASKED_LOGIT
 
@@ -100,9 +100,7 @@ def find_answers(settings, encoder, logits, question, context):
     j = tf.minimum(tf.gather(word_last, base + j), base + tf.gather(windows.stop, window) - 1)
     char_start, char_end = tf.gather(starts.flat_values, i), tf.gather(ends.flat_values, j)
     owner = tf.gather(windows.example, window)
-    chars = tf.strings.unicode_decode(context, "UTF-8", errors="replace")
-    text = tf.strings.unicode_encode(tf.gather(chars.flat_values, tf.ragged.range(
-        char_start, char_end) + tf.expand_dims(tf.gather(chars.row_splits, owner), 1)), "UTF-8")
+    text = substrings(context, owner, char_start, char_end)
     chosen, top = _merged_best(text, score, owner, batch)
     empty = no_answer > top if settings.handle_impossible_answer else tf.zeros_like(top, bool)
 
@@ -149,20 +147,13 @@ def _windows(settings, encoder, questions, ids):
     begin = tf.ragged.range(count).flat_values * tf.gather(step, example)
     stop = tf.minimum(begin + tf.gather(length, example), tf.gather(tokens, example))
     taken = tf.ragged.range(begin, stop) + tf.expand_dims(tf.gather(ids.row_splits, example), 1)
-    windows = tf.size(example, out_type=tf.int64)
-
-    def column(token):
-        return tf.RaggedTensor.from_tensor(tf.fill([windows, 1], tf.constant(token, tf.int64)))
-
-    rows = tf.concat([column(encoder.cls_id), tf.gather(questions, example),
-                      column(encoder.sep_id), tf.gather(ids.flat_values, taken),
-                      column(encoder.sep_id)], axis=1)
+    rows = row_concat([[encoder.cls_id], tf.gather(questions, example), [encoder.sep_id],
+                       tf.gather(ids.flat_values, taken), [encoder.sep_id]])
     first = tf.gather(asked, example) + 2
-    segments = tf.cast(tf.ragged.range(rows.row_lengths()) >= tf.expand_dims(first, 1), tf.int32)
-    # At least [CLS] [SEP] [SEP] wide, so that an empty batch still has a [CLS] column.
-    shape = [windows, tf.reduce_max(tf.concat([rows.row_lengths(), [3]], 0))]
-    return _Windows(example, begin, stop, first, tf.cast(rows.to_tensor(0, shape=shape), tf.int32),
-                    segments.to_tensor(0, shape=shape))
+    segments = tf.ragged.range(rows.row_lengths()) >= tf.expand_dims(first, 1)
+    # At least [CLS] [SEP] [SEP] wide, so that an empty batch still has a [CLS] column;
+    # padded with id 0, as QuestionAnswerer pads.
+    return _Windows(example, begin, stop, first, *encoder.padded(rows, segments, 3, pad=0))
 
 
 def _probabilities(windows, found):

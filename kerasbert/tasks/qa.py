@@ -104,12 +104,17 @@ def train(options, callbacks=(), verbose="auto"):
     return run.finish(_write_results(options, inputs, recorder))
 
 
-def answerer(model, tokenizer, options, questions=None):
-    """The :class:`QuestionAnswerer` of a run's settings; "no answer" is considered where
+def answer_settings(options, questions=None):
+    """The :class:`QuestionAnswerer` settings of a run; "no answer" is considered where
     ``questions`` hold unanswerable ones, and always without ``questions``."""
     no_answer = questions is None or any(not q.answers for q in questions)
-    return QuestionAnswerer(model, tokenizer, max_seq_len=options.maxlen,
-                            max_answer_len=MAX_ANSWER_LEN, handle_impossible_answer=no_answer)
+    return {"max_seq_len": options.maxlen, "max_answer_len": MAX_ANSWER_LEN,
+            "handle_impossible_answer": no_answer}
+
+
+def answerer(model, tokenizer, options, questions=None):
+    """The :class:`QuestionAnswerer` of a run's settings (:func:`answer_settings`)."""
+    return QuestionAnswerer(model, tokenizer, **answer_settings(options, questions))
 
 
 def predictions(answer, questions):

@@ -287,10 +287,7 @@ def _from_directory(directory):
     if run.options.task != "qa":
         raise ValueError(f"run in {directory}: a {run.options.task} run; QuestionAnswerer "
                          "takes a run of kerasbert train --task qa")
-    settings = qa.answerer(run.model, run.tokenizer, run.options)
-    return run.model, run.tokenizer, {"max_seq_len": settings.max_seq_len,
-                                      "max_answer_len": settings.max_answer_len,
-                                      "handle_impossible_answer": True}
+    return run.model, run.tokenizer, qa.answer_settings(run.options)
 
 
 def _is_count(value):
