@@ -17,7 +17,10 @@ trains on the same examples in its own process:
 and kerasbert's options one at a time: ``kerasbert-bucketed`` (the batches of
 ``kerasbert train``: grouped by length, cut to their longest row), ``kerasbert-xla``
 (``jit_compile=True``), ``kerasbert-bf16`` (``mixed_bfloat16``, ``--mixed-precision``)
-and both of the fast ones together (``kerasbert-bucketed-bf16``).
+and both of the fast ones together (``kerasbert-bucketed-bf16``). ``kerasbert-keras-kernels``
+(and ``-bf16``) trains with Keras's own dropout, autodiff's GELU derivative and Keras's
+Adam update instead of :mod:`kerasbert.models.kernels` and the fused ``ApplyAdam``: what
+those are worth.
 
 Each worker first trains a few warm-up batches (tracing, compiling), then times
 ``epochs`` passes over the same ``samples`` examples; every pass records its seconds and
@@ -54,6 +57,9 @@ IMPLEMENTATIONS = {
     "kerasbert-xla": ("kerasbert, fit, jit_compile=True", False),
     "kerasbert-bf16": ("kerasbert, fit, mixed_bfloat16", False),
     "kerasbert-bucketed-bf16": ("kerasbert, fit, length-grouped batches, mixed_bfloat16", False),
+    "kerasbert-keras-kernels": ("kerasbert with Keras's dropout, GELU derivative, Adam update",
+                                False),
+    "kerasbert-keras-kernels-bf16": ("the same, mixed_bfloat16", False),
     "bert4keras": ("bert4keras", True),
     "keras-hub": ("keras-hub", False),
     "hf-torch": ("Hugging Face torch", False),
@@ -165,8 +171,20 @@ def _result(label, timer, samples, extra=None):
             "best_samples_per_s": round(samples / min(timer.seconds), 1), **(extra or {})}
 
 
+def _use_keras_kernels():
+    """Makes kerasbert train with Keras's own dropout, GELU derivative and Adam update."""
+    import keras
+
+    from kerasbert.models import kernels, layers
+    from kerasbert.training import optimizer
+
+    layers.training_activation = lambda name, activation: activation
+    kernels.Dropout.call = keras.layers.Dropout.call
+    optimizer.AdamW.update_step = keras.optimizers.AdamW.update_step
+
+
 def kerasbert(path, epochs, bucketed=False, jit_compile=False, dtype_policy=None, arrays=False,
-              **_):
+              keras_kernels=False, **_):
     """kerasbert's classifier under Keras ``fit``, as ``kerasbert train`` builds it."""
     import keras
 
@@ -174,6 +192,9 @@ def kerasbert(path, epochs, bucketed=False, jit_compile=False, dtype_policy=None
     from kerasbert import add_cls_classifier, build_transformer_model
     from kerasbert.training import batches
     from kerasbert.training.optimizer import make_optimizer
+
+    if keras_kernels:
+        _use_keras_kernels()
 
     keras.utils.set_random_seed(0)
     timed, warmup = _load(path)
@@ -300,6 +321,9 @@ WORKERS = {
     "kerasbert-bf16": lambda **o: kerasbert(**o, dtype_policy="mixed_bfloat16"),
     "kerasbert-bucketed-bf16": lambda **o: kerasbert(**o, bucketed=True,
                                                      dtype_policy="mixed_bfloat16"),
+    "kerasbert-keras-kernels": lambda **o: kerasbert(**o, keras_kernels=True),
+    "kerasbert-keras-kernels-bf16": lambda **o: kerasbert(**o, keras_kernels=True,
+                                                          dtype_policy="mixed_bfloat16"),
     "bert4keras": bert4keras,
     "keras-hub": keras_hub,
     "hf-torch": hf_torch,

@@ -23,6 +23,7 @@ from kerasbert.models.audit import expected_rows
 from kerasbert.models.config import check_maxlen
 from kerasbert.models.families import variant_of
 from kerasbert.models.heads import apply_mlm, apply_nsp, apply_pooler
+from kerasbert.models.kernels import Dropout
 from kerasbert.models.layers import (
     Add,
     FeedForward,
@@ -43,7 +44,7 @@ BYTES_PER_WEIGHT = 4  # float32 variables, also under mixed precision
 
 def _dropout_layer(rate, name, dtype):
     # bert4keras leaves the layer out when the rate is 0; the layer list matches.
-    return keras.layers.Dropout(rate, name=name, dtype=dtype) if rate else None
+    return Dropout(rate, name=name, dtype=dtype) if rate else None
 
 
 def _dropout(x, rate, name, dtype):

@@ -9,6 +9,7 @@ import keras
 
 from kerasbert.models import names
 from kerasbert.models.crf import ConditionalRandomField
+from kerasbert.models.kernels import Dropout
 from kerasbert.models.layers import BiasAdd, FirstToken, get_activation, truncated_normal
 
 # The CRF's transitions learn this many times faster than BERT's weights (bert4keras's
@@ -113,7 +114,7 @@ def add_cls_classifier(model, num_labels, dropout_rate=0.1, activation="softmax"
     if len(x.shape) == 3:
         x = FirstToken(name=names.CLS_TOKEN, dtype=dtype)(x)
     if dropout_rate:
-        x = keras.layers.Dropout(dropout_rate, name=names.CLS_DROPOUT, dtype=dtype)(x)
+        x = Dropout(dropout_rate, name=names.CLS_DROPOUT, dtype=dtype)(x)
     outputs = keras.layers.Dense(
         num_labels,
         activation=activation,
@@ -153,7 +154,7 @@ def add_tagger(model, num_tags, crf=True, dropout_rate=0.1, initializer_range=0.
     """
     x = model.outputs[0]  # the sequence output
     if dropout_rate:
-        x = keras.layers.Dropout(dropout_rate, name=names.TAGGER_DROPOUT, dtype=dtype)(x)
+        x = Dropout(dropout_rate, name=names.TAGGER_DROPOUT, dtype=dtype)(x)
     x = keras.layers.Dense(num_tags, kernel_initializer=truncated_normal(initializer_range),
                            name=names.TAGGER_DENSE, dtype=dtype)(x)
     if crf:

@@ -1,6 +1,7 @@
 """The few layers Keras does not have in the form a Google checkpoint needs.
 
-Keras supplies the embeddings, layer norms, dense layers and dropouts. What remains:
+Keras supplies the embeddings, layer norms and dense layers (``kernels.py`` the dropout and
+how the products run). What remains:
 self-attention and feed-forward blocks whose kernels are the 2-D matrices stored in
 Google checkpoints (so loading is a plain assignment, no reshaping), the learned
 position embedding, the first-token slice used by ``Pooler`` and ``CLS-token``, and
@@ -16,6 +17,7 @@ from keras import ops
 
 from kerasbert.models import names
 from kerasbert.models.config import APPROXIMATE_GELU_NAMES
+from kerasbert.models.kernels import Dropout, affine, training_activation
 from kerasbert.models.positions import rotate
 
 PACKAGE = names.SERIALIZATION_PACKAGE
@@ -32,25 +34,6 @@ def get_activation(name):
     if name in APPROXIMATE_GELU_NAMES:
         return gelu_approximate
     return keras.activations.get(name)
-
-
-def affine(rows, kernel, bias):
-    """``rows @ kernel + bias`` for 2-D ``rows`` (``bias`` may be None).
-
-    On TensorFlow it is written as ``MatMul`` + ``BiasAdd``: the pair that TensorFlow's
-    graph optimizer hands to oneDNN as one fused product, with a GELU or ReLU that follows
-    folded in too. Keras's ``matmul + add`` (an ``AddV2``) is not fused, and its
-    separate bias and GELU passes cost as much as the product itself in bfloat16
-    (``bench/``). Other backends get the plain expression.
-    """
-    if bias is None:  # RoFormer-v2's bias-free layers
-        return ops.matmul(rows, kernel)
-    if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
-        return tf.nn.bias_add(tf.matmul(rows, ops.convert_to_tensor(kernel)),
-                              ops.convert_to_tensor(bias))
-    return ops.matmul(rows, kernel) + bias
 
 
 def truncated_normal(stddev):
@@ -228,7 +211,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.dropout = dropout
         self.initializer_range = initializer_range
         self.supports_masking = True
-        self.probability_dropout = (keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.probability_dropout = (Dropout(dropout, dtype=self.dtype_policy)
                                     if dropout else None)
 
     def build(self, input_shape):
@@ -340,6 +323,7 @@ class FeedForward(keras.layers.Layer):
         self.activation = activation
         self.initializer_range = initializer_range
         self.activation_fn = get_activation(activation)
+        self.training_activation_fn = training_activation(activation, self.activation_fn)
         self.supports_masking = True
 
     def build(self, input_shape):
@@ -356,10 +340,11 @@ class FeedForward(keras.layers.Layer):
         self.output_bias = self.add_weight(
             name="output_bias", shape=(hidden,), initializer="zeros") if self.use_bias else None
 
-    def call(self, inputs):
+    def call(self, inputs, training=None):
         # On 2-D rows, so each product is one GEMM fused with its bias and activation.
         rows = ops.reshape(inputs, (-1, inputs.shape[-1]))  # (B*T, H)
-        x = self.activation_fn(affine(rows, self.intermediate_kernel, self.intermediate_bias))
+        activation = self.training_activation_fn if training else self.activation_fn
+        x = activation(affine(rows, self.intermediate_kernel, self.intermediate_bias))
         x = affine(x, self.output_kernel, self.output_bias)
         return ops.reshape(x, ops.shape(inputs))
 

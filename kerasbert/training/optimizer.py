@@ -3,8 +3,9 @@
 BERT's recipe (Devlin et al.; Google's ``optimization.py``): AdamW with weight decay on
 the matrices only (not on LayerNorm parameters or biases), a learning rate that rises
 linearly over the first steps and then falls linearly to zero, and global-norm clipping.
-Here it is assembled from Keras's own ``AdamW``; only the schedule is written out, as a
-serializable ``LearningRateSchedule`` so a saved model reloads with its optimizer.
+Here it is Keras's own ``AdamW``; written out are the schedule, as a serializable
+``LearningRateSchedule`` so a saved model reloads with its optimizer, and, on TensorFlow,
+each variable's Adam update as TensorFlow's one fused ``ApplyAdam`` kernel (:class:`AdamW`).
 
 Example:
     >>> schedule = WarmupLinearDecay(2e-5, warmup_steps=10, total_steps=100)
@@ -53,6 +54,43 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
+@keras.saving.register_keras_serializable(package="kerasbert")
+class AdamW(keras.optimizers.AdamW):
+    """``keras.optimizers.AdamW`` whose Adam update of a variable is one kernel on TensorFlow.
+
+    Keras writes the update of the two moments and the variable as a dozen element-wise
+    operations, each a pass over the variable's memory; TensorFlow's ``ResourceApplyAdam``
+    computes the same formula (with Keras's epsilon outside the square root) in one pass.
+    The decoupled weight decay and the gradient clipping stay Keras's. Elsewhere (another
+    backend, AMSGrad, a ``tf.distribute`` strategy's variables) the update is Keras's own.
+    """
+
+    def update_step(self, gradient, variable, learning_rate):
+        if keras.backend.backend() != "tensorflow" or self.amsgrad:
+            return super().update_step(gradient, variable, learning_rate)
+        import tensorflow as tf
+
+        if tf.distribute.has_strategy():
+            return super().update_step(gradient, variable, learning_rate)
+        index = self._get_variable_index(variable)
+        target = variable.value if isinstance(variable, keras.Variable) else variable
+        dtype = target.dtype
+        step = tf.cast(self.iterations + 1, dtype)
+        beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
+        tf.raw_ops.ResourceApplyAdam(
+            var=target.handle,
+            m=self._momentums[index].value.handle,
+            v=self._velocities[index].value.handle,
+            beta1_power=tf.pow(beta_1, step),
+            beta2_power=tf.pow(beta_2, step),
+            lr=tf.cast(learning_rate, dtype),
+            beta1=beta_1,
+            beta2=beta_2,
+            epsilon=tf.cast(self.epsilon, dtype),
+            grad=tf.cast(tf.convert_to_tensor(gradient), dtype),
+        )
+
+
 def make_optimizer(model, learning_rate, total_steps, warmup=0.1, weight_decay=0.01,
                    clipnorm=1.0, gradient_accumulation=1):
     """Keras ``AdamW`` set up the BERT way for ``model``.
@@ -67,7 +105,7 @@ def make_optimizer(model, learning_rate, total_steps, warmup=0.1, weight_decay=0
         gradient_accumulation: batches whose gradients are summed per update.
 
     Returns:
-        a ``keras.optimizers.AdamW``.
+        an :class:`AdamW` (Keras's, with the fused update on TensorFlow).
     """
     if gradient_accumulation < 1:
         raise ValueError(f"gradient_accumulation ({gradient_accumulation}) must be at least 1")
@@ -75,7 +113,7 @@ def make_optimizer(model, learning_rate, total_steps, warmup=0.1, weight_decay=0
     # accumulation the schedule runs in batches, so its warm-up and end fall on the same updates.
     schedule = WarmupLinearDecay(learning_rate, round(warmup * total_steps) * gradient_accumulation,
                                  total_steps * gradient_accumulation)
-    optimizer = keras.optimizers.AdamW(
+    optimizer = AdamW(
         learning_rate=schedule,
         weight_decay=weight_decay,
         epsilon=1e-6,

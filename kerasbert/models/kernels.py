@@ -1,0 +1,124 @@
+"""How the model's products, GELU and dropout run fast on TensorFlow's CPU kernels.
+
+The numbers are BERT's; only the operations that compute them change, and only where
+TensorFlow is the backend (other backends get Keras's own expressions):
+
+* :func:`affine`: a dense product as ``MatMul`` + ``BiasAdd``, the pair oneDNN fuses.
+* :func:`training_activation`: the exact GELU in training, with its derivative written
+  out and computed in float32. Left to autodiff, the derivative of ``erfc`` becomes a
+  chain of element-wise passes, and in bfloat16 each of them converts every element
+  (TensorFlow's ``Erfc`` runs ~4x slower in bfloat16 than in float32).
+* :class:`Dropout`: the mask from 16 random bits per element, two per 32-bit draw, where
+  Keras draws a float per element: half the random numbers, and the draw is most of
+  dropout's cost. Inference never reaches either.
+
+``python -m bench train`` measures what they gain (README, "Training").
+"""
+
+import math
+
+import keras
+from keras import ops
+
+from kerasbert.models import names
+
+#: Dropout keeps an element when its 16 random bits are at least round(rate * 2**16).
+DROPOUT_BITS = 16
+_SQRT_HALF = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _tensorflow():
+    if keras.backend.backend() != "tensorflow":
+        return None
+    import tensorflow as tf
+
+    return tf
+
+
+def affine(rows, kernel, bias):
+    """``rows @ kernel + bias`` for 2-D ``rows`` (``bias`` may be None).
+
+    On TensorFlow it is written as ``MatMul`` + ``BiasAdd``: the pair that TensorFlow's
+    graph optimizer hands to oneDNN as one fused product, with a GELU or ReLU that follows
+    folded in too. Keras's ``matmul + add`` (an ``AddV2``) is not fused, and its
+    separate bias and GELU passes cost as much as the product itself in bfloat16
+    (``bench/``). Other backends get the plain expression.
+    """
+    if bias is None:  # RoFormer-v2's bias-free layers
+        return ops.matmul(rows, kernel)
+    tf = _tensorflow()
+    if tf is not None:
+        return tf.nn.bias_add(tf.matmul(rows, ops.convert_to_tensor(kernel)),
+                              ops.convert_to_tensor(bias))
+    return ops.matmul(rows, kernel) + bias
+
+
+def _exact_gelu_with_derivative(tf):
+    @tf.custom_gradient
+    def gelu(x):
+        wide = tf.cast(x, tf.float32)
+        value = tf.nn.gelu(wide, approximate=False)
+
+        def derivative(upstream):
+            # d/dx x * Phi(x) = Phi(x) + x * phi(x), Phi the normal CDF, phi its density.
+            slope = (0.5 * tf.math.erfc(-wide * _SQRT_HALF)
+                     + wide * tf.exp(-0.5 * tf.square(wide)) * _INV_SQRT_2PI)
+            return tf.cast(tf.cast(upstream, tf.float32) * slope, x.dtype)
+
+        return tf.cast(value, x.dtype), derivative
+
+    return gelu
+
+
+def training_activation(name, activation):
+    """The form of a config's ``hidden_act`` to train with: the same function, but for the
+    exact GELU on TensorFlow, whose derivative is written out in float32.
+
+    Args:
+        name: the config's ``hidden_act``.
+        activation: the function it resolves to (used everywhere else).
+    """
+    tf = _tensorflow()
+    if tf is None or name != "gelu":
+        return activation
+    return _exact_gelu_with_derivative(tf)
+
+
+def _dropout(tf, inputs, rate, seed):
+    """``inputs`` with each element zeroed with probability ``rate`` (to 2**-16), the
+    rest scaled by ``1 / (1 - rate)``; the mask drawn from ``seed`` (a [2] int32)."""
+    shape = tf.shape(inputs)
+    size = tf.size(inputs)
+    words = tf.random.stateless_uniform(  # 32 random bits give two 16-bit draws
+        [(size + 1) // 2], seed, minval=None, maxval=None, dtype=tf.uint32)
+    draws = tf.slice(tf.reshape(tf.bitcast(words, tf.uint16), [-1]), [0], [size])
+    keep = tf.reshape(draws, shape) >= round(rate * 2 ** DROPOUT_BITS)
+    scaled = inputs * tf.cast(1.0 / (1.0 - rate), inputs.dtype)
+    return tf.where(keep, scaled, tf.zeros((), inputs.dtype))
+
+
+@keras.saving.register_keras_serializable(package=names.SERIALIZATION_PACKAGE)
+class Dropout(keras.layers.Dropout):
+    """``keras.layers.Dropout`` whose training mask costs half the random numbers on
+    TensorFlow (16 bits per element); elsewhere, or with a ``noise_shape``, Keras's own.
+
+    The mask comes from the layer's ``seed_generator``, as Keras's does, so a seeded
+    model draws the same masks run after run. The drop probability is ``rate`` rounded to
+    a multiple of 2**-16 (0.1 becomes 0.100006).
+
+    Example:
+        >>> x = keras.ops.ones((4, 1000))
+        >>> y = Dropout(0.1, seed=1)(x, training=True)
+        >>> 0.08 < float(keras.ops.mean(keras.ops.equal(y, 0.0))) < 0.12
+        True
+    """
+
+    def call(self, inputs, training=False):
+        tf = _tensorflow()
+        if tf is None or not training or self.noise_shape is not None or not 0 < self.rate < 1:
+            return super().call(inputs, training=training)
+        seed = self.seed_generator.next()
+        if seed.dtype != tf.int32:  # as Keras casts its seeds on TensorFlow
+            seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
+        return _dropout(tf, inputs, self.rate, seed)

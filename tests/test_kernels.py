@@ -1,0 +1,135 @@
+"""The training forms of GELU and dropout, and the fused Adam update: the numbers Keras's own
+forms give, and the model trains through them."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kerasbert import add_cls_classifier, build_transformer_model
+from kerasbert.models import layers, names
+from kerasbert.models.kernels import Dropout, training_activation
+from kerasbert.training.optimizer import AdamW, make_optimizer
+
+
+def value_and_gradient(function, x, upstream):
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = function(x)
+    return y.numpy(), tape.gradient(y, x, output_gradients=tf.constant(upstream)).numpy()
+
+
+def test_training_gelu_gives_keras_gelu_and_its_derivative():
+    rng = np.random.default_rng(0)
+    x = np.concatenate([np.linspace(-9, 9, 4001), rng.normal(size=4000) * 3]).astype("float32")
+    upstream = rng.normal(size=x.shape).astype("float32")
+    gelu = training_activation("gelu", keras.activations.gelu)
+    assert gelu is not keras.activations.gelu
+    value, gradient = value_and_gradient(gelu, x, upstream)
+    expected_value, expected_gradient = value_and_gradient(keras.activations.gelu, x, upstream)
+    np.testing.assert_array_equal(value, expected_value)
+    np.testing.assert_allclose(gradient, expected_gradient, rtol=1e-5, atol=1e-6)
+    # bfloat16: computed in float32 and rounded once.
+    value, gradient = value_and_gradient(gelu, tf.cast(x, tf.bfloat16),
+                                         tf.cast(upstream, tf.bfloat16))
+    assert value.dtype == gradient.dtype == tf.bfloat16.as_numpy_dtype
+    wide = tf.cast(tf.cast(x, tf.bfloat16), tf.float32)
+    _, wide_gradient = value_and_gradient(
+        keras.activations.gelu, wide, tf.cast(tf.cast(upstream, tf.bfloat16), tf.float32))
+    np.testing.assert_array_equal(
+        value, tf.cast(keras.activations.gelu(wide), tf.bfloat16).numpy())
+    np.testing.assert_allclose(gradient.astype("float32"), wide_gradient, rtol=1e-2, atol=1e-2)
+
+
+def test_other_activations_train_as_they_are():
+    assert training_activation("gelu_new", layers.gelu_approximate) is layers.gelu_approximate
+    relu = keras.activations.get("relu")
+    assert training_activation("relu", relu) is relu
+
+
+def test_feed_forward_gives_the_same_numbers_in_training_and_inference():
+    layer = layers.FeedForward(intermediate_size=64)
+    x = tf.constant(np.random.default_rng(1).normal(size=(2, 7, 16)).astype("float32"))
+    with tf.GradientTape(persistent=True) as tape:
+        trained = layer(x, training=True)
+        inferred = layer(x, training=False)
+    np.testing.assert_array_equal(trained.numpy(), inferred.numpy())
+    for a, b in zip(tape.gradient(trained, layer.trainable_variables),
+                    tape.gradient(inferred, layer.trainable_variables)):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_dropout_drops_at_its_rate_and_scales_the_rest(dtype):
+    layer = Dropout(0.1, seed=3, dtype=dtype)
+    x = tf.cast(tf.fill((64, 125, 127), 1.5), dtype)  # an odd number of elements
+    y = layer(x, training=True).numpy().astype("float32")
+    dropped = y == 0
+    assert abs(dropped.mean() - 0.1) < 0.002
+    kept = (tf.cast(x, dtype) * tf.cast(1 / 0.9, dtype)).numpy().astype("float32")
+    np.testing.assert_array_equal(y[~dropped], kept[~dropped])
+    # The two draws of one 32-bit word are independent: neighbours are dropped together
+    # as often as chance has it.
+    flat = dropped.reshape(-1)[: dropped.size // 2 * 2].reshape(-1, 2)
+    assert abs((flat[:, 0] & flat[:, 1]).mean() - 0.01) < 0.001
+    np.testing.assert_array_equal(layer(x, training=False).numpy(), x.numpy())
+
+
+def test_dropout_masks_follow_the_seed_generator():
+    """The same state draws the same mask (what a resumed run relies on); the next call
+    another."""
+    x = tf.ones((8, 33))
+    first, second = Dropout(0.5, seed=7), Dropout(0.5, seed=7)
+    a, b = first(x, training=True).numpy(), second(x, training=True).numpy()
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, first(x, training=True).numpy())
+    first.seed_generator.state.assign(np.array([11, 0]))
+    second.seed_generator.state.assign(np.array([11, 0]))
+    np.testing.assert_array_equal(first(x, training=True).numpy(),
+                                  second(x, training=True).numpy())
+
+
+def test_dropout_gradient_is_the_mask_times_the_scale():
+    layer = Dropout(0.2, seed=5)
+    x = tf.constant(np.random.default_rng(2).normal(size=(4, 50)).astype("float32"))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = layer(x, training=True)
+    gradient = tape.gradient(y, x).numpy()
+    kept = y.numpy() != 0
+    np.testing.assert_allclose(gradient[kept], np.float32(1 / 0.8))
+    assert not gradient[~kept].any()
+
+
+def test_adamw_update_is_keras_adamw_to_rounding():
+    rng = np.random.default_rng(0)
+    start = [rng.normal(size=(300, 200)).astype("float32"), np.zeros(200, "float32")]
+    gradients = [[rng.normal(size=w.shape).astype("float32") * 1e-2 for w in start]
+                 for _ in range(20)]
+    finals = []
+    for cls in (keras.optimizers.AdamW, AdamW):
+        variables = [keras.Variable(w) for w in start]
+        optimizer = cls(learning_rate=1e-3, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
+        for step in gradients:
+            optimizer.apply([tf.constant(g) for g in step], variables)
+        finals.append([v.numpy() for v in variables])
+    for ours, theirs, first in zip(finals[1], finals[0], start):
+        assert np.abs(theirs - first).max() > 5e-3  # they moved
+        np.testing.assert_allclose(ours, theirs, rtol=0, atol=2e-6)
+
+
+def test_the_training_step_runs_through_the_fast_forms(tiny_config):
+    """Keras's traced train step draws 32-bit words for the masks, no float per element,
+    and updates the variables with ApplyAdam."""
+    model = add_cls_classifier(build_transformer_model(tiny_config), 2)
+    model.compile(optimizer=make_optimizer(model, 1e-3, 10), loss="sparse_categorical_crossentropy")
+    x = (tf.ones((2, 5), "int32"), tf.zeros((2, 5), "int32"))
+    step = tf.function(model.train_step).get_concrete_function((x, tf.constant([0, 1])))
+    definition = step.graph.as_graph_def()
+    types = {node.op for node in definition.node}
+    types.update(node.op for function in definition.library.function for node in function.node_def)
+    assert "StatelessRandomUniformFullIntV2" in types
+    assert "StatelessRandomUniformV2" not in types
+    assert "ResourceApplyAdam" in types
+    assert isinstance(model.get_layer(names.dropout_name(names.attention_name(0))), Dropout)
