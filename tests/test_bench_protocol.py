@@ -128,6 +128,26 @@ def test_forward_takes_the_gemm_limit_of_the_suite_before_it(stub):
     assert {call["kwargs"]["repeats"] for call in stub.calls if call["suite"] == "forward"} == {1}
 
 
+def test_train_rounds_take_turns_and_keep_each_implementations_faster_round(monkeypatch):
+    speeds = iter([100.0, 90.0, 80.0, 120.0])  # kerasbert, bert4keras, then round 2
+
+    def answer(call):
+        figures = copy.deepcopy(FIGURES)
+        if call["name"] != "prepare":
+            figures["samples_per_s"] = next(speeds)
+        return figures
+
+    python = StubPython(answer)
+    monkeypatch.setattr(worker, "run_python", python)
+    options = runner.Options(only=("kerasbert", "bert4keras"), rounds=2, max_wait=0)
+    section = importlib.import_module("bench.train").run(options, lambda line: None)
+    assert [call["name"] for call in python.calls] == [
+        "prepare", "kerasbert", "bert4keras", "kerasbert", "bert4keras"]
+    assert {name: result["samples_per_s"] for name, result in section["results"].items()} == {
+        "kerasbert": 100.0, "bert4keras": 120.0}
+    assert "the faster of 2 rounds" in section["tables"][0]["title"]
+
+
 def test_only_picks_implementations_and_a_bert4keras_worker_runs_on_tf_keras(stub):
     options = runner.Options(only=("bert4keras", "kerasbert"), max_wait=0)
     section = importlib.import_module("bench.forward").run(options, lambda line: None)
