@@ -1,8 +1,8 @@
 """The few layers Keras does not have in the form a Google checkpoint needs.
 
-Keras supplies the embeddings, layer norms and dense layers (``kernels.py`` the dropout and
-how the products run). What remains:
-self-attention and feed-forward blocks whose kernels are the 2-D matrices stored in
+Keras supplies the embeddings, layer norms and dense layers; ``kernels.py`` the dropout and
+how products and GELU run on TensorFlow. What remains: self-attention and feed-forward
+blocks whose kernels are the 2-D matrices stored in
 Google checkpoints (so loading is a plain assignment, no reshaping), the learned
 position embedding, the first-token slice used by ``Pooler`` and ``CLS-token``, and
 the output bias of the MLM head. All build their weights in ``build()`` so
@@ -301,6 +301,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class FeedForward(keras.layers.Layer):
     """Position-wise feed-forward block: ``act(x W1 + b1) W2 + b2``.
+
+    In training, ``act`` is the form :func:`kernels.training_activation` gives (for the exact
+    GELU: the same values, a derivative computed in float32).
 
     Args:
         intermediate_size: width of the hidden layer.
