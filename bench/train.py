@@ -178,7 +178,7 @@ def _use_keras_kernels():
     from kerasbert.models import kernels, layers
     from kerasbert.training import optimizer
 
-    layers.training_activation = lambda name, activation: activation
+    layers.training_activation = lambda activation: activation
     kernels.Dropout.call = keras.layers.Dropout.call
     optimizer.AdamW.update_step = keras.optimizers.AdamW.update_step
 

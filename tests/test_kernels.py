@@ -24,7 +24,7 @@ def test_training_gelu_gives_keras_gelu_and_its_derivative():
     rng = np.random.default_rng(0)
     x = np.concatenate([np.linspace(-9, 9, 4001), rng.normal(size=4000) * 3]).astype("float32")
     upstream = rng.normal(size=x.shape).astype("float32")
-    gelu = training_activation("gelu", keras.activations.gelu)
+    gelu = training_activation(keras.activations.gelu)
     assert gelu is not keras.activations.gelu
     value, gradient = value_and_gradient(gelu, x, upstream)
     expected_value, expected_gradient = value_and_gradient(keras.activations.gelu, x, upstream)
@@ -43,9 +43,9 @@ def test_training_gelu_gives_keras_gelu_and_its_derivative():
 
 
 def test_other_activations_train_as_they_are():
-    assert training_activation("gelu_new", layers.gelu_approximate) is layers.gelu_approximate
+    assert training_activation(layers.gelu_approximate) is layers.gelu_approximate
     relu = keras.activations.get("relu")
-    assert training_activation("relu", relu) is relu
+    assert training_activation(relu) is relu
 
 
 def test_feed_forward_gives_the_same_numbers_in_training_and_inference():

@@ -15,6 +15,7 @@ TensorFlow is the backend (other backends get Keras's own expressions):
 ``python -m bench train`` measures what they gain (README, "Training").
 """
 
+import functools
 import math
 
 import keras
@@ -54,7 +55,10 @@ def affine(rows, kernel, bias):
     return ops.matmul(rows, kernel) + bias
 
 
-def _exact_gelu_with_derivative(tf):
+@functools.cache
+def _exact_gelu_with_derivative():
+    import tensorflow as tf
+
     @tf.custom_gradient
     def gelu(x):
         wide = tf.cast(x, tf.float32)
@@ -71,18 +75,13 @@ def _exact_gelu_with_derivative(tf):
     return gelu
 
 
-def training_activation(name, activation):
-    """The form of a config's ``hidden_act`` to train with: the same function, but for the
-    exact GELU on TensorFlow, whose derivative is written out in float32.
-
-    Args:
-        name: the config's ``hidden_act``.
-        activation: the function it resolves to (used everywhere else).
-    """
-    tf = _tensorflow()
-    if tf is None or name != "gelu":
+def training_activation(activation):
+    """The form of an activation function to train with: the same function, but for the
+    exact GELU (``keras.activations.gelu``) on TensorFlow, whose derivative is written out
+    in float32."""
+    if activation is not keras.activations.gelu or _tensorflow() is None:
         return activation
-    return _exact_gelu_with_derivative(tf)
+    return _exact_gelu_with_derivative()
 
 
 def _dropout(tf, inputs, rate, seed):

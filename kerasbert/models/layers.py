@@ -326,7 +326,7 @@ class FeedForward(keras.layers.Layer):
         self.activation = activation
         self.initializer_range = initializer_range
         self.activation_fn = get_activation(activation)
-        self.training_activation_fn = training_activation(activation, self.activation_fn)
+        self.training_activation_fn = training_activation(self.activation_fn)
         self.supports_masking = True
 
     def build(self, input_shape):
