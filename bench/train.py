@@ -52,8 +52,10 @@ DEFAULTS = {"samples": 160, "warmup_batches": 4, "epochs": 8}
 # name -> (what it is, runs under tf_keras); kerasbert variants first.
 IMPLEMENTATIONS = {
     "kerasbert": ("kerasbert, fit, padded to 128", False),
+    "kerasbert-padding": ("kerasbert, fit, padded to 128, products of padding computed", False),
     "kerasbert-arrays": ("kerasbert, fit on arrays (a new iterator per epoch)", False),
     "kerasbert-bucketed": ("kerasbert, fit, length-grouped batches", False),
+    "kerasbert-bucketed-padding": ("the same, products of padding computed", False),
     "kerasbert-xla": ("kerasbert, fit, jit_compile=True", False),
     "kerasbert-bf16": ("kerasbert, fit, mixed_bfloat16", False),
     "kerasbert-bucketed-bf16": ("kerasbert, fit, length-grouped batches, mixed_bfloat16", False),
@@ -183,8 +185,15 @@ def _use_keras_kernels():
     optimizer.AdamW.update_step = keras.optimizers.AdamW.update_step
 
 
+def _computing_padding():
+    """Makes kerasbert's layers compute the products of padding in training, as before."""
+    from kerasbert.models import layers
+
+    layers.token_rows = lambda mask: None
+
+
 def kerasbert(path, epochs, bucketed=False, jit_compile=False, dtype_policy=None, arrays=False,
-              keras_kernels=False, **_):
+              keras_kernels=False, padding=False, **_):
     """kerasbert's classifier under Keras ``fit``, as ``kerasbert train`` builds it."""
     import keras
 
@@ -195,6 +204,8 @@ def kerasbert(path, epochs, bucketed=False, jit_compile=False, dtype_policy=None
 
     if keras_kernels:
         _use_keras_kernels()
+    if padding:
+        _computing_padding()
 
     keras.utils.set_random_seed(0)
     timed, warmup = _load(path)
@@ -315,8 +326,10 @@ def hf_torch(path, epochs, autocast=False, **_):
 WORKERS = {
     "prepare": prepare,
     "kerasbert": kerasbert,
+    "kerasbert-padding": lambda **o: kerasbert(**o, padding=True),
     "kerasbert-arrays": lambda **o: kerasbert(**o, arrays=True),
     "kerasbert-bucketed": lambda **o: kerasbert(**o, bucketed=True),
+    "kerasbert-bucketed-padding": lambda **o: kerasbert(**o, bucketed=True, padding=True),
     "kerasbert-xla": lambda **o: kerasbert(**o, jit_compile=True),
     "kerasbert-bf16": lambda **o: kerasbert(**o, dtype_policy="mixed_bfloat16"),
     "kerasbert-bucketed-bf16": lambda **o: kerasbert(**o, bucketed=True,

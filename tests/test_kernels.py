@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kerasbert import add_cls_classifier, build_transformer_model
+from kerasbert import BertConfig, add_cls_classifier, build_transformer_model
 from kerasbert.models import layers, names
-from kerasbert.models.kernels import Dropout, training_activation
+from kerasbert.models.kernels import Dropout, token_rows, training_activation
 from kerasbert.training.optimizer import AdamW, make_optimizer
+from tests.conftest import TINY
 
 
 def value_and_gradient(function, x, upstream):
@@ -58,6 +59,58 @@ def test_feed_forward_gives_the_same_numbers_in_training_and_inference():
     for a, b in zip(tape.gradient(trained, layer.trainable_variables),
                     tape.gradient(inferred, layer.trainable_variables)):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+PADDED = np.array([[5, 6, 7, 8, 9, 10], [11, 12, 13, 0, 0, 0], [14, 0, 0, 0, 0, 0]], "int32")
+
+
+def test_feed_forward_trains_on_the_rows_of_tokens_only():
+    """In training, padding's rows never reach the products (its output is zeros); the
+    tokens' rows are what the whole batch gives; inference computes every row."""
+    layer = layers.FeedForward(intermediate_size=64)
+    x = tf.constant(np.random.default_rng(2).normal(size=(3, 6, 16)).astype("float32"))
+    mask = tf.constant(PADDED != 0)
+    trained = layer(x, mask=mask, training=True).numpy()
+    inferred = layer(x, mask=mask, training=False).numpy()
+    assert not trained[~mask.numpy()].any()
+    assert np.abs(inferred[~mask.numpy()]).min() > 0
+    np.testing.assert_allclose(trained[mask.numpy()], inferred[mask.numpy()], rtol=1e-6, atol=1e-7)
+
+
+def test_training_on_tokens_gives_the_numbers_of_the_whole_batch(monkeypatch):
+    """The encoder's outputs at tokens and every gradient of a loss at tokens are the same
+    whether the products of padding are computed or not."""
+    config = BertConfig.from_dict(dict(TINY, hidden_dropout_prob=0.0,
+                                       attention_probs_dropout_prob=0.0))
+    keras.utils.set_random_seed(0)
+    model = build_transformer_model(config)
+    inputs = [tf.constant(PADDED), tf.zeros_like(PADDED)]
+    mask = PADDED != 0
+
+    def outputs_and_gradients():
+        with tf.GradientTape() as tape:
+            output = model(inputs, training=True)
+            loss = tf.reduce_sum(tf.where(mask[..., None], output, 0.0) ** 2)
+        return output.numpy()[mask], tape.gradient(loss, model.trainable_variables)
+
+    tokens_only, gradients = outputs_and_gradients()
+    monkeypatch.setattr(layers, "token_rows", lambda mask: None)
+    every_row, every_row_gradients = outputs_and_gradients()
+    np.testing.assert_allclose(tokens_only, every_row, rtol=1e-5, atol=1e-6)
+    for ours, theirs in zip(gradients, every_row_gradients):
+        np.testing.assert_allclose(tf.convert_to_tensor(ours).numpy(),
+                                   tf.convert_to_tensor(theirs).numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_xla_computes_every_row():
+    """XLA fixes shapes at compile time: there the layers keep the padded rows."""
+    mask = tf.constant(PADDED != 0)
+    assert token_rows(mask) is not None
+    assert tf.function(lambda m: tf.constant(token_rows(m) is None), jit_compile=True)(mask)
+    layer = layers.FeedForward(intermediate_size=8)
+    x = tf.ones((3, 6, 4))
+    compiled = tf.function(lambda x, m: layer(x, mask=m, training=True), jit_compile=True)
+    assert np.abs(compiled(x, mask).numpy()).min() > 0
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])

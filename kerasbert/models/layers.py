@@ -17,7 +17,7 @@ from keras import ops
 
 from kerasbert.models import names
 from kerasbert.models.config import APPROXIMATE_GELU_NAMES
-from kerasbert.models.kernels import Dropout, affine, training_activation
+from kerasbert.models.kernels import Dropout, affine, token_rows, training_activation
 from kerasbert.models.positions import rotate
 
 PACKAGE = names.SERIALIZATION_PACKAGE
@@ -231,11 +231,14 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.output_bias = (self.add_weight(name="output_bias", shape=(hidden,),
                                             initializer="zeros") if self.use_bias else None)
 
-    def _heads(self, rows, projection, batch, length):
-        """Projects ``(batch * length, hidden)`` rows to ``(batch, heads, length, head_size)``."""
+    def _heads(self, rows, projection, batch, length, spread=None):
+        """Projects ``(batch * length, hidden)`` rows to ``(batch, heads, length, head_size)``
+        (``rows`` the real tokens' alone, put back in place by ``spread``, in training)."""
         kernel = getattr(self, f"{projection}_kernel")
         bias = getattr(self, f"{projection}_bias")
         x = affine(rows, kernel, bias)
+        if spread is not None:
+            x = spread(x)
         x = ops.reshape(x, (batch, length, self.num_heads, self.head_size))
         return ops.transpose(x, (0, 2, 1, 3))
 
@@ -248,8 +251,13 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         # Projections on 2-D rows: each is one plain GEMM (no batched matmul, no einsum
         # transposes), the shape the CPU's BLAS is fastest at.
         rows = ops.reshape(inputs, (-1, inputs.shape[-1]))  # (B*T, H)
+        # In training, the projections of the real tokens only (padding's are zeros).
+        gather, spread = (token_rows(mask) if training else None) or (None, None)
+        if gather is not None:
+            rows = gather(rows)
         # Each (B, N, T, D).
-        query, key, value = (self._heads(rows, p, batch, length) for p in self.PROJECTIONS)
+        query, key, value = (self._heads(rows, p, batch, length, spread)
+                             for p in self.PROJECTIONS)
         if self.position == "rotary":
             query, key = rotate(query, table), rotate(key, table)
         # Scaling the query (length x head_size) costs less than scaling the scores
@@ -275,7 +283,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             context = context + ops.einsum("bnjk,jkd->bnjd", probabilities, table)
         context = ops.transpose(context, (0, 2, 1, 3))
         context = ops.reshape(context, (-1, self.num_heads * self.head_size))
+        if gather is not None:
+            context = gather(context)
         output = affine(context, self.output_kernel, self.output_bias)  # (B*T, H)
+        if spread is not None:
+            output = spread(output)
         return ops.reshape(output, (batch, length, output.shape[-1]))  # (B, T, H)
 
     def compute_output_shape(self, input_shape):
@@ -343,12 +355,18 @@ class FeedForward(keras.layers.Layer):
         self.output_bias = self.add_weight(
             name="output_bias", shape=(hidden,), initializer="zeros") if self.use_bias else None
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, mask=None, training=None):
         # On 2-D rows, so each product is one GEMM fused with its bias and activation.
         rows = ops.reshape(inputs, (-1, inputs.shape[-1]))  # (B*T, H)
+        # In training, the products of the real tokens only (padding's output is zeros).
+        gather, spread = (token_rows(mask) if training else None) or (None, None)
+        if gather is not None:
+            rows = gather(rows)
         activation = self.training_activation_fn if training else self.activation_fn
         x = activation(affine(rows, self.intermediate_kernel, self.intermediate_bias))
         x = affine(x, self.output_kernel, self.output_bias)
+        if spread is not None:
+            x = spread(x)
         return ops.reshape(x, ops.shape(inputs))
 
     def compute_output_shape(self, input_shape):
