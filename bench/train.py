@@ -17,7 +17,10 @@ trains on the same examples in its own process:
 and kerasbert's options one at a time: ``kerasbert-bucketed`` (the batches of
 ``kerasbert train``: grouped by length, cut to their longest row), ``kerasbert-xla``
 (``jit_compile=True``), ``kerasbert-bf16`` (``mixed_bfloat16``, ``--mixed-precision``)
-and both of the fast ones together (``kerasbert-bucketed-bf16``). ``kerasbert-keras-kernels``
+and both of the fast ones together (``kerasbert-bucketed-bf16``). ``kerasbert-padding`` (and
+``kerasbert-bucketed-padding``, ``kerasbert-bf16-padding``) computes the products of padding
+in training as well, as the peers do, where kerasbert computes those of the real tokens only
+(:func:`kerasbert.models.kernels.token_rows`). ``kerasbert-keras-kernels``
 (and ``-bf16``) trains with Keras's own dropout, autodiff's GELU derivative and Keras's
 Adam update instead of :mod:`kerasbert.models.kernels` and the fused ``ApplyAdam``: what
 those are worth.
@@ -58,6 +61,8 @@ IMPLEMENTATIONS = {
     "kerasbert-bucketed-padding": ("the same, products of padding computed", False),
     "kerasbert-xla": ("kerasbert, fit, jit_compile=True", False),
     "kerasbert-bf16": ("kerasbert, fit, mixed_bfloat16", False),
+    "kerasbert-bf16-padding": ("kerasbert, fit, mixed_bfloat16, products of padding computed",
+                               False),
     "kerasbert-bucketed-bf16": ("kerasbert, fit, length-grouped batches, mixed_bfloat16", False),
     "kerasbert-keras-kernels": ("kerasbert with Keras's dropout, GELU derivative, Adam update",
                                 False),
@@ -332,6 +337,8 @@ WORKERS = {
     "kerasbert-bucketed-padding": lambda **o: kerasbert(**o, bucketed=True, padding=True),
     "kerasbert-xla": lambda **o: kerasbert(**o, jit_compile=True),
     "kerasbert-bf16": lambda **o: kerasbert(**o, dtype_policy="mixed_bfloat16"),
+    "kerasbert-bf16-padding": lambda **o: kerasbert(**o, dtype_policy="mixed_bfloat16",
+                                                    padding=True),
     "kerasbert-bucketed-bf16": lambda **o: kerasbert(**o, bucketed=True,
                                                      dtype_policy="mixed_bfloat16"),
     "kerasbert-keras-kernels": lambda **o: kerasbert(**o, keras_kernels=True),
