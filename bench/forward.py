@@ -18,6 +18,7 @@ IMPLEMENTATIONS = {
     "kerasbert": ("kerasbert Predictor, fp32", False),
     "kerasbert-predict": ("kerasbert model.predict, fp32", False),
     "kerasbert-bf16": ("kerasbert Predictor, bfloat16", False),
+    "kerasbert-onnx": ("kerasbert export --format onnx, onnxruntime, fp32", False),
     "kerasbert-onnx-int8": ("kerasbert export --format onnx --int8, onnxruntime", False),
     "bert4keras": ("bert4keras", True),
     "keras-hub": ("keras-hub", False),
@@ -68,17 +69,19 @@ def kerasbert(mode="predictor", dtype_policy=None, jit_compile=False,
         return (lambda t, s: model.predict([t, s], batch_size=len(t), verbose=0)), label
     if mode == "predict_on_batch":
         return (lambda t, s: model.predict_on_batch([t, s])), label
+    if mode == "onnx":
+        return _onnx(model), label + ", ONNX export, onnxruntime"
     if mode == "onnx-int8":
-        return _onnx_int8(model), label + ", ONNX export with int8 weights, onnxruntime"
+        return _onnx(model, int8=True), label + ", ONNX export with int8 weights, onnxruntime"
     import tensorflow as tf
 
     function = tf.function(lambda t, s: model([t, s], training=False), jit_compile=jit_compile)
     return (lambda t, s: function(t, s).numpy()), label
 
 
-def _onnx_int8(model):
-    """The encoder exported as ``kerasbert export --format onnx --int8`` exports a classifier:
-    :func:`kerasbert.serving.portable.write_onnx`, then
+def _onnx(model, int8=False):
+    """The encoder exported as ``kerasbert export --format onnx [--int8]`` exports a
+    classifier: :func:`kerasbert.serving.portable.write_onnx`, then (``int8``)
     :func:`kerasbert.serving.portable.quantize_onnx`, under ONNX Runtime."""
     import os
     import tempfile
@@ -86,9 +89,10 @@ def _onnx_int8(model):
     onnxruntime = peers._require("onnxruntime")
     from kerasbert.serving import portable
 
-    path = os.path.join(tempfile.mkdtemp(prefix="bench-onnx-int8-"), "model.onnx")
+    path = os.path.join(tempfile.mkdtemp(prefix="bench-onnx-"), "model.onnx")
     portable.write_onnx(model, path)
-    portable.quantize_onnx(path, path)
+    if int8:
+        portable.quantize_onnx(path, path)
     session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
     return lambda t, s: session.run(None, dict(zip(names, (t, s))))[0]
@@ -98,6 +102,7 @@ KERASBERT_MODES = {
     "kerasbert": {},
     "kerasbert-predict": {"mode": "predict"},
     "kerasbert-bf16": {"dtype_policy": "bfloat16"},
+    "kerasbert-onnx": {"mode": "onnx"},
     "kerasbert-onnx-int8": {"mode": "onnx-int8"},
     "kerasbert-function": {"mode": "function"},
     "kerasbert-xla": {"jit_compile": True},

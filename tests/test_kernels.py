@@ -5,6 +5,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from keras.src.backend import set_keras_mask
 
 from kerasbert import BertConfig, add_cls_classifier, build_transformer_model
 from kerasbert.models import layers, names
@@ -70,8 +71,9 @@ def test_feed_forward_trains_on_the_rows_of_tokens_only():
     layer = layers.FeedForward(intermediate_size=64)
     x = tf.constant(np.random.default_rng(2).normal(size=(3, 6, 16)).astype("float32"))
     mask = tf.constant(PADDED != 0)
-    trained = layer(x, mask=mask, training=True).numpy()
-    inferred = layer(x, mask=mask, training=False).numpy()
+    set_keras_mask(x, mask)  # as the layer before it hands the mask on
+    trained = layer(x, training=True).numpy()
+    inferred = layer(x, training=False).numpy()
     assert not trained[~mask.numpy()].any()
     assert np.abs(inferred[~mask.numpy()]).min() > 0
     np.testing.assert_allclose(trained[mask.numpy()], inferred[mask.numpy()], rtol=1e-6, atol=1e-7)
@@ -108,9 +110,13 @@ def test_xla_computes_every_row():
     assert token_rows(mask) is not None
     assert tf.function(lambda m: tf.constant(token_rows(m) is None), jit_compile=True)(mask)
     layer = layers.FeedForward(intermediate_size=8)
-    x = tf.ones((3, 6, 4))
-    compiled = tf.function(lambda x, m: layer(x, mask=m, training=True), jit_compile=True)
-    assert np.abs(compiled(x, mask).numpy()).min() > 0
+
+    def masked_call(x, m):
+        set_keras_mask(x, m)
+        return layer(x, training=True)
+
+    compiled = tf.function(masked_call, jit_compile=True)
+    assert np.abs(compiled(tf.ones((3, 6, 4)), mask).numpy()).min() > 0
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])

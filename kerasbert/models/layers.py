@@ -14,6 +14,7 @@ import math
 
 import keras
 from keras import ops
+from keras.src.backend import get_keras_mask
 
 from kerasbert.models import names
 from kerasbert.models.config import APPROXIMATE_GELU_NAMES
@@ -355,11 +356,13 @@ class FeedForward(keras.layers.Layer):
         self.output_bias = self.add_weight(
             name="output_bias", shape=(hidden,), initializer="zeros") if self.use_bias else None
 
-    def call(self, inputs, mask=None, training=None):
+    def call(self, inputs, training=None):
         # On 2-D rows, so each product is one GEMM fused with its bias and activation.
         rows = ops.reshape(inputs, (-1, inputs.shape[-1]))  # (B*T, H)
-        # In training, the products of the real tokens only (padding's output is zeros).
-        gather, spread = (token_rows(mask) if training else None) or (None, None)
+        # In training, the products of the real tokens only (padding's output is zeros). The
+        # padding mask is read from the input, not taken as an argument: a `mask` argument
+        # would change the layer's graph node and files saved before it would not load.
+        gather, spread = (token_rows(get_keras_mask(inputs)) if training else None) or (None, None)
         if gather is not None:
             rows = gather(rows)
         activation = self.training_activation_fn if training else self.activation_fn
