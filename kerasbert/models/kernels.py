@@ -1,7 +1,7 @@
 """How the model's products, GELU and dropout run fast on TensorFlow's CPU kernels.
 
-The numbers are BERT's; only the operations that compute them change, and only where
-TensorFlow is the backend (other backends get Keras's own expressions):
+The numbers at real tokens are BERT's; only the operations that compute them change, and
+only where TensorFlow is the backend (other backends get Keras's own expressions):
 
 * :func:`affine`: a dense product as ``MatMul`` + ``BiasAdd``, the pair oneDNN fuses.
 * :func:`training_activation`: the exact GELU in training, with its derivative written
@@ -14,7 +14,7 @@ TensorFlow is the backend (other backends get Keras's own expressions):
   62 on average spends half its products on padding.
 * :class:`Dropout`: the mask from 16 random bits per element, two per 32-bit draw, where
   Keras draws a float per element: half the random numbers, and the draw is most of
-  dropout's cost. Inference never reaches either.
+  dropout's cost. Inference reaches none of the last three.
 
 ``python -m bench train`` measures what they gain (README, "Training").
 """
