@@ -61,7 +61,6 @@ def prepare(folder):
     import keras
 
     from kerasbert import add_cls_classifier, build_transformer_model
-    from kerasbert.serving.portable import export_litert, export_onnx
     from kerasbert.tasks.classification import Run, TrainOptions
 
     keras.utils.set_random_seed(0)
@@ -77,8 +76,8 @@ def prepare(folder):
                 dataclasses.asdict(TrainOptions(output=run_dir, maxlen=MAXLEN)))
     _write_json(os.path.join(run_dir, "metrics.json"), {})
     run = Run(run_dir)
-    exports = {"saved_model": run.export, "onnx": lambda path: export_onnx(run, path),
-               "litert": lambda path: export_litert(run, path)}
+    exports = {"saved_model": run.export, "onnx": lambda path: run.export(path, format="onnx"),
+               "litert": lambda path: run.export(path, format="litert")}
     failed = {}
     for name, export in exports.items():
         try:

@@ -21,12 +21,12 @@ import_tensorflow()
 from kerasbert.build import Transformer, build_transformer_model
 from kerasbert.checkpoints.io import CheckpointError, write_checkpoint
 from kerasbert.checkpoints.loading import LoadReport, load_checkpoint, save_weights_as_checkpoint  # noqa: E402
+from kerasbert.inference.predictor import Predictor
+from kerasbert.inference.span_qa import QuestionAnswerer, add_span_head
 from kerasbert.models.bert import build_bert
 from kerasbert.models.config import BertConfig
 from kerasbert.models.crf import ConditionalRandomField
 from kerasbert.models.heads import add_cls_classifier, add_crf_tagger, add_tagger
-from kerasbert.serving.predictor import Predictor
-from kerasbert.tasks.span_qa import QuestionAnswerer, add_span_head
 from kerasbert.text.tokenizer import Tokenizer, load_vocab
 from kerasbert.training import optimizer  # noqa: F401  (registers WarmupLinearDecay for load_model)
 

@@ -95,7 +95,7 @@ def test_cpu_flags_are_read_from_the_kernels_list(tmp_path):
 def test_a_bfloat16_predictor_falls_back_to_float32_without_hardware_bfloat16(
         flags, expected, monkeypatch, caplog):
     from kerasbert import hardware
-    from kerasbert.serving.predictor import Predictor
+    from kerasbert.inference.predictor import Predictor
 
     monkeypatch.setattr(hardware, "cpu_flags", lambda: flags)
     bert = build_transformer_model(dict(TINY))

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from kerasbert import build_transformer_model
+from kerasbert.inference.predictor import Predictor, with_dtype_policy
 from kerasbert.models import names
-from kerasbert.serving.predictor import Predictor, with_dtype_policy
 from test_models import batch
 
 

@@ -13,8 +13,8 @@ from kerasbert import (
     shipped,
 )
 from kerasbert.cli.main import main
+from kerasbert.inference.entities import entity_scores
 from kerasbert.tasks import ner_data, open_run
-from kerasbert.tasks.entities import entity_scores
 from kerasbert.text.tokenizer import Tokenizer
 from kerasbert.training.data import DataError
 from peers import run_python

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import train_options
 from kerasbert import Predictor, add_cls_classifier, build_transformer_model, shipped
-from kerasbert.serving.portable import ExportError, export_litert, export_onnx, litert_runner
+from kerasbert.serving.portable import ExportError, litert_runner
 from kerasbert.tasks.classification import Run, TrainOptions, train
 from kerasbert.training.data import read_examples
 from kerasbert.training.rundir import RunError
@@ -86,7 +86,7 @@ def onnxruntime_session(path):
 def test_onnx_export_equals_keras_under_onnxruntime(tiny_run, tiny_run_inputs, tmp_path,
                                                     capfd):
     capfd.readouterr()
-    paths = export_onnx(tiny_run, tmp_path / "onnx")
+    paths = tiny_run.export(tmp_path / "onnx", format="onnx")
     assert capfd.readouterr() == ("", "")  # tf2onnx's logs stay quiet
     assert paths == [str(tmp_path / "onnx" / name) for name in ("model.onnx", "labels.json",
                                                                  "vocab.txt")]
@@ -119,7 +119,7 @@ def test_onnx_export_equals_keras_under_onnxruntime(tiny_run, tiny_run_inputs, t
 def test_litert_export_equals_keras_under_the_litert_interpreter(tiny_run, tiny_run_inputs,
                                                                  tmp_path, capfd):
     capfd.readouterr()
-    paths = export_litert(tiny_run, tmp_path / "litert")
+    paths = tiny_run.export(tmp_path / "litert", format="litert")
     assert capfd.readouterr() == ("", "")  # the converter's and interpreter's notes stay quiet
     assert [os.path.basename(p) for p in paths] == ["model.tflite", "labels.json", "vocab.txt"]
     from ai_edge_litert.interpreter import Interpreter
@@ -149,10 +149,10 @@ def test_shipped_model_on_the_review_test_split(small_run, tmp_path):
     """
     batches = review_batches(small_run)
     expected = keras_probabilities(small_run, batches)
-    export_onnx(small_run, tmp_path / "onnx")
+    small_run.export(tmp_path / "onnx", format="onnx")
     predict = onnxruntime_session(tmp_path / "onnx" / "model.onnx")
     assert worst_difference(predict, batches, expected) <= TOLERANCE
-    export_litert(small_run, tmp_path / "litert")
+    small_run.export(tmp_path / "litert", format="litert")
     predict = litert_runner(tmp_path / "litert" / "model.tflite")
     assert worst_difference(predict, batches[::4], expected[::4]) <= TOLERANCE
 
@@ -200,9 +200,9 @@ def test_int8_onnx_export_from_the_command_line(small_run, tmp_path):
 def test_exports_never_replace_what_they_did_not_write(tiny_run, tmp_path):
     run_files = sorted(os.listdir(tiny_run.run_dir))
     with pytest.raises(RunError, match=r"^--to in .*: is the run directory or holds it"):
-        export_onnx(tiny_run, tiny_run.run_dir, overwrite=True)
+        tiny_run.export(tiny_run.run_dir, overwrite=True, format="onnx")
     with pytest.raises(RunError, match="is the run directory or holds it"):
-        export_litert(tiny_run, os.path.dirname(tiny_run.run_dir), overwrite=True)
+        tiny_run.export(os.path.dirname(tiny_run.run_dir), overwrite=True, format="litert")
     assert sorted(os.listdir(tiny_run.run_dir)) == run_files
 
     mine = tmp_path / "mine"
@@ -210,20 +210,20 @@ def test_exports_never_replace_what_they_did_not_write(tiny_run, tmp_path):
     (mine / "notes.txt").write_text("keep me")
     with pytest.raises(RunError, match=r"^--to in .*mine: exists and is not empty; pass "
                                        "--overwrite"):
-        export_onnx(tiny_run, mine)
+        tiny_run.export(mine, format="onnx")
     with pytest.raises(RunError, match=r"^--to in .*mine: is not an ONNX export \(no "
                                        r"model.onnx\)"):
-        export_onnx(tiny_run, mine, overwrite=True)
+        tiny_run.export(mine, overwrite=True, format="onnx")
     assert os.listdir(mine) == ["notes.txt"]
 
     target = tmp_path / "onnx"
-    export_onnx(tiny_run, target)
+    tiny_run.export(target, format="onnx")
     (target / "labels.json").write_text("stale")
     with pytest.raises(RunError, match="not empty"):
-        export_onnx(tiny_run, target)
+        tiny_run.export(target, format="onnx")
     with pytest.raises(RunError, match=r"is not a LiteRT export \(no model.tflite\)"):
-        export_litert(tiny_run, target, overwrite=True)
-    export_onnx(tiny_run, target, overwrite=True)
+        tiny_run.export(target, overwrite=True, format="litert")
+    tiny_run.export(target, overwrite=True, format="onnx")
     assert json.loads((target / "labels.json").read_text()) == ["negative", "positive"]
     assert sorted(name for name in os.listdir(tmp_path)) == ["mine", "onnx"]  # no temporaries
 
@@ -233,8 +233,8 @@ def test_missing_converter_is_named_with_the_install_command(tiny_run, tmp_path,
     monkeypatch.setitem(sys.modules, "tf2onnx", None)  # what `import tf2onnx` meets uninstalled
     with pytest.raises(ExportError, match=r"^ONNX export in --format onnx: needs tf2onnx, which "
                                           r"is not installed; pip install 'kerasbert\[onnx\]'$"):
-        export_onnx(tiny_run, tmp_path / "onnx")
+        tiny_run.export(tmp_path / "onnx", format="onnx")
     monkeypatch.setitem(sys.modules, "ai_edge_litert", None)
     with pytest.raises(ExportError, match=r"needs ai-edge-litert, .*'kerasbert\[litert\]'$"):
-        export_litert(tiny_run, tmp_path / "litert")
+        tiny_run.export(tmp_path / "litert", format="litert")
     assert os.listdir(tmp_path) == []

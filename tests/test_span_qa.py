@@ -26,11 +26,11 @@ from kerasbert import (
     save_weights_as_checkpoint,
 )
 from kerasbert.checkpoints.convert import convert_hf_to_google, google_name
+from kerasbert.inference.answer_spans import best_spans, read_context, window_starts
+from kerasbert.inference.span_qa import QuestionAnswerer, add_span_head
 from kerasbert.models import names
 from kerasbert.serving.graph_text import TextEncoder
 from kerasbert.serving.qa_export import find_answers
-from kerasbert.tasks.answer_spans import best_spans, read_context, window_starts
-from kerasbert.tasks.span_qa import QuestionAnswerer, add_span_head
 from peers import run_python
 
 CHINESE_VOCAB = "checkpoints/chinese_L-12_H-768_A-12/vocab.txt"

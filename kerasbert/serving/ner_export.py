@@ -15,15 +15,15 @@ signatures::
 WordPiece tokens of the text and their characters (:meth:`TextEncoder.pieces`), the model,
 the CRF's best path (or the best tag of each token without a CRF), and the entities read
 off the tags as conlleval reads them, ``text[start:end]`` in characters (code points). The
-chunking rule is a table of tag pairs asked of :func:`kerasbert.tasks.entities.entity_spans`
+chunking rule is a table of tag pairs asked of :func:`kerasbert.inference.entities.entity_spans`
 when the model is exported, so the served model reads tags as the run's scores did.
 
 Example::
 
     # runs/ner: a finished run of `kerasbert train --task ner`
-    from kerasbert.tasks.ner import Run
+    from kerasbert.tasks import open_run
 
-    export(Run("runs/ner"), "exported/ner")   # exported/ner/1/saved_model.pb ...
+    open_run("runs/ner").export("exported/ner")   # exported/ner/1/saved_model.pb ...
     served = tf.saved_model.load("exported/ner/1").signatures["entities"]
     served(text=tf.constant(["江泽民在北京会见了客人"]))["type"]   # [[b'PER', b'LOC']]
 """
@@ -33,29 +33,39 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from kerasbert.inference.entities import OUTSIDE, entity_spans, split_tag
 from kerasbert.models import names
 from kerasbert.serving.graph_text import TextEncoder, substrings
 from kerasbert.serving.saved_model import version_folder, write_archive
-from kerasbert.tasks.entities import OUTSIDE, entity_spans, split_tag
 
 
-def export(run, directory, *, version=None, overwrite=False):
-    """Writes the NER run's model as ``<directory>/<version>/``, a SavedModel for TF Serving.
+def export(model, vocab, directory, *, tags, maxlen, version=None, overwrite=False,
+           source=None):
+    """Writes a tagger as ``<directory>/<version>/``, a SavedModel for TF Serving.
 
-    Args, returns and raises as :func:`kerasbert.serving.saved_model.export`, for a
-    finished :class:`kerasbert.tasks.ner.Run`.
+    Args:
+        model: the tagger (token and segment ids -> a score per tag and token), with or
+            without its ``CRF`` layer.
+        vocab: its ``vocab.txt``.
+        tags: the tag of each score, in order (``O`` among them).
+        maxlen: tokens per text, [CLS] and [SEP] included, for ``entities``.
+        directory, version, overwrite, source: as for
+            :func:`kerasbert.serving.saved_model.export`.
+
+    Returns and raises as :func:`kerasbert.serving.saved_model.export`.
     """
     directory = os.fspath(directory)
-    target = version_folder(directory, run.run_dir, version, overwrite)
-    encoder = TextEncoder(os.path.join(run.run_dir, "vocab.txt"), run.options.maxlen)
-    outside = run.tags.index(OUTSIDE)
-    continues = tf.constant(continuation_table(run.tags))
-    kinds = tf.constant([split_tag(tag)[1] for tag in run.tags])
-    crf = (run.model.get_layer(names.CRF)
-           if names.CRF in {layer.name for layer in run.model.layers} else None)
+    target = version_folder(directory, source, version, overwrite)
+    encoder = TextEncoder(os.fspath(vocab), maxlen)
+    tags = list(tags)
+    outside = tags.index(OUTSIDE)
+    continues = tf.constant(continuation_table(tags))
+    kinds = tf.constant([split_tag(tag)[1] for tag in tags])
+    crf = (model.get_layer(names.CRF)
+           if names.CRF in {layer.name for layer in model.layers} else None)
 
     def tagged(token_ids, segment_ids):
-        scores = tf.cast(run.model([token_ids, segment_ids], training=False), tf.float32)
+        scores = tf.cast(model([token_ids, segment_ids], training=False), tf.float32)
         mask = token_ids != 0
         if crf is not None:
             best = tf.cast(crf.decode(scores, mask=mask), tf.int32)
@@ -85,7 +95,7 @@ def export(run, directory, *, version=None, overwrite=False):
                                                   dtype=tf.int64), tf.int32)}
 
     ids = tf.TensorSpec((None, None), tf.int32)
-    return write_archive(target, [run.model, encoder],
+    return write_archive(target, [model, encoder],
                          [("serving_default", tagged, [ids, ids]),
                           ("entities", entities, [tf.TensorSpec((None,), tf.string)])])
 

@@ -14,10 +14,11 @@ within :data:`TOLERANCE`; otherwise nothing is written.
 Example::
 
     # runs/reviews: a finished two-label run of `kerasbert train` (minutes)
-    from kerasbert.tasks.classification import Run
+    from kerasbert.tasks import open_run
 
-    run = Run("runs/reviews")
-    export_onnx(run, "exported/reviews-onnx")
+    run = open_run("runs/reviews")
+    export_onnx(run.model, "runs/reviews/vocab.txt", "exported/reviews-onnx",
+                labels=run.labels, maxlen=128)
     # ['exported/reviews-onnx/model.onnx', 'exported/reviews-onnx/labels.json',
     #  'exported/reviews-onnx/vocab.txt']
     predict = onnx_runner("exported/reviews-onnx/model.onnx")
@@ -55,48 +56,54 @@ class ExportError(ValueError):
     """A model that cannot be exported to the format asked; the message says why."""
 
 
-def export_onnx(run, directory, *, overwrite=False, int8=False):
+def export_onnx(model, vocab, directory, *, labels, maxlen, overwrite=False, int8=False,
+                source=None):
     """Writes ``<directory>/model.onnx`` with dynamic batch and length, plus labels and vocab.
 
     The model is written by :func:`write_onnx` (tf2onnx, exact GELU as ``1 - Erf``).
 
     Args:
-        run: a :class:`kerasbert.tasks.classification.Run`.
+        model: a classifier (token and segment ids -> probabilities).
+        vocab: its ``vocab.txt``, copied beside the model.
         directory: a new or empty folder; with ``overwrite``, an earlier ONNX export.
+        labels: the label of each probability, in order (``labels.json``).
+        maxlen: the tokens per text the model was trained with (in the metadata).
         overwrite: replace an earlier ONNX export in ``directory`` (nothing else).
         int8: quantize the weights of every matrix product to int8 (ONNX Runtime's dynamic
             quantization: activations are quantized per call; the embeddings stay float32).
             Those weights take a quarter of the space, and it is the fastest CPU inference
             measured (``bench/``); probabilities move by a few hundredths, so the check
             against Keras allows :data:`INT8_TOLERANCE`.
+        source: the folder the model came from (its run directory), which the export must
+            neither be nor hold.
 
     Returns:
         the paths written.
 
     Raises:
-        RunError: ``directory`` is the run directory or holds it, is a file, or is
+        RunError: ``directory`` is ``source`` or holds it, is a file, or is
             not empty (without ``overwrite``, or not an ONNX export).
         ExportError: tf2onnx, onnx or onnxruntime is missing, or the exported model
             does not reproduce the Keras model.
     """
     directory = os.fspath(directory)
-    _check_target(directory, run.run_dir, overwrite, ONNX_FILE, "an ONNX export")
+    _check_target(directory, source, overwrite, ONNX_FILE, "an ONNX export")
     for module in ("tf2onnx", "onnx", "onnxruntime"):
         _require(module, "onnx")
-    model = _exportable(run.model)
+    labels = list(labels)
+    model = _exportable(model)
     with files.atomic_directory(directory) as temporary:
         path = os.path.join(temporary, ONNX_FILE)
         write_onnx(model, path)
-        metadata = {"labels": json.dumps(run.labels, ensure_ascii=False),
-                    "maxlen": str(run.options.maxlen)}
+        metadata = {"labels": json.dumps(labels, ensure_ascii=False), "maxlen": str(maxlen)}
         if int8:
             metadata["quantization"] = "dynamic int8"
-        _describe_onnx(path, len(run.labels), metadata)
+        _describe_onnx(path, len(labels), metadata)
         if int8:
             quantize_onnx(path, path)
         _check_outputs(model, onnx_runner(path), f"ONNX model in {directory}",
                        tolerance=INT8_TOLERANCE if int8 else TOLERANCE)
-        return _write_sidecars(run, temporary, directory, ONNX_FILE)
+        return _write_sidecars(labels, vocab, temporary, directory, ONNX_FILE)
 
 
 def write_onnx(model, path):
@@ -130,13 +137,13 @@ def quantize_onnx(source, target):
         shutil.move(quantized, os.fspath(target))
 
 
-def export_litert(run, directory, *, overwrite=False):
+def export_litert(model, vocab, directory, *, labels, maxlen, overwrite=False, source=None):
     """Writes ``<directory>/model.tflite`` on LiteRT's builtin operations, plus labels and vocab.
 
     Only builtin operations are used, so the standard LiteRT runtime (without the
     TensorFlow "Flex" delegate) runs the model. Batch and length are dynamic where
     LiteRT's builtin kernels allow it; when an operation of the model has no builtin
-    kernel at a dynamic length, the length is fixed at the run's ``maxlen`` (the
+    kernel at a dynamic length, the length is fixed at ``maxlen`` (the
     input's ``shape_signature`` says which: ``[-1, -1]`` or ``[-1, maxlen]``) and
     shorter inputs are padded with token id 0, which the model masks out.
 
@@ -149,16 +156,16 @@ def export_litert(run, directory, *, overwrite=False):
             not reproduce the Keras model.
     """
     directory = os.fspath(directory)
-    _check_target(directory, run.run_dir, overwrite, LITERT_FILE, "a LiteRT export")
+    _check_target(directory, source, overwrite, LITERT_FILE, "a LiteRT export")
     _require("ai_edge_litert", "litert", package="ai-edge-litert")
-    model = _exportable(run.model)
+    model = _exportable(model)
     with files.atomic_directory(directory) as temporary:
         path = os.path.join(temporary, LITERT_FILE)
-        length = _convert_litert(model, path, run.options.maxlen)
+        length = _convert_litert(model, path, maxlen)
         with _quiet():  # the interpreter announces its XNNPACK delegate on stderr
             _check_outputs(model, litert_runner(path), f"LiteRT model in {directory}",
                            longest=length)
-        return _write_sidecars(run, temporary, directory, LITERT_FILE)
+        return _write_sidecars(list(labels), vocab, temporary, directory, LITERT_FILE)
 
 
 def onnx_runner(path, threads=None):
@@ -241,9 +248,10 @@ def _require(module, extra, package=None):
                           f"is not installed; pip install 'kerasbert[{extra}]'") from None
 
 
-def _check_target(directory, run_dir, overwrite, marker, what):
-    """Refuses the run directory, files, and non-empty folders that are not an earlier export."""
-    check_export_target(directory, run_dir)
+def _check_target(directory, source, overwrite, marker, what):
+    """Refuses ``source`` (the run directory), files, and non-empty folders that are not an
+    earlier export."""
+    check_export_target(directory, source)
     if os.path.isdir(directory) and os.listdir(directory):
         if not overwrite:
             raise RunError(f"--to in {directory}: exists and is not empty; pass --overwrite to "
@@ -261,7 +269,7 @@ def _exportable(model):
     """
     if any(layer.dtype_policy.name != "float32" for layer in model.layers
            if isinstance(layer, keras.layers.Layer)):
-        from kerasbert.serving.predictor import with_dtype_policy
+        from kerasbert.inference.predictor import with_dtype_policy
 
         model = with_dtype_policy(model, "float32")
     return keras.Model(model.inputs, {OUTPUT: model.outputs[0]}, name=model.name)
@@ -390,8 +398,8 @@ def _check_outputs(model, predict, what, longest=None, tolerance=TOLERANCE):
                           "was written")
 
 
-def _write_sidecars(run, temporary, directory, model_file):
+def _write_sidecars(labels, vocab, temporary, directory, model_file):
     """Writes ``labels.json`` and ``vocab.txt``; returns the final paths of the export."""
-    files.write_json(os.path.join(temporary, "labels.json"), run.labels)
-    files.copy_file(os.path.join(run.run_dir, "vocab.txt"), os.path.join(temporary, "vocab.txt"))
+    files.write_json(os.path.join(temporary, "labels.json"), labels)
+    files.copy_file(os.fspath(vocab), os.path.join(temporary, "vocab.txt"))
     return [os.path.join(directory, name) for name in (model_file, "labels.json", "vocab.txt")]

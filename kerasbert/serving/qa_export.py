@@ -9,14 +9,14 @@ signatures::
                       -> answer (string [batch]), start, end (int32 [batch]),
                          score (float64 [batch])
 
-``answer`` does what the run's :class:`kerasbert.tasks.span_qa.QuestionAnswerer` does
+``answer`` does what the run's :class:`kerasbert.inference.span_qa.QuestionAnswerer` does
 (``kerasbert predict`` on a QA run), in the graph: the question's and the context's
 WordPiece tokens with their characters (:meth:`TextEncoder.pieces`), the context cut into
 windows of ``maxlen`` tokens that share ``doc_stride`` tokens, the model on every window,
 each window's 12 best spans (``PROPOSALS``) of at most ``max_answer_len`` tokens widened to
 whole words, spans with the same text but for case summed into one answer, and "no answer"
 (``""`` at ``start = end = 0``) when the lowest [CLS] score beats the best answer
-(:mod:`kerasbert.tasks.answer_spans`). ``context[start:end]`` is the answer, in characters
+(:mod:`kerasbert.inference.answer_spans`). ``context[start:end]`` is the answer, in characters
 (code points). A question that leaves no room for context, a context without a token, or
 one needing windows no longer than ``doc_stride`` fail the request with that message, as
 the Python class raises.
@@ -24,9 +24,9 @@ the Python class raises.
 Example::
 
     # runs/qa: a finished run of `kerasbert train --task qa`
-    from kerasbert.tasks.qa import Run
+    from kerasbert.tasks import open_run
 
-    export(Run("runs/qa"), "exported/qa")   # exported/qa/1/saved_model.pb ...
+    open_run("runs/qa").export("exported/qa")   # exported/qa/1/saved_model.pb ...
     answer = tf.saved_model.load("exported/qa/1").signatures["answer"]
     answer(question=tf.constant(["谁在北京？"]), context=tf.constant(["江泽民在北京。"]))
 """
@@ -36,37 +36,45 @@ import typing
 
 import tensorflow as tf
 
+from kerasbert.inference.answer_spans import MASKED_LOGIT
+from kerasbert.inference.span_qa import QuestionAnswerer
 from kerasbert.serving.graph_text import TextEncoder, row_concat, substrings
 from kerasbert.serving.saved_model import version_folder, write_archive
-from kerasbert.tasks.answer_spans import MASKED_LOGIT
+from kerasbert.text.tokenizer import Tokenizer
 
 #: Spans each window proposes: the pipeline's ``2 * top_k + 10`` for one answer.
 PROPOSALS = 2 * 1 + 10
 
 
-def export(run, directory, *, version=None, overwrite=False):
-    """Writes the QA run's model as ``<directory>/<version>/``, a SavedModel for TF Serving.
+def export(model, vocab, directory, *, settings, version=None, overwrite=False, source=None):
+    """Writes a span QA model as ``<directory>/<version>/``, a SavedModel for TF Serving.
 
-    Args, returns and raises as :func:`kerasbert.serving.saved_model.export`, for a
-    finished :class:`kerasbert.tasks.qa.Run`; the answering settings are those of the
-    run's ``answerer`` (see :func:`kerasbert.tasks.qa.answerer`).
+    Args:
+        model: token and segment ids -> start and end logits ``[batch, length, 2]``.
+        vocab: its ``vocab.txt``.
+        settings: the :class:`~kerasbert.inference.span_qa.QuestionAnswerer` settings the
+            ``answer`` signature follows (``max_seq_len``, ``max_answer_len``...; a
+            run's: :func:`kerasbert.inference.span_qa.run_settings`).
+        directory, version, overwrite, source: as for
+            :func:`kerasbert.serving.saved_model.export`.
+
+    Returns and raises as :func:`kerasbert.serving.saved_model.export`; ``ValueError``
+    for settings :class:`~kerasbert.inference.span_qa.QuestionAnswerer` refuses.
     """
-    from kerasbert.tasks.qa import answerer
-
     directory = os.fspath(directory)
-    target = version_folder(directory, run.run_dir, version, overwrite)
-    settings = answerer(run.model, run.tokenizer, run.options)
-    encoder = TextEncoder(os.path.join(run.run_dir, "vocab.txt"), settings.max_seq_len)
+    target = version_folder(directory, source, version, overwrite)
+    settings = QuestionAnswerer(model, Tokenizer(os.fspath(vocab)), **settings)
+    encoder = TextEncoder(os.fspath(vocab), settings.max_seq_len)
 
     def logits(token_ids, segment_ids):
-        found = tf.cast(run.model([token_ids, segment_ids], training=False), tf.float32)
+        found = tf.cast(model([token_ids, segment_ids], training=False), tf.float32)
         return {"start_logits": found[..., 0], "end_logits": found[..., 1]}
 
     def answer(question, context):
         return find_answers(settings, encoder, logits, question, context)
 
     ids, texts = tf.TensorSpec((None, None), tf.int32), tf.TensorSpec((None,), tf.string)
-    return write_archive(target, [run.model, encoder],
+    return write_archive(target, [model, encoder],
                          [("serving_default", logits, [ids, ids]),
                           ("answer", answer, [texts, texts])])
 
@@ -75,7 +83,7 @@ def find_answers(settings, encoder, logits, question, context):
     """The ``answer`` signature's graph: see the module's docstring.
 
     Args:
-        settings: the :class:`kerasbert.tasks.span_qa.QuestionAnswerer` whose settings
+        settings: the :class:`kerasbert.inference.span_qa.QuestionAnswerer` whose settings
             (``max_seq_len``, ``doc_stride``, ``max_question_len``, ``max_answer_len``,
             ``handle_impossible_answer``) the graph follows.
         encoder: a :class:`TextEncoder` of the model's vocabulary.

@@ -16,12 +16,15 @@ with two signatures:
 with their own signatures (:mod:`kerasbert.serving.ner_export`,
 :mod:`kerasbert.serving.qa_export`).
 
+An exporter takes a model, its vocabulary and its settings (labels, ``maxlen``), not a
+run: a task's run passes its own (:meth:`kerasbert.tasks.classification.Run.export`).
+
 Example::
 
     # runs/reviews: a finished run of `kerasbert train` (minutes)
-    from kerasbert.tasks.classification import Run
+    from kerasbert.tasks import open_run
 
-    written = export(Run("runs/reviews"), "exported/reviews")
+    written = open_run("runs/reviews").export("exported/reviews")
     "exported/reviews/1/saved_model.pb" in written   # True
 """
 
@@ -36,42 +39,51 @@ from kerasbert.serving.graph_text import TextEncoder
 from kerasbert.training.rundir import RunError, check_export_target
 
 
-def export(run, directory, *, version=None, overwrite=False):
-    """Writes the run's model as ``<directory>/<version>/``, a SavedModel for TF Serving.
+def export(model, vocab, directory, *, labels, maxlen, pairs=False, version=None,
+           overwrite=False, source=None):
+    """Writes a classifier as ``<directory>/<version>/``, a SavedModel for TF Serving.
 
     Args:
-        run: a finished :class:`kerasbert.tasks.classification.Run`.
+        model: the classifier (token and segment ids -> probabilities).
+        vocab: its ``vocab.txt``.
         directory: the model's base path (TF Serving's ``--model_base_path``); it may
             hold earlier versions, and nothing else.
+        labels: the label of each probability, in order.
+        maxlen: tokens per text, [CLS] and [SEP] included, for ``classify``.
+        pairs: ``classify`` takes sentence pairs (``text`` and ``pair``).
         version: the version folder, a whole number >= 1; by default the one after the
             highest version already there (1 in a new directory).
         overwrite: replace an earlier export of this version (never anything else).
+        source: the folder the model came from (its run directory), which the export must
+            neither be nor hold.
 
     Returns:
         The paths of the files written, sorted.
 
     Raises:
-        RunError: ``directory`` is the run directory or holds it, is a file, or holds
-            other files than version folders; ``version`` exists (without
-            ``overwrite``), is not a SavedModel, or is not a whole number >= 1.
+        RunError: ``directory`` is ``source`` or holds it, is a file, or holds other
+            files than version folders; ``version`` exists (without ``overwrite``), is not
+            a SavedModel, or is not a whole number >= 1.
 
     Example::
 
-        # runs/reviews: a finished run of `kerasbert train`; exported/reviews: new
-        export(Run("runs/reviews"), "exported/reviews")[0]   # 'exported/reviews/1/assets/vocab.txt'
+        # a finished run of `kerasbert train`; exported/reviews: new
+        run = open_run("runs/reviews")
+        export(run.model, "runs/reviews/vocab.txt", "exported/reviews", labels=run.labels,
+               maxlen=128)[0]   # 'exported/reviews/1/assets/vocab.txt'
     """
     directory = os.fspath(directory)
-    target = version_folder(directory, run.run_dir, version, overwrite)
-    encoder = TextEncoder(os.path.join(run.run_dir, "vocab.txt"), run.options.maxlen)
-    labels = tf.constant(run.labels)
+    target = version_folder(directory, source, version, overwrite)
+    encoder = TextEncoder(os.fspath(vocab), maxlen)
+    label_names = tf.constant(list(labels))
 
     def probabilities(token_ids, segment_ids):
-        return tf.cast(run.model([token_ids, segment_ids], training=False), tf.float32)
+        return tf.cast(model([token_ids, segment_ids], training=False), tf.float32)
 
     def classify(text, pair=None):
         found = probabilities(*encoder(text, pair))
         label_id = tf.argmax(found, axis=-1, output_type=tf.int32)
-        return {"label": tf.gather(labels, label_id), "label_id": label_id,
+        return {"label": tf.gather(label_names, label_id), "label_id": label_id,
                 "probabilities": found}
 
     ids = tf.TensorSpec((None, None), tf.int32)
@@ -80,11 +92,11 @@ def export(run, directory, *, version=None, overwrite=False):
                   lambda token_ids, segment_ids: {
                       "probabilities": probabilities(token_ids, segment_ids)},
                   [ids, ids])]
-    if run.options.pair_column:
+    if pairs:
         endpoints.append(("classify", lambda text, pair: classify(text, pair), [texts, texts]))
     else:
         endpoints.append(("classify", lambda text: classify(text), [texts]))
-    return write_archive(target, [run.model, encoder], endpoints)
+    return write_archive(target, [model, encoder], endpoints)
 
 
 def write_archive(target, tracked, endpoints):
@@ -107,14 +119,14 @@ def write_archive(target, tracked, endpoints):
                   for name in names)
 
 
-def version_folder(directory, run_dir, version, overwrite):
-    """The version folder to write, ``<directory>/<version>``, once checked; nothing is
-    written."""
+def version_folder(directory, source, version, overwrite):
+    """The version folder to write, ``<directory>/<version>``, once checked (``source``: a
+    folder it must neither be nor hold, or None); nothing is written."""
     if version is not None and (isinstance(version, bool) or not isinstance(version, int)
                                 or version < 1):
         raise RunError(f"version {version!r} in --version: must be a whole number of at least "
                        "1 (TF Serving's version folders are numbers)")
-    check_export_target(directory, run_dir)
+    check_export_target(directory, source)
     names = [] if not os.path.isdir(directory) else sorted(
         name for name in os.listdir(directory) if not files.is_temporary(name))
     versions = {int(name): name for name in names

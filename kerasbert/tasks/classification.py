@@ -282,6 +282,8 @@ class Run:
         """
         if format == "saved_model":
             from kerasbert.serving.saved_model import export
+
+            options = dict(options, pairs=bool(self.options.pair_column))
         elif format == "onnx":
             from kerasbert.serving.portable import export_onnx as export
         elif format == "litert":
@@ -289,7 +291,9 @@ class Run:
         else:
             raise ValueError(f"invalid value {format!r} in --format: must be saved_model, onnx "
                              "or litert")
-        return export(self, directory, overwrite=overwrite, **options)
+        return export(self.model, os.path.join(self.run_dir, "vocab.txt"), directory,
+                      labels=self.labels, maxlen=self.options.maxlen, overwrite=overwrite,
+                      source=self.run_dir, **options)
 
 
 def _read_labels(path):

@@ -4,7 +4,7 @@ The tagger is ``Tagger-Dropout`` → ``Tagger-Dense`` (one score per tag and tok
 (:func:`kerasbert.models.heads.add_tagger`), or a softmax over the tags without the CRF
 (``no_crf``). Files are CoNLL or JSONL (:mod:`kerasbert.tasks.ner_data`); the best
 epoch is the one with the best entity-level F1 on the dev file, scored on characters
-against the file's own spans as conlleval counts them (:mod:`kerasbert.tasks.entities`).
+against the file's own spans as conlleval counts them (:mod:`kerasbert.inference.entities`).
 
 A run directory holds::
 
@@ -26,10 +26,10 @@ import keras
 import numpy as np
 
 from kerasbert import files
+from kerasbert.inference.entities import entity_scores
 from kerasbert.models import names
 from kerasbert.models.heads import add_tagger
 from kerasbert.tasks import ner_data
-from kerasbert.tasks.entities import entity_scores
 from kerasbert.tasks.runs import (
     OPTIONS_FILE,
     build_encoder,
@@ -241,4 +241,5 @@ class Run:
         """Writes the model for serving, a SavedModel (:mod:`kerasbert.serving.ner_export`);
         returns the files written."""
         return export_saved_model(self, "kerasbert.serving.ner_export", directory, overwrite,
-                                  format, options)
+                                  format, dict(options, tags=self.tags,
+                                               maxlen=self.options.maxlen))

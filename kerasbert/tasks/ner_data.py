@@ -23,7 +23,7 @@ import json
 import os
 
 from kerasbert.files import open_input
-from kerasbert.tasks.entities import entity_spans, split_tag
+from kerasbert.inference.entities import entity_spans, split_tag
 from kerasbert.training.data import DataError
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")

@@ -1,7 +1,7 @@
 """Span question answering runs: train on SQuAD files, evaluate exact match and F1, predict.
 
-The model is BERT with ``Span-Dense`` (:func:`kerasbert.tasks.span_qa.add_span_head`).
-Each question is cut into windows as :class:`~kerasbert.tasks.span_qa.QuestionAnswerer`
+The model is BERT with ``Span-Dense`` (:func:`kerasbert.inference.span_qa.add_span_head`).
+Each question is cut into windows as :class:`~kerasbert.inference.span_qa.QuestionAnswerer`
 cuts it (``--maxlen`` tokens, overlapping by half of it, at most 128); a window is trained
 to point at the answer's first and last token, or at [CLS] when the answer is not inside
 it or the question has none (SQuAD v2.0). The loss is the mean of the start and end
@@ -26,8 +26,14 @@ import os
 import keras
 import numpy as np
 from keras import ops
-from keras.src.backend import get_keras_mask
 
+from kerasbert.inference.span_qa import (
+    QuestionAnswerer,
+    add_span_head,
+    question_windows,
+    run_settings,
+)
+from kerasbert.internals import get_keras_mask
 from kerasbert.models import names
 from kerasbert.tasks.runs import (
     OPTIONS_FILE,
@@ -40,7 +46,6 @@ from kerasbert.tasks.runs import (
     read_options,
     write_model_files,
 )
-from kerasbert.tasks.span_qa import QuestionAnswerer, add_span_head, question_windows
 from kerasbert.tasks.squad import read_squad, squad_scores
 from kerasbert.training import batches
 from kerasbert.training.lifecycle import TrainingRun
@@ -49,7 +54,6 @@ from kerasbert.training.options import TrainOptions, validate  # noqa: F401  (it
 
 FINISHED_FILE = "metrics.json"
 MONITOR = "val_f1"
-MAX_ANSWER_LEN = 30  # tokens: Chinese answers are one token per character
 MAX_QUESTION_LEN = 64  # QuestionAnswerer's default
 MASKED_LOGIT = -1e4
 
@@ -107,9 +111,8 @@ def train(options, callbacks=(), verbose="auto"):
 def answer_settings(options, questions=None):
     """The :class:`QuestionAnswerer` settings of a run; "no answer" is considered where
     ``questions`` hold unanswerable ones, and always without ``questions``."""
-    no_answer = questions is None or any(not q.answers for q in questions)
-    return {"max_seq_len": options.maxlen, "max_answer_len": MAX_ANSWER_LEN,
-            "handle_impossible_answer": no_answer}
+    return run_settings(options.maxlen,
+                        questions is None or any(not q.answers for q in questions))
 
 
 def answerer(model, tokenizer, options, questions=None):
@@ -240,4 +243,4 @@ class Run:
         """Writes the model for serving, a SavedModel (:mod:`kerasbert.serving.qa_export`);
         returns the files written."""
         return export_saved_model(self, "kerasbert.serving.qa_export", directory, overwrite,
-                                  format, options)
+                                  format, dict(options, settings=answer_settings(self.options)))

@@ -8,16 +8,16 @@ metrics; the model side of a run is the same for all of them.
 import dataclasses
 import os
 
-import keras
-
 from kerasbert import files
 from kerasbert.build import build_transformer_model
 from kerasbert.hardware import compute_policy
 from kerasbert.models.config import BertConfig, check_maxlen, check_vocab_fits
 from kerasbert.training.options import TrainOptions
-from kerasbert.training.rundir import RunDirectory, RunError, read_json
+from kerasbert.training.rundir import TRAIN_OPTIONS_FILE as OPTIONS_FILE
+from kerasbert.training.rundir import RunError, check_finished, load_run_model, read_json
 
-OPTIONS_FILE = "train_config.json"
+__all__ = ["OPTIONS_FILE", "build_encoder", "check_checkpoint", "check_finished",
+           "check_model_files", "load_run_model", "read_options", "write_model_files"]
 
 
 def check_model_files(options):
@@ -66,45 +66,6 @@ def write_model_files(options, model):
     save_weights_as_checkpoint(model, os.path.join(output, "bert_model.ckpt"))
 
 
-def load_run_model(run_dir):
-    """The best model of a run, loaded with ``safe_mode=True``.
-
-    Raises:
-        RunError: no ``model.keras``, or one that is truncated or corrupt.
-    """
-    path = os.path.join(run_dir, "model.keras")
-    if not os.path.exists(path):
-        raise RunError(f"model in {run_dir}: no model.keras; is it a kerasbert run directory?")
-    try:
-        return keras.saving.load_model(path, safe_mode=True)
-    except Exception as error:  # Keras raises ValueError, OSError, zipfile and h5py errors
-        # Keras calls a file it cannot open as a zip "not found": do not repeat that.
-        reason = (str(error).strip().splitlines() or [""])[0]
-        detail = "" if not reason or "not found" in reason.lower() else f" ({reason[:200]})"
-        raise RunError(f"model in {path}: cannot be loaded, the file is truncated or "
-                       f"corrupt{detail}") from None
-
-
-def check_finished(run_dir, finished_file):
-    """Raises unless ``run_dir`` holds a finished run (``finished_file`` written last).
-
-    Raises:
-        RunError: no directory, a file, an unfinished run (how to continue it), or not a
-            run directory.
-    """
-    if not os.path.isdir(run_dir):
-        what = ("is a file, not a run directory" if os.path.exists(run_dir)
-                else "no such directory")
-        raise RunError(f"run in {run_dir}: {what}")
-    directory = RunDirectory(run_dir, OPTIONS_FILE, finished_file)
-    if not directory.finished:
-        if directory.started:
-            raise RunError(f"run in {run_dir}: not finished; continue it with "
-                           f"kerasbert train --resume --output {run_dir}")
-        raise RunError(f"run in {run_dir}: not a kerasbert run directory "
-                       f"(no {finished_file})")
-
-
 def read_options(run_dir):
     """The :class:`TrainOptions` a run saved (keys of other versions left out).
 
@@ -132,4 +93,5 @@ def export_saved_model(run, module, directory, overwrite, format, options):
         raise RunError(f"invalid value {format!r} in --format: {run.options.task} runs export "
                        "as saved_model only (ONNX and LiteRT take classification runs)")
     export = importlib.import_module(module).export
-    return export(run, directory, overwrite=overwrite, **options)
+    return export(run.model, os.path.join(run.run_dir, "vocab.txt"), directory,
+                  overwrite=overwrite, source=run.run_dir, **options)

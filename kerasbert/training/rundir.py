@@ -28,10 +28,13 @@ _STATE = "state.json"
 _WEIGHTS = "training.weights.h5"
 
 
+#: The options file and the finished file of a fine-tuning run (``kerasbert train``).
+TRAIN_OPTIONS_FILE = "train_config.json"
+TRAIN_FINISHED_FILE = "metrics.json"
+
+
 class RunError(ValueError):
     """A run directory that cannot be used as asked; the message says what to do."""
-
-
 
 
 def _nearest_existing(path):
@@ -63,14 +66,16 @@ def check_writable(path, flag="--output"):
         raise RunError(f"{flag} in {path}: cannot write there (no permission on {shown})")
 
 
-def check_export_target(directory, run_dir):
-    """Refuses an export folder that is the run directory, holds it, or cannot be written.
+def check_export_target(directory, run_dir=None):
+    """Refuses an export folder that is the run directory (if any), holds it, or cannot be
+    written.
 
     Raises:
         RunError: ``--to in runs/x: is the run directory or holds it; ...``.
     """
-    target, run = os.path.realpath(directory), os.path.realpath(run_dir)
-    if target == run or run.startswith(target.rstrip(os.sep) + os.sep):
+    target = os.path.realpath(directory)
+    run = os.path.realpath(run_dir) if run_dir is not None else None
+    if run is not None and (target == run or run.startswith(target.rstrip(os.sep) + os.sep)):
         raise RunError(f"--to in {directory}: is the run directory or holds it; export to a "
                        "new directory")
     check_writable(directory, flag="--to")
@@ -219,3 +224,44 @@ def read_json(path, what):
         raise RunError(f"{what} in {path}: the file is missing") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise RunError(f"{what} in {path}: not valid JSON ({error})") from None
+
+
+def check_finished(run_dir, options_file=TRAIN_OPTIONS_FILE, finished_file=TRAIN_FINISHED_FILE):
+    """Raises unless ``run_dir`` holds a finished run (``finished_file`` written last).
+
+    Raises:
+        RunError: no directory, a file, an unfinished run (how to continue it), or not a
+            run directory.
+    """
+    if not os.path.isdir(run_dir):
+        what = ("is a file, not a run directory" if os.path.exists(run_dir)
+                else "no such directory")
+        raise RunError(f"run in {run_dir}: {what}")
+    directory = RunDirectory(run_dir, options_file, finished_file)
+    if not directory.finished:
+        if directory.started:
+            raise RunError(f"run in {run_dir}: not finished; continue it with "
+                           f"kerasbert train --resume --output {run_dir}")
+        raise RunError(f"run in {run_dir}: not a kerasbert run directory "
+                       f"(no {finished_file})")
+
+
+def load_run_model(run_dir):
+    """The best model of a run, ``model.keras``, loaded with ``safe_mode=True``.
+
+    Raises:
+        RunError: no ``model.keras``, or one that is truncated or corrupt.
+    """
+    import keras
+
+    path = os.path.join(run_dir, "model.keras")
+    if not os.path.exists(path):
+        raise RunError(f"model in {run_dir}: no model.keras; is it a kerasbert run directory?")
+    try:
+        return keras.saving.load_model(path, safe_mode=True)
+    except Exception as error:  # Keras raises ValueError, OSError, zipfile and h5py errors
+        # Keras calls a file it cannot open as a zip "not found": do not repeat that.
+        reason = (str(error).strip().splitlines() or [""])[0]
+        detail = "" if not reason or "not found" in reason.lower() else f" ({reason[:200]})"
+        raise RunError(f"model in {path}: cannot be loaded, the file is truncated or "
+                       f"corrupt{detail}") from None

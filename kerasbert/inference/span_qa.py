@@ -6,7 +6,7 @@ end logit, stored as ``cls/squad/output_weights`` and ``cls/squad/output_bias``.
 :class:`QuestionAnswerer` does what transformers 4.x's ``pipeline("question-answering")``
 does with such a model: it cuts a long context into overlapping windows, runs the model on
 all of them in batches, and picks the best span of context tokens over all windows, scored
-and returned as the pipeline returns it (:mod:`kerasbert.tasks.answer_spans`).
+and returned as the pipeline returns it (:mod:`kerasbert.inference.answer_spans`).
 
 Example::
 
@@ -24,10 +24,7 @@ import numpy as np
 
 from kerasbert.build import build_transformer_model
 from kerasbert.checkpoints.loading import load_checkpoint
-from kerasbert.models import names
-from kerasbert.models.layers import truncated_normal
-from kerasbert.serving.predictor import Predictor
-from kerasbert.tasks.answer_spans import (
+from kerasbert.inference.answer_spans import (
     best_spans,
     char_span,
     merge_answers,
@@ -35,7 +32,20 @@ from kerasbert.tasks.answer_spans import (
     read_context,
     window_starts,
 )
+from kerasbert.inference.predictor import Predictor
+from kerasbert.models import names
+from kerasbert.models.layers import truncated_normal
 from kerasbert.text.tokenizer import Tokenizer
+from kerasbert.training.rundir import (
+    TRAIN_OPTIONS_FILE,
+    check_finished,
+    load_run_model,
+    read_json,
+)
+
+#: The longest answer, in tokens, of a ``--task qa`` run: Chinese answers are one token per
+#: character.
+RUN_MAX_ANSWER_LEN = 30
 
 
 def add_span_head(model, initializer_range=0.02, dtype=None):
@@ -275,19 +285,28 @@ def _checkpoint_model(directory, do_lower_case=True):
     return model, Tokenizer(os.path.join(directory, "vocab.txt"), do_lower_case=do_lower_case)
 
 
+def run_settings(maxlen, no_answer=True):
+    """The :class:`QuestionAnswerer` settings of a ``--task qa`` run trained with
+    ``maxlen``; ``no_answer``: whether "no answer" is considered."""
+    return {"max_seq_len": maxlen, "max_answer_len": RUN_MAX_ANSWER_LEN,
+            "handle_impossible_answer": bool(no_answer)}
+
+
 def _from_directory(directory):
     """``(model, tokenizer, default settings)`` of a finished ``--task qa`` run (its best
     model and the settings ``kerasbert predict`` answers with) or a checkpoint directory."""
-    from kerasbert.tasks import qa
-    from kerasbert.tasks.runs import OPTIONS_FILE
-
-    if not os.path.isfile(os.path.join(directory, OPTIONS_FILE)):
+    options_path = os.path.join(directory, TRAIN_OPTIONS_FILE)
+    if not os.path.isfile(options_path):
         return (*_checkpoint_model(directory), _DEFAULTS)
-    run = qa.Run(directory)
-    if run.options.task != "qa":
-        raise ValueError(f"run in {directory}: a {run.options.task} run; QuestionAnswerer "
+    check_finished(directory)
+    saved = read_json(options_path, "options")
+    task = saved.get("task") or "classification" if isinstance(saved, dict) else None
+    if task != "qa" or not isinstance(saved.get("maxlen"), int):
+        raise ValueError(f"run in {directory}: a {task or 'foreign'} run; QuestionAnswerer "
                          "takes a run of kerasbert train --task qa")
-    return run.model, run.tokenizer, qa.answer_settings(run.options)
+    model = load_run_model(directory)
+    tokenizer = Tokenizer(os.path.join(directory, "vocab.txt"))
+    return model, tokenizer, run_settings(saved["maxlen"])
 
 
 def _is_count(value):
