@@ -30,7 +30,8 @@ def _load_alone(name):
     if name in sys.modules:
         return sys.modules[name]
     root = importlib.util.find_spec("kerasbert").submodule_search_locations[0]
-    path = os.path.join(root, *name.split(".")[1:]) + ".py"
+    path = os.path.join(root, *name.split(".")[1:])
+    path = os.path.join(path, "__init__.py") if os.path.isdir(path) else path + ".py"
     return _execute(name, importlib.util.spec_from_file_location(name, path))
 
 

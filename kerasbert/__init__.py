@@ -23,6 +23,7 @@ from kerasbert.checkpoints.io import CheckpointError, write_checkpoint
 from kerasbert.checkpoints.loading import LoadReport, load_checkpoint, save_weights_as_checkpoint  # noqa: E402
 from kerasbert.inference.predictor import Predictor
 from kerasbert.inference.span_qa import QuestionAnswerer, add_span_head
+from kerasbert.models.attention_masks import Bidirectional, Causal, PrefixLM, UniLM
 from kerasbert.models.bert import build_bert
 from kerasbert.models.config import BertConfig
 from kerasbert.models.crf import ConditionalRandomField
@@ -32,13 +33,17 @@ from kerasbert.training import optimizer  # noqa: F401  (registers WarmupLinearD
 
 __all__ = [
     "BertConfig",
+    "Bidirectional",
+    "Causal",
     "CheckpointError",
     "ConditionalRandomField",
     "LoadReport",
     "Predictor",
+    "PrefixLM",
     "QuestionAnswerer",
     "Tokenizer",
     "Transformer",
+    "UniLM",
     "add_cls_classifier",
     "add_crf_tagger",
     "add_span_head",

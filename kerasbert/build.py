@@ -1,65 +1,58 @@
 """``build_transformer_model``: a config, a model family and a checkpoint make one model.
 
-The bert4keras one-liner. Each family is a :class:`~kerasbert.models.families.Variant`
-of the graph (:data:`kerasbert.models.families.VARIANTS`) and a mapping table
-(:data:`kerasbert.checkpoints.loading.TABLES`).
+The bert4keras one-liner. Each family is a class in :mod:`kerasbert.models.families`
+(registered in :data:`~kerasbert.models.families.FAMILIES`), which knows its graph and its
+checkpoint table; ``return_keras_model=False`` returns that object (bert4keras's
+``Transformer``). Every keyword of bert4keras 0.11.5's ``build_transformer_model`` either
+works with its meaning or is refused by name (:data:`REFUSED`), never dropped.
 """
 
-import dataclasses
+import inspect
 
-import keras
-
-from kerasbert.checkpoints.loading import load_checkpoint, save_weights_as_checkpoint
-from kerasbert.models.bert import build_bert
+from kerasbert.models.bert import make_transformer
 from kerasbert.models.config import BertConfig
 from kerasbert.models.deferred import deferred_weights, forget, settle
-from kerasbert.models.families import variant_of
+from kerasbert.models.families import family_class, variant_of
+from kerasbert.models.families.base import Transformer
 
+__all__ = ["REFUSED", "Transformer", "build_transformer_model", "resolve_config"]
 
-@dataclasses.dataclass
-class Transformer:
-    """What ``build_transformer_model(..., return_keras_model=False)`` returns.
-
-    Example:
-        With the shipped small checkpoint (its directory stands for the checkpoint):
-
-        >>> import os, tempfile
-        >>> small = "kerasbert/resources/kerasbert-zh-small"
-        >>> bert = build_transformer_model(f"{small}/bert_config.json", small,
-        ...                                return_keras_model=False)
-        >>> bert.load_report.missing
-        []
-        >>> bert.save_weights_as_checkpoint(os.path.join(tempfile.mkdtemp(), "bert_model.ckpt"))[:1]
-        ['bert/embeddings/LayerNorm/beta']
-    """
-
-    model: keras.Model
-    config: BertConfig
-    keep_tokens: list = None
-    compound_tokens: list = None
-    load_report: object = None
-    family: str = "bert"
-
-    def load_weights_from_checkpoint(self, checkpoint, strict=True, streaming=False):
-        """Loads a Google checkpoint with this model's keep/compound tokens; see
-        :func:`kerasbert.checkpoints.loading.load_checkpoint`. Returns the :class:`LoadReport`."""
-        self.load_report = load_checkpoint(self.model, checkpoint, strict=strict,
-                                           keep_tokens=self.keep_tokens,
-                                           compound_tokens=self.compound_tokens,
-                                           streaming=streaming, family=self.family)
-        return self.load_report
-
-    def save_weights_as_checkpoint(self, prefix, dtype=None):
-        """Writes the weights under Google's names; see
-        :func:`kerasbert.checkpoints.loading.save_weights_as_checkpoint`."""
-        return save_weights_as_checkpoint(self.model, prefix, dtype=dtype, family=self.family)
+#: bert4keras keywords kerasbert does not build -> what to do instead. Each is refused by
+#: name (a ValueError), since dropping it would build another model than the one asked for.
+REFUSED = {
+    "residual_attention_scores": "RealFormer's residual attention scores are not built; "
+                                 "leave it False",
+    "autoresize_weights": "weights are not resized to another shape; give the checkpoint's "
+                          "own config (keep_tokens selects a smaller vocabulary)",
+    "layers": "layers are not shared between models; reuse the built model's layers "
+              "(transformer.layers) instead",
+    "prefix": "layer names carry no prefix (checkpoints and scripts look layers up by "
+              "bert4keras's names); build a second model with name= instead",
+    "attention_caches": "key/value caches for decoding are not built yet",
+    "layer_norm_cond": "conditional layer normalization is not built",
+    "layer_norm_cond_hidden_size": "conditional layer normalization is not built",
+    "layer_norm_cond_hidden_act": "conditional layer normalization is not built",
+    "additional_input_layers": "extra inputs are not added to the model; make a new "
+                               "keras.Model from the built model's inputs and yours",
+    "hierarchical_position": "hierarchically decomposed positions are not built; give "
+                             "max_position_embeddings large enough",
+    "custom_position_ids": "position ids are always 0..length-1 (no Input-Position)",
+    "shared_segment_embeddings": "segments have their own Embedding-Segment",
+}
+#: bert4keras keywords whose only supported value is the one BERT's config implies.
+FIXED = {
+    "attention_head_size": lambda config: config.head_size,
+    "attention_key_size": lambda config: config.head_size,
+}
+#: bert4keras's ``ignore_invalid_weights=True`` loads what fits: kerasbert's ``strict=False``.
+LOAD_ALIASES = {"ignore_invalid_weights": "strict"}
 
 
 def build_transformer_model(config_path=None, checkpoint_path=None, model=None, with_pool=False,
                             with_nsp=False, with_mlm=False, keep_tokens=None,
                             return_keras_model=True, compound_tokens=None, sequence_length=None,
                             name=None, strict=True, dtype=None, with_discriminator=False,
-                            **overrides):
+                            application="encoder", **overrides):
     """Builds a BERT-family model from its config, bert4keras style.
 
     Args:
@@ -69,29 +62,40 @@ def build_transformer_model(config_path=None, checkpoint_path=None, model=None, 
             (``.../bert_model.ckpt``), a directory holding one, or a dict of arrays.
         model: the family, as bert4keras names it: ``"bert"``, ``"roberta"`` (BERT's
             graph), ``"albert"``, ``"albert_unshared"``, ``"nezha"``, ``"roformer"``,
-            ``"roformer_v2"`` or ``"electra"``; None: the one the config names
-            (``model_type``, ALBERT's group keys), else BERT.
-        with_pool, with_nsp, with_mlm: heads, see :func:`build_bert`.
+            ``"roformer_v2"``, ``"electra"`` or ``"gpt"``; a subclass of one (bert4keras's
+            way of making a variant); None: the one the config names (``model_type``,
+            ALBERT's group keys), else BERT.
+        with_pool, with_nsp, with_mlm: heads, see :func:`kerasbert.build_bert`.
         with_discriminator: ELECTRA's head (True: sigmoid).
+        application: the attention mask, as in bert4keras: ``"encoder"`` (bidirectional),
+            ``"lm"`` (causal: a language model) or ``"unilm"`` (seq2seq: segment 0 the
+            source, segment 1 the target); ``"lm"`` and ``"unilm"`` add the MLM head, as in
+            bert4keras. A mask object of :mod:`kerasbert.models.attention_masks` (e.g.
+            ``PrefixLM(16)``) works too.
         keep_tokens: token ids to keep from the checkpoint vocabulary (the vocabulary
             becomes ``len(keep_tokens)``).
-        return_keras_model: return the ``keras.Model`` (default) or a :class:`Transformer`.
+        return_keras_model: return the ``keras.Model`` (default) or the family's
+            :class:`~kerasbert.models.families.base.Transformer` (``.model``, ``.layers``,
+            ``.initializer``, ``.apply``, ``.variable_mapping()``, ``.load_report``...).
         compound_tokens: extra tokens, each a list of existing ids whose embeddings are
             averaged; they are appended to the vocabulary.
         sequence_length: fixed input length, or None.
         name: the model's name.
         strict: with a checkpoint, raise on any missing variable or shape mismatch
-            (default); False loads what fits (see ``Transformer.load_report``).
+            (default); False loads what fits (see ``Transformer.load_report``);
+            bert4keras's ``ignore_invalid_weights=True`` means False.
         dtype: the dtype policy of the layers (``"mixed_bfloat16"``, ``"bfloat16"``);
             None: Keras's global policy. Nothing global is changed.
-        **overrides: config keys to replace (``num_hidden_layers=2``, ``dropout_rate=0``...).
+        **overrides: config keys to replace (``num_hidden_layers=2``, ``dropout_rate=0``...),
+            and keywords a family's class takes (GPT's ``final_activation``).
 
     Returns:
-        a ``keras.Model`` (or a :class:`Transformer` holding it).
+        a ``keras.Model`` (or the family's :class:`Transformer` holding it).
 
     Raises:
-        ValueError: unknown ``model``, an invalid config, a config of another model
-            family, or one too large for this machine's memory (see :func:`build_bert`).
+        ValueError: unknown ``model`` or ``application``, a bert4keras keyword kerasbert
+            does not build (named, with what to use instead), an invalid config, a config
+            of another model family, or one too large for this machine's memory.
         FileNotFoundError: no checkpoint at ``checkpoint_path``.
         kerasbert.CheckpointError (a ValueError): the checkpoint is corrupt or does
             not fit the config (the message names the variable, both shapes and a hint).
@@ -100,11 +104,31 @@ def build_transformer_model(config_path=None, checkpoint_path=None, model=None, 
         >>> bert = build_transformer_model("checkpoints/chinese_L-12_H-768_A-12/bert_config.json")
         >>> bert.count_params()
         101677056
+        >>> lm = build_transformer_model(dict(
+        ...     vocab_size=100, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+        ...     intermediate_size=32), application="unilm")
+        >>> lm.get_layer("Attention-UniLM-Mask").name, lm.output.shape
+        ('Attention-UniLM-Mask', (None, None, 100))
     """
-    if model is not None:
-        variant_of(model)  # an unknown family is refused before the config is read
-    config = resolve_config(config_path, family=model and model.lower(), **overrides)
-    family = config.family
+    for keyword in REFUSED:
+        if overrides.get(keyword) not in (None, False):
+            raise ValueError(f"{keyword}={overrides[keyword]!r}: not supported; "
+                             f"{REFUSED[keyword]}")
+    overrides = {key: value for key, value in overrides.items() if key not in REFUSED}
+    if "ignore_invalid_weights" in overrides:
+        strict = not overrides.pop("ignore_invalid_weights")
+    fixed = {key: overrides.pop(key) for key in list(overrides) if key in FIXED}
+    cls = variant_of(model if model is not None else "bert")  # unknown: refused before reading
+    family_options = {key: overrides.pop(key) for key in list(overrides)
+                      if key in _options_of(cls)}
+    family = model.lower() if isinstance(model, str) else None
+    config = resolve_config(config_path, family=family, **overrides)
+    for key, value in fixed.items():
+        if value is not None and value != FIXED[key](config):
+            raise ValueError(f"{key} ({value!r}): not supported; heads are hidden_size / "
+                             f"num_attention_heads = {FIXED[key](config)} wide")
+    if model is None:
+        cls = family_class(config.family)
     vocab_size = config.vocab_size
     if keep_tokens is not None:
         vocab_size = len(keep_tokens)
@@ -114,19 +138,20 @@ def build_transformer_model(config_path=None, checkpoint_path=None, model=None, 
         config = config.replace(vocab_size=vocab_size)
 
     def build():
-        return build_bert(config, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
-                          sequence_length=sequence_length, name=name, dtype=dtype,
-                          family=family, with_discriminator=with_discriminator)
+        return make_transformer(
+            config, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
+            sequence_length=sequence_length, name=name, dtype=dtype,
+            family=config.family if model is None or isinstance(model, str) else cls,
+            with_discriminator=with_discriminator, application=application,
+            keep_tokens=keep_tokens, compound_tokens=compound_tokens, **family_options)
 
     if checkpoint_path is None:
-        keras_model = build()
-        return keras_model if return_keras_model else Transformer(
-            keras_model, config, keep_tokens, compound_tokens, family=family)
+        built = build()
+        return built.model if return_keras_model else built
     # The weights are made without values and created from what the checkpoint holds:
     # no random draw to overwrite, one copy of each weight (see models/deferred.py).
     with deferred_weights() as deferred:
-        keras_model = build()
-    built = Transformer(keras_model, config, keep_tokens, compound_tokens, family=family)
+        built = build()
     try:
         # The model is new and is dropped if the load fails: it may be loaded a group of
         # variables at a time, never holding the whole checkpoint beside its weights.
@@ -135,7 +160,14 @@ def build_transformer_model(config_path=None, checkpoint_path=None, model=None, 
         forget(deferred)
         raise
     settle(deferred)  # what the checkpoint did not fill: dropout seeds, a non-strict load's gaps
-    return keras_model if return_keras_model else built
+    return built.model if return_keras_model else built
+
+
+def _options_of(cls):
+    """The keywords a family's class takes beyond the base class's (GPT's
+    ``final_activation``)."""
+    own = set(inspect.signature(cls.__init__).parameters)
+    return own - set(inspect.signature(Transformer.__init__).parameters) - {"self", "kwargs"}
 
 
 def resolve_config(config, family=None, **overrides):
@@ -153,5 +185,3 @@ def resolve_config(config, family=None, **overrides):
     if isinstance(config, dict):
         return BertConfig.from_dict(config, family=family, **overrides)
     return BertConfig.from_json_file(config, family=family, **overrides)
-
-

@@ -4,7 +4,8 @@ Reads ``config.json`` and ``model.safetensors`` of a BERT, ALBERT, ELECTRA or Ro
 (base models, pretraining and task models; the ``bert.`` / ``albert.`` / ``electra.`` /
 ``roformer.`` prefix is optional) and writes what Google's code, bert4keras and
 :func:`kerasbert.build_transformer_model` read: each family's original variable names
-(:mod:`kerasbert.checkpoints.mapping`, ``albert``, ``electra``). The span head of a BERT or
+(each family module's ``checkpoint_table``, :mod:`kerasbert.models.families`); each
+family's Hugging Face layout is its module's ``hf_layout``. The span head of a BERT or
 RoFormer ``...ForQuestionAnswering`` (``qa_outputs``) is written under the names of Google's
 ``run_squad.py``: ``cls/squad/output_weights`` and ``cls/squad/output_bias``.
 """
@@ -16,123 +17,40 @@ import shutil
 
 import numpy as np
 
-from kerasbert.checkpoints import albert
 from kerasbert.checkpoints.io import (
     CheckpointError,
     dtype_name,
     is_float_dtype,
     write_checkpoint,
 )
-from kerasbert.checkpoints.loading import TABLES
-from kerasbert.checkpoints.mapping import SQUAD_OUTPUT_BIAS, SQUAD_OUTPUT_WEIGHTS
+from kerasbert.checkpoints.loading import table
 from kerasbert.models import names
 from kerasbert.models.config import BertConfig
-from kerasbert.models.families import model_type_of
+from kerasbert.models.families import FAMILIES, family_class, model_type_of
 
-# A Linear's ``weight`` is [out, in] and becomes a transposed ``kernel``; an Embedding's
-# ``weight`` is the table itself; LayerNorm's weight/bias (or gamma/beta) are gamma/beta.
+# An Embedding's ``weight`` is the table itself (no transposing, no ``kernel``).
 EMBEDDINGS = ("word_embeddings", "position_embeddings", "token_type_embeddings")
-BERT_LAYER_MODULES = {
-    "attention.self.query": "attention/self/query",
-    "attention.self.key": "attention/self/key",
-    "attention.self.value": "attention/self/value",
-    "attention.output.dense": "attention/output/dense",
-    "attention.output.LayerNorm": "attention/output/LayerNorm",
-    "intermediate.dense": "intermediate/dense",
-    "output.dense": "output/dense",
-    "output.LayerNorm": "output/LayerNorm",
-}
-BERT_HEADS = {
-    "pooler.dense": "bert/pooler/dense",
-    "cls.predictions.transform.dense": "cls/predictions/transform/dense",
-    "cls.predictions.transform.LayerNorm": "cls/predictions/transform/LayerNorm",
-}
-# Stored as Google stores them (the NSP / SOP weight and a ForQuestionAnswering model's
-# span weight are [2, hidden] in both).
-BERT_PLAIN = {
-    "cls.predictions.bias": "cls/predictions/output_bias",
-    "cls.seq_relationship.weight": "cls/seq_relationship/output_weights",
-    "cls.seq_relationship.bias": "cls/seq_relationship/output_bias",
-    "qa_outputs.weight": SQUAD_OUTPUT_WEIGHTS,
-    "qa_outputs.bias": SQUAD_OUTPUT_BIAS,
-}
 
 
-@dataclasses.dataclass(frozen=True)
-class Layout:
-    """Where one Hugging Face family keeps each weight, in Google's names.
+def layouts():
+    """``model_type`` -> its Hugging Face layout: each family module's ``hf_layout``.
 
-    Attributes:
-        prefix: the base model's attribute (``"bert."``), optional in the file.
-        scope: the Google scope of embeddings and encoder (``"bert"``, ``"electra"``).
-        modules: Hugging Face module (after the prefix) -> Google scope.
-        layer: the encoder layers' modules, ``index`` and ``module`` groups.
-        layer_scope: the Google scope of layer ``{index}``.
-        layer_modules: a layer's module -> its Google scope inside ``layer_scope``.
-        plain: parameters stored as they are.
-        ignored: buffers and copies of tied weights.
+    Example:
+        >>> list(layouts())
+        ['bert', 'albert', 'roformer', 'electra']
     """
-
-    prefix: str
-    scope: str
-    modules: dict
-    layer: str
-    layer_scope: str
-    layer_modules: dict
-    plain: dict
-    ignored: tuple = ()
+    found = {}
+    for name in FAMILIES:
+        cls = family_class(name)
+        if cls.hf_layout is not None:
+            found.setdefault(cls.model_type, cls.hf_layout)
+    return found
 
 
-def _embedding_modules(scope):
-    return {"embeddings.LayerNorm": f"{scope}/embeddings/LayerNorm"}
-
-
-TIED = ("cls.predictions.decoder.weight", "cls.predictions.decoder.bias")
-BERT_LAYOUT = Layout(
-    "bert.", "bert", {**_embedding_modules("bert"), **BERT_HEADS},
-    r"encoder\.layer\.(?P<index>\d+)\.(?P<module>.+)", "bert/encoder/layer_{index}",
-    BERT_LAYER_MODULES, BERT_PLAIN, ("embeddings.position_ids",) + TIED)
-#: ``model_type`` -> its layout.
-LAYOUTS = {
-    "bert": BERT_LAYOUT,
-    "albert": Layout(
-        "albert.", "bert",
-        {**_embedding_modules("bert"),
-         "encoder.embedding_hidden_mapping_in": "bert/encoder/embedding_hidden_mapping_in",
-         "pooler": "bert/pooler/dense",
-         "predictions.dense": "cls/predictions/transform/dense",
-         "predictions.LayerNorm": "cls/predictions/transform/LayerNorm"},
-        # One group of one layer, shared by every layer (the config's checks refuse more).
-        r"encoder\.albert_layer_groups\.0\.albert_layers\.0\.(?P<module>.+)",
-        albert.SHARED_SCOPE,
-        {"attention.query": "attention_1/self/query", "attention.key": "attention_1/self/key",
-         "attention.value": "attention_1/self/value",
-         "attention.dense": "attention_1/output/dense", "attention.LayerNorm": "LayerNorm",
-         "ffn": "ffn_1/intermediate/dense", "ffn_output": "ffn_1/intermediate/output/dense",
-         "full_layer_layer_norm": "LayerNorm_1"},
-        {"predictions.bias": "cls/predictions/output_bias",
-         "sop_classifier.classifier.weight": "cls/seq_relationship/output_weights",
-         "sop_classifier.classifier.bias": "cls/seq_relationship/output_bias"},
-        ("embeddings.position_ids", "predictions.decoder.weight", "predictions.decoder.bias")),
-    "electra": Layout(
-        "electra.", "electra",
-        {**_embedding_modules("electra"), "embeddings_project": "electra/embeddings_project",
-         "discriminator_predictions.dense": "discriminator_predictions/dense",
-         "discriminator_predictions.dense_prediction": "discriminator_predictions/dense_1"},
-        BERT_LAYOUT.layer, "electra/encoder/layer_{index}", BERT_LAYER_MODULES, {},
-        ("embeddings.position_ids",)),
-    "roformer": Layout(
-        "roformer.", "bert",
-        {**_embedding_modules("bert"), **BERT_HEADS,
-         "embeddings_project": "bert/encoder/embedding_hidden_mapping_in"},
-        BERT_LAYOUT.layer, BERT_LAYOUT.layer_scope, BERT_LAYER_MODULES, BERT_PLAIN,
-        # The sinusoid tables are computed, not learned.
-        ("embeddings.embed_positions.weight", "encoder.embed_positions.weight") + TIED),
-}
 # Old checkpoints name LayerNorm parameters gamma/beta, newer ones weight/bias.
 _NORM_PARAMETERS = {"weight": "gamma", "gamma": "gamma", "bias": "beta", "beta": "beta"}
 FAMILY_NAMES = {"bert": "a BERT", "albert": "an ALBERT", "electra": "an ELECTRA",
-                "roformer": "a RoFormer"}
+                "roformer": "a RoFormer"}  # in messages
 # Keys of a Hugging Face config that the Google config keeps (the rest is bookkeeping).
 KEPT_KEYS = ("embedding_size", "num_hidden_groups", "inner_group_num")
 
@@ -149,7 +67,7 @@ def google_name(hf_name, model_type="bert"):
         >>> google_name("albert.encoder.albert_layer_groups.0.albert_layers.0.ffn.bias", "albert")
         ('bert/encoder/transformer/group_0/inner_group_0/ffn_1/intermediate/dense/bias', False)
     """
-    layout = LAYOUTS[model_type]
+    layout = layouts()[model_type]
     name = hf_name.removeprefix(layout.prefix)
     if name in layout.plain:
         return layout.plain[name], False
@@ -243,9 +161,9 @@ def _read_config(path):
     # BertConfig refuses what no family builds (position_embedding_type, is_decoder...).
     config = BertConfig.from_json_file(path)
     model_type = model_type_of(config.family)
-    if model_type not in LAYOUTS:
+    if model_type not in layouts():
         raise ValueError(f"model_type ({model_type!r}) in {path}: kerasbert convert reads "
-                         f"{', '.join(LAYOUTS)} models; build {model_type} from its original "
+                         f"{', '.join(layouts())} models; build {model_type} from its original "
                          "checkpoint instead")
     if config.extra.get("rotary_value"):
         raise ValueError(f"rotary_value (True) in {path}: not supported; kerasbert's RoFormer, "
@@ -262,7 +180,7 @@ def _read_config(path):
 def _read_weights(path, dtype, model_type):
     from safetensors import SafetensorError, safe_open
 
-    layout = LAYOUTS[model_type]
+    layout = layouts()[model_type]
     variables, skipped = {}, []
     try:
         with safe_open(path, framework="numpy") as f:
@@ -286,14 +204,13 @@ def _read_weights(path, dtype, model_type):
 
 
 def _check_complete(variables, config, path, model_type):
-    scope = LAYOUTS[model_type].scope
-    left_out = {names.POOLER_DENSE}  # an encoder may come without its pooler
+    layout = layouts()[model_type]
+    scope = layout.scope
+    left_out = {names.POOLER_DENSE, *layout.optional}  # an encoder may come without its pooler
     if config.embedding_size == config.hidden_size:
         left_out.add(names.EMBEDDING_MAPPING)
-    if model_type == "roformer":
-        left_out.add(names.EMBEDDING_POSITION)
-    table = TABLES[config.family](config.num_hidden_layers)
-    needed = [name for layer, weights in table.items() if layer not in left_out
+    mapping = table(config.family)(config.num_hidden_layers)
+    needed = [name for layer, weights in mapping.items() if layer not in left_out
               for name in weights.values() if name.startswith(f"{scope}/")]
     if config.type_vocab_size == 0:
         needed.remove(f"{scope}/embeddings/token_type_embeddings")

@@ -13,7 +13,6 @@ import re
 import keras
 import numpy as np
 
-from kerasbert.checkpoints import albert, electra
 from kerasbert.checkpoints.io import (
     CheckpointError,
     count_non_finite,
@@ -22,17 +21,17 @@ from kerasbert.checkpoints.io import (
     write_checkpoint,
 )
 from kerasbert.checkpoints.keep_tokens import KeepTokens
-from kerasbert.checkpoints.mapping import (
-    MLM_OUTPUT_BIAS,
+from kerasbert.models import names
+from kerasbert.models.deferred import set_value
+from kerasbert.models.families import FAMILIES, family_class, model_type_of
+from kerasbert.models.families.albert import SHARED_SCOPE as ALBERT_SHARED_SCOPE
+from kerasbert.models.families.bert import (
     POSITION_EMBEDDINGS,
     TRANSPOSED_VARIABLES,
     VOCABULARY_VARIABLES,
-    WORD_EMBEDDINGS,
-    variable_mapping,
 )
-from kerasbert.models import names
-from kerasbert.models.deferred import set_value
-from kerasbert.models.families import model_type_of
+from kerasbert.models.families.electra import WORD_EMBEDDINGS as ELECTRA_WORD_EMBEDDINGS
+from kerasbert.models.families.gpt import WORD_EMBEDDINGS as GPT_WORD_EMBEDDINGS
 
 logger = logging.getLogger(__name__)
 
@@ -49,21 +48,13 @@ class Target:
 
 #: The variables with one row per vocabulary entry, in every family's names: keep_tokens
 #: and compound_tokens apply to them.
-VOCABULARY_ROWS = VOCABULARY_VARIABLES + (electra.WORD_EMBEDDINGS,)
+VOCABULARY_ROWS = VOCABULARY_VARIABLES + (ELECTRA_WORD_EMBEDDINGS, GPT_WORD_EMBEDDINGS)
 
-#: Each family's table: ``num_hidden_layers -> {layer: {attribute: Google name}}``.
-#: NEZHA and RoFormer keep BERT's names (they learn no position table; RoFormer-v2 has
-#: no biases and no norm weights, so those rows find no weight).
-TABLES = {
-    "bert": variable_mapping,
-    "roberta": variable_mapping,
-    "nezha": variable_mapping,
-    "roformer": variable_mapping,
-    "roformer_v2": variable_mapping,
-    "albert": albert.variable_mapping,
-    "albert_unshared": albert.unshared_variable_mapping,
-    "electra": electra.variable_mapping,
-}
+
+def table(family):
+    """``family``'s table maker: ``num_hidden_layers -> {layer: {attribute: Google name}}``
+    (its class's ``checkpoint_table``, :mod:`kerasbert.models.families`)."""
+    return family_class(family).checkpoint_table
 
 
 def table_family(model, available=(), family=None):
@@ -80,29 +71,32 @@ def table_family(model, available=(), family=None):
         'albert'
     """
     if family is not None:
-        if family not in TABLES:
-            raise ValueError(f"family={family!r} is not one of {', '.join(TABLES)}")
+        if family not in FAMILIES:
+            raise ValueError(f"family={family!r} is not one of {', '.join(FAMILIES)}")
         return family
     layers = _layers_by_name(model)
     if names.SHARED_ATTENTION in layers:
         return "albert"
     if names.DISCRIMINATOR_DENSE in layers:
         return "electra"
+    if names.LM_ACTIVATION in layers:
+        return "gpt"
     # ELECTRA's checkpoints have no pooler or MLM head: a model with one stays BERT's.
-    if electra.WORD_EMBEDDINGS in available and not {
+    if ELECTRA_WORD_EMBEDDINGS in available and not {
             names.POOLER_DENSE, names.NSP_PROBA, names.MLM_DENSE} & set(layers):
         return "electra"
     if names.EMBEDDING_MAPPING in layers and any(
-            name.startswith(albert.SHARED_SCOPE) for name in available):
+            name.startswith(ALBERT_SHARED_SCOPE) for name in available):
         return "albert_unshared"
     return "bert"
 
 
-def model_targets(model, family=None, available=()):
+def model_targets(model, family=None, available=(), mapping=None):
     """Every weight of ``model`` that has a Google name, as :class:`Target` rows.
 
     Layers are found by name, also inside nested models; the number of encoder
-    layers is the model's own; the table is :func:`table_family`'s.
+    layers is the model's own; the table is ``mapping`` if given (``{layer: {attribute:
+    Google name}}``), else :func:`table_family`'s.
 
     Raises:
         CheckpointError: no layer of ``model`` has a Google name.
@@ -112,8 +106,9 @@ def model_targets(model, family=None, available=()):
     while names.attention_name(num_layers) in layers:
         num_layers += 1
     targets = []
-    table = TABLES[table_family(model, available, family)]
-    for layer_name, weights in table(num_layers).items():
+    if mapping is None:
+        mapping = table(table_family(model, available, family))(num_layers)
+    for layer_name, weights in mapping.items():
         layer = layers.get(layer_name)
         for attribute, name in weights.items():
             variable = getattr(layer, attribute, None) if layer is not None else None
@@ -165,7 +160,7 @@ class LoadReport:
 
 
 def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_tokens=None,
-                    streaming=False, family=None):
+                    streaming=False, family=None, mapping=None):
     """Loads a Google BERT checkpoint into a model built by kerasbert, by name.
 
     Everything is read and checked before the first assignment, so a load that
@@ -218,7 +213,7 @@ def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_t
     targets, missing, mismatched = [], [], []
     owners = {}
     family = table_family(model, available, family)
-    for target in model_targets(model, family):
+    for target in model_targets(model, family, mapping=mapping):
         owners.setdefault(target.name, f"{target.layer}.{target.attribute}")
         if target.name not in available:
             missing.append(target.name)
@@ -328,9 +323,7 @@ def _prepare(target, value, vocabulary):
 
 # The config key behind the first axis of a variable, for mismatch hints.
 _FIRST_AXIS_KEYS = {
-    WORD_EMBEDDINGS: "vocab_size",
-    electra.WORD_EMBEDDINGS: "vocab_size",
-    MLM_OUTPUT_BIAS: "vocab_size",
+    **dict.fromkeys(VOCABULARY_ROWS, "vocab_size"),
     POSITION_EMBEDDINGS: "max_position_embeddings",
     "bert/embeddings/token_type_embeddings": "type_vocab_size",
 }
@@ -356,14 +349,10 @@ OTHER_FAMILIES = (
     ("an ALBERT", "albert", r"bert/encoder/transformer/group_\d+/"),
     ("an ELECTRA", "electra",
      r"(electra|generator|discriminator_predictions|generator_predictions)/"),
-    ("a GPT", None, r"(gpt|newslm)/"),
+    ("a GPT", "gpt", r"gpt/"),
+    ("a GPT-2", None, r"newslm/"),
     ("a T5", None, r"(encoder|decoder)/block_\d+/"),
 )
-# Families whose checkpoints learn no position table (bert/encoder/layer_0/... without
-# bert/embeddings/position_embeddings).
-NO_POSITION_TABLE = ("nezha", "roformer", "roformer_v2")
-
-
 def _other_family(available, family):
     """What another family's checkpoint looks like, for the message: ``(what, model=)``;
     None where it looks like ``family``'s own."""
@@ -377,7 +366,7 @@ def _other_family(available, family):
     if model_type_of(family) in ("albert", "electra") and any(
             name.startswith("bert/encoder/layer_0/") for name in available):
         return "a BERT checkpoint (bert/encoder/layer_0/...)", "bert"
-    if family in NO_POSITION_TABLE:
+    if family_class(family).position != "absolute":
         return None
     if POSITION_EMBEDDINGS not in available and any(
             name.startswith("bert/encoder/layer_0/") for name in available):
@@ -437,7 +426,7 @@ def _missing_hint(missing, available):
         sorted({name.split("/")[0] for name in available})[:5])
 
 
-def save_weights_as_checkpoint(model, prefix, dtype=None, family=None):
+def save_weights_as_checkpoint(model, prefix, dtype=None, family=None, mapping=None):
     """Writes the model's weights as a Google checkpoint (``bert/...`` names).
 
     The files are readable by ``tf.train.load_checkpoint``, Google's BERT code,
@@ -451,6 +440,8 @@ def save_weights_as_checkpoint(model, prefix, dtype=None, family=None):
         dtype: cast every weight to this NumPy dtype (e.g. ``"float16"``); default: keep.
         family: whose names to write (``"electra"``, ``"albert_unshared"``...); default:
             :func:`table_family` of the model.
+        mapping: the table itself, ``{layer: {attribute: Google name}}`` (a
+            :class:`Transformer`'s ``variable_mapping()``); default: the family's.
 
     Returns:
         The sorted list of variable names written.
@@ -470,7 +461,7 @@ def save_weights_as_checkpoint(model, prefix, dtype=None, family=None):
         ['bert/embeddings/LayerNorm/beta']
     """
     variables, owners = {}, {}
-    for target in model_targets(model, family):
+    for target in model_targets(model, family, mapping=mapping):
         value = keras.ops.convert_to_numpy(target.variable)
         if target.name in TRANSPOSED_VARIABLES:
             value = value.T

@@ -17,17 +17,16 @@ class UsageError(ValueError):
 
 
 def _build(args, **overrides):
-    from kerasbert.build import Transformer, build_transformer_model
+    from kerasbert.build import build_transformer_model
     from kerasbert.models.heads import add_cls_classifier
 
     built = build_transformer_model(
         args.config, model=args.model, with_pool=args.with_pool, with_nsp=args.with_nsp,
         with_mlm=args.with_mlm, with_discriminator=args.with_discriminator,
         return_keras_model=False, **overrides)
-    model = built.model
     if args.num_labels:
-        model = add_cls_classifier(model, args.num_labels)
-    return Transformer(model, built.config, family=built.family)
+        built.model = add_cls_classifier(built.model, args.num_labels)
+    return built
 
 
 def command_audit(args):

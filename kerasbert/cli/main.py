@@ -26,7 +26,7 @@ import traceback
 
 from kerasbert.cli import commands as handlers
 from kerasbert.cli.commands import UsageError
-from kerasbert.models.families import VARIANTS
+from kerasbert.models.families import FAMILIES
 from kerasbert.training.options import add_arguments
 
 COMMANDS = ("audit", "plot", "train", "pretrain", "evaluate", "predict", "export", "convert")
@@ -92,9 +92,9 @@ def _model_arguments(parser):
     parser.add_argument("--with-mlm", action="store_true", help="add the MLM head")
     parser.add_argument("--with-discriminator", action="store_true",
                         help="add ELECTRA's discriminator head (--model electra)")
-    parser.add_argument("--model", choices=tuple(VARIANTS), default=None, metavar="FAMILY",
+    parser.add_argument("--model", choices=tuple(FAMILIES), default=None, metavar="FAMILY",
                         help="model family, as bert4keras names it: "
-                             f"{', '.join(VARIANTS)} (default: the config's model_type, "
+                             f"{', '.join(FAMILIES)} (default: the config's model_type, "
                              "ALBERT's for an ALBERT config, else bert)")
 
 

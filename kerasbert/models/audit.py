@@ -1,21 +1,8 @@
 """Parameter audit: the count of every layer computed from the config alone, next to a model's.
 
-The formulas (V vocabulary, H hidden, E embedding width, T segment types, P positions,
-I intermediate, n labels), for BERT::
-
-    Embedding-Token       V·H          MultiHeadSelfAttention  4·(H·H+H)
-    Embedding-Segment     T·H          FeedForward             2·H·I+I+H
-    Embedding-Position    P·H          each LayerNorm          2·H
-    Pooler-Dense          H·H+H        NSP-Proba               2·H+2
-    MLM  H·H+H + 2·H + V (the output matrix is Embedding-Token, counted once)
-    dense_output          H·n+n
-
-and what each other family changes: ALBERT's and ELECTRA's embeddings are E wide
-(V·E, T·E, P·E, 2·E) with ``Embedding-Mapping`` E·H+H, and ALBERT's one shared
-attention and feed-forward block is counted once; NEZHA has no ``Embedding-Position``
-but a fixed relative table (2m+1)·d (d = H/A, m = ``max_relative_position``); RoFormer
-has no position weights; RoFormer-v2 has no biases (4·H·H, 2·H·I) and weightless norms;
-ELECTRA's discriminator is ``Discriminator-Dense`` H·H+H and ``-Prediction`` H+1.
+Each family's module holds its formulas (BERT's in :mod:`kerasbert.models.families.bert`:
+V·H for ``Embedding-Token``, 4·(H·H+H) for each ``MultiHeadSelfAttention``...); this module
+compares them with a built model and formats the table.
 
 :func:`print_summary` prints Keras's own ``model.summary()`` with columns wide enough for
 bert4keras's long layer names (``Transformer-10-MultiHeadSelfAttention-Dropout``).
@@ -32,7 +19,7 @@ import dataclasses
 import os
 
 from kerasbert.models import names
-from kerasbert.models.families import variant_of
+from kerasbert.models.families import family_class
 
 
 @dataclasses.dataclass
@@ -54,64 +41,15 @@ def expected_rows(config, with_pool=False, with_nsp=False, with_mlm=False, num_l
                   family=None, with_discriminator=False):
     """The layers that hold parameters, with formula and expected count, in graph order.
 
-    ``family`` (None: the config's) picks the variant's rows: ALBERT's factorised
-    embedding (V·E, then ``Embedding-Mapping`` E·H+H) and its shared layers counted once,
-    NEZHA's fixed relative table ((2m+1)·d, d = H/A), RoFormer's missing position table,
-    RoFormer-v2's bias-free layers and weightless norms, ELECTRA's discriminator.
+    The formulas are the family's (``family``, None: the config's): its class's
+    ``audit_rows`` in :mod:`kerasbert.models.families`; ``num_labels`` adds the
+    classifier's ``dense_output`` H·n+n.
     """
-    variant = variant_of(family or config.family)
-    # The letters of the formulas (I: intermediate size, as in the published tables).
-    V, H, T, P, I, E = (config.vocab_size, config.hidden_size,  # noqa: E741
-                        config.type_vocab_size, config.max_position_embeddings,
-                        config.intermediate_size, config.embedding_size)
-    e = "E" if E != H else "H"  # BERT's tables say H
-
-    def norm(group, layer, width, letter):
-        if not variant.scale_free_norm:  # RoFormer-v2's norms hold no weights
-            rows.append(Row(group, layer, f"2·{letter}", 2 * width))
-
-    def dense(group, layer, inputs, outputs, formula):  # formula of the kernel alone
-        bias = variant.use_bias
-        rows.append(Row(group, layer, formula + (f"+{outputs[0]}" if bias else ""),
-                        inputs[1] * outputs[1] + (outputs[1] if bias else 0)))
-
-    rows = [Row("embeddings", names.EMBEDDING_TOKEN, f"V·{e}", V * E)]
-    if T > 0:
-        rows.append(Row("embeddings", names.EMBEDDING_SEGMENT, f"T·{e}", T * E))
-    if variant.position == "absolute":
-        rows.append(Row("embeddings", names.EMBEDDING_POSITION, f"P·{e}", P * E))
-    norm("embeddings", names.EMBEDDING_NORM, E, e)
-    if E != H:
-        dense("embeddings", names.EMBEDDING_MAPPING, ("E", E), ("H", H), "E·H")
-    if variant.position == "relative":
-        rows.append(Row("embeddings", names.EMBEDDING_RELATIVE_POSITION, "(2m+1)·d",
-                        (2 * config.max_relative_position + 1) * config.head_size))
-    attention, feed_forward = (("4·(H·H+H)", 4 * (H * H + H)), ("2·H·I+I+H", 2 * H * I + I + H))
-    if not variant.use_bias:
-        attention, feed_forward = ("4·H·H", 4 * H * H), ("2·H·I", 2 * H * I)
-    blocks = ([(names.SHARED_ATTENTION, names.SHARED_FEED_FORWARD)] if variant.shared_layers
-              else [(names.attention_name(i), names.feed_forward_name(i))
-                    for i in range(config.num_hidden_layers)])
-    for attention_name, feed_forward_name in blocks:
-        rows.append(Row("encoder", attention_name, *attention))
-        norm("encoder", names.norm_name(attention_name), H, "H")
-        rows.append(Row("encoder", feed_forward_name, *feed_forward))
-        norm("encoder", names.norm_name(feed_forward_name), H, "H")
-    if with_discriminator:
-        dense("discriminator", names.DISCRIMINATOR_DENSE, ("H", H), ("H", H), "H·H")
-        dense("discriminator", names.DISCRIMINATOR_PREDICTION, ("H", H), ("1", 1), "H")
-    if with_pool or with_nsp:
-        rows.append(Row("pooler", names.POOLER_DENSE, "H·H+H", H * H + H))
-    if with_nsp:
-        rows.append(Row("nsp", names.NSP_PROBA, "2·H+2", 2 * H + 2))
-    if with_mlm and variant.heads == "roformer_v2":
-        if E != H:  # the tied embedding alone, after a bias-free mapping
-            dense("mlm", names.OUTPUT_MAPPING, ("H", H), ("E", E), "H·E")
-    elif with_mlm:
-        rows.append(Row("mlm", names.MLM_DENSE, f"H·{e}+{e}", H * E + E))
-        norm("mlm", names.MLM_NORM, E, e)
-        rows.append(Row("mlm", names.MLM_BIAS, "V", V))
+    cls = family_class(family or config.family)
+    rows = [Row(*row) for row in cls.audit_rows(config, with_pool, with_nsp, with_mlm,
+                                                with_discriminator)]
     if num_labels:
+        H = config.hidden_size
         rows.append(Row("classifier", names.CLS_DENSE, "H·n+n", H * num_labels + num_labels))
     return rows
 

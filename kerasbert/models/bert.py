@@ -1,40 +1,16 @@
-"""Config → functional Keras 3 BERT with bert4keras's layer names.
+"""``build_bert``: a :class:`BertConfig` and a family name make one functional Keras model.
 
-The graph, per bert4keras 0.11.5 and Google's ``modeling.py``::
-
-    Input-Token ─ Embedding-Token ─┐
-    Input-Segment ─ Embedding-Segment ─ Embedding-Token-Segment (add)
-      ─ Embedding-Position (add) ─ Embedding-Norm ─ Embedding-Dropout
-      ─ L × [ Transformer-i-MultiHeadSelfAttention ─ -Dropout ─ -Add ─ -Norm
-              Transformer-i-FeedForward ─ -Dropout ─ -Add ─ -Norm ]
-      ─ heads (Pooler / NSP / MLM), if asked for
-
-Token id 0 is padding: ``Embedding-Token`` emits a mask that every layer passes on
-and attention honours, so outputs at real tokens do not depend on padding.
+The graph of each family is its class in :mod:`kerasbert.models.families` (BERT's in
+``families/bert.py``); this module builds one, checks first that it fits in memory and in
+its position table, and counts a config's parameters without building it.
 """
 
 import dataclasses
 import os
 
-import keras
-
-from kerasbert.models import names
 from kerasbert.models.audit import expected_rows
 from kerasbert.models.config import check_maxlen
 from kerasbert.models.families import variant_of
-from kerasbert.models.heads import apply_mlm, apply_nsp, apply_pooler
-from kerasbert.models.kernels import Dropout
-from kerasbert.models.layers import (
-    Add,
-    FeedForward,
-    MultiHeadSelfAttention,
-    PositionEmbedding,
-    ScaleFreeNorm,
-    TokenEmbedding,
-    get_activation,
-    truncated_normal,
-)
-from kerasbert.models.positions import RelativePositions, RotaryPositions
 
 # The keys that set the number of parameters, quoted when a model is too large.
 SIZE_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "intermediate_size",
@@ -42,131 +18,9 @@ SIZE_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "intermediate_siz
 BYTES_PER_WEIGHT = 4  # float32 variables, also under mixed precision
 
 
-def _dropout_layer(rate, name, dtype):
-    # bert4keras leaves the layer out when the rate is 0; the layer list matches.
-    return Dropout(rate, name=name, dtype=dtype) if rate else None
-
-
-def _dropout(x, rate, name, dtype):
-    layer = _dropout_layer(rate, name, dtype)
-    return layer(x) if layer is not None else x
-
-
-def _norm(name, config, variant, dtype):
-    if variant.scale_free_norm:
-        return ScaleFreeNorm(epsilon=config.layer_norm_eps, name=name, dtype=dtype)
-    return keras.layers.LayerNormalization(epsilon=config.layer_norm_eps, name=name, dtype=dtype)
-
-
-def _dense(units, name, config, variant, dtype, activation=None):
-    return keras.layers.Dense(units, activation=activation, use_bias=variant.use_bias,
-                              kernel_initializer=truncated_normal(config.initializer_range),
-                              name=name, dtype=dtype)
-
-
-def _embeddings(token_ids, segment_ids, config, variant, dtype):
-    width = config.embedding_size
-    token_embedding = TokenEmbedding(
-        config.vocab_size, width,
-        embeddings_initializer=truncated_normal(config.initializer_range),
-        mask_zero=True, tie_weights=True, name=names.EMBEDDING_TOKEN, dtype=dtype,
-    )
-    x = token_embedding(token_ids)
-    if segment_ids is not None:
-        s = keras.layers.Embedding(
-            config.type_vocab_size, width,
-            embeddings_initializer=truncated_normal(config.initializer_range),
-            name=names.EMBEDDING_SEGMENT, dtype=dtype,
-        )(segment_ids)
-        x = Add(name=names.EMBEDDING_TOKEN_SEGMENT, dtype=dtype)([x, s])
-    if variant.position == "absolute":
-        x = PositionEmbedding(config.max_position_embeddings,
-                              initializer_range=config.initializer_range,
-                              name=names.EMBEDDING_POSITION, dtype=dtype)(x)
-    norm = _norm(names.EMBEDDING_NORM, config, variant, dtype)
-    if variant.scale_free_norm:  # RoFormer-v2: dropout first
-        x = norm(_dropout(x, config.hidden_dropout_prob, names.EMBEDDING_DROPOUT, dtype))
-    else:
-        x = _dropout(norm(x), config.hidden_dropout_prob, names.EMBEDDING_DROPOUT, dtype)
-    if width != config.hidden_size:  # ALBERT, ELECTRA: factorised embeddings
-        x = _dense(config.hidden_size, names.EMBEDDING_MAPPING, config, variant, dtype)(x)
-    return x, token_embedding
-
-
-def _block_layers(block, block_name, config, variant, dtype):
-    """``block`` and its Dropout, Add (residual) and Norm, named after ``block_name``."""
-    return (block,
-            _dropout_layer(config.hidden_dropout_prob, names.dropout_name(block_name), dtype),
-            Add(name=names.add_name(block_name), dtype=dtype),
-            _norm(names.norm_name(block_name), config, variant, dtype))
-
-
-def _encoder_layers(config, variant, index, dtype):
-    """The two residual blocks of encoder layer ``index`` (ALBERT: of every layer)."""
-    attention_name, feed_forward_name = (
-        (names.SHARED_ATTENTION, names.SHARED_FEED_FORWARD) if variant.shared_layers
-        else (names.attention_name(index), names.feed_forward_name(index)))
-    common = dict(initializer_range=config.initializer_range, use_bias=variant.use_bias,
-                  dtype=dtype)
-    position = variant.position if variant.position != "absolute" else None
-    attention = MultiHeadSelfAttention(
-        config.num_attention_heads, config.head_size,
-        dropout=config.attention_probs_dropout_prob, position=position,
-        name=attention_name, **common)
-    feed_forward = FeedForward(config.intermediate_size, activation=config.hidden_act,
-                               name=feed_forward_name, **common)
-    return (_block_layers(attention, attention_name, config, variant, dtype),
-            _block_layers(feed_forward, feed_forward_name, config, variant, dtype))
-
-
-def _apply_block(x, layers, table=None):
-    block, dropout, add, norm = layers
-    y = block([x, table] if table is not None else x)
-    y = dropout(y) if dropout is not None else y
-    return norm(add([x, y]))
-
-
-def _position_table(x, config, variant, dtype):
-    if variant.position == "rotary":
-        return RotaryPositions(config.head_size, name=names.EMBEDDING_ROTARY_POSITION,
-                               dtype=dtype)(x)
-    if variant.position == "relative":
-        return RelativePositions(config.head_size, config.max_relative_position,
-                                 name=names.EMBEDDING_RELATIVE_POSITION, dtype=dtype)(x)
-    return None
-
-
-def _heads(x, config, variant, token_embedding, with_pool, with_nsp, with_mlm,
-           with_discriminator, dtype):
-    if variant.heads == "electra":
-        if not with_discriminator:
-            return []
-        x = _dense(config.hidden_size, names.DISCRIMINATOR_DENSE, config, variant, dtype,
-                   activation=get_activation(config.hidden_act))(x)
-        activation = "sigmoid" if with_discriminator is True else with_discriminator
-        return [_dense(1, names.DISCRIMINATOR_PREDICTION, config, variant, dtype,
-                       activation=activation)(x)]
-    heads = []
-    if with_pool or with_nsp:
-        pooled = apply_pooler(x, config, "tanh" if with_pool in (True, False) else with_pool,
-                              dtype=dtype)
-        heads.append(apply_nsp(pooled, config, dtype=dtype) if with_nsp else pooled)
-    if with_mlm:
-        activation = "softmax" if with_mlm is True else with_mlm
-        if variant.heads == "roformer_v2":
-            if config.embedding_size != config.hidden_size:
-                x = _dense(config.embedding_size, names.OUTPUT_MAPPING, config, variant, dtype)(x)
-            x = _dropout(x, config.hidden_dropout_prob, names.OUTPUT_MLM_DROPOUT, dtype)
-            x = token_embedding(x, reverse=True)
-            heads.append(keras.layers.Activation(activation, name=names.OUTPUT_MLM_ACTIVATION,
-                                                 dtype=dtype)(x))
-        else:
-            heads.append(apply_mlm(x, config, token_embedding, activation, dtype=dtype))
-    return heads
-
-
 def build_bert(config, with_pool=False, with_nsp=False, with_mlm=False, sequence_length=None,
-               name=None, dtype=None, family="bert", with_discriminator=False):
+               name=None, dtype=None, family="bert", with_discriminator=False,
+               application="encoder", **family_options):
     """Builds the functional graph of a BERT-family model for a :class:`BertConfig`.
 
     Args:
@@ -181,10 +35,13 @@ def build_bert(config, with_pool=False, with_nsp=False, with_mlm=False, sequence
         dtype: the dtype policy of every layer (``"mixed_bfloat16"``: bfloat16
             compute, float32 weights); None: Keras's global policy (float32 unless
             the caller changed it).
-        family: a key of :data:`kerasbert.models.families.VARIANTS` (``"albert"``,
-            ``"nezha"``, ``"roformer"``...): what the family changes in BERT's graph.
+        family: a key of :data:`kerasbert.models.families.FAMILIES` (``"albert"``,
+            ``"nezha"``, ``"roformer"``...), or a family class.
         with_discriminator: ELECTRA's replaced-token head (``Discriminator-Dense``,
             ``Discriminator-Prediction``); True means sigmoid.
+        application: the attention mask (``"encoder"``, ``"lm"``, ``"unilm"`` or a mask
+            of :mod:`kerasbert.models.attention_masks`); a language model gets the MLM head.
+        **family_options: what a family's class takes besides (GPT's ``final_activation``).
 
     Returns:
         A ``keras.Model`` with int32 inputs ``Input-Token`` (and ``Input-Segment``
@@ -196,31 +53,31 @@ def build_bert(config, with_pool=False, with_nsp=False, with_mlm=False, sequence
             would not fit in this machine's memory, or ``sequence_length`` exceeds
             ``max_position_embeddings``; checked before any layer is made.
     """
-    variant = variant_of(family, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
-                         with_discriminator=with_discriminator)
+    return make_transformer(config, with_pool, with_nsp, with_mlm, sequence_length, name,
+                            dtype, family, with_discriminator, application,
+                            **family_options).model
+
+
+def make_transformer(config, with_pool=False, with_nsp=False, with_mlm=False,
+                     sequence_length=None, name=None, dtype=None, family="bert",
+                     with_discriminator=False, application="encoder", keep_tokens=None,
+                     compound_tokens=None, **family_options):
+    """:func:`build_bert`'s checks, then the family's object, built (see
+    :class:`kerasbert.models.families.base.Transformer`)."""
+    cls = variant_of(family, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
+                     with_discriminator=with_discriminator)
     check_fits_in_memory(config, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
                          family=family, with_discriminator=with_discriminator)
-    check_maxlen(dataclasses.replace(config, family=family), sequence_length,
+    check_maxlen(dataclasses.replace(config, family=family if isinstance(family, str)
+                                     else config.family), sequence_length,
                  flag="sequence_length")
-    token_ids = keras.Input((sequence_length,), dtype="int32", name=names.INPUT_TOKEN)
-    inputs = [token_ids]
-    segment_ids = None
-    if config.type_vocab_size > 0:
-        segment_ids = keras.Input((sequence_length,), dtype="int32", name=names.INPUT_SEGMENT)
-        inputs.append(segment_ids)
-
-    x, token_embedding = _embeddings(token_ids, segment_ids, config, variant, dtype)
-    table = _position_table(x, config, variant, dtype)
-    shared = _encoder_layers(config, variant, 0, dtype) if variant.shared_layers else None
-    for index in range(config.num_hidden_layers):
-        attention, feed_forward = shared or _encoder_layers(config, variant, index, dtype)
-        x = _apply_block(_apply_block(x, attention, table), feed_forward)
-
-    heads = _heads(x, config, variant, token_embedding, with_pool, with_nsp, with_mlm,
-                   with_discriminator, dtype)
-    outputs = x if not heads else heads[0] if len(heads) == 1 else heads
-    return keras.Model(inputs if len(inputs) > 1 else token_ids, outputs,
-                       name=name or variant.default_name)
+    transformer = cls(config, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
+                      with_discriminator=with_discriminator, application=application,
+                      sequence_length=sequence_length, keep_tokens=keep_tokens,
+                      compound_tokens=compound_tokens, name=name, dtype=dtype,
+                      family=family if isinstance(family, str) else None, **family_options)
+    transformer.build()
+    return transformer
 
 
 def parameter_count(config, with_pool=False, with_nsp=False, with_mlm=False, family=None,

@@ -4,7 +4,7 @@ Key names are Google's, so a config written back with :meth:`BertConfig.to_json_
 is read by Google's ``modeling.py``, bert4keras and Hugging Face alike. Keys that
 kerasbert does not use (``pooler_fc_size``, ``directionality``, ``architectures``...)
 are kept in :attr:`BertConfig.extra` and written back unchanged, except keys that
-describe another model family (:data:`OTHER_FAMILY_RULES`), which are refused.
+describe another model family (see :func:`check_family`), which are refused.
 
 :func:`check_vocab_fits` and :func:`check_maxlen` let training code refuse a
 vocabulary or a sequence length that does not fit the model before the first step.
@@ -19,7 +19,7 @@ import os
 import keras
 
 from kerasbert.files import open_input, write_text
-from kerasbert.models.families import VARIANTS, model_type_of
+from kerasbert.models.families import FAMILIES, family_class, model_type_of
 
 # bert4keras accepts these keyword overrides; they name the same facts as Google's keys.
 BERT4KERAS_ALIASES = {
@@ -33,44 +33,56 @@ BERT4KERAS_ALIASES = {
 # "gelu" is the exact erf form (Google, Hugging Face, bert4keras); the others are the tanh form.
 APPROXIMATE_GELU_NAMES = ("gelu_new", "gelu_approximate", "gelu_pytorch_tanh", "gelu_fast")
 
-# The ``model_type`` values (Hugging Face) kerasbert builds, each as the family of that
-# name (see :func:`kerasbert.models.families.model_type_of`). The original
-# Google and brightmart ALBERT configs have no model_type but ALBERT's group keys.
-MODEL_TYPES = ("bert", "albert", "electra", "roformer", "nezha")
+# The original Google and brightmart ALBERT configs have no model_type but ALBERT's group keys.
 ALBERT_KEYS = ("num_hidden_groups", "inner_group_num")
-# Families whose embeddings may be narrower than the hidden size (Embedding-Mapping).
-FACTORISED = ("albert", "albert_unshared", "electra", "roformer", "roformer_v2")
 
-# Keys whose values describe a model kerasbert cannot build: (key, does the family
-# build it?, why another is refused). A key that is absent or null is fine; ``values``
-# is the whole config, for rules that compare two keys.
-OTHER_FAMILY_RULES = (
-    ("model_type", lambda value, values, family: value == model_type_of(family),
-     "kerasbert builds model_type 'bert', 'albert', 'electra', 'roformer' and 'nezha', each "
-     "with its own build_transformer_model(model=...) or --model (Hugging Face's RoBERTa, "
-     "whose positions start after the padding id, is another family)"),
-    ("position_embedding_type", lambda value, values, family: value == "absolute"
-     or model_type_of(family) != "bert",
-     "kerasbert's BERT has absolute position embeddings; NEZHA (relative) and RoFormer "
-     "(rotary) are their own model= values"),
-    # NEZHA's own configs have no model_type, but this key.
-    ("use_relative_position", lambda value, values, family: not value or family == "nezha",
-     "relative positions are NEZHA's; build with model='nezha'"),
-    ("embedding_size", lambda value, values, family: value == values.get("hidden_size")
-     or family in FACTORISED,
-     "factorised embeddings (embedding_size other than hidden_size) belong to ALBERT, "
-     "ELECTRA and RoFormer; build with model='albert', 'electra' or 'roformer'"),
-    ("num_hidden_groups", lambda value, values, family: value == 1,
-     "ALBERT with several groups of shared layers is not supported (one group, as in every "
-     "published ALBERT checkpoint)"),
-    ("inner_group_num", lambda value, values, family: value == 1,
-     "ALBERT with several layers per group is not supported (one, as in every published "
-     "ALBERT checkpoint)"),
-    ("is_decoder", lambda value, values, family: not value,
-     "kerasbert builds bidirectional encoders, not a causal decoder"),
-    ("add_cross_attention", lambda value, values, family: not value,
-     "kerasbert builds encoders, without cross-attention to another model"),
-)
+
+def model_types():
+    """The ``model_type`` values kerasbert builds, each as the family of that name.
+
+    Example:
+        >>> model_types()[:3]
+        ('bert', 'albert', 'nezha')
+    """
+    return tuple(dict.fromkeys(family_class(name).model_type for name in FAMILIES
+                               if family_class(name).model_type == name))
+
+
+def _family_rules():
+    """Keys whose values describe a model the family cannot build: (key, does the family
+    build it?, why another is refused). A key that is absent or null is fine; ``values``
+    is the whole config, for rules that compare two keys. The facts each rule reads are
+    the family class's (:mod:`kerasbert.models.families`)."""
+    factorised = [name for name in FAMILIES if family_class(name).factorised]
+    return (
+        ("model_type", lambda value, values, family: value == model_type_of(family),
+         f"kerasbert builds model_type {', '.join(map(repr, model_types()))}, each "
+         "with its own build_transformer_model(model=...) or --model (Hugging Face's RoBERTa, "
+         "whose positions start after the padding id, is another family)"),
+        ("position_embedding_type", lambda value, values, family: value == "absolute"
+         or model_type_of(family) != "bert",
+         "kerasbert's BERT has absolute position embeddings; NEZHA (relative) and RoFormer "
+         "(rotary) are their own model= values"),
+        # NEZHA's own configs have no model_type, but this key.
+        ("use_relative_position", lambda value, values, family: not value
+         or family_class(family).position == "relative",
+         "relative positions are NEZHA's; build with model='nezha'"),
+        ("embedding_size", lambda value, values, family: value == values.get("hidden_size")
+         or family_class(family).factorised,
+         "factorised embeddings (embedding_size other than hidden_size) belong to "
+         f"{', '.join(factorised)}; build with one of those model= values"),
+        ("num_hidden_groups", lambda value, values, family: value == 1,
+         "ALBERT with several groups of shared layers is not supported (one group, as in "
+         "every published ALBERT checkpoint)"),
+        ("inner_group_num", lambda value, values, family: value == 1,
+         "ALBERT with several layers per group is not supported (one, as in every published "
+         "ALBERT checkpoint)"),
+        ("is_decoder", lambda value, values, family: not value,
+         "kerasbert builds encoders with application='encoder', 'lm' or 'unilm' "
+         "(build_transformer_model), not Hugging Face's decoder with cross-attention"),
+        ("add_cross_attention", lambda value, values, family: not value,
+         "kerasbert builds encoders, without cross-attention to another model"),
+    )
 
 
 def family_of_config(values):
@@ -83,7 +95,7 @@ def family_of_config(values):
     """
     model_type = values.get("model_type")
     if model_type is not None:
-        return model_type if model_type in MODEL_TYPES else "bert"
+        return model_type if model_type in model_types() else "bert"
     if any(values.get(key) is not None for key in ALBERT_KEYS):
         return "albert"
     return "bert"
@@ -158,7 +170,7 @@ class BertConfig:
             merged[BERT4KERAS_ALIASES.get(key, key)] = value
         family = family or family_of_config(merged)
         # Before the required keys: another family's config may lack some of them.
-        _check_family(merged, f"in {source}", family)
+        check_family(merged, f"in {source}", family)
         missing = [key for key in REQUIRED_KEYS if key not in merged]
         if missing:
             raise ValueError(f"missing key(s) in {source}: {', '.join(missing)} "
@@ -232,7 +244,7 @@ class BertConfig:
     def validate(self):
         """Checks every value; the message names key, value, rule and file."""
         where = f"in {self.source}"
-        _check_family(self.to_dict(), where, self.family)
+        check_family(self.to_dict(), where, self.family)
         # Messages read "<key> (<value>) in <file>: <rule>".
         for name in REQUIRED_KEYS + ("max_position_embeddings",):
             _check_int(name, getattr(self, name), where, minimum=1)
@@ -266,8 +278,9 @@ class BertConfig:
                 ) from None
 
 
-def _check_family(values, where, family="bert"):
-    for key, builds, why in OTHER_FAMILY_RULES:
+def check_family(values, where, family="bert"):
+    """Raises when a key of ``values`` describes a model ``family`` does not build."""
+    for key, builds, why in _family_rules():
         value = values.get(key)
         if value is not None and not builds(value, values, family):
             raise ValueError(f"{key} ({value!r}) {where}: not supported yet; {why}")
@@ -331,8 +344,8 @@ def check_maxlen(config, maxlen, flag="--maxlen"):
     if isinstance(maxlen, bool) or not isinstance(maxlen, numbers.Integral) or maxlen < 1:
         raise ValueError(f"{flag} ({maxlen!r}): must be a positive integer")
     # NEZHA's relative and RoFormer's rotary positions have no table to run past.
-    if maxlen > config.max_position_embeddings and VARIANTS.get(
-            config.family, VARIANTS["bert"]).position == "absolute":
+    if maxlen > config.max_position_embeddings and family_class(
+            config.family if config.family in FAMILIES else "bert").position == "absolute":
         raise ValueError(f"{flag} ({maxlen}) in {config.source}: exceeds "
                          f"max_position_embeddings ({config.max_position_embeddings})")
 

@@ -27,8 +27,8 @@ import weakref
 
 import keras
 from keras import ops
-from keras.src.backend import get_keras_mask
 
+from kerasbert.internals import get_keras_mask
 from kerasbert.models import names
 
 PACKAGE = names.SERIALIZATION_PACKAGE

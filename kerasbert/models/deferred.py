@@ -8,49 +8,51 @@ dtype and initializer, no value). The loader then creates each variable from the
 it read, once; what no checkpoint fills (dropout seeds, layers a non-strict load lacks)
 is initialized by its own initializer afterwards, exactly as it would have been.
 
-Keras has no public call to create one deferred variable from a given value; the two
-private hooks used here (``_initialize``, ``_deferred_initialize``, on every backend's
-``Variable`` since Keras 3.0) stay in this module, and the tests check that the fast path
-is taken so that a Keras change is noticed.
+Keras has no public call to create one deferred variable from a given value; the private
+hooks this takes (``Variable._initialize``, ``_deferred_initialize``, Keras's list of
+pending variables) are reached through :mod:`kerasbert.internals`, which checks them at
+import, and the tests check that the fast path is taken so that a Keras change is noticed.
+With the fast paths off (``KERASBERT_FAST=0``) nothing is deferred: the weights are drawn,
+and the loader assigns the checkpoint's values over them.
 """
 
 import contextlib
 
 import keras
-from keras.src.backend.common import global_state
 
-_PENDING = "uninitialized_variables"  # Keras's list of deferred variables
+from kerasbert import internals
 
 
 @contextlib.contextmanager
 def deferred_weights():
     """Variables created inside are deferred (no value) until :func:`set_value` or
-    :func:`settle`. Within another stateless scope it defers nothing.
+    :func:`settle`. Within another stateless scope (the caller's) or with the fast paths
+    off it defers nothing.
 
     Yields a list that, on exit, holds the deferred variables made inside. A caller that
     drops the model (a failed load) calls :func:`forget` on it.
     """
     made = []
-    if global_state.get_global_attribute("stateless_scope") is not None:  # the caller's
+    if internals.in_stateless_scope() or not internals.fast_paths_enabled():
         yield made
         return
-    before = {id(variable) for variable in _pending()}
+    before = {id(variable) for variable in internals.pending_variables()}
     with keras.StatelessScope(initialize_variables=False):
         yield made
-    made.extend(variable for variable in _pending() if id(variable) not in before)
+    made.extend(variable for variable in internals.pending_variables()
+                if id(variable) not in before)
 
 
 def is_deferred(variable):
     """True for a variable made by :func:`deferred_weights` and not given a value yet."""
-    return getattr(variable, "_value", True) is None
+    return internals.is_deferred(variable)
 
 
 def set_value(variable, value):
     """Gives ``variable`` the value ``value`` (its dtype and shape already): a deferred
     variable is created from it (one allocation), any other is assigned."""
     if is_deferred(variable):
-        variable._initialize(value)
-        variable._initializer = None
+        internals.create_from_value(variable, value)
     else:
         variable.assign(value)
 
@@ -60,16 +62,12 @@ def settle(variables):
     takes them all off Keras's pending list."""
     for variable in variables:
         if is_deferred(variable):
-            variable._deferred_initialize()
+            internals.initialize_deferred(variable)
     forget(variables)
 
 
 def forget(variables):
     """Takes ``variables`` off Keras's pending list (a model dropped half-made)."""
     ours = {id(variable) for variable in variables}
-    global_state.set_global_attribute(
-        _PENDING, [variable for variable in _pending() if id(variable) not in ours])
-
-
-def _pending():
-    return global_state.get_global_attribute(_PENDING) or []
+    internals.set_pending_variables(
+        [variable for variable in internals.pending_variables() if id(variable) not in ours])

@@ -16,7 +16,9 @@ only where TensorFlow is the backend (other backends get Keras's own expressions
   Keras draws a float per element: half the random numbers, and the draw is most of
   dropout's cost. Inference reaches none of the last three.
 
-``python -m bench train`` measures what they gain (README, "Training").
+``python -m bench train`` measures what they gain (README, "Training"). With the fast
+paths off (``KERASBERT_FAST=0``, :func:`kerasbert.internals.fast_paths`) every backend
+gets Keras's own expressions.
 """
 
 import functools
@@ -25,6 +27,7 @@ import math
 import keras
 from keras import ops
 
+from kerasbert import internals
 from kerasbert.models import names
 
 #: Dropout keeps an element when its 16 random bits are at least round(rate * 2**16).
@@ -34,7 +37,8 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 def _tensorflow():
-    if keras.backend.backend() != "tensorflow":
+    """TensorFlow where the fast forms apply (its backend, the fast paths on), else None."""
+    if keras.backend.backend() != "tensorflow" or not internals.fast_paths_enabled():
         return None
     import tensorflow as tf
 
@@ -98,11 +102,12 @@ def token_rows(mask):
         ``(gather, spread)``: ``gather(rows)`` keeps the rows of ``(batch * length, width)``
         where ``mask`` is True, in order; ``spread(product)`` puts a product of them back as
         ``(batch * length, product width)``, zeros at padding. None without a mask, off
-        TensorFlow and under XLA (whose shapes are fixed at compile time). Gathering and
-        spreading cost a pass over the rows each, against the products of padding saved.
+        TensorFlow, with the fast paths off, and under XLA (whose shapes are fixed at
+        compile time). Gathering and spreading cost a pass over the rows each, against
+        the products of padding saved.
     """
     tf = _tensorflow()
-    if tf is None or mask is None or tf.__internal__.get_enclosing_xla_context() is not None:
+    if tf is None or mask is None or internals.in_xla_context():
         return None
     flat = tf.reshape(tf.cast(mask, tf.bool), [-1])
     index = tf.where(flat)  # (tokens, 1) int64

@@ -14,8 +14,8 @@ import math
 
 import keras
 from keras import ops
-from keras.src.backend import get_keras_mask
 
+from kerasbert.internals import get_keras_mask
 from kerasbert.models import names
 from kerasbert.models.config import APPROXIMATE_GELU_NAMES
 from kerasbert.models.kernels import Dropout, affine, token_rows, training_activation
@@ -61,6 +61,8 @@ def variant_config(layer):
     config = {} if layer.use_bias else {"use_bias": False}
     if getattr(layer, "position", None):
         config["position"] = layer.position
+    if getattr(layer, "attention_mask", False):
+        config["attention_mask"] = True
     return config
 
 
@@ -159,17 +161,18 @@ class PositionEmbedding(keras.layers.Layer):
         }
 
 
-def attention_bias(mask, dtype):
-    """The additive attention bias of a padding mask: 0 where attended, a large negative where not.
+def attention_bias(mask, dtype, axis=(1, 2)):
+    """The additive attention bias of a mask: 0 where attended, a large negative where not.
 
-    ``(batch, length)`` booleans become ``(batch, 1, 1, length)``, broadcast over heads
-    and queries. A large negative rather than -inf: a row of padding still gives
-    finite output. Every layer asks for the same bias of the same mask, and graph
-    optimisation computes it once per batch.
+    A padding mask's ``(batch, length)`` booleans become ``(batch, 1, 1, length)``,
+    broadcast over heads and queries; an attention mask's ``(batch, length, length)``
+    become ``(batch, 1, length, length)`` (``axis=1``). A large negative rather than -inf:
+    a row of padding still gives finite output. Every layer asks for the same bias of the
+    same mask, and graph optimisation computes it once per batch.
     """
     floor = -1e4 if keras.backend.standardize_dtype(dtype) == "float16" else -1e9
     bias = ops.where(ops.cast(mask, "bool"), ops.cast(0.0, dtype), ops.cast(floor, dtype))
-    return ops.expand_dims(bias, (1, 2))
+    return ops.expand_dims(bias, axis)
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
@@ -190,6 +193,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             ``"relative"`` (NEZHA: ``Embedding-Relative-Position`` added to the scores
             and the context). With a position, the layer is called on
             ``[hidden states, position table]``.
+        attention_mask: True when the layer is also given an attention mask (last input,
+            ``(batch or 1, length, length)`` booleans from
+            :class:`kerasbert.models.attention_masks.AttentionMask`): a causal LM's, UniLM's.
+            Padding is masked either way.
 
     Example:
         >>> layer = MultiHeadSelfAttention(num_heads=2, head_size=8)
@@ -200,13 +207,15 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     PROJECTIONS = ("query", "key", "value")
 
     def __init__(self, num_heads, head_size, dropout=0.0, initializer_range=0.02,
-                 initializer=None, use_bias=True, position=None, **kwargs):
+                 initializer=None, use_bias=True, position=None, attention_mask=False,
+                 **kwargs):
         super().__init__(**kwargs)
         if position not in POSITION_KINDS:
             raise ValueError(f"position={position!r} is not one of {POSITION_KINDS}")
         self.initializer = initializer
         self.use_bias = use_bias
         self.position = position
+        self.attention_mask = attention_mask
         self.num_heads = num_heads
         self.head_size = head_size
         self.dropout = dropout
@@ -215,9 +224,16 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.probability_dropout = (Dropout(dropout, dtype=self.dtype_policy)
                                     if dropout else None)
 
+    def _split(self, inputs):
+        """``(hidden states, position table or None, attention mask or None)``."""
+        if not (self.position or self.attention_mask):
+            return inputs, None, None
+        inputs = list(inputs)
+        mask = inputs.pop() if self.attention_mask else None
+        return inputs[0], inputs[1] if self.position else None, mask
+
     def build(self, input_shape):
-        if self.position:
-            input_shape = input_shape[0]
+        input_shape = self._split(input_shape)[0]
         hidden = input_shape[-1]
         inner = self.num_heads * self.head_size
         initializer = kernel_initializer(self)
@@ -244,9 +260,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         return ops.transpose(x, (0, 2, 1, 3))
 
     def call(self, inputs, mask=None, training=None):
-        table = None
-        if self.position:
-            (inputs, table), mask = inputs, mask[0] if isinstance(mask, (list, tuple)) else mask
+        inputs, table, allowed = self._split(inputs)
+        mask = mask[0] if isinstance(mask, (list, tuple)) else mask
         # Shapes: B batch, T length, H hidden, N heads, D head_size (N * D = inner width).
         batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
         # Projections on 2-D rows: each is one plain GEMM (no batched matmul, no einsum
@@ -270,6 +285,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             scores = scores + ops.einsum("bnjd,jkd->bnjk", query, table)
         if mask is not None:
             scores = scores + attention_bias(mask, scores.dtype)  # bias (B, 1, 1, T)
+        if allowed is not None:  # (B or 1, T, T) -> (B or 1, 1, T, T)
+            scores = scores + attention_bias(allowed, scores.dtype, axis=1)
         if keras.backend.standardize_dtype(scores.dtype) in ("float16", "bfloat16"):
             # Softmax in float32: half-precision sums of 512 terms lose the small ones.
             probabilities = ops.cast(ops.softmax(ops.cast(scores, "float32"), axis=-1),
@@ -292,10 +309,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         return ops.reshape(output, (batch, length, output.shape[-1]))  # (B, T, H)
 
     def compute_output_shape(self, input_shape):
-        return input_shape[0] if self.position else input_shape
+        return self._split(input_shape)[0]
 
     def compute_mask(self, inputs, mask=None):
-        if self.position and isinstance(mask, (list, tuple)):
+        if isinstance(mask, (list, tuple)):
             return mask[0]
         return mask
 

@@ -24,6 +24,11 @@ EMBEDDING_MAPPING = "Embedding-Mapping"
 EMBEDDING_ROTARY_POSITION = "Embedding-Rotary-Position"
 EMBEDDING_RELATIVE_POSITION = "Embedding-Relative-Position"
 
+# The attention masks besides padding (models/attention_masks.py), shared by every layer.
+ATTENTION_LM_MASK = "Attention-LM-Mask"
+ATTENTION_UNILM_MASK = "Attention-UniLM-Mask"
+ATTENTION_PREFIX_LM_MASK = "Attention-Prefix-LM-Mask"
+
 # ALBERT's one attention and one feed-forward block, used by every layer.
 SHARED_ATTENTION = "Transformer-MultiHeadSelfAttention"
 SHARED_FEED_FORWARD = "Transformer-FeedForward"
@@ -39,6 +44,8 @@ MLM_ACTIVATION = "MLM-Activation"
 OUTPUT_MAPPING = "Output-Mapping"
 OUTPUT_MLM_DROPOUT = "Output-MLM-Dropout"
 OUTPUT_MLM_ACTIVATION = "Output-MLM-Activation"
+# GPT's language-model head: the tied embedding, then this softmax.
+LM_ACTIVATION = "LM-Activation"
 # ELECTRA's replaced-token detection head.
 DISCRIMINATOR_DENSE = "Discriminator-Dense"
 DISCRIMINATOR_PREDICTION = "Discriminator-Prediction"

@@ -37,7 +37,7 @@ import numpy as np
 from kerasbert.build import build_transformer_model, resolve_config
 from kerasbert.models import names
 from kerasbert.models.config import check_maxlen
-from kerasbert.models.families import VARIANTS
+from kerasbert.models.families import family_class
 from kerasbert.pretraining import corpus
 from kerasbert.pretraining.masking import Masker
 from kerasbert.training import batches
@@ -192,7 +192,7 @@ def pretrain(options, callbacks=(), verbose="auto"):
     started = time.time()
     validate(options)
     config = resolve_config(options.config, family=options.model)
-    if VARIANTS[config.family].heads != "bert":  # before anything is written
+    if not family_class(config.family).masked_lm:  # before anything is written
         where = "--model" if options.model else config.source
         raise ValueError(f"model family in {where}: pretraining trains BERT's masked-LM head "
                          f"(MLM-Dense, MLM-Norm, MLM-Bias), which {config.family} does not have")

@@ -47,7 +47,7 @@ def check_checkpoint(options):
 
 def build_encoder(options):
     """The run's BERT (its family, config, checkpoint, dropout and precision), as a
-    :class:`~kerasbert.build.Transformer`."""
+    :class:`~kerasbert.models.families.base.Transformer`."""
     return build_transformer_model(options.config, options.checkpoint, model=options.model,
                                    dropout_rate=options.dropout, return_keras_model=False,
                                    dtype=compute_policy("mixed_bfloat16", "--mixed-precision")

@@ -18,13 +18,13 @@ import json
 import math
 import os
 
-from kerasbert.models.families import VARIANTS
+from kerasbert.models.families import FAMILIES
 
 # Fine-tuning defaults a model folder may carry beside its bert_config.json.
 MODEL_DEFAULTS_FILE = "finetune_defaults.json"
 MODEL_DEFAULT_KEYS = ("lr",)  # the options whose default depends on the model
 BASE_LR = 2e-5  # BERT-base's fine-tuning rate, for models that carry no defaults
-TASKS = ("classification", "ner", "qa")  # each a module of kerasbert.tasks
+TASKS = ("classification", "ner", "qa")  # each a module of kerasbert.tasks (TASK_OPTIONS)
 
 
 class OptionError(ValueError):
@@ -102,9 +102,9 @@ class RunOptions:
 
     output: str = option(help="run directory to create (or to continue with --resume)",
                          required=True, metavar="DIR")
-    model: str = option(None, f"model family, as bert4keras names it: {', '.join(VARIANTS)} "
+    model: str = option(None, f"model family, as bert4keras names it: {', '.join(FAMILIES)} "
                         "(default: the config's model_type, ALBERT's for an ALBERT config, "
-                        "else bert)", choices=tuple(VARIANTS), metavar="FAMILY")
+                        "else bert)", choices=tuple(FAMILIES), metavar="FAMILY")
     maxlen: int = option(128, "tokens per sequence, [CLS] and [SEP] included", SEQUENCE_LENGTH)
     batch_size: int = option(32, "sequences per batch", COUNT)
     lr: float = option(2e-5, "peak learning rate", POSITIVE)
@@ -117,54 +117,57 @@ class RunOptions:
 
 
 @dataclasses.dataclass(kw_only=True)
-class TrainOptions(RunOptions):
-    """Everything ``kerasbert train`` takes; saved as ``train_config.json``."""
+class FinetuneOptions(RunOptions):
+    """What every ``--task`` of ``kerasbert train`` takes; each task's options class adds
+    the flags only it uses, and is saved as the run's ``train_config.json``.
 
-    task: str = option("classification", "what to train: a text classifier, a named-entity "
-                       "tagger on CoNLL or JSONL files (ner), or span question answering on "
-                       "SQuAD JSON files (qa)", choices=TASKS)
-    train: str = option(None, "labelled TSV/CSV/JSONL to train on; with --task ner, CoNLL "
-                        "or JSONL; with --task qa, SQuAD JSON (default: the shipped review, "
-                        "People's Daily NER or Chinese QA split)", metavar="FILE")
-    dev: str = option(None, "labelled file the best epoch is chosen on (required with --train)",
+    A task's class says, for the command line, what the task is (``SUMMARY``), which files
+    it reads (``FILES``, the ``--train`` / ``--data`` formats) and what ``predict`` takes
+    (``TEXTS``); ``SHIPPED`` names the :mod:`kerasbert.shipped` split it trains on by
+    default.
+    """
+
+    SUMMARY = ""
+    FILES = ""
+    TEXTS = "texts"
+    SHIPPED = "review_file"
+
+    task: str = option("classification", "what to train (each task's own flags are listed "
+                       "under it below)", choices=TASKS)
+    train: str = option(None, "file to train on, in the task's format (default: the task's "
+                        "shipped split)", metavar="FILE")
+    dev: str = option(None, "file the best epoch is chosen on (required with --train)",
                       metavar="FILE")
-    test: str = option(None, "labelled file evaluated once at the end", metavar="FILE")
+    test: str = option(None, "file evaluated once at the end", metavar="FILE")
     config: str = option(None, "bert_config.json (default: the shipped kerasbert-zh-small)",
                          metavar="FILE")
     checkpoint: str = option(None, "Google checkpoint prefix to start from (with --config; "
                              "without it the encoder starts from random weights)",
                              metavar="PREFIX")
     vocab: str = option(None, "vocab.txt (default: beside the config)", metavar="FILE")
-    text_column: str = option("text", "column of the text", metavar="NAME")
-    pair_column: str = option(None, "column of the second text of sentence pairs",
-                              metavar="NAME")
-    label_column: str = option("label", "column of the label", metavar="NAME")
     lr: float = option(None, f"peak learning rate (default: the model's {MODEL_DEFAULTS_FILE} "
                        f"beside its config, else {BASE_LR:g}; the shipped model's is 1e-4)",
                        POSITIVE)
     epochs: int = option(3, "passes over the training data", COUNT)
     grad_accum: int = option(1, "batches whose gradients are summed per update", COUNT)
-    dropout: float = option(0.1, "dropout rate of the encoder and the classifier", FRACTION)
-    patience: int = option(2, "epochs without a better dev accuracy before stopping "
+    dropout: float = option(0.1, "dropout rate of the encoder and the task's head", FRACTION)
+    patience: int = option(2, "epochs without a better dev score before stopping "
                            "(0: never stop early)", NON_NEGATIVE_INT)
-    max_train_examples: int = option(None, "use only the first N training rows", COUNT,
+    max_train_examples: int = option(None, "use only the first N training examples", COUNT,
                                      metavar="N")
     mixed_precision: bool = option(False, "bfloat16 compute (float32 weights)")
-    strategy: str = option(None, "distribution strategy", choices=("mirrored", "multi-worker"))
-    skip_bad_rows: bool = option(False, "skip and count bad rows instead of failing")
-    no_crf: bool = option(False, "with --task ner: a softmax tagger instead of the CRF")
     # Filled in by resolved(), recorded in train_config.json; not a flag.
     weights: str = dataclasses.field(default=None)
 
     def resolved(self):
-        """Fills in the shipped model and review split where none is given, the model's
-        learning rate where none is given, and ``weights`` (``checkpoint`` or ``random``)."""
+        """Fills in the shipped model and the task's shipped split where none is given, the
+        model's learning rate where none is given, and ``weights`` (``checkpoint`` or
+        ``random``)."""
         from kerasbert import shipped
 
         values = dataclasses.asdict(self)
         if not self.train:
-            split = {"ner": shipped.ner_file, "qa": shipped.qa_file}.get(self.task,
-                                                                        shipped.review_file)
+            split = getattr(shipped, self.SHIPPED)
             values.update(train=split("train"), dev=self.dev or split("dev"),
                           test=self.test or split("test"))
         if not self.config:
@@ -179,7 +182,101 @@ class TrainOptions(RunOptions):
         if values["lr"] is None:
             values["lr"] = model_defaults(values["config"]).get("lr", BASE_LR)
         values["weights"] = "checkpoint" if values["checkpoint"] else "random"
-        return TrainOptions(**values)
+        return type(self)(**values)
+
+
+@dataclasses.dataclass(kw_only=True)
+class ClassificationOptions(FinetuneOptions):
+    """``kerasbert train --task classification``: a text classifier on the [CLS] token."""
+
+    SUMMARY = ("a text classifier on the [CLS] token (the default task); without --train and "
+               "--config it fine-tunes the shipped kerasbert-zh-small on the shipped review "
+               "split")
+    FILES = "labelled TSV, CSV or JSONL with a header naming the columns"
+    TEXTS = "texts to classify"
+
+    text_column: str = option("text", "column of the text", metavar="NAME")
+    pair_column: str = option(None, "column of the second text of sentence pairs",
+                              metavar="NAME")
+    label_column: str = option("label", "column of the label", metavar="NAME")
+    strategy: str = option(None, "distribution strategy (multi-worker: one process per host, "
+                           "each with its TF_CONFIG)", choices=("mirrored", "multi-worker"))
+    skip_bad_rows: bool = option(False, "skip and count bad rows instead of failing")
+
+
+@dataclasses.dataclass(kw_only=True)
+class NerOptions(FinetuneOptions):
+    """``kerasbert train --task ner``: a named-entity tagger (CRF) on the sequence output."""
+
+    SUMMARY = ("a named-entity tagger (BERT + CRF); without --train it takes the shipped "
+               "People's Daily split")
+    FILES = ("CoNLL (a token and its BIO, IOB1 or BIOES tag per line) or JSONL "
+             "({\"text\", \"entities\": [{\"start\", \"end\", \"label\"}]})")
+    TEXTS = "texts to tag"
+    SHIPPED = "ner_file"
+
+    no_crf: bool = option(False, "a softmax tagger instead of the CRF")
+
+
+@dataclasses.dataclass(kw_only=True)
+class QaOptions(FinetuneOptions):
+    """``kerasbert train --task qa``: span question answering (start and end of the answer)."""
+
+    SUMMARY = ("span question answering; without --train it takes the shipped Chinese QA set")
+    FILES = "SQuAD v1.1 / v2.0 JSON"
+    TEXTS = "QUESTION CONTEXT pairs: a question, then the text to answer it from"
+    SHIPPED = "qa_file"
+
+
+#: Each ``--task``, by name, and its options class; the task itself is the module of that
+#: name in :mod:`kerasbert.tasks`. A new task is a module there and one line here.
+TASK_OPTIONS = {"classification": ClassificationOptions, "ner": NerOptions, "qa": QaOptions}
+
+
+@dataclasses.dataclass(kw_only=True)
+class TrainOptions(ClassificationOptions, NerOptions, QaOptions):
+    """Any task's options in one class, as earlier versions took them (``task`` picks the
+    task). :func:`for_task` turns them into the task's own class, refusing a value the task
+    would not use."""
+
+    SUMMARY, FILES, TEXTS, SHIPPED = (ClassificationOptions.SUMMARY, ClassificationOptions.FILES,
+                                      ClassificationOptions.TEXTS, ClassificationOptions.SHIPPED)
+
+    def resolved(self):
+        return for_task(self).resolved()
+
+
+def for_task(options, flags=False):
+    """``options`` as their task's own class (:data:`TASK_OPTIONS`).
+
+    Args:
+        options: a :class:`FinetuneOptions` of any class (:class:`TrainOptions` too).
+        flags: name options as command-line flags (``--grad-accum``), else as fields.
+
+    Raises:
+        OptionError: an unknown task, or a value other than the default in a field the task
+            does not have: ``invalid flag in --strategy: --task ner does not use it``.
+
+    Example:
+        >>> type(for_task(TrainOptions(output="runs/x", task="ner"))).__name__
+        'NerOptions'
+    """
+    if options.task not in TASK_OPTIONS:
+        raise OptionError(f"invalid value {options.task!r} in {flag('task') if flags else 'task'}"
+                          f": must be one of {', '.join(TASK_OPTIONS)}")
+    target = TASK_OPTIONS[options.task]
+    if type(options) is target:
+        return options
+    names = {field.name for field in dataclasses.fields(target)}
+    for field in dataclasses.fields(options):
+        if field.name not in names and getattr(options, field.name) != field.default:
+            name = flag(field.name) if flags else field.name
+            users = [task for task, kind in TASK_OPTIONS.items()
+                     if field.name in {f.name for f in dataclasses.fields(kind)}]
+            raise OptionError(f"invalid {'flag' if flags else 'option'} in {name}: --task "
+                              f"{options.task} does not use it (only --task "
+                              f"{' and --task '.join(users)})")
+    return target(**{name: getattr(options, name) for name in names})
 
 
 def model_defaults(config_path):
@@ -199,7 +296,7 @@ def model_defaults(config_path):
     if not isinstance(defaults, dict) or not set(defaults) <= set(MODEL_DEFAULT_KEYS):
         raise OptionError(f"defaults in {path}: must be a JSON object with only "
                           f"{', '.join(MODEL_DEFAULT_KEYS)}")
-    validate(TrainOptions(output="-", **defaults))
+    validate(ClassificationOptions(output="-", **defaults))
     return defaults
 
 

@@ -1,0 +1,290 @@
+"""bert4keras's model object: a family builds its graph in named steps, layers made by name.
+
+:class:`Transformer` is the object ``build_transformer_model(..., return_keras_model=False)``
+returns. A family (``bert.py``, ``albert.py``...) subclasses it, as bert4keras's families
+do, and a user makes a variant the same way::
+
+    class MyBert(BERT):
+        def apply_final_layers(self, inputs):
+            return self.apply(inputs=inputs, layer=keras.layers.Dense, units=3, name="My-Head")
+
+    model = build_transformer_model(config, model=MyBert)
+
+:meth:`Transformer.apply` makes a layer once per name and reuses it (ALBERT's shared
+layers are one name called twelve times). The class attributes say what a family is
+without building it: the config's ``model_type``, its position kind, the heads it has;
+the family's module adds its Google variable table (:meth:`Transformer.checkpoint_table`),
+its Hugging Face layout (:class:`HuggingFaceLayout`) and its audit formulas.
+"""
+
+import dataclasses
+
+import keras
+
+from kerasbert.models import names
+from kerasbert.models.attention_masks import mask_of
+from kerasbert.models.kernels import Dropout
+from kerasbert.models.layers import truncated_normal
+
+
+@dataclasses.dataclass(frozen=True)
+class HuggingFaceLayout:
+    """Where one Hugging Face family keeps each weight, in Google's names
+    (:func:`kerasbert.checkpoints.convert.google_name` reads it).
+
+    Attributes:
+        prefix: the base model's attribute (``"bert."``), optional in the file.
+        scope: the Google scope of embeddings and encoder (``"bert"``, ``"electra"``).
+        modules: Hugging Face module (after the prefix) -> Google scope.
+        layer: the encoder layers' modules, ``index`` and ``module`` groups.
+        layer_scope: the Google scope of layer ``{index}``.
+        layer_modules: a layer's module -> its Google scope inside ``layer_scope``.
+        plain: parameters stored as they are.
+        ignored: buffers and copies of tied weights.
+        optional: layers a model may come without (beyond the pooler), or ().
+    """
+
+    prefix: str
+    scope: str
+    modules: dict
+    layer: str
+    layer_scope: str
+    layer_modules: dict
+    plain: dict
+    ignored: tuple = ()
+    optional: tuple = ()
+
+
+class Transformer:
+    """The model object of bert4keras: config, layers by name, the Keras model.
+
+    Attributes (after :meth:`build`): ``model`` (the ``keras.Model``), ``layers``
+    (``{name: layer}``), ``inputs`` / ``outputs`` (lists), ``input`` / ``output``
+    (one tensor, or the list), ``config`` (the :class:`BertConfig`), and bert4keras's
+    names for the config's values (``hidden_size``, ``dropout_rate``, ``max_position``,
+    ``segment_vocab_size``...).
+
+    Args:
+        config: the :class:`kerasbert.models.config.BertConfig`.
+        with_pool, with_nsp, with_mlm, with_discriminator: the heads (see
+            :func:`kerasbert.build_transformer_model`).
+        application: the attention mask: ``"encoder"``, ``"lm"``, ``"unilm"``, or a mask
+            object of :mod:`kerasbert.models.attention_masks`.
+        sequence_length: fixed input length, or None.
+        keep_tokens, compound_tokens: as in bert4keras (see ``load_weights_from_checkpoint``).
+        name: the Keras model's name (default: the family's).
+        dtype: the layers' dtype policy; None: Keras's global one.
+        family: the ``model=`` value it was built as (whose checkpoint names it reads).
+    """
+
+    # What the family is, read without building (each family module sets its own).
+    #: The ``model_type`` its configs carry.
+    model_type = "bert"
+    #: The Keras model's name when none is given.
+    default_name = "bert"
+    #: ``"absolute"`` (a learned table), ``"relative"`` (NEZHA) or ``"rotary"`` (RoFormer).
+    position = "absolute"
+    #: Embeddings may be narrower than the hidden size (``Embedding-Mapping``).
+    factorised = False
+    #: The heads the family has.
+    head_flags = ("with_pool", "with_nsp", "with_mlm")
+    #: Its Hugging Face layout, for ``kerasbert convert``; None: not convertible.
+    hf_layout = None
+    #: Config keys whose values only this family builds: ``(key, rule, why)``; see
+    #: :func:`kerasbert.models.config.check_family`.
+    config_rules = ()
+    #: An ``application=`` this family refuses (bert4keras: ELECTRA is no LM).
+    applications = ("encoder", "lm", "unilm", "prefix")
+
+    def __init__(self, config, with_pool=False, with_nsp=False, with_mlm=False,
+                 with_discriminator=False, application="encoder", sequence_length=None,
+                 keep_tokens=None, compound_tokens=None, name=None, dtype=None, family=None):
+        self.config = config
+        self.attention_mask = mask_of(application)
+        if self.attention_mask.application not in self.applications:
+            raise ValueError(f"model={family or self.default_name!r} cannot be built with "
+                             f"application={self.attention_mask.application!r} "
+                             f"(supported: {', '.join(self.applications)})")
+        # bert4keras: a language model has the MLM head whether or not it was asked for.
+        if self.attention_mask.application in ("lm", "unilm") and not with_mlm:
+            with_mlm = True
+        self.with_pool = with_pool or with_nsp
+        self.with_nsp = with_nsp
+        self.with_mlm = with_mlm
+        self.with_discriminator = with_discriminator
+        self.sequence_length = sequence_length
+        self.keep_tokens = keep_tokens
+        self.compound_tokens = compound_tokens
+        self.name = name
+        self.dtype = dtype
+        self.family = family or self.default_name
+        self.layers = {}
+        self.prefix = ""
+        self.attention_bias = None
+        self.position_bias = None
+        self.built = False
+        self.model = None
+
+    # ------------------------------------------------------- bert4keras's names
+    vocab_size = property(lambda self: self.config.vocab_size)
+    hidden_size = property(lambda self: self.config.hidden_size)
+    num_hidden_layers = property(lambda self: self.config.num_hidden_layers)
+    num_attention_heads = property(lambda self: self.config.num_attention_heads)
+    intermediate_size = property(lambda self: self.config.intermediate_size)
+    hidden_act = property(lambda self: self.config.hidden_act)
+    dropout_rate = property(lambda self: self.config.hidden_dropout_prob)
+    attention_dropout_rate = property(lambda self: self.config.attention_probs_dropout_prob)
+    embedding_size = property(lambda self: self.config.embedding_size)
+    attention_head_size = property(lambda self: self.config.head_size)
+    attention_key_size = property(lambda self: self.config.head_size)
+    max_position = property(lambda self: self.config.max_position_embeddings)
+    segment_vocab_size = property(lambda self: self.config.type_vocab_size)
+
+    @property
+    def initializer(self):
+        """The initializer of every weight matrix: BERT's truncated normal with the
+        config's ``initializer_range`` (bert4keras: 0.02)."""
+        return truncated_normal(self.config.initializer_range)
+
+    # ------------------------------------------------------------- building
+    def apply(self, inputs=None, layer=None, arguments=None, **kwargs):
+        """Calls the layer named ``kwargs["name"]`` on ``inputs``, making it first (from
+        ``layer`` and ``kwargs``) if no layer has that name yet: the same name reuses the
+        same layer. A dropout of rate 0 is left out (``inputs`` come back), as in bert4keras.
+
+        Args:
+            inputs: a tensor or a list; None returns the layer itself, uncalled.
+            layer: the layer class (``keras.layers.Dense``...), or ``keras.Input``.
+            arguments: keyword arguments of the call (``{"reverse": True}``).
+            **kwargs: the layer's constructor arguments; ``name`` is required.
+        """
+        name = kwargs.get("name")
+        if name is None:
+            raise ValueError(f"Transformer.apply needs name= (making a {layer!r})")
+        if isinstance(layer, type) and issubclass(layer, keras.layers.Dropout) and \
+                not kwargs.get("rate"):
+            return inputs
+        if name not in self.layers:
+            if layer is keras.Input:
+                kwargs.setdefault("dtype", "int32")
+            elif self.dtype is not None:
+                kwargs.setdefault("dtype", self.dtype)
+            self.layers[name] = layer(**kwargs)
+        if inputs is None:
+            return self.layers[name]
+        return self.layers[name](inputs, **(arguments or {}))
+
+    def dropout(self, inputs, name, rate=None):
+        """``inputs`` through a dropout named ``name`` (the config's rate by default)."""
+        rate = self.config.hidden_dropout_prob if rate is None else rate
+        return self.apply(inputs=inputs, layer=Dropout, rate=rate, name=name)
+
+    def build(self, **kwargs):
+        """Makes the graph: inputs, :meth:`call`, outputs, ``self.model``.
+
+        Raises:
+            ValueError: a keyword this object does not take (bert4keras's ``build``
+                keywords are refused by name in ``build_transformer_model``).
+        """
+        if kwargs:
+            raise ValueError(f"Transformer.build: {', '.join(sorted(kwargs))} not supported")
+        if self.built:
+            return
+        self.set_inputs(self.get_inputs())
+        self.set_outputs(self.call(self.inputs))
+        self.model = keras.Model(self.input if len(self.inputs) > 1 else self.inputs[0],
+                                 self.output, name=self.name or self.default_name)
+        for layer in self.model.layers:  # heads made by functions, not by apply
+            self.layers.setdefault(layer.name, layer)
+        self.built = True
+
+    def call(self, inputs):
+        """Embeddings, then each encoder layer, then the heads."""
+        outputs = self.apply_embeddings(inputs)
+        for index in range(self.num_hidden_layers):
+            outputs = self.apply_main_layers(outputs, index)
+        return self.apply_final_layers(outputs)
+
+    def get_inputs(self):
+        raise NotImplementedError
+
+    def apply_embeddings(self, inputs):
+        raise NotImplementedError
+
+    def apply_main_layers(self, inputs, index):
+        raise NotImplementedError
+
+    def apply_final_layers(self, inputs):
+        raise NotImplementedError
+
+    def compute_attention_bias(self, inputs=None):
+        """The attention mask every layer takes besides padding (None: padding alone),
+        made once from :attr:`attention_mask`."""
+        if self.attention_bias is None:
+            self.attention_bias = self.attention_mask.apply(self)
+        return self.attention_bias
+
+    def compute_position_bias(self, inputs=None):
+        """The position table every attention layer takes (NEZHA, RoFormer), or None."""
+        return self.position_bias
+
+    def set_inputs(self, inputs):
+        self.inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        self.input = self.inputs if len(self.inputs) > 1 else self.inputs[0]
+
+    def set_outputs(self, outputs):
+        self.outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+        self.output = self.outputs if len(self.outputs) > 1 else self.outputs[0]
+
+    # ------------------------------------------------------------ checkpoints
+    @classmethod
+    def checkpoint_table(cls, num_hidden_layers):
+        """``{layer name: {weight attribute: Google variable name}}`` of the family."""
+        raise NotImplementedError
+
+    def variable_mapping(self):
+        """This model's table: ``{layer name: {weight attribute: Google variable name}}``.
+
+        bert4keras lists each layer's names in the order of its weights; here each name is
+        keyed by the weight's attribute (Keras 3 makes a norm's ``gamma`` before ``beta``).
+        """
+        return self.checkpoint_table(self.num_hidden_layers)
+
+    def load_weights_from_checkpoint(self, checkpoint, mapping=None, strict=True,
+                                     streaming=False):
+        """Loads a Google checkpoint by this model's table (or ``mapping``), with its
+        keep / compound tokens; see :func:`kerasbert.checkpoints.loading.load_checkpoint`.
+
+        Returns:
+            the :class:`LoadReport` (also kept as ``self.load_report``).
+        """
+        from kerasbert.checkpoints.loading import load_checkpoint
+
+        self.load_report = load_checkpoint(
+            self.model, checkpoint, strict=strict, keep_tokens=self.keep_tokens,
+            compound_tokens=self.compound_tokens, streaming=streaming, family=self.family,
+            mapping=mapping or self.variable_mapping())
+        return self.load_report
+
+    def save_weights_as_checkpoint(self, filename, mapping=None, dtype=None):
+        """Writes the weights under Google's names, by this model's table (or
+        ``mapping``); see :func:`kerasbert.checkpoints.loading.save_weights_as_checkpoint`.
+
+        Returns:
+            the sorted names written.
+        """
+        from kerasbert.checkpoints.loading import save_weights_as_checkpoint
+
+        return save_weights_as_checkpoint(self.model, filename, dtype=dtype, family=self.family,
+                                          mapping=mapping or self.variable_mapping())
+
+    def __repr__(self):
+        return (f"<{type(self).__name__} {self.family} L={self.num_hidden_layers} "
+                f"H={self.hidden_size} application={self.attention_mask.application!r}>")
+
+
+def layer_names(index, shared=False):
+    """The attention and feed-forward names of encoder layer ``index`` (ALBERT: shared)."""
+    if shared:
+        return names.SHARED_ATTENTION, names.SHARED_FEED_FORWARD
+    return names.attention_name(index), names.feed_forward_name(index)

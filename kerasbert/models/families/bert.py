@@ -1,0 +1,364 @@
+"""BERT (and RoBERTa-wwm, which ships as BERT): the graph every family starts from, its
+Google variable table, its Hugging Face layout and its audit formulas.
+
+The graph, per bert4keras 0.11.5 and Google's ``modeling.py``::
+
+    Input-Token ─ Embedding-Token ─┐
+    Input-Segment ─ Embedding-Segment ─ Embedding-Token-Segment (add)
+      ─ Embedding-Position (add) ─ Embedding-Norm ─ Embedding-Dropout
+      ─ L × [ Transformer-i-MultiHeadSelfAttention ─ -Dropout ─ -Add ─ -Norm
+              Transformer-i-FeedForward ─ -Dropout ─ -Add ─ -Norm ]
+      ─ heads (Pooler / NSP / MLM), if asked for
+
+Token id 0 is padding: ``Embedding-Token`` emits a mask that every layer passes on and
+attention honours, so outputs at real tokens do not depend on padding. A family changes
+what differs by overriding a step (``apply_embeddings``, ``attention_layer``...) and the
+class attributes below.
+"""
+
+import keras
+
+from kerasbert.models import names
+from kerasbert.models.families.base import HuggingFaceLayout, Transformer, layer_names
+from kerasbert.models.heads import apply_mlm, apply_nsp, apply_pooler
+from kerasbert.models.kernels import Dropout
+from kerasbert.models.layers import (
+    Add,
+    FeedForward,
+    MultiHeadSelfAttention,
+    PositionEmbedding,
+    ScaleFreeNorm,
+    TokenEmbedding,
+)
+
+# ------------------------------------------------------------------ Google's names
+WORD_EMBEDDINGS = "bert/embeddings/word_embeddings"
+POSITION_EMBEDDINGS = "bert/embeddings/position_embeddings"
+MLM_OUTPUT_BIAS = "cls/predictions/output_bias"
+NSP_OUTPUT_WEIGHTS = "cls/seq_relationship/output_weights"
+# Google's run_squad.py: the span head's start and end logits.
+SQUAD_OUTPUT_WEIGHTS = "cls/squad/output_weights"
+SQUAD_OUTPUT_BIAS = "cls/squad/output_bias"
+# One row per vocabulary entry: keep_tokens / compound_tokens apply to these.
+VOCABULARY_VARIABLES = (WORD_EMBEDDINGS, MLM_OUTPUT_BIAS)
+# Stored [2, hidden] in Google checkpoints; the Keras Dense kernel is [hidden, 2].
+TRANSPOSED_VARIABLES = (NSP_OUTPUT_WEIGHTS, SQUAD_OUTPUT_WEIGHTS)
+
+
+def dense(scope):
+    """A dense layer's names in a Google checkpoint."""
+    return {"kernel": f"{scope}/kernel", "bias": f"{scope}/bias"}
+
+
+def norm(scope):
+    """A layer norm's names in a Google checkpoint."""
+    return {"gamma": f"{scope}/gamma", "beta": f"{scope}/beta"}
+
+
+def attention_variables(scope):
+    """``MultiHeadSelfAttention``'s weights under BERT's names in ``scope`` (``.../attention``)."""
+    return {
+        **{f"{projection}_{kind}": f"{scope}/self/{projection}/{kind}"
+           for projection in ("query", "key", "value") for kind in ("kernel", "bias")},
+        "output_kernel": f"{scope}/output/dense/kernel",
+        "output_bias": f"{scope}/output/dense/bias",
+    }
+
+
+# --------------------------------------------------------- Hugging Face's layout
+# A Linear's ``weight`` is [out, in] and becomes a transposed ``kernel``; an Embedding's
+# ``weight`` is the table itself; LayerNorm's weight/bias (or gamma/beta) are gamma/beta.
+HF_LAYER_MODULES = {
+    "attention.self.query": "attention/self/query",
+    "attention.self.key": "attention/self/key",
+    "attention.self.value": "attention/self/value",
+    "attention.output.dense": "attention/output/dense",
+    "attention.output.LayerNorm": "attention/output/LayerNorm",
+    "intermediate.dense": "intermediate/dense",
+    "output.dense": "output/dense",
+    "output.LayerNorm": "output/LayerNorm",
+}
+HF_HEADS = {
+    "pooler.dense": "bert/pooler/dense",
+    "cls.predictions.transform.dense": "cls/predictions/transform/dense",
+    "cls.predictions.transform.LayerNorm": "cls/predictions/transform/LayerNorm",
+}
+# Stored as Google stores them (the NSP / SOP weight and a ForQuestionAnswering model's
+# span weight are [2, hidden] in both).
+HF_PLAIN = {
+    "cls.predictions.bias": MLM_OUTPUT_BIAS,
+    "cls.seq_relationship.weight": NSP_OUTPUT_WEIGHTS,
+    "cls.seq_relationship.bias": "cls/seq_relationship/output_bias",
+    "qa_outputs.weight": SQUAD_OUTPUT_WEIGHTS,
+    "qa_outputs.bias": SQUAD_OUTPUT_BIAS,
+}
+HF_TIED = ("cls.predictions.decoder.weight", "cls.predictions.decoder.bias")
+HF_LAYER = r"encoder\.layer\.(?P<index>\d+)\.(?P<module>.+)"
+
+
+def hf_embedding_modules(scope):
+    return {"embeddings.LayerNorm": f"{scope}/embeddings/LayerNorm"}
+
+
+class BERT(Transformer):
+    """Google's BERT, as bert4keras 0.11.5 builds it (``model="bert"`` / ``"roberta"``)."""
+
+    model_type = "bert"
+    default_name = "bert"
+    #: The dense layers and attention projections have biases (RoFormer-v2: none).
+    use_bias = True
+    #: RoFormer-v2's weightless norms (and embedding dropout before the norm).
+    scale_free_norm = False
+    #: One attention and one feed-forward block used by every layer (ALBERT).
+    shared_layers = False
+    #: BERT's masked-LM head (``MLM-Dense``, ``MLM-Norm``, ``MLM-Bias``), which pretraining
+    #: trains.
+    masked_lm = True
+    hf_layout = HuggingFaceLayout(
+        "bert.", "bert", {**hf_embedding_modules("bert"), **HF_HEADS},
+        HF_LAYER, "bert/encoder/layer_{index}", HF_LAYER_MODULES, HF_PLAIN,
+        ("embeddings.position_ids",) + HF_TIED)
+
+    # ----------------------------------------------------------------- layers
+    def norm(self, name):
+        """The layer norm named ``name`` (made once)."""
+        if self.scale_free_norm:
+            return self.apply(layer=ScaleFreeNorm, epsilon=self.config.layer_norm_eps, name=name)
+        return self.apply(layer=keras.layers.LayerNormalization,
+                          epsilon=self.config.layer_norm_eps, name=name)
+
+    def dense(self, inputs, units, name, activation=None):
+        """``inputs`` through a dense layer named ``name`` with BERT's initializer."""
+        return self.apply(inputs=inputs, layer=keras.layers.Dense, units=units,
+                          activation=activation, use_bias=self.use_bias,
+                          kernel_initializer=self.initializer, name=name)
+
+    def layer_names(self, index):
+        """The attention and feed-forward names of encoder layer ``index``."""
+        return layer_names(index, shared=self.shared_layers)
+
+    # ----------------------------------------------------------------- graph
+    def get_inputs(self):
+        """``Input-Token``, and ``Input-Segment`` when the config has segment types."""
+        inputs = [self.apply(layer=keras.Input, shape=(self.sequence_length,),
+                             name=names.INPUT_TOKEN)]
+        if self.segment_vocab_size > 0:
+            inputs.append(self.apply(layer=keras.Input, shape=(self.sequence_length,),
+                                     name=names.INPUT_SEGMENT))
+        return inputs
+
+    def apply_embeddings(self, inputs):
+        """Token (+ segment) (+ position) embeddings, norm, dropout (and the mapping to the
+        hidden size where the embeddings are narrower)."""
+        x = self.token_and_segment(inputs)
+        if self.position == "absolute":
+            x = self.apply(inputs=x, layer=PositionEmbedding,
+                           max_position=self.max_position,
+                           initializer_range=self.config.initializer_range,
+                           name=names.EMBEDDING_POSITION)
+        x = self.embedding_norm(x)
+        if self.embedding_size != self.hidden_size:  # ALBERT, ELECTRA: factorised
+            x = self.dense(x, self.hidden_size, names.EMBEDDING_MAPPING)
+        return x
+
+    def token_and_segment(self, inputs):
+        """``Embedding-Token`` (+ ``Embedding-Segment`` by ``Embedding-Token-Segment``)."""
+        x = self.apply(inputs=inputs[0], layer=TokenEmbedding, input_dim=self.vocab_size,
+                       output_dim=self.embedding_size, embeddings_initializer=self.initializer,
+                       mask_zero=True, tie_weights=True, name=names.EMBEDDING_TOKEN)
+        if self.segment_vocab_size > 0:
+            s = self.apply(inputs=inputs[1], layer=keras.layers.Embedding,
+                           input_dim=self.segment_vocab_size, output_dim=self.embedding_size,
+                           embeddings_initializer=self.initializer,
+                           name=names.EMBEDDING_SEGMENT)
+            x = self.apply(inputs=[x, s], layer=Add, name=names.EMBEDDING_TOKEN_SEGMENT)
+        return x
+
+    def embedding_norm(self, x):
+        """``Embedding-Norm`` then ``Embedding-Dropout`` (RoFormer-v2: the other way)."""
+        norm = self.norm(names.EMBEDDING_NORM)
+        if self.scale_free_norm:
+            return norm(self.dropout(x, names.EMBEDDING_DROPOUT))
+        return self.dropout(norm(x), names.EMBEDDING_DROPOUT)
+
+    def attention_layer(self, name):
+        """The self-attention block named ``name`` (made once)."""
+        position = self.position if self.position != "absolute" else None
+        return self.apply(layer=MultiHeadSelfAttention, num_heads=self.num_attention_heads,
+                          head_size=self.attention_head_size,
+                          dropout=self.attention_dropout_rate, position=position,
+                          attention_mask=self.compute_attention_bias() is not None,
+                          initializer_range=self.config.initializer_range,
+                          use_bias=self.use_bias, name=name)
+
+    def feed_forward_layer(self, name):
+        """The feed-forward block named ``name`` (made once)."""
+        return self.apply(layer=FeedForward, intermediate_size=self.intermediate_size,
+                          activation=self.hidden_act,
+                          initializer_range=self.config.initializer_range,
+                          use_bias=self.use_bias, name=name)
+
+    def residual_layers(self, block):
+        """The Dropout, Add and Norm after ``block`` (made once)."""
+        self.apply(layer=Dropout, rate=self.dropout_rate,
+                   name=names.dropout_name(block))
+        self.apply(layer=Add, name=names.add_name(block))
+        self.norm(names.norm_name(block))
+
+    def residual(self, x, block, inputs):
+        """``Norm(x + Dropout(block(inputs)))``, bert4keras's post-norm residual."""
+        y = self.apply(inputs=inputs, name=block)
+        y = self.dropout(y, names.dropout_name(block))
+        return self.apply(inputs=self.apply(inputs=[x, y], name=names.add_name(block)),
+                          name=names.norm_name(block))
+
+    def apply_main_layers(self, inputs, index):
+        """Encoder layer ``index``: attention, then feed-forward, each a post-norm residual."""
+        attention, feed_forward = self.layer_names(index)
+        extra = [bias for bias in (self.compute_position_bias(inputs),
+                                   self.compute_attention_bias()) if bias is not None]
+        # Made before any is called, in this order: the random draws of the initializers
+        # and dropout seeds stay those of every earlier release.
+        self.attention_layer(attention)
+        self.feed_forward_layer(feed_forward)
+        self.residual_layers(attention)
+        self.residual_layers(feed_forward)
+        x = self.residual(inputs, attention, [inputs, *extra] if extra else inputs)
+        return self.residual(x, feed_forward, x)
+
+    def apply_final_layers(self, inputs):
+        """The heads asked for: pooler (NSP), MLM; bert4keras's outputs: no head → the
+        sequence, one head → that head, several → a list."""
+        heads = self.heads(inputs)
+        return inputs if not heads else heads[0] if len(heads) == 1 else heads
+
+    def heads(self, x):
+        """The outputs of the heads asked for, in bert4keras's order."""
+        heads = []
+        if self.with_pool or self.with_nsp:
+            pooled = apply_pooler(x, self.config,
+                                  "tanh" if self.with_pool in (True, False) else self.with_pool,
+                                  dtype=self.dtype)
+            heads.append(apply_nsp(pooled, self.config, dtype=self.dtype) if self.with_nsp
+                         else pooled)
+        if self.with_mlm:
+            activation = "softmax" if self.with_mlm is True else self.with_mlm
+            heads.append(apply_mlm(x, self.config, self.layers[names.EMBEDDING_TOKEN],
+                                   activation, dtype=self.dtype))
+        return heads
+
+    # ------------------------------------------------------------ checkpoints
+    @classmethod
+    def checkpoint_table(cls, num_hidden_layers):
+        """BERT's table ``{layer name: {weight attribute: Google variable name}}``.
+
+        Example:
+            >>> BERT.checkpoint_table(12)["Embedding-Norm"]
+            {'gamma': 'bert/embeddings/LayerNorm/gamma', 'beta': 'bert/embeddings/LayerNorm/beta'}
+        """
+        mapping = {
+            names.EMBEDDING_TOKEN: {"embeddings": WORD_EMBEDDINGS},
+            names.EMBEDDING_SEGMENT: {"embeddings": "bert/embeddings/token_type_embeddings"},
+            names.EMBEDDING_POSITION: {"embeddings": POSITION_EMBEDDINGS},
+            names.EMBEDDING_NORM: norm("bert/embeddings/LayerNorm"),
+            # Where embedding_size differs from hidden_size (ALBERT, RoFormer-v2, a
+            # factorised BERT).
+            names.EMBEDDING_MAPPING: dense("bert/encoder/embedding_hidden_mapping_in"),
+        }
+        for i in range(num_hidden_layers):
+            scope = f"bert/encoder/layer_{i}"
+            attention, feed_forward = names.attention_name(i), names.feed_forward_name(i)
+            mapping[attention] = attention_variables(f"{scope}/attention")
+            mapping[names.norm_name(attention)] = norm(f"{scope}/attention/output/LayerNorm")
+            mapping[feed_forward] = {
+                "intermediate_kernel": f"{scope}/intermediate/dense/kernel",
+                "intermediate_bias": f"{scope}/intermediate/dense/bias",
+                "output_kernel": f"{scope}/output/dense/kernel",
+                "output_bias": f"{scope}/output/dense/bias",
+            }
+            mapping[names.norm_name(feed_forward)] = norm(f"{scope}/output/LayerNorm")
+        mapping.update({
+            names.POOLER_DENSE: dense("bert/pooler/dense"),
+            names.NSP_PROBA: {"kernel": NSP_OUTPUT_WEIGHTS,
+                              "bias": "cls/seq_relationship/output_bias"},
+            names.MLM_DENSE: dense("cls/predictions/transform/dense"),
+            names.MLM_NORM: norm("cls/predictions/transform/LayerNorm"),
+            names.MLM_BIAS: {"bias": MLM_OUTPUT_BIAS},
+            names.SPAN_DENSE: {"kernel": SQUAD_OUTPUT_WEIGHTS, "bias": SQUAD_OUTPUT_BIAS},
+        })
+        return mapping
+
+    # ------------------------------------------------------------------ audit
+    @classmethod
+    def audit_rows(cls, config, with_pool=False, with_nsp=False, with_mlm=False,
+                   with_discriminator=False):
+        """The layers that hold parameters, as ``(group, layer, formula, count)`` in graph
+        order (V vocabulary, H hidden, E embedding width, T segment types, P positions,
+        I intermediate)::
+
+            Embedding-Token       V·H          MultiHeadSelfAttention  4·(H·H+H)
+            Embedding-Segment     T·H          FeedForward             2·H·I+I+H
+            Embedding-Position    P·H          each LayerNorm          2·H
+            Pooler-Dense          H·H+H        NSP-Proba               2·H+2
+            MLM  H·H+H + 2·H + V (the output matrix is Embedding-Token, counted once)
+
+        Factorised embeddings are E wide (V·E, T·E, P·E, 2·E) with ``Embedding-Mapping``
+        E·H+H; a family's module changes the rest (its own rows, shared layers counted once).
+        """
+        V, H, T, P, I, E = (config.vocab_size, config.hidden_size,  # noqa: E741
+                            config.type_vocab_size, config.max_position_embeddings,
+                            config.intermediate_size, config.embedding_size)
+        e = "E" if E != H else "H"  # BERT's tables say H
+        rows = [("embeddings", names.EMBEDDING_TOKEN, f"V·{e}", V * E)]
+        if T > 0:
+            rows.append(("embeddings", names.EMBEDDING_SEGMENT, f"T·{e}", T * E))
+        if cls.position == "absolute":
+            rows.append(("embeddings", names.EMBEDDING_POSITION, f"P·{e}", P * E))
+        rows += cls.norm_rows("embeddings", names.EMBEDDING_NORM, E, e)
+        if E != H:
+            rows.append(cls.dense_row("embeddings", names.EMBEDDING_MAPPING, "E", E, "H", H))
+        rows += cls.position_rows(config)
+        attention, feed_forward = (("4·(H·H+H)", 4 * (H * H + H)), ("2·H·I+I+H", 2 * H * I + I + H))
+        if not cls.use_bias:
+            attention, feed_forward = ("4·H·H", 4 * H * H), ("2·H·I", 2 * H * I)
+        blocks = dict.fromkeys(layer_names(i, cls.shared_layers)
+                               for i in range(config.num_hidden_layers))
+        for attention_name, feed_forward_name in blocks:
+            rows.append(("encoder", attention_name, *attention))
+            rows += cls.norm_rows("encoder", names.norm_name(attention_name), H, "H")
+            rows.append(("encoder", feed_forward_name, *feed_forward))
+            rows += cls.norm_rows("encoder", names.norm_name(feed_forward_name), H, "H")
+        return rows + cls.head_rows(config, with_pool, with_nsp, with_mlm, with_discriminator)
+
+    @classmethod
+    def norm_rows(cls, group, layer, width, letter):
+        """A layer norm's row (none for RoFormer-v2's weightless norms)."""
+        return [] if cls.scale_free_norm else [(group, layer, f"2·{letter}", 2 * width)]
+
+    @classmethod
+    def dense_row(cls, group, layer, inputs, fan_in, outputs, fan_out):
+        """A dense layer's row: ``in·out+out`` (``in·out`` without biases)."""
+        bias = f"+{outputs}" if cls.use_bias else ""
+        return (group, layer, f"{inputs}·{outputs}{bias}",
+                fan_in * fan_out + (fan_out if cls.use_bias else 0))
+
+    @classmethod
+    def position_rows(cls, config):
+        """Rows of position weights inside the encoder (NEZHA's relative table)."""
+        return []
+
+    @classmethod
+    def head_rows(cls, config, with_pool, with_nsp, with_mlm, with_discriminator):
+        """The heads' rows."""
+        H, V, E = config.hidden_size, config.vocab_size, config.embedding_size
+        e = "E" if E != H else "H"
+        rows = []
+        if with_pool or with_nsp:
+            rows.append(("pooler", names.POOLER_DENSE, "H·H+H", H * H + H))
+        if with_nsp:
+            rows.append(("nsp", names.NSP_PROBA, "2·H+2", 2 * H + 2))
+        if with_mlm:
+            rows.append(("mlm", names.MLM_DENSE, f"H·{e}+{e}", H * E + E))
+            rows += cls.norm_rows("mlm", names.MLM_NORM, E, e)
+            rows.append(("mlm", names.MLM_BIAS, "V", V))
+        return rows

@@ -1,0 +1,80 @@
+"""RoFormer (ZhuiyiAI): BERT whose queries and keys are rotated by their positions.
+
+``Embedding-Rotary-Position`` holds the sinusoid of the positions; every attention layer
+rotates its queries and keys by it. No position table, no length limit; embeddings may be
+narrower than the hidden size (``Embedding-Mapping``). RoFormer-v2 has no biases, norms
+without mean or weights (embedding dropout before the norm) and an MLM head of the tied
+embedding alone (``Output-Mapping`` where the widths differ). Both keep BERT's names.
+
+Audit: no ``Embedding-Position``; RoFormer-v2: 4·H·H attention, 2·H·I feed-forward, no
+norm rows, its head ``Output-Mapping`` H·E (bias-free) or nothing.
+"""
+
+import keras
+
+from kerasbert.models import names
+from kerasbert.models.families.base import HuggingFaceLayout
+from kerasbert.models.families.bert import (
+    BERT,
+    HF_HEADS,
+    HF_LAYER,
+    HF_LAYER_MODULES,
+    HF_PLAIN,
+    HF_TIED,
+    hf_embedding_modules,
+)
+from kerasbert.models.positions import RotaryPositions
+
+
+class RoFormer(BERT):
+    """RoFormer (``model="roformer"``)."""
+
+    model_type = "roformer"
+    default_name = "roformer"
+    position = "rotary"
+    factorised = True
+    hf_layout = HuggingFaceLayout(
+        "roformer.", "bert",
+        {**hf_embedding_modules("bert"), **HF_HEADS,
+         "embeddings_project": "bert/encoder/embedding_hidden_mapping_in"},
+        HF_LAYER, "bert/encoder/layer_{index}", HF_LAYER_MODULES, HF_PLAIN,
+        # The sinusoid tables are computed, not learned.
+        ("embeddings.embed_positions.weight", "encoder.embed_positions.weight") + HF_TIED,
+        optional=(names.EMBEDDING_POSITION,))
+
+    def compute_position_bias(self, inputs=None):
+        """``Embedding-Rotary-Position`` of the embeddings' length (made once)."""
+        if self.position_bias is None:
+            self.position_bias = self.apply(inputs=inputs, layer=RotaryPositions,
+                                            head_size=self.attention_head_size,
+                                            name=names.EMBEDDING_ROTARY_POSITION)
+        return self.position_bias
+
+
+class RoFormerV2(RoFormer):
+    """RoFormer-v2 (``model="roformer_v2"``): bias-free, weightless norms, tied MLM head."""
+
+    default_name = "roformer_v2"
+    use_bias = False
+    scale_free_norm = True
+    head_flags = ("with_mlm",)
+    masked_lm = False
+    hf_layout = None  # Hugging Face has no RoFormer-v2
+
+    def heads(self, x):
+        if not self.with_mlm:
+            return []
+        activation = "softmax" if self.with_mlm is True else self.with_mlm
+        if self.embedding_size != self.hidden_size:
+            x = self.dense(x, self.embedding_size, names.OUTPUT_MAPPING)
+        x = self.dropout(x, names.OUTPUT_MLM_DROPOUT)
+        x = self.layers[names.EMBEDDING_TOKEN](x, reverse=True)
+        return [self.apply(inputs=x, layer=keras.layers.Activation, activation=activation,
+                           name=names.OUTPUT_MLM_ACTIVATION)]
+
+    @classmethod
+    def head_rows(cls, config, with_pool, with_nsp, with_mlm, with_discriminator):
+        H, E = config.hidden_size, config.embedding_size
+        if with_mlm and E != H:  # the tied embedding alone, after a bias-free mapping
+            return [cls.dense_row("mlm", names.OUTPUT_MAPPING, "H", H, "E", E)]
+        return []
