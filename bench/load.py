@@ -83,7 +83,7 @@ WRITER = """
     import numpy as np
     from kerasbert import build_transformer_model, write_checkpoint
     from kerasbert.checkpoints.loading import model_targets
-    from kerasbert.models.families.bert import TRANSPOSED_VARIABLES
+    from kerasbert.models.checkpoint_names import TRANSPOSED_VARIABLES
     config, prefix, heads = sys.argv[1], sys.argv[2], eval(sys.argv[3])
     rng = np.random.default_rng(0)
     variables = {}

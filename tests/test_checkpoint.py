@@ -15,8 +15,9 @@ from kerasbert import (
     write_checkpoint,
 )
 from kerasbert.checkpoints import io as checkpoint_io
-from kerasbert.checkpoints.loading import model_targets, variable_mapping
+from kerasbert.checkpoints.loading import model_targets
 from kerasbert.models import names
+from kerasbert.models.families.bert import BERT
 
 ALL_HEADS = {"with_pool": True, "with_nsp": True, "with_mlm": True}
 
@@ -65,7 +66,7 @@ def test_mapping_names_every_weight_once_by_attribute(tiny_config):
         assert target.variable.path == f"{target.layer}/{target.attribute}"
         if target.attribute in ("gamma", "beta", "bias"):
             assert target.name.endswith(target.attribute)
-    table = variable_mapping(2)
+    table = BERT.checkpoint_table(2)
     assert table["Embedding-Norm"] == {"gamma": "bert/embeddings/LayerNorm/gamma",
                                        "beta": "bert/embeddings/LayerNorm/beta"}
     assert table[names.norm_name(names.feed_forward_name(1))]["beta"] == (

@@ -631,7 +631,7 @@ CASES = [
          "position_embedding_type",
          setup=hf_dir("hf", config={"position_embedding_type": "relative_key"}, weights=None)),
     case("convert-nezha", ["convert", "--from-hf", "hf", "--to", "g/bert_model.ckpt"],
-         "nezha", "config.json", "reads bert, albert, electra, roformer",
+         "nezha", "config.json", "reads bert, albert, roformer, electra",
          setup=hf_dir("hf", config={"model_type": "nezha"}, weights=None)),
     case("convert-to-an-existing-folder", ["convert", "--from-hf", "hf", "--to", "empty"],
          "empty", setup=hf_dir("hf")),

@@ -20,6 +20,7 @@ from kerasbert import (
 )
 from kerasbert.checkpoints.convert import convert_hf_to_google
 from kerasbert.models import bert as models
+from kerasbert.models.families.bert import BERT
 from kerasbert.models.config import check_maxlen, check_vocab_fits
 from kerasbert.text.vocab import load_vocab
 from reference import CHINESE_BASE
@@ -140,7 +141,7 @@ def test_a_config_too_large_for_memory_is_refused_before_any_layer(monkeypatch, 
     def no_layers(*args, **kwargs):
         raise AssertionError("a layer was made")
 
-    monkeypatch.setattr(models, "_embeddings", no_layers)
+    monkeypatch.setattr(BERT, "apply_embeddings", no_layers)
     path = tmp_path / "bert_config.json"
     path.write_text(json.dumps({**TINY, "vocab_size": 10**9, "hidden_size": 10**5}))
     start = time.perf_counter()

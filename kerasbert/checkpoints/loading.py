@@ -22,16 +22,19 @@ from kerasbert.checkpoints.io import (
 )
 from kerasbert.checkpoints.keep_tokens import KeepTokens
 from kerasbert.models import names
-from kerasbert.models.deferred import set_value
-from kerasbert.models.families import FAMILIES, family_class, model_type_of
-from kerasbert.models.families.albert import SHARED_SCOPE as ALBERT_SHARED_SCOPE
-from kerasbert.models.families.bert import (
+from kerasbert.models.checkpoint_names import (
     POSITION_EMBEDDINGS,
     TRANSPOSED_VARIABLES,
     VOCABULARY_VARIABLES,
+    is_vocabulary_variable,
 )
-from kerasbert.models.families.electra import WORD_EMBEDDINGS as ELECTRA_WORD_EMBEDDINGS
-from kerasbert.models.families.gpt import WORD_EMBEDDINGS as GPT_WORD_EMBEDDINGS
+from kerasbert.models.deferred import set_value
+from kerasbert.models.families import FAMILIES, family_class, model_type_of
+
+# ALBERT's one shared layer (families/albert.py), and ELECTRA's embeddings, as the
+# checkpoints name them: how a checkpoint shows its family.
+ALBERT_SHARED_PREFIX = "bert/encoder/transformer/group_0/"
+ELECTRA_WORD_EMBEDDINGS = "electra/embeddings/word_embeddings"
 
 logger = logging.getLogger(__name__)
 
@@ -46,9 +49,6 @@ class Target:
     variable: object
 
 
-#: The variables with one row per vocabulary entry, in every family's names: keep_tokens
-#: and compound_tokens apply to them.
-VOCABULARY_ROWS = VOCABULARY_VARIABLES + (ELECTRA_WORD_EMBEDDINGS, GPT_WORD_EMBEDDINGS)
 
 
 def table(family):
@@ -86,7 +86,7 @@ def table_family(model, available=(), family=None):
             names.POOLER_DENSE, names.NSP_PROBA, names.MLM_DENSE} & set(layers):
         return "electra"
     if names.EMBEDDING_MAPPING in layers and any(
-            name.startswith(ALBERT_SHARED_SCOPE) for name in available):
+            name.startswith(ALBERT_SHARED_PREFIX) for name in available):
         return "albert_unshared"
     return "bert"
 
@@ -305,7 +305,7 @@ def _listing(items, limit=8):
 def _loaded_shape(name, stored, vocabulary):
     if name in TRANSPOSED_VARIABLES:
         return stored[::-1]
-    if name in VOCABULARY_ROWS and stored:
+    if is_vocabulary_variable(name) and stored:
         vocabulary.check(stored[0])
         return (vocabulary.size(stored[0]),) + stored[1:]
     return stored
@@ -314,7 +314,7 @@ def _loaded_shape(name, stored, vocabulary):
 def _prepare(target, value, vocabulary):
     if target.name in TRANSPOSED_VARIABLES:
         value = np.asarray(value).T
-    if target.name in VOCABULARY_ROWS and vocabulary.changes_rows:
+    if is_vocabulary_variable(target.name) and vocabulary.changes_rows:
         value = vocabulary.apply(np.asarray(value))
     if keras.backend.standardize_dtype(value.dtype) != target.variable.dtype:
         value = keras.ops.cast(value, target.variable.dtype)  # half-precision checkpoints
@@ -323,7 +323,7 @@ def _prepare(target, value, vocabulary):
 
 # The config key behind the first axis of a variable, for mismatch hints.
 _FIRST_AXIS_KEYS = {
-    **dict.fromkeys(VOCABULARY_ROWS, "vocab_size"),
+    **dict.fromkeys(VOCABULARY_VARIABLES + (ELECTRA_WORD_EMBEDDINGS,), "vocab_size"),
     POSITION_EMBEDDINGS: "max_position_embeddings",
     "bert/embeddings/token_type_embeddings": "type_vocab_size",
 }

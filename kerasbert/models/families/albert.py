@@ -11,8 +11,9 @@ feed-forward block counted once.
 """
 
 from kerasbert.models import names
+from kerasbert.models.checkpoint_names import attention_variables, norm
 from kerasbert.models.families.base import HuggingFaceLayout, layer_names
-from kerasbert.models.families.bert import BERT, attention_variables, hf_embedding_modules, norm
+from kerasbert.models.families.bert import BERT, hf_embedding_modules
 
 SHARED_SCOPE = "bert/encoder/transformer/group_0/inner_group_0"
 

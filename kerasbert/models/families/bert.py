@@ -19,6 +19,17 @@ class attributes below.
 import keras
 
 from kerasbert.models import names
+from kerasbert.models.checkpoint_names import (
+    MLM_OUTPUT_BIAS,
+    NSP_OUTPUT_WEIGHTS,
+    POSITION_EMBEDDINGS,
+    SQUAD_OUTPUT_BIAS,
+    SQUAD_OUTPUT_WEIGHTS,
+    WORD_EMBEDDINGS,
+    attention_variables,
+    dense,
+    norm,
+)
 from kerasbert.models.families.base import HuggingFaceLayout, Transformer, layer_names
 from kerasbert.models.heads import apply_mlm, apply_nsp, apply_pooler
 from kerasbert.models.kernels import Dropout
@@ -30,40 +41,6 @@ from kerasbert.models.layers import (
     ScaleFreeNorm,
     TokenEmbedding,
 )
-
-# ------------------------------------------------------------------ Google's names
-WORD_EMBEDDINGS = "bert/embeddings/word_embeddings"
-POSITION_EMBEDDINGS = "bert/embeddings/position_embeddings"
-MLM_OUTPUT_BIAS = "cls/predictions/output_bias"
-NSP_OUTPUT_WEIGHTS = "cls/seq_relationship/output_weights"
-# Google's run_squad.py: the span head's start and end logits.
-SQUAD_OUTPUT_WEIGHTS = "cls/squad/output_weights"
-SQUAD_OUTPUT_BIAS = "cls/squad/output_bias"
-# One row per vocabulary entry: keep_tokens / compound_tokens apply to these.
-VOCABULARY_VARIABLES = (WORD_EMBEDDINGS, MLM_OUTPUT_BIAS)
-# Stored [2, hidden] in Google checkpoints; the Keras Dense kernel is [hidden, 2].
-TRANSPOSED_VARIABLES = (NSP_OUTPUT_WEIGHTS, SQUAD_OUTPUT_WEIGHTS)
-
-
-def dense(scope):
-    """A dense layer's names in a Google checkpoint."""
-    return {"kernel": f"{scope}/kernel", "bias": f"{scope}/bias"}
-
-
-def norm(scope):
-    """A layer norm's names in a Google checkpoint."""
-    return {"gamma": f"{scope}/gamma", "beta": f"{scope}/beta"}
-
-
-def attention_variables(scope):
-    """``MultiHeadSelfAttention``'s weights under BERT's names in ``scope`` (``.../attention``)."""
-    return {
-        **{f"{projection}_{kind}": f"{scope}/self/{projection}/{kind}"
-           for projection in ("query", "key", "value") for kind in ("kernel", "bias")},
-        "output_kernel": f"{scope}/output/dense/kernel",
-        "output_bias": f"{scope}/output/dense/bias",
-    }
-
 
 # --------------------------------------------------------- Hugging Face's layout
 # A Linear's ``weight`` is [out, in] and becomes a transposed ``kernel``; an Embedding's

@@ -9,12 +9,12 @@ Audit: factorised embeddings; ``Discriminator-Dense`` H·H+H, ``-Prediction`` H+
 """
 
 from kerasbert.models import names
+from kerasbert.models.checkpoint_names import dense
 from kerasbert.models.families.base import HuggingFaceLayout
 from kerasbert.models.families.bert import (
     BERT,
     HF_LAYER,
     HF_LAYER_MODULES,
-    dense,
     hf_embedding_modules,
 )
 from kerasbert.models.layers import get_activation

@@ -28,6 +28,7 @@ class GPT(BERT):
     default_name = "gpt"
     factorised = True
     head_flags = ()
+    hf_layout = None  # Hugging Face's OpenAI GPT is another layout (Conv1D weights)
     masked_lm = False
     applications = ("encoder", "lm", "unilm")
 

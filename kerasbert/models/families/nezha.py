@@ -19,6 +19,7 @@ class NEZHA(BERT):
     model_type = "nezha"
     default_name = "nezha"
     position = "relative"
+    hf_layout = None  # Hugging Face has no NEZHA
 
     def compute_position_bias(self, inputs=None):
         """``Embedding-Relative-Position`` of the embeddings' length (made once)."""
