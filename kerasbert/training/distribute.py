@@ -101,33 +101,24 @@ def fit_under(model, strategy):
       replicas along axis 0, which a scalar lacks. The logs are metric results,
       already the same on every replica, so each step returns them with an axis of
       length 1 and the average is the value itself.
+
+    The first two replace private methods of Keras's (:mod:`kerasbert.internals` checks
+    they are still called); with the fast paths off (``KERASBERT_FAST=0``) they are left
+    out, and ``fit`` builds and clips as Keras does.
     """
     import tensorflow as tf
+
+    from kerasbert import internals
 
     with strategy.scope():
         if not tf.distribute.has_strategy():
             return model  # the default strategy: none of this applies
-
-    def build_from_spec(iterator=None, data_batch=None):
-        if iterator is not None:
-            data_batch = iterator.data_adapter.get_tf_dataset().element_spec
-        with strategy.scope():
-            model._symbolic_build(data_batch=data_batch)
-
-    model._maybe_symbolic_build = build_from_spec
-    optimizer = model.optimizer
-    if optimizer.global_clipnorm and strategy.num_replicas_in_sync > 1:
-        # Keras's own clipping, moved after the sum: it also turns the embeddings'
-        # sparse gradients dense, as on one device, and Adam treats the two apart.
-        clip, sum_over_replicas = optimizer._clip_gradients, optimizer._all_reduce_sum_gradients
-
-        def sum_then_clip(grads_and_vars):
-            grads_and_vars = sum_over_replicas(grads_and_vars)
-            grads = clip([g for g, _ in grads_and_vars])
-            return list(zip(grads, [v for _, v in grads_and_vars]))
-
-        optimizer._clip_gradients = lambda grads: grads  # each replica's part: not here
-        optimizer._all_reduce_sum_gradients = sum_then_clip
+    if internals.fast_paths_enabled():  # off: Keras's own build and clipping (see internals)
+        internals.build_from_element_spec(model, strategy)
+        if model.optimizer.global_clipnorm and strategy.num_replicas_in_sync > 1:
+            # Keras's own clipping, moved after the sum: it also turns the embeddings'
+            # sparse gradients dense, as on one device, and Adam treats the two apart.
+            internals.clip_after_sum(model.optimizer)
     if worker_count(strategy) > 1:
         def with_replica_axis(step):
             def step_with_axis(data):

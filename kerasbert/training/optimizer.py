@@ -16,6 +16,8 @@ Example:
 import keras
 from keras import ops
 
+from kerasbert import internals
+
 
 @keras.saving.register_keras_serializable(package="kerasbert")
 class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
@@ -62,25 +64,27 @@ class AdamW(keras.optimizers.AdamW):
     operations, each a pass over the variable's memory; TensorFlow's ``ResourceApplyAdam``
     computes the same formula (with Keras's epsilon outside the square root) in one pass.
     The decoupled weight decay and the gradient clipping stay Keras's. Elsewhere (another
-    backend, AMSGrad, a ``tf.distribute`` strategy's variables) the update is Keras's own.
+    backend, AMSGrad, a ``tf.distribute`` strategy's variables, the fast paths off: see
+    :mod:`kerasbert.internals`) the update is Keras's own.
     """
 
     def update_step(self, gradient, variable, learning_rate):
-        if keras.backend.backend() != "tensorflow" or self.amsgrad:
+        if (keras.backend.backend() != "tensorflow" or self.amsgrad
+                or not internals.fast_paths_enabled()):
             return super().update_step(gradient, variable, learning_rate)
         import tensorflow as tf
 
         if tf.distribute.has_strategy():
             return super().update_step(gradient, variable, learning_rate)
-        index = self._get_variable_index(variable)
+        momentum, velocity = internals.adam_slots(self, variable)
         target = variable.value if isinstance(variable, keras.Variable) else variable
         dtype = target.dtype
         step = tf.cast(self.iterations + 1, dtype)
         beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
         tf.raw_ops.ResourceApplyAdam(
             var=target.handle,
-            m=self._momentums[index].value.handle,
-            v=self._velocities[index].value.handle,
+            m=momentum.value.handle,
+            v=velocity.value.handle,
             beta1_power=tf.pow(beta_1, step),
             beta2_power=tf.pow(beta_2, step),
             lr=tf.cast(learning_rate, dtype),
