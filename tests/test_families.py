@@ -1,4 +1,5 @@
-"""ALBERT, NEZHA, RoFormer (v1, v2) and ELECTRA against bert4keras 0.11.5 itself.
+"""ALBERT, NEZHA, RoFormer (v1, v2), ELECTRA, GPT and the language-model applications
+(``application="lm"`` / ``"unilm"``) against bert4keras 0.11.5 itself.
 
 For each family, bert4keras (in its own interpreter) builds the model from the same
 config, draws random weights, writes them as a checkpoint in the family's original
@@ -32,7 +33,23 @@ CASES = {
     "roformer": ({}, {"with_pool": True, "with_mlm": "linear"}),
     "roformer_v2": ({}, {"with_mlm": "linear"}),
     "electra": ({"embedding_size": 8}, {"with_discriminator": "linear"}),
+    "gpt": ({}, {"final_activation": "linear"}),
+    # A case "<family>+<application>": bert4keras's UniLM and LM, MLM head included.
+    "bert+unilm": ({}, {"application": "unilm", "with_mlm": "linear"}),
+    "bert+lm": ({}, {"application": "lm", "with_mlm": "linear"}),
+    "roformer+unilm": ({}, {"application": "unilm", "with_mlm": "linear"}),
 }
+# The audit's heads: the with_* keywords of a case, as booleans.
+HEAD_FLAGS = ("with_pool", "with_nsp", "with_mlm", "with_discriminator")
+
+
+def model_of(case):
+    """The ``model=`` of a case (``"bert+unilm"`` -> ``"bert"``)."""
+    return case.partition("+")[0]
+
+
+def audit_heads(heads):
+    return {key: bool(value) for key, value in heads.items() if key in HEAD_FLAGS}
 # Token ids with padding (0) and two segments; the NEZHA and RoFormer batch of 1,024
 # tokens is far longer than max_position_embeddings (32): they have no position table
 # to run out of.
@@ -64,7 +81,8 @@ def theirs(tmp_path_factory):
         batches = [[tokens.tolist(), segments.tolist()] for tokens, segments in batch(family)]
         # The unshared ALBERT loads ALBERT's shared checkpoint: bert4keras writes it as ALBERT.
         jobs[family] = {"dir": str(directory), "heads": heads, "batches": batches,
-                        "writer": "albert" if family == "albert_unshared" else family}
+                        "model": model_of(family),
+                        "writer": "albert" if family == "albert_unshared" else model_of(family)}
     out = run_bert4keras(f"""
         import json
         import numpy as np
@@ -78,7 +96,7 @@ def theirs(tmp_path_factory):
         out = {{}}
         for family, job in jobs.items():
             config = job["dir"] + "/bert_config.json"
-            shown = build_transformer_model(config, model=family, **job["heads"])
+            shown = build_transformer_model(config, model=job["model"], **job["heads"])
             layers = [[layer.name, int(layer.count_params())] for layer in shown.layers]
             bert = build_transformer_model(config, model=job["writer"], return_keras_model=False,
                                            **job["heads"])
@@ -104,7 +122,7 @@ def theirs(tmp_path_factory):
 @pytest.mark.parametrize("family", list(CASES))
 def test_names_and_counts_match_bert4keras(theirs, family):
     changes, heads = CASES[family]
-    model = build_transformer_model({**TINY, **changes}, model=family, **heads)
+    model = build_transformer_model({**TINY, **changes}, model=model_of(family), **heads)
     ours = [[layer.name, layer.count_params()] for layer in model.layers]
     assert sorted(map(tuple, ours)) == sorted(map(tuple, theirs[family]["layers"]))
 
@@ -117,8 +135,8 @@ def test_outputs_match_bert4keras_on_its_checkpoint_and_save_back_exactly(
     _, heads = CASES[family]
     directory = theirs[family]["dir"]
     prefix = f"{directory}/bert_model.ckpt"
-    bert = build_transformer_model(f"{directory}/bert_config.json", prefix, model=family,
-                                   return_keras_model=False, **heads)
+    bert = build_transformer_model(f"{directory}/bert_config.json", prefix,
+                                   model=model_of(family), return_keras_model=False, **heads)
     assert bert.load_report.ok and not bert.load_report.unused
     for (tokens, segments), expected in zip(batch(family), theirs[family]["outputs"]):
         result = bert.model.predict([tokens, segments], verbose=0)
@@ -145,13 +163,13 @@ def test_outputs_match_bert4keras_on_its_checkpoint_and_save_back_exactly(
 @pytest.mark.parametrize("family", list(CASES))
 def test_the_audit_formulas_give_bert4keras_counts_layer_by_layer(theirs, family):
     changes, heads = CASES[family]
-    config = BertConfig.from_dict({**TINY, **changes}, family=family)
-    rows = expected_rows(config, **{key: bool(value) for key, value in heads.items()})
+    config = BertConfig.from_dict({**TINY, **changes}, family=model_of(family))
+    rows = expected_rows(config, **audit_heads(heads))
     counted = {name: count for name, count in theirs[family]["layers"] if count}
     assert {row.layer: row.expected for row in rows} == counted
-    model = build_transformer_model(config, model=family, **heads)
-    assert all(row.ok for row in audit_model(model, config, family=family, **{
-        key: bool(value) for key, value in heads.items()}))
+    model = build_transformer_model(config, model=model_of(family), **heads)
+    assert all(row.ok for row in audit_model(model, config, family=model_of(family),
+                                             **audit_heads(heads)))
 
 
 @pytest.mark.slow
@@ -272,12 +290,12 @@ def test_keep_tokens_and_dropout_rate_zero_work_for_every_family(tmp_path, famil
     changes, heads = CASES[family]
     config = {**TINY, **changes}
     # The unshared ALBERT reads ALBERT's shared checkpoint.
-    writer = "albert" if family == "albert_unshared" else family
+    writer = "albert" if family == "albert_unshared" else model_of(family)
     full = build_transformer_model(config, model=writer, **heads)
     prefix = str(tmp_path / "bert_model.ckpt")
     save_weights_as_checkpoint(full, prefix, family=writer)
     keep = [0, 1, 2, 3, 10, 20, 30]
-    small = build_transformer_model(config, prefix, model=family, keep_tokens=keep,
+    small = build_transformer_model(config, prefix, model=model_of(family), keep_tokens=keep,
                                     dropout_rate=0, **heads)
     np.testing.assert_array_equal(small.get_layer("Embedding-Token").embeddings.numpy(),
                                   full.get_layer("Embedding-Token").embeddings.numpy()[keep])
