@@ -323,6 +323,17 @@ CASES = [
          "max_position_embeddings"),
     case("maxlen-512", train_cmd(maxlen=512), "--maxlen", "max_position_embeddings"),
     case("strategy-bad", train_cmd(strategy="tpu"), "--strategy", "tpu"),
+    case("multi-worker-without-tf-config", train_cmd(strategy="multi-worker"), "TF_CONFIG",
+         "--strategy multi-worker"),
+    # A flag the task does not use is refused by name, not ignored.
+    case("ner-strategy", train_cmd(task="ner", strategy="mirrored"), "--strategy",
+         "--task ner does not use it"),
+    case("ner-text-column", train_cmd(task="ner", text_column="review"), "--text-column",
+         "--task ner"),
+    case("qa-skip-bad-rows", train_cmd("--skip-bad-rows", task="qa"), "--skip-bad-rows",
+         "--task qa"),
+    case("classification-no-crf", train_cmd("--no-crf"), "--no-crf",
+         "only --task ner"),
     case("max-train-examples-1-leaves-one-label", train_cmd(max_train_examples=1),
          "train.tsv", "label"),
 

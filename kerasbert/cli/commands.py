@@ -9,7 +9,13 @@ import json
 import os
 import sys
 
-from kerasbert.training.options import from_arguments, validate
+from kerasbert.training.options import (
+    TASK_OPTIONS,
+    TrainOptions,
+    for_task,
+    from_arguments,
+    validate,
+)
 
 
 class UsageError(ValueError):
@@ -65,41 +71,22 @@ def command_plot(args):
 
 
 def command_train(args):
-    from kerasbert.tasks import task_module
-    from kerasbert.training.options import TrainOptions
+    from kerasbert.tasks import get_task
+    from kerasbert.tasks.task import train
 
-    options, summary = _run_training(task_module(args.task).train, TrainOptions, args)
-    if options.task == "qa":
-        shown = "test" if "test" in summary else "dev"
-        print(f"\n{shown} exact match {summary[shown]['exact']:.2f}, F1 {summary[shown]['f1']:.2f}"
-              f" (best epoch {summary['best_epoch']})")
-        print(f"run directory: {options.output} (metrics.json, model.keras, bert_model.ckpt)")
-        return 0
-    if options.task == "ner":
-        shown = "test" if "test" in summary else "dev"
-        print(f"\n{shown} entity F1 {summary[shown]['micro']['f1']:.4f} (precision "
-              f"{summary[shown]['micro']['precision']:.4f}, recall "
-              f"{summary[shown]['micro']['recall']:.4f}; best epoch {summary['best_epoch']})")
-        print(f"run directory: {options.output} (metrics.json, model.keras, tags.json)")
-        return 0
-    shown = "test" if "test" in summary else "dev"
-    print(f"\n{shown} accuracy {summary[shown]['accuracy']:.4f}, "
-          f"macro-F1 {summary[shown]['macro_f1']:.4f} (best epoch {summary['best_epoch']})")
-    skipped = {path: n for path, n in summary["skipped_rows"].items() if n}
-    if skipped:
-        print("skipped rows: " + ", ".join(f"{n} in {path}" for path, n in skipped.items()))
-    print(f"run directory: {options.output} (metrics.json, confusion_matrix.png, "
-          "training_curves.png, model.keras)")
+    options = for_task(from_arguments(TrainOptions, args), flags=True)
+    options, summary = _run_training(train, options)
+    for line in get_task(options.task).train_report(options, summary):
+        print(line)
     return 0
 
 
-def _run_training(train, options_class, args):
-    """Runs ``train`` on the options of the flags; returns ``(options, summary)``.
+def _run_training(train, options):
+    """Runs ``train`` on ``options`` (from the flags); returns ``(options, summary)``.
 
     Keras's progress output is a live bar on a terminal and one line per epoch in a
     log file or a pipe, where a bar's redraws would fill the file.
     """
-    options = from_arguments(options_class, args)
     validate(options, flags=True)
     return options, train(options, verbose=1 if sys.stdout.isatty() else 2)
 
@@ -110,49 +97,31 @@ def _columns(args):
             if getattr(args, name, None) is not None}
 
 
-def command_evaluate(args):
-    from kerasbert.tasks import open_run
+def _open(args):
+    """The run of ``--model`` and its task; column flags refused where its files have none."""
+    from kerasbert.tasks import open_run, run_task
 
-    run = open_run(args.model)
-    if run.options.task == "qa":
-        metrics = run.evaluate(args.data)
-        print(json.dumps(metrics, indent=2) if args.json else
-              f"questions {metrics['total']}  exact match {metrics['exact']:.2f}  "
-              f"F1 {metrics['f1']:.2f}")
-        return 0
-    if run.options.task == "ner":
-        if _columns(args):
-            raise UsageError("column in --text-column/--pair-column/--label-column: a NER "
-                             "run reads CoNLL or JSONL files, which have no columns")
-        metrics = run.evaluate(args.data, progress=True)
-        if args.json:
-            print(json.dumps(metrics, indent=2, ensure_ascii=False))
-            return 0
-        print(f"sentences {metrics['sentences']}  entity precision "
-              f"{metrics['micro']['precision']:.4f}  recall {metrics['micro']['recall']:.4f}  "
-              f"F1 {metrics['micro']['f1']:.4f}")
-        for kind, row in metrics["per_type"].items():
-            print(f"  {kind:<6}  precision {row['precision']:.4f}  recall {row['recall']:.4f}  "
-                  f"F1 {row['f1']:.4f}  support {row['support']}")
-        return 0
+    task = run_task(args.model)
+    if _columns(args) and not task.columns:
+        raise UsageError(f"column in --text-column/--pair-column/--label-column: a "
+                         f"{task.name} run reads {TASK_OPTIONS[task.name].FILES} files, "
+                         "which have no columns")
+    return open_run(args.model), task
+
+
+def command_evaluate(args):
+    run, task = _open(args)
     metrics = run.evaluate(args.data, progress=True, **_columns(args))
-    if args.json:
-        print(json.dumps(metrics, indent=2, ensure_ascii=False))
-    else:
-        print(f"examples {metrics['examples']}  accuracy {metrics['accuracy']:.4f}  "
-              f"macro-F1 {metrics['macro_f1']:.4f}")
-        width = max(len(label) for label in metrics["per_class"])
-        for label, row in metrics["per_class"].items():
-            print(f"  {label:<{width}}  precision {row['precision']:.4f}  recall "
-                  f"{row['recall']:.4f}  F1 {row['f1']:.4f}  support {row['support']}")
+    lines = ([json.dumps(metrics, indent=2, ensure_ascii=False)] if args.json
+             else task.evaluation_report(metrics))
+    for line in lines:
+        print(line)
     return 0
 
 
 def command_predict(args):
-    from kerasbert.tasks import open_run
-
     if not args.input and not args.texts:
-        raise UsageError("missing input in --input or TEXT: give texts to classify, or a file")
+        raise UsageError("missing input in --input or TEXT: give texts, or a file")
     if args.input and args.texts:
         raise UsageError("too many inputs in --input and TEXT: give texts or a file, not both")
     if not args.input and _columns(args):
@@ -160,11 +129,12 @@ def command_predict(args):
                          "columns apply to --input")
     for number, text in enumerate(args.texts, start=1):
         if not text.strip():
-            raise UsageError(f"empty text in TEXT {number}: nothing to classify")
-    run = open_run(args.model)
-    if run.options.task == "qa" and not args.input and len(args.texts) % 2:
-        raise UsageError(f"odd number of texts in TEXT ({len(args.texts)}): a QA run takes "
-                         "QUESTION CONTEXT pairs")
+            raise UsageError(f"empty text in TEXT {number}: nothing to predict")
+    run, task = _open(args)
+    try:
+        task.check_texts(args.texts)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     rows = (run.predict(path=args.input, progress=True, **_columns(args)) if args.input
             else run.predict(texts=args.texts))
     for row in rows:
@@ -190,7 +160,8 @@ def command_export(args):
 def command_pretrain(args):
     from kerasbert.pretraining import mlm as pretrain  # the module
 
-    options, summary = _run_training(pretrain.pretrain, pretrain.PretrainOptions, args)
+    options, summary = _run_training(pretrain.pretrain,
+                                     from_arguments(pretrain.PretrainOptions, args))
     print(f"\n{summary['steps']} steps, vocabulary {summary['vocab_size']}, "
           f"{summary['parameters']:,} parameters, {summary['wall_seconds']:.0f} s")
     if "dev" in summary:

@@ -27,7 +27,7 @@ import traceback
 from kerasbert.cli import commands as handlers
 from kerasbert.cli.commands import UsageError
 from kerasbert.models.families import FAMILIES
-from kerasbert.training.options import add_arguments
+from kerasbert.training.options import TASK_OPTIONS, add_arguments, add_task_arguments
 
 COMMANDS = ("audit", "plot", "train", "pretrain", "evaluate", "predict", "export", "convert")
 FORMATS = ("saved_model", "onnx", "litert")
@@ -162,20 +162,24 @@ def make_parser():
                       help="draw a model cut to N transformer layers, a readable picture "
                            "(default: all of the config's)")
 
-    from kerasbert.training.options import PretrainOptions, TrainOptions
+    from kerasbert.training.options import PretrainOptions
 
-    _command(
-        commands, "train", "fine-tune a BERT text classifier",
+    train = _command(
+        commands, "train", f"fine-tune BERT for a task: {', '.join(TASK_OPTIONS)}",
         ["kerasbert train --output runs/reviews       # shipped model and review split",
          "kerasbert train --output runs/news --config chinese_L-12_H-768_A-12/bert_config.json \\",
          "    --checkpoint chinese_L-12_H-768_A-12/bert_model.ckpt \\",
          "    --train train.tsv --dev dev.tsv --test test.tsv --epochs 3",
+         "kerasbert train --task ner --output runs/ner --maxlen 160   # People's Daily NER",
+         "kerasbert train --task qa --output runs/qa --maxlen 192     # Chinese span QA",
          "kerasbert train --output runs/reviews --resume   # after an interruption"],
-        description="Fine-tunes a classifier on the [CLS] token and writes a run directory: "
-                    "model.keras (best dev epoch), a Google checkpoint, metrics.json, "
-                    "confusion_matrix.png, training_curves.png. Without --train and --config "
-                    "it fine-tunes the shipped kerasbert-zh-small on the shipped review split.",
-        run=handlers.command_train, options=TrainOptions)
+        description="Fine-tunes BERT for one task (--task) and writes a run directory: "
+                    "model.keras (best dev epoch), the backbone as a Google checkpoint, "
+                    "train_config.json and metrics.json. "
+                    + " ".join(f"{name}: {kind.SUMMARY}." for name, kind in TASK_OPTIONS.items())
+                    + " A flag of another task is refused.",
+        run=handlers.command_train)
+    add_task_arguments(train)
 
     _command(
         commands, "pretrain", "masked-LM pretraining; writes a Google checkpoint",
@@ -186,27 +190,36 @@ def make_parser():
                     "bert_config.json and vocab.txt in Google's format.",
         run=handlers.command_pretrain, options=PretrainOptions)
 
+    files = "; ".join(f"a {name} run: {kind.FILES}" for name, kind in TASK_OPTIONS.items())
     evaluate = _command(
         commands, "evaluate", "metrics of a run's model on a labelled file",
         ["kerasbert evaluate --model runs/reviews --data test.tsv",
-         "kerasbert evaluate --model runs/reviews --data other.csv --text-column review --json"],
-        run=handlers.command_evaluate)
+         "kerasbert evaluate --model runs/reviews --data other.csv --text-column review --json",
+         "kerasbert evaluate --model runs/ner --data kerasbert/resources/peoples_daily/test.txt"],
+        description="Scores a run's model on a labelled file in its task's format, with the "
+                    f"task's metrics ({files}).", run=handlers.command_evaluate)
     _run_argument(evaluate)
     evaluate.add_argument("--data", required=True, type=_path, metavar="FILE",
-                          help="labelled TSV/CSV/JSONL (required)")
+                          help="labelled file in the run's task's format (required)")
     _column_arguments(evaluate)
     evaluate.add_argument("--json", action="store_true", help="print the metrics as JSON")
 
+    texts = "; ".join(f"a {name} run: {kind.TEXTS}" for name, kind in TASK_OPTIONS.items())
     predict = _command(
-        commands, "predict", "classify texts; one JSON line per text",
+        commands, "predict", "a run's predictions; one JSON line per example",
         ["kerasbert predict --model runs/reviews 这家店的菜很好吃 服务太差了",
-         "kerasbert predict --model runs/reviews --input reviews.tsv > predictions.jsonl"],
+         "kerasbert predict --model runs/reviews --input reviews.tsv > predictions.jsonl",
+         "kerasbert predict --model runs/ner 江泽民在北京会见了新华社记者。",
+         "kerasbert predict --model runs/qa 这句话提到的人是谁？ 江泽民在北京会见了新华社记者。"],
+        description="Runs a run's model on texts, or on a file in its task's format, and "
+                    f"prints one JSON line per example ({texts}).",
         run=handlers.command_predict)
     _run_argument(predict)
     predict.add_argument("--input", type=_path, metavar="FILE",
-                         help="TSV/CSV/JSONL whose text column to classify (or give TEXTs)")
+                         help="a file in the run's task's format (or give TEXTs)")
     _column_arguments(predict)
-    predict.add_argument("texts", nargs="*", metavar="TEXT", help="texts to classify")
+    predict.add_argument("texts", nargs="*", metavar="TEXT",
+                         help=f"what to predict on: {texts}")
 
     export = _command(
         commands, "export", "write the model for serving: SavedModel, ONNX or LiteRT",

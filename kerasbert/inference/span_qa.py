@@ -203,7 +203,7 @@ class QuestionAnswerer:
         """
         return cls(*_checkpoint_model(os.fspath(directory), do_lower_case), **options)
 
-    def __call__(self, question, context, top_k=1):
+    def __call__(self, question, context, top_k=1, progress=False):
         """The best answer(s) to each question, from its context.
 
         Args:
@@ -211,6 +211,8 @@ class QuestionAnswerer:
             context: the text to answer from; a list (one per question), or one text for
                 all the questions.
             top_k: how many answers to give per question.
+            progress: show a bar over the model's batches on stderr (when it is a
+                terminal).
 
         Returns:
             ``{"score", "start", "end", "answer"}``: the answer is ``context[start:end]``
@@ -231,7 +233,7 @@ class QuestionAnswerer:
         pairs, single = _pairs(question, context)
         prepared = [question_windows(self.tokenizer, q, c, self.max_seq_len, self.doc_stride,
                                      self.max_question_len) for q, c in pairs]
-        logits = iter(self._logits([row for *_, rows in prepared for row in rows]))
+        logits = iter(self._logits([row for *_, rows in prepared for row in rows], progress))
         count = 2 * top_k + 10 if self.align_to_words else top_k
         results = []
         for question_ids, found, spans, _ in prepared:
@@ -254,10 +256,15 @@ class QuestionAnswerer:
             results.append(answers[0] if top_k == 1 else answers)
         return results[0] if single else results
 
-    def _logits(self, rows):
+    def _logits(self, rows, progress=False):
         """Each row's ``[length, 2]`` logits, the model run ``batch_size`` rows at a time
         (padded with id 0, which the model masks out)."""
+        from kerasbert.training.callbacks import ProgressBar
+
         outputs = []
+        bar = ProgressBar(-(-len(rows) // self.batch_size)) if progress else None
+        if bar:
+            bar.on_predict_begin()
         for begin in range(0, len(rows), self.batch_size):
             batch = rows[begin:begin + self.batch_size]
             width = max(len(ids) for ids, _ in batch)
@@ -267,6 +274,10 @@ class QuestionAnswerer:
                 token_ids[k, :len(ids)], segment_ids[k, :len(ids)] = ids, segments
             logits = np.asarray(self._predict(token_ids, segment_ids))
             outputs += [logits[k, :len(ids)] for k, (ids, _) in enumerate(batch)]
+            if bar:
+                bar.on_predict_batch_end(begin)
+        if bar:
+            bar.on_predict_end()
         return outputs
 
 

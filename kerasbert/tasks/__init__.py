@@ -1,23 +1,48 @@
-"""The tasks a run trains, one module each, named as ``--task`` names them
-(:data:`kerasbert.training.options.TASKS`): ``classification``, ``ner``.
+"""The tasks a run trains, one module each, named as ``--task`` names them.
 
-Each module has ``train(options, callbacks=(), verbose="auto")`` and a ``Run`` class that
-opens a finished run directory for evaluate / predict / export; :func:`open_run` picks the
-class from the run's saved options. Adding a task is a module here and its name there.
+Each module holds ``TASK``, a :class:`kerasbert.tasks.task.Task` (its data, head, loss, dev
+score, printouts and ``Run``); its options are its own class, registered by name in
+:data:`kerasbert.training.options.TASK_OPTIONS`. :func:`kerasbert.tasks.task.train` trains
+any of them and :func:`open_run` opens a finished run by the task it saved. A further task
+is one module here, its options class and one line in ``TASK_OPTIONS``.
 """
 
 import importlib
 import json
 import os
 
-from kerasbert.training.options import TASKS
+from kerasbert.training.options import TASK_OPTIONS
 
 
-def task_module(task):
-    """The module of ``task`` (one of :data:`kerasbert.training.options.TASKS`)."""
-    if task not in TASKS:
-        raise ValueError(f"task {task!r}: must be one of {', '.join(TASKS)}")
-    return importlib.import_module(f"kerasbert.tasks.{task}")
+def get_task(name):
+    """The :class:`~kerasbert.tasks.task.Task` called ``name`` (a key of ``TASK_OPTIONS``).
+
+    Raises:
+        ValueError: an unknown task.
+    """
+    if name not in TASK_OPTIONS:
+        raise ValueError(f"task {name!r}: must be one of {', '.join(TASK_OPTIONS)}")
+    return importlib.import_module(f"{__name__}.{name}").TASK
+
+
+def task_module(name):
+    """The module of the task called ``name``."""
+    return importlib.import_module(get_task(name).__module__)
+
+
+def run_task(run_dir):
+    """The task of the run in ``run_dir``, from its saved options (``classification`` for
+    runs saved before tasks were recorded, or when the file cannot be read: the task's
+    ``Run`` then names what is wrong)."""
+    from kerasbert.training.rundir import TRAIN_OPTIONS_FILE
+
+    try:
+        with open(os.path.join(os.fspath(run_dir), TRAIN_OPTIONS_FILE), encoding="utf-8") as f:
+            saved = json.load(f)
+        task = saved.get("task") if isinstance(saved, dict) else None
+    except (OSError, ValueError):
+        task = None
+    return get_task(task if task in TASK_OPTIONS else "classification")
 
 
 def open_run(run_dir):
@@ -26,13 +51,4 @@ def open_run(run_dir):
     Raises:
         kerasbert.training.rundir.RunError: see the task's ``Run``.
     """
-    from kerasbert.tasks.runs import OPTIONS_FILE
-
-    task = "classification"  # runs saved before tasks were recorded
-    try:
-        with open(os.path.join(os.fspath(run_dir), OPTIONS_FILE), encoding="utf-8") as f:
-            saved = json.load(f)
-        task = saved.get("task") or task if isinstance(saved, dict) else task
-    except (OSError, ValueError):
-        pass  # the task's Run names what is wrong with the directory
-    return task_module(task if task in TASKS else "classification").Run(run_dir)
+    return run_task(run_dir).run_class(run_dir)

@@ -10,12 +10,11 @@ A run directory holds everything needed to use the model again::
 Example::
 
     # the shipped kerasbert-zh-small on the shipped reviews (7.3 minutes on 2 CPU cores)
-    summary = train(TrainOptions(output="runs/reviews", epochs=3))
+    summary = train(ClassificationOptions(output="runs/reviews", epochs=3))
     round(summary["test"]["accuracy"], 3)   # 0.85, as in `make demo` (README.md)
 """
 
 import dataclasses
-import logging
 import os
 
 import keras
@@ -25,7 +24,6 @@ from kerasbert import files
 from kerasbert.models import names
 from kerasbert.models.heads import add_cls_classifier
 from kerasbert.tasks.runs import (
-    OPTIONS_FILE,
     build_encoder,
     check_checkpoint,
     check_finished,
@@ -34,60 +32,15 @@ from kerasbert.tasks.runs import (
     read_options,
     write_model_files,
 )
+from kerasbert.tasks.task import Task, train
 from kerasbert.training import batches, data, distribute, reports
 from kerasbert.training.callbacks import ProgressBar
-from kerasbert.training.lifecycle import TrainingRun
-from kerasbert.training.optimizer import make_optimizer
-from kerasbert.training.options import TrainOptions, validate  # noqa: F401  (its API)
-from kerasbert.training.rundir import RunDirectory, RunError, read_json
+from kerasbert.training.options import ClassificationOptions, TrainOptions
+from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
+from kerasbert.training.rundir import RunError, read_json
 
-FINISHED_FILE = "metrics.json"
-log = logging.getLogger(__name__)
-
-
-def train(options, callbacks=(), verbose="auto"):
-    """Fine-tunes a classifier; returns the run summary (also in ``metrics.json``).
-
-    Everything that can be checked is checked before the first step: the options,
-    the run directory, every input file (train, dev and test rows, labels), the
-    config against the vocabulary and ``maxlen``, and the checkpoint.
-
-    Args:
-        options: a :class:`TrainOptions`.
-        callbacks: more Keras callbacks for ``fit``.
-        verbose: Keras's progress output (``"auto"``, 0, 1 or 2: one line per epoch).
-
-    Raises:
-        kerasbert.training.options.OptionError: an option outside its range.
-        kerasbert.training.rundir.RunError: a finished run in ``output``, an interrupted one
-            without ``resume``, or ``resume`` with other options; under
-            ``strategy="multi-worker"``, also a check that failed on another worker
-            (docs/multi_worker.md).
-        kerasbert.training.data.DataError: a bad row (file and line named).
-        kerasbert.training.callbacks.TrainingDiverged: the loss became NaN or infinite.
-    """
-    validate(options)
-    options = options.resolved()
-    if options.weights == "random":
-        log.warning("no --checkpoint: the encoder starts from RANDOM weights, not a pretrained "
-                    "model (recorded as weights=random in %s); pass --checkpoint PREFIX to "
-                    "fine-tune a pretrained BERT", OPTIONS_FILE)
-    # MultiWorkerMirroredStrategy must be made before TensorFlow runs its first op. Only
-    # the chief checks the run directory; a failed check on any worker stops them all.
-    strategy = distribute.make_strategy(options.strategy)
-    directory = RunDirectory(options.output, OPTIONS_FILE, FINISHED_FILE)
-
-    def check():
-        if distribute.is_chief(strategy):
-            directory.check(options, options.resume)
-        return _read_inputs(options)
-
-    inputs = distribute.check_together(strategy, check)
-    # The other workers of a multi-worker run write into a temporary folder instead.
-    with distribute.worker_run(strategy, directory, options) as (directory, options):
-        run = TrainingRun(options, OPTIONS_FILE, FINISHED_FILE, directory=directory,
-                          verbose=verbose).prepare(check=False)
-        return _train(run, inputs, list(callbacks), strategy)
+__all__ = ["ClassificationOptions", "Run", "TASK", "TrainOptions", "build_classifier", "train",
+           "with_probabilities"]
 
 
 @dataclasses.dataclass
@@ -97,6 +50,7 @@ class _Inputs:
     train: data.Examples
     dev: data.Examples
     test: data.Examples = None
+    steps: int = 0  # batches per epoch
 
 
 def _read_inputs(options):
@@ -119,6 +73,7 @@ def _read_inputs(options):
         inputs.test = data.keep_known_labels(data.read_examples(options.test, **read), labels,
                                              options.skip_bad_rows)
     check_checkpoint(options)
+    inputs.steps = -(-len(train_rows) // options.batch_size)
     return inputs
 
 
@@ -135,36 +90,64 @@ def build_classifier(options, num_labels):
                               initializer_range=bert.config.initializer_range)
 
 
-def _train(run, inputs, callbacks, strategy):
-    options = run.options
-    encode = lambda rows: (*batches.encode_examples(inputs.tokenizer, rows, options.maxlen),  # noqa: E731
-                           data.label_ids(rows, inputs.labels))
-    train_arrays, dev_arrays = encode(inputs.train), encode(inputs.dev)
+def _encode(inputs, rows, maxlen):
+    """``(token_ids, segment_ids, label_ids)`` of labelled rows."""
+    return (*batches.encode_examples(inputs.tokenizer, rows, maxlen),
+            data.label_ids(rows, inputs.labels))
 
-    steps_per_epoch = -(-len(inputs.train) // options.batch_size)
-    updates = max(1, steps_per_epoch * options.epochs // options.grad_accum)
-    with strategy.scope():
-        model = build_classifier(options, len(inputs.labels))
-        model.compile(
-            optimizer=make_optimizer(model, options.lr, updates, options.warmup,
-                                     options.weight_decay,
-                                     gradient_accumulation=options.grad_accum),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-            jit_compile=options.jit_compile)
-        distribute.fit_under(model, strategy)
-    run.start()
-    # Global batches; each worker of a multi-worker run takes its part of every one.
-    train_set = distribute.shard_by_data(batches.make_dataset(
-        *train_arrays, batch_size=options.batch_size, seed=options.seed,
-        first_epoch=run.first_epoch))
-    dev_set = distribute.shard_by_data(batches.make_dataset(*dev_arrays, batch_size=64))
-    recorder = run.fit(model, train_set, validation_data=dev_set, epochs=options.epochs,
-                       steps_per_epoch=steps_per_epoch,
-                       hint=f"lower --lr ({options.lr:g}) or check the data",
-                       monitor="val_accuracy", patience=options.patience,
-                       save_model=with_probabilities, callbacks=callbacks)
-    return run.finish(_write_results(options, inputs, recorder))
+
+class Classification(Task):
+    """``--task classification``: a classifier on the [CLS] token, chosen by dev accuracy."""
+
+    name = "classification"
+    monitor = "val_accuracy"
+    columns = True
+
+    def read_inputs(self, options):
+        return _read_inputs(options)
+
+    def training_arrays(self, options, inputs):
+        return _encode(inputs, inputs.train, options.maxlen)
+
+    def build_model(self, options, inputs):
+        return build_classifier(options, len(inputs.labels))
+
+    def loss(self, model):
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def metrics(self):
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+    def dev_scoring(self, options, inputs):
+        dev = batches.make_dataset(*_encode(inputs, inputs.dev, options.maxlen), batch_size=64)
+        return distribute.shard_by_data(dev), []
+
+    def saved_model(self, model):
+        return with_probabilities(model)
+
+    def write_results(self, options, inputs, recorder):
+        return _write_results(options, inputs, recorder)
+
+    def train_report(self, options, summary):
+        shown = "test" if "test" in summary else "dev"
+        lines = [f"\n{shown} accuracy {summary[shown]['accuracy']:.4f}, "
+                 f"macro-F1 {summary[shown]['macro_f1']:.4f} (best epoch "
+                 f"{summary['best_epoch']})"]
+        skipped = {path: n for path, n in summary["skipped_rows"].items() if n}
+        if skipped:
+            lines.append("skipped rows: " + ", ".join(f"{n} in {path}"
+                                                      for path, n in skipped.items()))
+        lines.append(f"run directory: {options.output} (metrics.json, confusion_matrix.png, "
+                     "training_curves.png, model.keras)")
+        return lines
+
+    def evaluation_report(self, metrics):
+        width = max(len(label) for label in metrics["per_class"])
+        return [f"examples {metrics['examples']}  accuracy {metrics['accuracy']:.4f}  "
+                f"macro-F1 {metrics['macro_f1']:.4f}"] + [
+            f"  {label:<{width}}  precision {row['precision']:.4f}  recall "
+            f"{row['recall']:.4f}  F1 {row['f1']:.4f}  support {row['support']}"
+            for label, row in metrics["per_class"].items()]
 
 
 def with_probabilities(model):
@@ -302,3 +285,7 @@ def _read_labels(path):
             or not all(isinstance(label, str) for label in labels)):
         raise RunError(f"labels in {path}: must be a JSON list of at least two label strings")
     return labels
+
+
+Classification.run_class = Run
+TASK = Classification()

@@ -15,11 +15,10 @@ A run directory holds::
 Example::
 
     # the shipped kerasbert-zh-small on the shipped People's Daily split
-    summary = train(TrainOptions(task="ner", output="runs/ner", maxlen=160))
+    summary = train(NerOptions(output="runs/ner", maxlen=160))
     summary["test"]["micro"]["f1"]
 """
 
-import logging
 import os
 
 import keras
@@ -31,7 +30,6 @@ from kerasbert.models import names
 from kerasbert.models.heads import add_tagger
 from kerasbert.tasks import ner_data
 from kerasbert.tasks.runs import (
-    OPTIONS_FILE,
     build_encoder,
     check_checkpoint,
     check_finished,
@@ -41,16 +39,17 @@ from kerasbert.tasks.runs import (
     read_options,
     write_model_files,
 )
+from kerasbert.tasks.task import DevScores, Task, train
 from kerasbert.training import batches
-from kerasbert.training.lifecycle import TrainingRun
-from kerasbert.training.optimizer import make_optimizer
-from kerasbert.training.options import TrainOptions, validate  # noqa: F401  (its API)
+from kerasbert.training.callbacks import ProgressBar
+from kerasbert.training.options import NerOptions, TrainOptions
+from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
 from kerasbert.training.rundir import read_json
 
-FINISHED_FILE = "metrics.json"
+__all__ = ["NerOptions", "Run", "TASK", "TrainOptions", "build_tagger", "decode", "encode",
+           "predict_tags", "score", "train"]
 TAGS_FILE = "tags.json"
 MONITOR = "val_entity_f1"
-log = logging.getLogger(__name__)
 
 
 def decode(model, scores, token_ids):
@@ -61,40 +60,6 @@ def decode(model, scores, token_ids):
     if names.CRF in layers:
         return np.asarray(model.get_layer(names.CRF).decode(scores, mask=mask))
     return np.where(mask, np.asarray(scores).argmax(-1), 0)
-
-
-def train(options, callbacks=(), verbose="auto"):
-    """Fine-tunes a tagger; returns the run summary (also in ``metrics.json``).
-
-    Every input is read and checked before the run directory is created: the options,
-    the directory, the train / dev / test files (bad lines named), the config against the
-    vocabulary and ``maxlen``, and the checkpoint.
-
-    Raises:
-        kerasbert.training.options.OptionError, kerasbert.training.rundir.RunError,
-        kerasbert.training.data.DataError, kerasbert.training.callbacks.TrainingDiverged:
-            as :func:`kerasbert.tasks.classification.train`.
-    """
-    validate(options)
-    options = options.resolved()
-    run = TrainingRun(options, OPTIONS_FILE, FINISHED_FILE, verbose=verbose).prepare()
-    inputs = _Inputs.read(options)
-    model = build_tagger(options, len(inputs.tags))
-    crf = names.CRF in {layer.name for layer in model.layers}
-    model.compile(
-        optimizer=make_optimizer(model, options.lr, max(1, inputs.steps * options.epochs),
-                                 options.warmup, options.weight_decay),
-        loss=(model.get_layer(names.CRF).loss if crf
-              else keras.losses.SparseCategoricalCrossentropy(from_logits=True)),
-        jit_compile=options.jit_compile)
-    run.start()
-    train_set = batches.make_dataset(*inputs.train[:3], batch_size=options.batch_size,
-                                     seed=options.seed, first_epoch=run.first_epoch)
-    recorder = run.fit(model, train_set, epochs=options.epochs, steps_per_epoch=inputs.steps,
-                       hint=f"lower --lr ({options.lr:g}) or check the data", monitor=MONITOR,
-                       patience=options.patience, stop=[_DevScores(inputs)],
-                       callbacks=list(callbacks))
-    return run.finish(_write_results(options, inputs, recorder))
 
 
 def build_tagger(options, num_tags):
@@ -142,45 +107,40 @@ def encode(tokenizer, sentences, maxlen, tags):
             sum(row[3] for row in rows))
 
 
-def predict_tags(model, token_ids, segment_ids, batch_size=64):
+def predict_tags(model, token_ids, segment_ids, batch_size=64, progress=False):
     """The best tag ids ``[examples, maxlen]`` for padded token ids (0 at padding).
 
-    Rows go through the model in batches of similar length, each cut to its longest row.
+    Rows go through the model in batches of similar length, each cut to its longest row;
+    ``progress`` shows a bar over them on stderr (when it is a terminal).
     """
     lengths = np.count_nonzero(token_ids, axis=1)
     order = np.argsort(-lengths, kind="stable")
     tags = np.zeros(token_ids.shape, "int32")
+    bar = ProgressBar(-(-len(order) // batch_size)) if progress else None
+    if bar:
+        bar.on_predict_begin()
     for start in range(0, len(order), batch_size):
         rows = order[start:start + batch_size]
         width = batches.batch_width(lengths[rows], token_ids.shape[1])
         ids = token_ids[rows, :width]
         scores = model.predict_on_batch([ids, segment_ids[rows, :width]])
         tags[rows, :width] = decode(model, np.asarray(scores, "float32"), ids)
+        if bar:
+            bar.on_predict_batch_end(start)
+    if bar:
+        bar.on_predict_end()
     return tags
 
 
-def score(model, encoded, sentences, tags, batch_size=64):
+def score(model, encoded, sentences, tags, batch_size=64, progress=False):
     """Entity-level scores of ``model`` on encoded sentences (see :func:`entity_scores`),
     with the predicted entities of each sentence."""
     token_ids, segment_ids, _, spans, _ = encoded
     predicted = [ner_data.token_entities(row[:len(span)], span, tags) for row, span in zip(
-        predict_tags(model, token_ids, segment_ids, batch_size), spans)]
+        predict_tags(model, token_ids, segment_ids, batch_size, progress), spans)]
     truth = [ner_data.char_tags(s.text, s.entities) for s in sentences]
     guess = [ner_data.char_tags(s.text, found) for s, found in zip(sentences, predicted)]
     return entity_scores(truth, guess), predicted
-
-
-class _DevScores(keras.callbacks.Callback):
-    """Adds the dev file's entity-level F1 to each epoch's logs (``val_entity_f1``)."""
-
-    def __init__(self, inputs):
-        super().__init__()
-        self.inputs = inputs
-
-    def on_epoch_end(self, epoch, logs=None):
-        scores, _ = score(self.model, self.inputs.dev, self.inputs.sentences["dev"],
-                          self.inputs.tags)
-        logs[MONITOR] = scores["micro"]["f1"]
 
 
 def _write_results(options, inputs, recorder):
@@ -197,6 +157,52 @@ def _write_results(options, inputs, recorder):
         summary["lost_entities"][options.test] = test[4]
         summary["test"] = score(model, test, inputs.sentences["test"], inputs.tags)[0]
     return summary
+
+
+class Ner(Task):
+    """``--task ner``: a tagger (CRF) on the sequence output, chosen by dev entity F1."""
+
+    name = "ner"
+    monitor = MONITOR
+
+    def read_inputs(self, options):
+        return _Inputs.read(options)
+
+    def training_arrays(self, options, inputs):
+        return inputs.train[:3]
+
+    def build_model(self, options, inputs):
+        return build_tagger(options, len(inputs.tags))
+
+    def loss(self, model):
+        if names.CRF in {layer.name for layer in model.layers}:
+            return model.get_layer(names.CRF).loss
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def dev_scoring(self, options, inputs):
+        def dev_f1(model):
+            scores, _ = score(model, inputs.dev, inputs.sentences["dev"], inputs.tags)
+            return {MONITOR: scores["micro"]["f1"]}
+
+        return None, [DevScores(dev_f1)]
+
+    def write_results(self, options, inputs, recorder):
+        return _write_results(options, inputs, recorder)
+
+    def train_report(self, options, summary):
+        shown = "test" if "test" in summary else "dev"
+        micro = summary[shown]["micro"]
+        return [f"\n{shown} entity F1 {micro['f1']:.4f} (precision {micro['precision']:.4f}, "
+                f"recall {micro['recall']:.4f}; best epoch {summary['best_epoch']})",
+                f"run directory: {options.output} (metrics.json, model.keras, tags.json)"]
+
+    def evaluation_report(self, metrics):
+        micro = metrics["micro"]
+        return [f"sentences {metrics['sentences']}  entity precision {micro['precision']:.4f}"
+                f"  recall {micro['recall']:.4f}  F1 {micro['f1']:.4f}"] + [
+            f"  {kind:<6}  precision {row['precision']:.4f}  recall {row['recall']:.4f}  "
+            f"F1 {row['f1']:.4f}  support {row['support']}"
+            for kind, row in metrics["per_type"].items()]
 
 
 class Run:
@@ -223,7 +229,7 @@ class Run:
         """Entity-level precision, recall and F1 per type, micro and macro, on a tagged file."""
         sentences = ner_data.read_sentences(path)
         encoded = self._encode(sentences)
-        scores = score(self.model, encoded, sentences, self.tags)[0]
+        scores = score(self.model, encoded, sentences, self.tags, progress=progress)[0]
         return {**scores, "sentences": len(sentences), "lost_entities": encoded[4]}
 
     def predict(self, texts=None, path=None, progress=False):
@@ -231,7 +237,8 @@ class Run:
         the sentences of a tagged file."""
         sentences = (ner_data.read_sentences(path) if path is not None
                      else [ner_data.Sentence(text, []) for text in texts])
-        _, predicted = score(self.model, self._encode(sentences), sentences, self.tags)
+        _, predicted = score(self.model, self._encode(sentences), sentences, self.tags,
+                             progress=progress)
         return [{"text": s.text,
                  "entities": [{"type": kind, "start": start, "end": end,
                                "text": s.text[start:end]} for kind, start, end in found]}
@@ -243,3 +250,7 @@ class Run:
         return export_saved_model(self, "kerasbert.serving.ner_export", directory, overwrite,
                                   format, dict(options, tags=self.tags,
                                                maxlen=self.options.maxlen))
+
+
+Ner.run_class = Run
+TASK = Ner()

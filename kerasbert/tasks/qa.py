@@ -17,7 +17,7 @@ A run directory holds ``model.keras``, ``bert_model.ckpt.*`` (encoder and Google
 Example::
 
     # the shipped kerasbert-zh-small on the shipped Chinese QA set
-    summary = train(TrainOptions(task="qa", output="runs/qa", maxlen=192))
+    summary = train(QaOptions(output="runs/qa", maxlen=192))
     summary["test"]["f1"]
 """
 
@@ -36,7 +36,6 @@ from kerasbert.inference.span_qa import (
 from kerasbert.internals import get_keras_mask
 from kerasbert.models import names
 from kerasbert.tasks.runs import (
-    OPTIONS_FILE,
     build_encoder,
     check_checkpoint,
     check_finished,
@@ -47,12 +46,12 @@ from kerasbert.tasks.runs import (
     write_model_files,
 )
 from kerasbert.tasks.squad import read_squad, squad_scores
-from kerasbert.training import batches
-from kerasbert.training.lifecycle import TrainingRun
-from kerasbert.training.optimizer import make_optimizer
-from kerasbert.training.options import TrainOptions, validate  # noqa: F401  (its API)
+from kerasbert.tasks.task import DevScores, Task, train
+from kerasbert.training.options import QaOptions, TrainOptions
+from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
 
-FINISHED_FILE = "metrics.json"
+__all__ = ["QaOptions", "Run", "SpanLoss", "TASK", "TrainOptions", "answer_settings", "answerer",
+           "predictions", "train", "training_windows"]
 MONITOR = "val_f1"
 MAX_QUESTION_LEN = 64  # QuestionAnswerer's default
 MASKED_LOGIT = -1e4
@@ -81,33 +80,6 @@ class SpanLoss(keras.losses.Loss):
         return self(y_true, y_pred)
 
 
-def train(options, callbacks=(), verbose="auto"):
-    """Fine-tunes a span QA model; returns the run summary (also in ``metrics.json``).
-
-    Raises:
-        kerasbert.training.options.OptionError, kerasbert.training.rundir.RunError,
-        kerasbert.training.data.DataError, kerasbert.training.callbacks.TrainingDiverged:
-            as :func:`kerasbert.tasks.classification.train`.
-    """
-    validate(options)
-    options = options.resolved()
-    run = TrainingRun(options, OPTIONS_FILE, FINISHED_FILE, verbose=verbose).prepare()
-    inputs = _Inputs.read(options)
-    bert = build_encoder(options)
-    model = add_span_head(bert.model, initializer_range=bert.config.initializer_range)
-    model.compile(optimizer=make_optimizer(model, options.lr, max(1, inputs.steps * options.epochs),
-                                           options.warmup, options.weight_decay),
-                  loss=SpanLoss(), jit_compile=options.jit_compile)
-    run.start()
-    train_set = batches.make_dataset(*inputs.features, batch_size=options.batch_size,
-                                     seed=options.seed, first_epoch=run.first_epoch)
-    recorder = run.fit(model, train_set, epochs=options.epochs, steps_per_epoch=inputs.steps,
-                       hint=f"lower --lr ({options.lr:g}) or check the data", monitor=MONITOR,
-                       patience=options.patience, stop=[_DevScores(inputs, options)],
-                       callbacks=list(callbacks))
-    return run.finish(_write_results(options, inputs, recorder))
-
-
 def answer_settings(options, questions=None):
     """The :class:`QuestionAnswerer` settings of a run; "no answer" is considered where
     ``questions`` hold unanswerable ones, and always without ``questions``."""
@@ -120,9 +92,10 @@ def answerer(model, tokenizer, options, questions=None):
     return QuestionAnswerer(model, tokenizer, **answer_settings(options, questions))
 
 
-def predictions(answer, questions):
+def predictions(answer, questions, progress=False):
     """``{id: answer text}`` of ``answer`` (a :class:`QuestionAnswerer`) on ``questions``."""
-    found = answer([q.question for q in questions], [q.context for q in questions])
+    found = answer([q.question for q in questions], [q.context for q in questions],
+                   progress=progress)
     return {q.id: row["answer"] for q, row in zip(questions, found)}
 
 
@@ -170,20 +143,6 @@ def training_windows(tokenizer, questions, maxlen):
     return token_ids, segment_ids, np.array(positions, "int32")
 
 
-class _DevScores(keras.callbacks.Callback):
-    """Adds the dev file's SQuAD F1 to each epoch's logs (``val_f1``)."""
-
-    def __init__(self, inputs, options):
-        super().__init__()
-        self.inputs, self.options = inputs, options
-
-    def on_epoch_end(self, epoch, logs=None):
-        questions = self.inputs.questions["dev"]
-        answer = answerer(self.model, self.inputs.tokenizer, self.options, questions)
-        scores = squad_scores(questions, predictions(answer, questions))
-        logs[MONITOR], logs["val_exact"] = scores["f1"], scores["exact"]
-
-
 def _write_results(options, inputs, recorder):
     model = load_run_model(options.output)
     write_model_files(options, model)
@@ -196,6 +155,54 @@ def _write_results(options, inputs, recorder):
             answer = answerer(model, inputs.tokenizer, options, questions)
             summary[split] = squad_scores(questions, predictions(answer, questions))
     return summary
+
+
+class Qa(Task):
+    """``--task qa``: span question answering, chosen by dev SQuAD F1."""
+
+    name = "qa"
+    monitor = MONITOR
+    texts_per_example = 2
+
+    def read_inputs(self, options):
+        return _Inputs.read(options)
+
+    def training_arrays(self, options, inputs):
+        return inputs.features
+
+    def build_model(self, options, inputs):
+        bert = build_encoder(options)
+        return add_span_head(bert.model, initializer_range=bert.config.initializer_range)
+
+    def loss(self, model):
+        return SpanLoss()
+
+    def dev_scoring(self, options, inputs):
+        def dev_f1(model):
+            questions = inputs.questions["dev"]
+            answer = answerer(model, inputs.tokenizer, options, questions)
+            scores = squad_scores(questions, predictions(answer, questions))
+            return {MONITOR: scores["f1"], "val_exact": scores["exact"]}
+
+        return None, [DevScores(dev_f1)]
+
+    def write_results(self, options, inputs, recorder):
+        return _write_results(options, inputs, recorder)
+
+    def train_report(self, options, summary):
+        shown = "test" if "test" in summary else "dev"
+        return [f"\n{shown} exact match {summary[shown]['exact']:.2f}, F1 "
+                f"{summary[shown]['f1']:.2f} (best epoch {summary['best_epoch']})",
+                f"run directory: {options.output} (metrics.json, model.keras, bert_model.ckpt)"]
+
+    def evaluation_report(self, metrics):
+        return [f"questions {metrics['total']}  exact match {metrics['exact']:.2f}  "
+                f"F1 {metrics['f1']:.2f}"]
+
+    def check_texts(self, texts):
+        if len(texts) % 2:
+            raise ValueError(f"odd number of texts in TEXT ({len(texts)}): a QA run takes "
+                             "QUESTION CONTEXT pairs")
 
 
 class Run:
@@ -218,7 +225,7 @@ class Run:
         """SQuAD exact match and F1 (percent) on a SQuAD JSON file."""
         questions = read_squad(path)
         answer = answerer(self.model, self.tokenizer, self.options, questions)
-        return squad_scores(questions, predictions(answer, questions))
+        return squad_scores(questions, predictions(answer, questions, progress))
 
     def predict(self, texts=None, path=None, progress=False):
         """``[{"question", "answer", "start", "end", "score"}]`` for ``texts`` given as
@@ -228,12 +235,10 @@ class Run:
             questions = read_squad(path)
             pairs = [(q.question, q.context) for q in questions]
         else:
-            if len(texts) % 2:
-                raise ValueError(f"texts: {len(texts)} given; a QA run takes a question and "
-                                 "its context, in pairs")
+            TASK.check_texts(texts)
             pairs, questions = list(zip(texts[::2], texts[1::2])), None
         answer = answerer(self.model, self.tokenizer, self.options)
-        found = answer([q for q, _ in pairs], [c for _, c in pairs])
+        found = answer([q for q, _ in pairs], [c for _, c in pairs], progress=progress)
         rows = [{"question": q, **row} for (q, _), row in zip(pairs, found)]
         if questions is not None:
             rows = [{"id": q.id, **row} for q, row in zip(questions, rows)]
@@ -244,3 +249,7 @@ class Run:
         returns the files written."""
         return export_saved_model(self, "kerasbert.serving.qa_export", directory, overwrite,
                                   format, dict(options, settings=answer_settings(self.options)))
+
+
+Qa.run_class = Run
+TASK = Qa()

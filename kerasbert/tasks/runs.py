@@ -2,7 +2,8 @@
 writes beside ``model.keras``, and the opening of a finished run directory.
 
 Each task module (``classification``, ``ner``, ``qa``) adds its data, its head and its
-metrics; the model side of a run is the same for all of them.
+metrics (:class:`kerasbert.tasks.task.Task`); the model side of a run is the same for all
+of them.
 """
 
 import dataclasses
@@ -12,7 +13,7 @@ from kerasbert import files
 from kerasbert.build import build_transformer_model
 from kerasbert.hardware import compute_policy
 from kerasbert.models.config import BertConfig, check_maxlen, check_vocab_fits
-from kerasbert.training.options import TrainOptions
+from kerasbert.training.options import TASK_OPTIONS, ClassificationOptions
 from kerasbert.training.rundir import TRAIN_OPTIONS_FILE as OPTIONS_FILE
 from kerasbert.training.rundir import RunError, check_finished, load_run_model, read_json
 
@@ -67,7 +68,8 @@ def write_model_files(options, model):
 
 
 def read_options(run_dir):
-    """The :class:`TrainOptions` a run saved (keys of other versions left out).
+    """The options a run saved, as its task's class (keys of other versions and tasks left
+    out).
 
     Raises:
         RunError: the file is missing, corrupt or not a run's options.
@@ -76,8 +78,9 @@ def read_options(run_dir):
     saved = read_json(path, "options")
     if not isinstance(saved, dict) or "output" not in saved:
         raise RunError(f"options in {path}: not the options of a kerasbert run")
-    names = {field.name for field in dataclasses.fields(TrainOptions)}
-    return TrainOptions(**{key: value for key, value in saved.items() if key in names})
+    kind = TASK_OPTIONS.get(saved.get("task") or "classification", ClassificationOptions)
+    names = {field.name for field in dataclasses.fields(kind)}
+    return kind(**{key: value for key, value in saved.items() if key in names})
 
 
 def export_saved_model(run, module, directory, overwrite, format, options):

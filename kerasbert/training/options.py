@@ -24,7 +24,6 @@ from kerasbert.models.families import FAMILIES
 MODEL_DEFAULTS_FILE = "finetune_defaults.json"
 MODEL_DEFAULT_KEYS = ("lr",)  # the options whose default depends on the model
 BASE_LR = 2e-5  # BERT-base's fine-tuning rate, for models that carry no defaults
-TASKS = ("classification", "ner", "qa")  # each a module of kerasbert.tasks (TASK_OPTIONS)
 
 
 class OptionError(ValueError):
@@ -40,7 +39,8 @@ def option(default=None, help="", rule=None, required=False, choices=None, nargs
         help: one line for ``--help``.
         rule: a :class:`Rule` the value must follow (None: any value of the field's type).
         required: the value must be given (``--flag`` is required on the command line).
-        choices, nargs, metavar: as for ``argparse``.
+        choices, nargs, metavar: as for ``argparse``; ``choices`` may be a function that
+            returns them (a registry filled in below the field).
     """
     return dataclasses.field(default=default, metadata={
         "help": help, "rule": rule, "required": required, "choices": choices, "nargs": nargs,
@@ -133,7 +133,7 @@ class FinetuneOptions(RunOptions):
     SHIPPED = "review_file"
 
     task: str = option("classification", "what to train (each task's own flags are listed "
-                       "under it below)", choices=TASKS)
+                       "under it below)", choices=lambda: TASKS)
     train: str = option(None, "file to train on, in the task's format (default: the task's "
                         "shipped split)", metavar="FILE")
     dev: str = option(None, "file the best epoch is chosen on (required with --train)",
@@ -210,8 +210,8 @@ class NerOptions(FinetuneOptions):
 
     SUMMARY = ("a named-entity tagger (BERT + CRF); without --train it takes the shipped "
                "People's Daily split")
-    FILES = ("CoNLL (a token and its BIO, IOB1 or BIOES tag per line) or JSONL "
-             "({\"text\", \"entities\": [{\"start\", \"end\", \"label\"}]})")
+    FILES = ("CoNLL (a token and its BIO, IOB1 or BIOES tag per line) or JSONL (text and "
+             "entities at character offsets)")
     TEXTS = "texts to tag"
     SHIPPED = "ner_file"
 
@@ -231,6 +231,7 @@ class QaOptions(FinetuneOptions):
 #: Each ``--task``, by name, and its options class; the task itself is the module of that
 #: name in :mod:`kerasbert.tasks`. A new task is a module there and one line here.
 TASK_OPTIONS = {"classification": ClassificationOptions, "ner": NerOptions, "qa": QaOptions}
+TASKS = tuple(TASK_OPTIONS)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -322,6 +323,12 @@ class PretrainOptions(RunOptions):
                              "size)", choices=("float32", "float16"))
 
 
+def choices_of(meta):
+    """The choices of a field's metadata (None: any value)."""
+    choices = meta.get("choices")
+    return choices() if callable(choices) else choices
+
+
 def flag(name):
     """The command-line flag of a field: ``batch_size`` → ``--batch-size``."""
     return "--" + name.replace("_", "-")
@@ -351,8 +358,8 @@ def validate(options, flags=False):
             why = ("must name at least one file" if not value else
                    "must not be empty" if not all(isinstance(v, str) and v.strip() for v in value)
                    else None)
-        if why is None and meta.get("choices") and value not in meta["choices"]:
-            why = f"must be one of {', '.join(map(str, meta['choices']))}"
+        if why is None and choices_of(meta) and value not in choices_of(meta):
+            why = f"must be one of {', '.join(map(str, choices_of(meta)))}"
         if why is None and field.type in ("str", str) and not isinstance(value, str):
             why = f"must be a string, not {type(value).__name__}"
         if why is None and field.type in ("bool", bool) and not isinstance(value, bool):
@@ -372,11 +379,12 @@ def number(text):
     return float(text)
 
 
-def add_arguments(parser, options_class):
-    """Adds one flag per field of ``options_class`` to an ``argparse`` parser."""
+def add_arguments(parser, options_class, only=None):
+    """Adds one flag per field of ``options_class`` to an ``argparse`` parser (or group);
+    ``only``: the names of the fields to add (None: all)."""
     for field in dataclasses.fields(options_class):
         meta = field.metadata
-        if "help" not in meta:
+        if "help" not in meta or (only is not None and field.name not in only):
             continue
         kind = field.type
         help_text = meta["help"]
@@ -392,7 +400,20 @@ def add_arguments(parser, options_class):
         parser.add_argument(
             flag(field.name), type={int: integer, float: number}.get(kind, str),
             default=field.default, required=bool(meta.get("required")), help=help_text,
-            choices=meta.get("choices"), nargs=meta.get("nargs"), metavar=meta.get("metavar"))
+            choices=choices_of(meta), nargs=meta.get("nargs"), metavar=meta.get("metavar"))
+
+
+def add_task_arguments(parser):
+    """The flags of ``kerasbert train``: those every task takes, then a group per task
+    (:data:`TASK_OPTIONS`) with the flags only it takes, its summary and its files."""
+    add_arguments(parser, FinetuneOptions)
+    shared = {field.name for field in dataclasses.fields(FinetuneOptions)}
+    for name, kind in TASK_OPTIONS.items():
+        own = {field.name for field in dataclasses.fields(kind)} - shared
+        group = parser.add_argument_group(
+            f"--task {name}", f"{kind.SUMMARY[0].upper()}{kind.SUMMARY[1:]}. Files: {kind.FILES}."
+            + ("" if own else " No flags of its own."))
+        add_arguments(group, kind, only=own)
 
 
 def from_arguments(options_class, arguments):

@@ -1,0 +1,207 @@
+"""What a ``--task`` is, and the one training loop that drives every task.
+
+A task is one module of :mod:`kerasbert.tasks` that holds a :class:`Task`: how it reads
+and checks its files, the head it puts on BERT, its loss, the dev score its best epoch is
+chosen by, the files a run writes, what ``train`` and ``evaluate`` print, and its
+``Run`` (a finished run directory: evaluate / predict / export). Its options are its own
+class in :mod:`kerasbert.training.options` (only the flags it uses), and the module is
+named as ``--task`` names it there (``TASK_OPTIONS``). :func:`train` does the rest, for
+every task alike: options checked, every input read before the first step, the
+distribution strategy, gradient accumulation, mixed precision, backups, resume.
+
+Example::
+
+    # the shipped kerasbert-zh-small on the shipped People's Daily split
+    summary = train(NerOptions(output="runs/ner", maxlen=160))
+    summary["test"]["micro"]["f1"]
+"""
+
+import json
+import logging
+import os
+
+import keras
+
+from kerasbert.tasks.runs import OPTIONS_FILE
+from kerasbert.training import batches, distribute
+from kerasbert.training.callbacks import inference_model
+from kerasbert.training.lifecycle import TrainingRun
+from kerasbert.training.optimizer import make_optimizer
+from kerasbert.training.options import OptionError, for_task, validate
+from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
+from kerasbert.training.rundir import RunDirectory
+
+log = logging.getLogger(__name__)
+
+
+class Task:
+    """One ``--task``: subclass it in the task's module and set ``TASK`` there.
+
+    Attributes:
+        name: the ``--task`` value.
+        monitor: the logged dev score whose best epoch is kept (``val_accuracy``).
+        run_class: the task's ``Run``, which opens a finished run directory.
+        columns: whether its files have columns (``--text-column`` and the others).
+        texts_per_example: how many ``TEXT`` arguments of ``predict`` make one example.
+    """
+
+    name = None
+    monitor = None
+    run_class = None
+    columns = False
+    texts_per_example = 1
+
+    def read_inputs(self, options):
+        """Reads and checks every input before anything is built or written; returns what
+        the other methods take as ``inputs`` (with ``.steps``, the batches per epoch)."""
+        raise NotImplementedError
+
+    def training_arrays(self, options, inputs):
+        """The arrays of the training set: token ids, segment ids, targets."""
+        raise NotImplementedError
+
+    def build_model(self, options, inputs):
+        """The model trained: BERT (:func:`kerasbert.tasks.runs.build_encoder`) and the head."""
+        raise NotImplementedError
+
+    def loss(self, model):
+        """The loss ``compile`` takes, from the training model's outputs."""
+        raise NotImplementedError
+
+    def metrics(self):
+        """The metrics ``compile`` takes."""
+        return []
+
+    def dev_scoring(self, options, inputs):
+        """``(validation_data, callbacks)`` that put :attr:`monitor` in each epoch's logs."""
+        raise NotImplementedError
+
+    def saved_model(self, model):
+        """The model saved as ``model.keras`` from the trained one."""
+        return inference_model(model)
+
+    def write_results(self, options, inputs, recorder):
+        """Writes the run's files after training; returns the summary (``metrics.json``)."""
+        raise NotImplementedError
+
+    def train_report(self, options, summary):
+        """The lines ``kerasbert train`` prints at the end."""
+        raise NotImplementedError
+
+    def evaluation_report(self, metrics):
+        """The lines ``kerasbert evaluate`` prints (without ``--json``)."""
+        raise NotImplementedError
+
+    def check_texts(self, texts):
+        """Raises ``ValueError`` when ``predict``'s texts do not make whole examples."""
+        if len(texts) % self.texts_per_example:
+            raise ValueError(f"{len(texts)} texts: a {self.name} run takes them "
+                             f"{self.texts_per_example} at a time")
+
+
+def train(options, callbacks=(), verbose="auto"):
+    """Fine-tunes the task of ``options``; returns the run summary (also in ``metrics.json``).
+
+    Everything that can be checked is checked before the first step: the options, the run
+    directory, every input file (train, dev and test), the config against the vocabulary
+    and ``maxlen``, and the checkpoint.
+
+    Args:
+        options: the task's options (:data:`kerasbert.training.options.TASK_OPTIONS`), or a
+            :class:`~kerasbert.training.options.TrainOptions` naming the task.
+        callbacks: more Keras callbacks for ``fit``.
+        verbose: Keras's progress output (``"auto"``, 0, 1 or 2: one line per epoch).
+
+    Raises:
+        kerasbert.training.options.OptionError: an option outside its range, or one the
+            task does not use.
+        kerasbert.training.rundir.RunError: a finished run in ``output``, an interrupted one
+            without ``resume``, or ``resume`` with other options; under
+            ``strategy="multi-worker"``, also a check that failed on another worker
+            (docs/multi_worker.md).
+        kerasbert.training.data.DataError: a bad row (file and line named).
+        kerasbert.training.callbacks.TrainingDiverged: the loss became NaN or infinite.
+    """
+    from kerasbert.tasks import get_task
+
+    options = for_task(options)
+    validate(options)
+    options = options.resolved()
+    task = get_task(options.task)
+    strategy_name = getattr(options, "strategy", None)
+    check_cluster(strategy_name)
+    if options.weights == "random":
+        log.warning("no --checkpoint: the encoder starts from RANDOM weights, not a pretrained "
+                    "model (recorded as weights=random in %s); pass --checkpoint PREFIX to "
+                    "fine-tune a pretrained BERT", OPTIONS_FILE)
+    # MultiWorkerMirroredStrategy must be made before TensorFlow runs its first op. Only
+    # the chief checks the run directory; a failed check on any worker stops them all.
+    strategy = distribute.make_strategy(strategy_name)
+    directory = RunDirectory(options.output, OPTIONS_FILE, FINISHED_FILE)
+
+    def check():
+        if distribute.is_chief(strategy):
+            directory.check(options, options.resume)
+        return task.read_inputs(options)
+
+    inputs = distribute.check_together(strategy, check)
+    # The other workers of a multi-worker run write into a temporary folder instead.
+    with distribute.worker_run(strategy, directory, options) as (directory, options):
+        run = TrainingRun(options, OPTIONS_FILE, FINISHED_FILE, directory=directory,
+                          verbose=verbose).prepare(check=False)
+        arrays = task.training_arrays(options, inputs)
+        updates = max(1, inputs.steps * options.epochs // options.grad_accum)
+        with strategy.scope():
+            model = task.build_model(options, inputs)
+            model.compile(
+                optimizer=make_optimizer(model, options.lr, updates, options.warmup,
+                                         options.weight_decay,
+                                         gradient_accumulation=options.grad_accum),
+                loss=task.loss(model), metrics=task.metrics(), jit_compile=options.jit_compile)
+            distribute.fit_under(model, strategy)
+        run.start()
+        # Global batches; each worker of a multi-worker run takes its part of every one.
+        train_set = distribute.shard_by_data(batches.make_dataset(
+            *arrays, batch_size=options.batch_size, seed=options.seed,
+            first_epoch=run.first_epoch))
+        validation, scoring = task.dev_scoring(options, inputs)
+        recorder = run.fit(model, train_set, validation_data=validation, epochs=options.epochs,
+                           steps_per_epoch=inputs.steps,
+                           hint=f"lower --lr ({options.lr:g}) or check the data",
+                           monitor=task.monitor, patience=options.patience,
+                           save_model=task.saved_model, stop=scoring,
+                           callbacks=list(callbacks))
+        return run.finish(task.write_results(options, inputs, recorder))
+
+
+def check_cluster(strategy):
+    """Refuses ``--strategy multi-worker`` without a cluster: a ``TF_CONFIG`` that is a JSON
+    object with ``cluster`` and ``task`` (one process alone would train as if it were all).
+
+    Raises:
+        OptionError: ``missing cluster in TF_CONFIG: --strategy multi-worker needs ...``.
+    """
+    if strategy != "multi-worker":
+        return
+    text = os.environ.get("TF_CONFIG", "")
+    try:
+        config = json.loads(text) if text.strip() else None
+    except ValueError:
+        config = None
+    if not isinstance(config, dict) or not {"cluster", "task"} <= set(config):
+        what = "missing cluster" if not text.strip() else "invalid value"
+        raise OptionError(f"{what} in TF_CONFIG: --strategy multi-worker needs each worker's "
+                          "TF_CONFIG, a JSON object with its cluster and task "
+                          "(docs/multi_worker.md)")
+
+
+class DevScores(keras.callbacks.Callback):
+    """Adds a task's dev score to each epoch's logs: ``score(model)`` returns the
+    ``{name: value}`` to log (the task's ``monitor`` among them)."""
+
+    def __init__(self, score):
+        super().__init__()
+        self.score = score
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs.update(self.score(self.model))

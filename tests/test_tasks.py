@@ -1,0 +1,74 @@
+"""A task is one module: its options class holds only its flags, the command line takes
+everything task-specific from the task (help, printouts, what predict takes), and a flag
+a task does not use is refused by name."""
+
+import contextlib
+import dataclasses
+import io
+
+import pytest
+
+from kerasbert.cli.main import main
+from kerasbert.tasks import get_task, open_run, run_task
+from kerasbert.tasks.task import Task
+from kerasbert.training.options import (
+    TASK_OPTIONS,
+    FinetuneOptions,
+    NerOptions,
+    OptionError,
+    TrainOptions,
+    for_task,
+)
+
+
+def fields(kind):
+    return {field.name for field in dataclasses.fields(kind)}
+
+
+@pytest.mark.parametrize("name", list(TASK_OPTIONS))
+def test_every_registered_task_is_a_module_with_its_task_and_run(name):
+    task = get_task(name)
+    assert isinstance(task, Task) and task.name == name
+    assert task.__module__ == f"kerasbert.tasks.{name}"
+    assert task.run_class.__module__ == task.__module__ and task.monitor
+    assert issubclass(TASK_OPTIONS[name], FinetuneOptions) and TASK_OPTIONS[name].FILES
+
+
+def test_each_task_has_only_its_own_flags_and_the_shared_ones_work_for_all():
+    own = {name: fields(kind) - fields(FinetuneOptions) for name, kind in TASK_OPTIONS.items()}
+    assert own == {"classification": {"text_column", "pair_column", "label_column",
+                                       "strategy", "skip_bad_rows"},
+                   "ner": {"no_crf"}, "qa": set()}
+    assert {"grad_accum", "mixed_precision", "jit_compile"} <= fields(FinetuneOptions)
+    ner = for_task(TrainOptions(output="x", task="ner", grad_accum=8, mixed_precision=True))
+    assert type(ner) is NerOptions and (ner.grad_accum, ner.mixed_precision) == (8, True)
+    with pytest.raises(OptionError, match=r"^invalid option in strategy: --task ner does not "
+                                          r"use it \(only --task classification\)$"):
+        for_task(TrainOptions(output="x", task="ner", strategy="mirrored"))
+    assert type(TrainOptions(output="x", task="qa").resolved()).__name__ == "QaOptions"
+
+
+def help_of(*argv):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        main([*argv, "--help"])
+    return " ".join(out.getvalue().split())
+
+
+def test_help_speaks_of_every_task():
+    train = help_of("train")
+    for name, kind in TASK_OPTIONS.items():
+        assert f"--task {name}:" in train and " ".join(kind.FILES.split()) in train
+    assert "--no-crf" in train.split("--task ner:")[1]
+    assert "QUESTION CONTEXT pairs" in help_of("predict")
+    assert "SQuAD" in help_of("evaluate") and "CoNLL" in help_of("evaluate")
+
+
+@pytest.mark.slow
+def test_a_run_is_opened_by_its_task_and_its_printouts_come_from_it(finished_run, capsys):
+    output, summary = finished_run
+    assert run_task(output).name == "classification"
+    assert type(open_run(output).options).__name__ == "ClassificationOptions"
+    assert main(["evaluate", "--model", str(output), "--data", summary["skipped_rows"]
+                 and list(summary["skipped_rows"])[-1]]) == 0
+    assert capsys.readouterr().out.startswith("examples 64  accuracy")
