@@ -66,10 +66,10 @@ class Hook:
     functions that must still call it (or set it, for an attribute)."""
 
     name: str
-    find: object  # () -> the function or class attribute
-    parameters: tuple = None  # None: not a function
-    used_by: tuple = ()  # ((description, () -> function), ...) whose code names `attribute`
-    attribute: str = None
+    find: object  # () -> the function (None for an attribute alone)
+    parameters: tuple = None  # the function's parameter names; None: not checked
+    used_by: tuple = ()  # ((what, () -> a Keras function), ...) whose code names `attribute`
+    attribute: object = None  # the name (or names) the functions of `used_by` must use
     fast: bool = True  # False: needed with the fast paths off too
 
 
@@ -109,7 +109,8 @@ def _hooks():
              lambda: tf.__internal__.get_enclosing_xla_context, ()),
         Hook("keras.Model._maybe_symbolic_build", lambda: keras.Model._maybe_symbolic_build,
              ("self", "iterator", "data_batch"),
-             used_by=(("Model.fit", lambda: keras.Model.fit),),
+             used_by=(("Model.fit", lambda: keras.Model.fit),
+                      ("Model.evaluate", lambda: keras.Model.evaluate)),
              attribute="_maybe_symbolic_build"),
         Hook("keras.Model._symbolic_build", lambda: keras.Model._symbolic_build,
              ("self", "iterator", "data_batch")),

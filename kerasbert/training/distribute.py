@@ -104,7 +104,8 @@ def fit_under(model, strategy):
 
     The first two replace private methods of Keras's (:mod:`kerasbert.internals` checks
     they are still called); with the fast paths off (``KERASBERT_FAST=0``) they are left
-    out, and ``fit`` builds and clips as Keras does.
+    out, and ``fit`` builds and clips as Keras does. The third takes public API only and
+    stays.
     """
     import tensorflow as tf
 
