@@ -72,3 +72,16 @@ def test_a_run_is_opened_by_its_task_and_its_printouts_come_from_it(finished_run
     assert main(["evaluate", "--model", str(output), "--data", summary["skipped_rows"]
                  and list(summary["skipped_rows"])[-1]]) == 0
     assert capsys.readouterr().out.startswith("examples 64  accuracy")
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_squad_file_given_as_labelled_rows_is_named_as_such(tmp_path, indent):
+    import json
+
+    from kerasbert.training.data import DataError, read_examples
+
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps({"version": "v2.0", "data": [{"title": "t", "paragraphs": []}]},
+                               indent=indent), encoding="utf-8")
+    with pytest.raises(DataError, match=r"dev.json: a SQuAD JSON file .* --task qa run$"):
+        read_examples(path)

@@ -227,10 +227,12 @@ def make_parser():
          "kerasbert export --model runs/reviews --to onnx/reviews --format onnx",
          "kerasbert export --model runs/reviews --to onnx/int8 --format onnx --int8"],
         description="Writes a run's model for serving. saved_model: TF Serving's layout "
-                    "<to>/<version>/ with a 'classify' signature that takes raw strings (the "
-                    "WordPiece tokenizer runs in the graph) and the int32 'serving_default'. "
-                    "onnx: <to>/model.onnx with labels.json and vocab.txt. litert: "
-                    "<to>/model.tflite.", run=handlers.command_export)
+                    "<to>/<version>/ with a signature that takes raw strings (the WordPiece "
+                    "tokenizer runs in the graph: 'classify' for a classification run, "
+                    "'entities' for ner, 'answer' for qa) and the int32 'serving_default'. "
+                    "onnx (classification runs): <to>/model.onnx with labels.json and "
+                    "vocab.txt. litert (classification runs): <to>/model.tflite.",
+        run=handlers.command_export)
     _run_argument(export)
     export.add_argument("--to", required=True, type=_path, metavar="DIR",
                         help="directory to write (required)")

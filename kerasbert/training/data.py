@@ -141,15 +141,20 @@ def _json_rows(path, columns):
     for number, line in enumerate(_physical_lines(path), start=1):
         if not line.strip():
             continue
-        seen = True
+        seen_rows, seen = seen, True
         if _ESCAPED_BYTE.search(line):
             yield number, UNDECODABLE
             continue
         try:
             row = json.loads(line.rstrip("\r\n"))  # so an error's column is on this line
         except json.JSONDecodeError as error:
+            if not seen_rows:
+                _refuse_squad(path, line)
             yield number, f"invalid JSON ({error.msg} at column {error.colno})"
             continue
+        if (not seen_rows and isinstance(row, dict) and isinstance(row.get("data"), list)
+                and not set(columns) & set(row)):
+            _refuse_squad(path, line)
         if not isinstance(row, dict):
             yield number, f"not a JSON object (got {_kind(row)})"
         elif "\\u" in line:  # only an escape gives a lone surrogate
@@ -225,6 +230,21 @@ def _header(path, number, fields, required):
         raise DataError(f"header row in {path}, line {number}: column {twice[0]!r} appears "
                         f"{header.count(twice[0])} times")
     return header
+
+
+def _refuse_squad(path, first_line):
+    """Raises when a file that starts with ``first_line`` is one JSON document with SQuAD's
+    ``data`` (a span QA file), which reads as invalid JSON lines otherwise."""
+    if not first_line.lstrip().startswith("{"):
+        return
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            document = json.load(f)
+    except (OSError, ValueError):
+        return
+    if isinstance(document, dict) and isinstance(document.get("data"), list):
+        raise DataError(f"data file in {path}: a SQuAD JSON file (one object with 'data'), not "
+                        "labelled rows, one JSON object per line; it trains a --task qa run")
 
 
 def read_examples(path, text_column="text", pair_column=None, label_column="label",
