@@ -172,3 +172,27 @@ def test_the_reader_sees_lazy_relative_and_named_imports():
                                             ("kerasbert.serving.qa_export", "kerasbert.tasks")])
 def test_the_floors_refuse_what_the_house_rule_refuses(module, target):
     assert floor(target) < floor(module)
+
+
+def test_the_readme_layout_names_every_module():
+    """The README's Layout block names every module of the package (by file name, under the
+    folder it sits in), and no module that is gone."""
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    block = readme.split("## Layout", 1)[1].split("```", 2)[1]
+    # Up to the package's last line: below it are the console script, tests/ and bench/.
+    block = block.split("\nkerasbert_cli.py", 1)[0]
+    named = set()
+    for line in block.splitlines():
+        for word in line.replace(",", " ").split():
+            word = word.strip("():;`")
+            if word.endswith(".py") and "/" not in word:  # "inference/entities.py": a reference
+                named.add(word)
+    named.discard("__init__.py")
+    modules = set()
+    for folder, _, names in os.walk(os.path.join(ROOT, "kerasbert")):
+        if "resources" in os.path.relpath(folder, ROOT).split(os.sep):
+            continue  # the data's own build scripts
+        modules.update(name for name in names if name.endswith(".py") and name != "__init__.py")
+    assert sorted(modules - named) == [], "modules the README's Layout leaves out"
+    assert sorted(named - modules) == [], "README names modules that are gone"
