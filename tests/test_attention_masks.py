@@ -58,6 +58,15 @@ def test_the_encoder_is_bidirectional_and_a_language_model_gets_the_mlm_head():
     assert lm.count_params() == build_transformer_model(TINY, with_mlm=True).count_params()
 
 
+def test_a_language_model_is_not_given_a_classifier():
+    from kerasbert import add_cls_classifier
+
+    with pytest.raises(ValueError, match="ends in LM-Activation .*a GPT is a language model"):
+        add_cls_classifier(build_transformer_model(TINY, model="gpt"), num_labels=2)
+    with pytest.raises(ValueError, match="ends in MLM-Activation"):
+        add_cls_classifier(build_transformer_model(TINY, application="unilm"), num_labels=2)
+
+
 def test_a_language_model_saves_and_loads_in_safe_mode(tmp_path):
     model = build_transformer_model(TINY, application="unilm", with_mlm="linear")
     path = str(tmp_path / "unilm.keras")

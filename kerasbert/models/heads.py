@@ -18,7 +18,7 @@ CRF_LR_MULTIPLIER = 200
 
 #: Heads whose output is a prediction, not a vector to classify.
 PREDICTION_HEADS = (names.NSP_PROBA, names.MLM_ACTIVATION, names.OUTPUT_MLM_ACTIVATION,
-                    names.DISCRIMINATOR_PREDICTION)
+                    names.DISCRIMINATOR_PREDICTION, names.LM_ACTIVATION)
 
 
 def apply_pooler(sequence, config, activation="tanh", dtype=None):
@@ -108,7 +108,9 @@ def add_cls_classifier(model, num_labels, dropout_rate=0.1, activation="softmax"
     if heads:
         raise ValueError(
             f"add_cls_classifier needs the sequence or pooled output; {model.name} ends in "
-            f"{heads[0]} (build it without the NSP/MLM heads)"
+            f"{heads[0]} (build it without the NSP/MLM heads"
+            + ("; a GPT is a language model, with no sequence output to classify)"
+               if heads[0] == names.LM_ACTIVATION else ")")
         )
     x = model.outputs[0]
     if len(x.shape) == 3:
