@@ -75,12 +75,9 @@ def table_family(model, available=(), family=None):
             raise ValueError(f"family={family!r} is not one of {', '.join(FAMILIES)}")
         return family
     layers = _layers_by_name(model)
-    if names.SHARED_ATTENTION in layers:
-        return "albert"
-    if names.DISCRIMINATOR_DENSE in layers:
-        return "electra"
-    if names.LM_ACTIVATION in layers:
-        return "gpt"
+    for name in FAMILIES:
+        if family_class(name).marker_layer in layers:
+            return name
     # ELECTRA's checkpoints have no pooler or MLM head: a model with one stays BERT's.
     if ELECTRA_WORD_EMBEDDINGS in available and not {
             names.POOLER_DENSE, names.NSP_PROBA, names.MLM_DENSE} & set(layers):
@@ -342,21 +339,27 @@ def _hint(name, expected, found):
             "(is it the right bert_config.json?)")
 
 
-# Variable names that mark a checkpoint of another model family (Google's, bert4keras's
-# and the families' own releases): (the family with its article, the model= that loads
-# it or None, pattern).
-OTHER_FAMILIES = (
-    ("an ALBERT", "albert", r"bert/encoder/transformer/group_\d+/"),
-    ("an ELECTRA", "electra",
-     r"(electra|generator|discriminator_predictions|generator_predictions)/"),
-    ("a GPT", "gpt", r"gpt/"),
+# Variable names that mark a checkpoint of a family kerasbert does not build: (the family
+# with its article, None, pattern).
+NOT_BUILT = (
     ("a GPT-2", None, r"newslm/"),
     ("a T5", None, r"(encoder|decoder)/block_\d+/"),
 )
+
+
+def other_families():
+    """``(what, model=, pattern)`` of each family whose checkpoint names differ from BERT's:
+    the registered ones (their class's ``checkpoint_pattern``), then :data:`NOT_BUILT`."""
+    built = [(cls.checkpoint_description, name, cls.checkpoint_pattern)
+             for name, cls in ((name, family_class(name)) for name in FAMILIES)
+             if cls.checkpoint_pattern and cls.model_type == name]
+    return tuple(built) + NOT_BUILT
+
+
 def _other_family(available, family):
     """What another family's checkpoint looks like, for the message: ``(what, model=)``;
     None where it looks like ``family``'s own."""
-    for what, loads_as, pattern in OTHER_FAMILIES:
+    for what, loads_as, pattern in other_families():
         if loads_as == model_type_of(family):
             continue
         for name in sorted(available):

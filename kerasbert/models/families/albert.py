@@ -40,6 +40,9 @@ class ALBERT(BERT):
     default_name = "albert"
     factorised = True
     shared_layers = True
+    marker_layer = names.SHARED_ATTENTION
+    checkpoint_pattern = r"bert/encoder/transformer/group_\d+/"
+    checkpoint_description = "an ALBERT"
     hf_layout = HuggingFaceLayout(
         "albert.", "bert",
         {**hf_embedding_modules("bert"),
@@ -83,3 +86,4 @@ class ALBERTUnshared(ALBERT):
     """
 
     shared_layers = False
+    marker_layer = None  # BERT's layer names; the checkpoint's names tell it apart

@@ -93,8 +93,15 @@ class Transformer:
     #: Config keys whose values only this family builds: ``(key, rule, why)``; see
     #: :func:`kerasbert.models.config.check_family`.
     config_rules = ()
-    #: An ``application=`` this family refuses (bert4keras: ELECTRA is no LM).
+    #: The ``application=`` values this family builds (bert4keras: ELECTRA is no LM).
     applications = ("encoder", "lm", "unilm", "prefix")
+    #: A layer only this family's models have: a built model with it reads this family's
+    #: checkpoint names (None: nothing tells it apart).
+    marker_layer = None
+    #: How this family's checkpoint variables begin (a regular expression), and what to call
+    #: such a checkpoint in a message, when they differ from BERT's.
+    checkpoint_pattern = None
+    checkpoint_description = None
 
     def __init__(self, config, with_pool=False, with_nsp=False, with_mlm=False,
                  with_discriminator=False, application="encoder", sequence_length=None,

@@ -31,6 +31,9 @@ class ELECTRA(BERT):
     head_flags = ("with_discriminator",)
     masked_lm = False
     applications = ("encoder",)
+    marker_layer = names.DISCRIMINATOR_DENSE
+    checkpoint_pattern = r"(electra|generator|discriminator_predictions|generator_predictions)/"
+    checkpoint_description = "an ELECTRA"
     hf_layout = HuggingFaceLayout(
         "electra.", "electra",
         {**hf_embedding_modules("electra"), "embeddings_project": "electra/embeddings_project",

@@ -29,6 +29,9 @@ class GPT(BERT):
     factorised = True
     head_flags = ()
     hf_layout = None  # Hugging Face's OpenAI GPT is another layout (Conv1D weights)
+    marker_layer = names.LM_ACTIVATION
+    checkpoint_pattern = r"gpt/"
+    checkpoint_description = "a GPT"
     masked_lm = False
     applications = ("encoder", "lm", "unilm")
 
