@@ -25,16 +25,10 @@ from kerasbert.models import names
 from kerasbert.models.checkpoint_names import (
     POSITION_EMBEDDINGS,
     TRANSPOSED_VARIABLES,
-    VOCABULARY_VARIABLES,
     is_vocabulary_variable,
 )
 from kerasbert.models.deferred import set_value
 from kerasbert.models.families import FAMILIES, family_class, model_type_of
-
-# ALBERT's one shared layer (families/albert.py), and ELECTRA's embeddings, as the
-# checkpoints name them: how a checkpoint shows its family.
-ALBERT_SHARED_PREFIX = "bert/encoder/transformer/group_0/"
-ELECTRA_WORD_EMBEDDINGS = "electra/embeddings/word_embeddings"
 
 logger = logging.getLogger(__name__)
 
@@ -79,11 +73,12 @@ def table_family(model, available=(), family=None):
         if family_class(name).marker_layer in layers:
             return name
     # ELECTRA's checkpoints have no pooler or MLM head: a model with one stays BERT's.
-    if ELECTRA_WORD_EMBEDDINGS in available and not {
+    electra = family_class("electra").checkpoint_table(0)[names.EMBEDDING_TOKEN]["embeddings"]
+    if electra in available and not {
             names.POOLER_DENSE, names.NSP_PROBA, names.MLM_DENSE} & set(layers):
         return "electra"
     if names.EMBEDDING_MAPPING in layers and any(
-            name.startswith(ALBERT_SHARED_PREFIX) for name in available):
+            re.match(family_class("albert").checkpoint_pattern, name) for name in available):
         return "albert_unshared"
     return "bert"
 
@@ -320,14 +315,13 @@ def _prepare(target, value, vocabulary):
 
 # The config key behind the first axis of a variable, for mismatch hints.
 _FIRST_AXIS_KEYS = {
-    **dict.fromkeys(VOCABULARY_VARIABLES + (ELECTRA_WORD_EMBEDDINGS,), "vocab_size"),
     POSITION_EMBEDDINGS: "max_position_embeddings",
     "bert/embeddings/token_type_embeddings": "type_vocab_size",
 }
 
 
 def _hint(name, expected, found):
-    key = _FIRST_AXIS_KEYS.get(name)
+    key = "vocab_size" if is_vocabulary_variable(name) else _FIRST_AXIS_KEYS.get(name)
     if key and expected[:1] != found[:1]:
         hint = f"{key} in the config ({expected[0]}) vs the checkpoint ({found[0]})"
         if key == "vocab_size":

@@ -11,6 +11,7 @@ vocabulary or a sequence length that does not fit the model before the first ste
 """
 
 import dataclasses
+import functools
 import json
 import math
 import numbers
@@ -37,6 +38,7 @@ APPROXIMATE_GELU_NAMES = ("gelu_new", "gelu_approximate", "gelu_pytorch_tanh", "
 ALBERT_KEYS = ("num_hidden_groups", "inner_group_num")
 
 
+@functools.cache
 def model_types():
     """The ``model_type`` values kerasbert builds, each as the family of that name.
 
@@ -48,6 +50,7 @@ def model_types():
                                if family_class(name).model_type == name))
 
 
+@functools.cache
 def _family_rules():
     """Keys whose values describe a model the family cannot build: (key, does the family
     build it?, why another is refused). A key that is absent or null is fine; ``values``

@@ -19,8 +19,6 @@ from kerasbert.models.families.bert import (
 )
 from kerasbert.models.layers import get_activation
 
-WORD_EMBEDDINGS = "electra/embeddings/word_embeddings"
-
 
 class ELECTRA(BERT):
     """ELECTRA's discriminator (``model="electra"``)."""

@@ -18,8 +18,6 @@ from kerasbert.models import names
 from kerasbert.models.attention_masks import Causal
 from kerasbert.models.families.bert import BERT
 
-WORD_EMBEDDINGS = "gpt/embeddings/word_embeddings"
-
 
 class GPT(BERT):
     """GPT (``model="gpt"``): always a language model, as bert4keras's ``GPT``."""
