@@ -31,7 +31,7 @@ def test_sentence_pairs_and_other_column_names(tmp_path):
     ("label\ttext\npos\t很好\nneg\t\n", "line 3: empty 'text'"),
     ("label\ttext\npos\t很好\n\t不错\n", "line 3: missing label"),
     ("label\ttext\npos\t很好\nneg\t差\t多余\n", "line 3: 3 columns where the header has 2"),
-    (b"label\ttext\npos\t\xe5\xbe\x88\nneg\t\xff\xfe\n", "line 3: undecodable bytes"),
+    (b"label\ttext\npos\t\xe5\xbe\x88\nneg\t\xff\xfe\n", "line 3: invalid UTF-8 byte 0xff"),
 ])
 def test_bad_rows_name_file_line_and_problem(tmp_path, content, problem):
     path = write(tmp_path, "bad.tsv", content)

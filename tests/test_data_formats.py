@@ -180,14 +180,14 @@ def test_jsonl_bad_lines_are_named(tmp_path):
 def test_lone_surrogate_in_jsonl_is_a_bad_row_but_a_surrogate_pair_is_a_character(tmp_path):
     path = write(tmp_path, "a.jsonl", '{"label": "pos", "text": "ok \\ud83d\\ude00"}\n'
                  '{"label": "pos", "text": "bad \\ud800"}\n')
-    assert error_of(path) == (f"bad row in {path}, line 2: text contains a lone surrogate "
-                              "U+D800, not valid Unicode")
+    assert error_of(path) == (f"bad row in {path}, line 2: 'text' holds a lone surrogate escape "
+                              "\\ud800 in JSON (half of a UTF-16 pair, not a character)")
     assert read_examples(path, skip_bad_rows=True).texts == ["ok \U0001F600"]
 
 
 def test_lone_surrogate_in_a_label_but_not_in_an_unused_field(tmp_path):
     path = write(tmp_path, "a.jsonl", '{"label": "\\udfff", "text": "a"}\n')
-    assert "line 1: label contains a lone surrogate U+DFFF, not valid Unicode" in error_of(path)
+    assert "line 1: 'label' holds a lone surrogate escape \\udfff in JSON" in error_of(path)
     unused = write(tmp_path, "b.jsonl", '{"label": "x", "text": "a", "note": "\\ud800"}\n')
     assert read_examples(unused).texts == ["a"]
 
@@ -220,19 +220,21 @@ def test_texts_are_kept_as_written_but_blank_ones_refused(tmp_path):
 # --- bytes ----------------------------------------------------------------------------------
 
 def test_undecodable_bytes_name_the_line_in_every_format(tmp_path):
-    cases = {"a.tsv": b"label\ttext\npos\tok\nneg\t\xc4\xe3\xba\xc3\n",
-             "a.csv": b'label,text\npos,ok\nneg,"two\nlines \xff"\n',
-             "a.jsonl": b'{"label": "pos", "text": "ok"}\n\n{"label": "neg", "text": "\xff"}\n'}
-    for name, content in cases.items():
+    cases = {"a.tsv": (b"label\ttext\npos\tok\nneg\t\xc4\xe3\xba\xc3\n", 0xc4),  # GBK
+             "a.csv": (b'label,text\npos,ok\nneg,"two\nlines \xff"\n', 0xff),
+             "a.jsonl": (b'{"label": "pos", "text": "ok"}\n\n{"label": "neg", "text": "\xfe"}\n',
+                         0xfe)}
+    for name, (content, byte) in cases.items():
         path = write(tmp_path, name, content)
-        assert error_of(path) == f"bad row in {path}, line 3: undecodable bytes (not UTF-8)"
+        assert error_of(path) == (f"bad row in {path}, line 3: invalid UTF-8 byte "
+                                  f"0x{byte:02x} (the file must be UTF-8)")
         assert read_examples(path, skip_bad_rows=True).texts == ["ok"]
 
 
 def test_a_header_that_is_not_utf8_is_a_file_error_even_when_skipping(tmp_path):
     path = write(tmp_path, "gbk.tsv", "标签\ttext\npos\tok\n".encode("gbk"))
     assert error_of(path, skip_bad_rows=True) == (
-        f"header row in {path}, line 1: undecodable bytes (not UTF-8)")
+        f"header row in {path}, line 1: invalid UTF-8 byte 0xb1 (the file must be UTF-8)")
 
 
 # --- files ----------------------------------------------------------------------------------
@@ -262,7 +264,9 @@ def test_skip_bad_rows_counts_each_problem_and_all_bad_is_an_error(tmp_path):
     assert examples.skipped == [(3, "missing label in column 'label'"), (4, "empty 'text'"),
                                 (5, "3 columns where the header has 2")]
     bad = write(tmp_path, "b.tsv", "label\ttext\npos\t\n\tx\n")
-    assert error_of(bad, skip_bad_rows=True) == f"data file in {bad}: no usable rows (2 skipped)"
+    assert error_of(bad, skip_bad_rows=True) == (
+        f"data file in {bad}: no usable rows (2 skipped: empty 'text': 1 row (line 2); missing "
+        "label in column 'label': 1 row (line 3))")
 
 
 def test_files_to_predict_need_no_labels(tmp_path):
@@ -294,7 +298,8 @@ def test_keep_known_labels_skips_and_counts_without_changing_its_input(dev):
     assert kept.skipped == [(3, "label 'maybe' was not seen in training (known: neg, pos)"),
                             (4, "missing label in column 'label'")]
     assert len(dev) == 3 and len(dev.skipped) == 1
-    with pytest.raises(DataError, match=r"dev.tsv: no usable rows \(4 skipped\)"):
+    with pytest.raises(DataError, match=r"dev.tsv: no usable rows \(4 skipped: label 'pos' was "
+                                        r"not seen in training: 1 row \(line 2\); "):
         keep_known_labels(dev, ["other"], skip_bad_rows=True)
 
 
@@ -352,7 +357,8 @@ def test_corpus_reads_cr_only_files_and_names_bad_files(tmp_path):
     bad = write(tmp_path, "b.txt", b"ok\n\xff\xfe\n")
     with pytest.raises(DataError) as caught:
         read_corpus([plain, bad])
-    assert str(caught.value) == f"bad line in {bad}, line 2: undecodable bytes (not UTF-8)"
+    assert str(caught.value) == (f"bad line in {bad}, line 2: invalid UTF-8 byte 0xff (the file "
+                                 "must be UTF-8)")
     with pytest.raises(FileNotFoundError) as caught:
         read_corpus([tmp_path / "none.txt"])
     assert str(caught.value) == f"corpus file in {tmp_path / 'none.txt'}: no such file"

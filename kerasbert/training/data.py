@@ -2,9 +2,15 @@
 
 Files are TSV, CSV or JSONL (chosen by extension) whose header row (or JSON keys)
 names the columns; docs/data_formats.md gives the rules of each format. A bad row
-(empty text, missing label, wrong column count, undecodable bytes) is an error naming
-the file, the line and the problem; with ``skip_bad_rows=True`` it is skipped and
-counted instead.
+(empty text, missing label, wrong column count, bytes that are not UTF-8, a stray CSV
+quote that joins lines) is an error naming the file, the line and the problem; with
+``skip_bad_rows=True`` it is skipped, and a warning on the ``kerasbert`` logger says how
+many rows each file lost, why and where.
+
+The readers of other tasks' files use the helpers here too: :func:`decode_text` (bytes to
+text, naming the line of a byte that is not UTF-8), :func:`lone_surrogate` and
+:func:`json_surrogate_line` (a JSON ``"\\ud800"`` escape), :func:`unknown_keys` (a key a
+reader would ignore, named with the close spelling it may stand for).
 
 Example:
     >>> examples = read_examples("kerasbert/resources/reviews/dev.tsv")
@@ -12,8 +18,10 @@ Example:
     (1736, ['negative', 'positive'])
 """
 
+import codecs
 import csv
 import dataclasses
+import difflib
 import json
 import logging
 import os
@@ -24,7 +32,7 @@ import numpy as np
 
 FORMATS = {".tsv": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}
 TABLES = "a .tsv/.csv/.jsonl file"
-UNDECODABLE = "undecodable bytes (not UTF-8)"
+STRAY_QUOTE = "a quoted field takes in lines that read as rows of their own"
 
 logger = logging.getLogger(__name__)
 
@@ -125,14 +133,105 @@ def read_lines(path, what="text file"):
 
     Raises:
         FileNotFoundError, DataError: a missing file, a directory, or a line that is not
-            UTF-8 (``bad line in <path>, line <n>: undecodable bytes (not UTF-8)``).
+            UTF-8 (``bad line in <path>, line <n>: invalid UTF-8 byte 0xff (the file must
+            be UTF-8)``).
     """
     path = os.fspath(path)
     check_file(path, what, "a text file")
     for number, line in enumerate(_physical_lines(path), start=1):
         if _ESCAPED_BYTE.search(line):
-            raise DataError(f"bad line in {path}, line {number}: {UNDECODABLE}")
+            raise DataError(f"bad line in {path}, line {number}: {_undecodable(line)}")
         yield number, line.rstrip("\r\n")
+
+
+def _undecodable(text):
+    """The problem of a line read with "surrogateescape": the first byte that is not UTF-8."""
+    return invalid_byte(ord(_ESCAPED_BYTE.search(text).group()) - 0xDC00)
+
+
+def invalid_byte(byte):
+    """``invalid UTF-8 byte 0xff (the file must be UTF-8)``: the problem of a byte that no
+    UTF-8 text holds where it stands (a file saved as GBK, Latin-1, UTF-16...)."""
+    return f"invalid UTF-8 byte 0x{byte:02x} (the file must be UTF-8)"
+
+
+def decode_text(raw, path):
+    """The text of a whole file's bytes (a UTF-8 BOM dropped).
+
+    Raises:
+        DataError: ``bad line in <path>, line <n>: invalid UTF-8 byte 0xff (the file must
+            be UTF-8)``, for the first byte that is not UTF-8.
+
+    Example:
+        >>> decode_text(b"ok\\n\\xff", "a.txt")
+        Traceback (most recent call last):
+            ...
+        kerasbert.training.data.DataError: bad line in a.txt, line 2: invalid UTF-8 byte 0xff ...
+    """
+    if raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8):]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw.count(b"\n", 0, error.start) + 1
+        raise DataError(f"bad line in {path}, line {line}: "
+                        f"{invalid_byte(raw[error.start])}") from None
+
+
+def lone_surrogate(value, name):
+    """The problem of a JSON string holding half of a UTF-16 pair, or None.
+
+    Only a JSON escape such as ``"\\ud800"`` gives one (UTF-8 text has none), so the
+    problem says so: ``'text' holds a lone surrogate escape \\ud800 in JSON (half of a
+    UTF-16 pair, not a character)``.
+    """
+    found = isinstance(value, str) and _SURROGATE.search(value)
+    if not found:
+        return None
+    return (f"{name} holds a lone surrogate escape \\u{ord(found.group()):04x} in JSON (half "
+            "of a UTF-16 pair, not a character)")
+
+
+# A JSON escape, or an escaped backslash: JSON's \\ud800 is a backslash and "ud800".
+_JSON_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
+
+
+def json_surrogate_line(text):
+    """The line of the first lone surrogate escape (``\\ud800`` not followed by a low half, or
+    ``\\udc00`` not after a high one) in JSON text, or None.
+
+    Example:
+        >>> json_surrogate_line('{"a": "\\\\ud83d\\\\ude00",\\n "b": "\\\\ud800"}')
+        2
+    """
+    high_end = None  # where the escape of a high half that still waits for its low half ends
+    for match in _JSON_ESCAPE.finditer(text):
+        code = int(match.group(1), 16) if match.group(1) else None
+        low = code is not None and 0xDC00 <= code <= 0xDFFF
+        if high_end is not None and not (low and match.start() == high_end):
+            return text.count("\n", 0, high_end) + 1
+        if low and high_end is None:
+            return text.count("\n", 0, match.start()) + 1
+        high_end = match.end() if code is not None and 0xD800 <= code <= 0xDBFF else None
+    return None if high_end is None else text.count("\n", 0, high_end) + 1
+
+
+def unknown_keys(obj, known, what="key"):
+    """The problem of an object's keys that are not in ``known``, or None; a close spelling
+    is suggested (``'entity'`` for ``'entities'``).
+
+    Example:
+        >>> unknown_keys({"text": "a", "entity": []}, ["text", "entities", "spans"])
+        "unknown key 'entity' (did you mean 'entities'? known keys: text, entities, spans)"
+    """
+    unknown = [key for key in obj if key not in known]
+    if not unknown:
+        return None
+    close = difflib.get_close_matches(str(unknown[0]), list(known), n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    keys = ", ".join(map(repr, unknown))
+    return (f"unknown {what}{'s' if len(unknown) > 1 else ''} {keys} ({hint}known keys: "
+            f"{', '.join(known)})")
 
 
 def _json_rows(path, columns):
@@ -143,7 +242,7 @@ def _json_rows(path, columns):
             continue
         seen_rows, seen = seen, True
         if _ESCAPED_BYTE.search(line):
-            yield number, UNDECODABLE
+            yield number, _undecodable(line)
             continue
         try:
             row = json.loads(line.rstrip("\r\n"))  # so an error's column is on this line
@@ -167,53 +266,119 @@ def _json_rows(path, columns):
 
 
 def _lone_surrogate(row, columns):
-    for column in columns:
-        found = isinstance(row.get(column), str) and _SURROGATE.search(row[column])
-        if found:
-            return (f"{column} contains a lone surrogate U+{ord(found.group()):04X}, "
-                    "not valid Unicode")
-    return None
+    return next(filter(None, (lone_surrogate(row.get(column), repr(column))
+                              for column in columns)), None)
 
 
-def _table_rows(path, kind, required):
-    """Yields ``(first_line_number, dict or problem string)`` for every CSV / TSV record."""
+class _Problem(str):
+    """A bad row's problem that says more than its ``reason`` (what rows are grouped by in
+    the skipped-rows warning), for a row that runs from its first line to line ``end``."""
+
+    def __new__(cls, text, reason, end):
+        problem = super().__new__(cls, text)
+        problem.reason, problem.end = reason, end
+        return problem
+
+
+def _records(path, kind):
+    """Yields ``(first_line, fields or None, problem or None, physical_lines)`` of every CSV /
+    TSV record but blank ones."""
     if csv.field_size_limit() < _FIELD_LIMIT:
         csv.field_size_limit(_FIELD_LIMIT)
-    reader = csv.reader(_physical_lines(path), **_DIALECTS[kind])
-    header = None
+    lines = []
+
+    def kept():  # the record's physical lines, for the stray-quote check
+        for line in _physical_lines(path):
+            lines.append(line)
+            yield line
+
+    reader = csv.reader(kept(), **_DIALECTS[kind])
     while True:
         number = reader.line_num + 1  # a record may span lines: name its first
+        lines.clear()
         try:
-            fields = next(reader)
+            fields, problem = next(reader), None
         except StopIteration:
-            break
+            return
         except csv.Error as error:  # the reader goes on at the next line
-            fields, problem = None, _csv_problem(error)
+            fields, problem = None, _csv_problem(error, number, reader.line_num)
         else:
-            problem = UNDECODABLE if any(map(_ESCAPED_BYTE.search, fields)) else None
-            if not problem and not any(field.strip() for field in fields):
+            if any(map(_ESCAPED_BYTE.search, fields)):
+                problem = _undecodable("".join(fields))
+            elif not any(field.strip() for field in fields):
                 continue  # a blank line, or a row of empty fields
+        yield number, fields, problem, list(lines)
+
+
+def _table_rows(path, kind, required, label_column=None):
+    """Yields ``(first_line_number, dict or problem string)`` for every CSV / TSV record.
+
+    A quoted CSV field may hold line breaks, but one that takes in lines that read as rows
+    of the file on their own (the header's number of columns and, where rows have labels,
+    a label of the file's other rows) is a bad row: a stray quote opened it. The file is
+    read whole first, as its labels tell such a line from text.
+    """
+    header, rows = None, []
+    for number, fields, problem, lines in _records(path, kind):
         if header is None:
             if problem:
                 raise DataError(f"header row in {path}, line {number}: {problem}")
             header = _header(path, number, fields, required)
         elif problem:
-            yield number, problem
+            rows.append((number, problem, lines))
         elif len(fields) != len(header):
-            yield number, f"{len(fields)} columns where the header has {len(header)}"
+            rows.append((number, f"{len(fields)} columns where the header has {len(header)}",
+                         lines))
         else:
-            yield number, dict(zip(header, fields))
+            rows.append((number, dict(zip(header, fields)), lines))
     if header is None:
         raise DataError(f"data file in {path}: the file is empty (a header row naming the "
                         "columns is needed)")
+    reads_as_row = _row_test(rows, header, kind, label_column)
+    for number, row, lines in rows:
+        inner = (next((k for k in range(1, len(lines)) if reads_as_row(lines[k])), None)
+                 if isinstance(row, dict) and len(lines) > 1 else None)
+        if inner is not None:
+            shown = lines[inner].strip()
+            shown = repr(shown if len(shown) <= 40 else shown[:40] + "...")
+            row = _Problem(f"{STRAY_QUOTE} (the quote opened on line {number} closes on line "
+                           f"{number + len(lines) - 1}; line {number + inner}, {shown}, reads "
+                           'as a row: a stray quote? a quote inside a quoted field is '
+                           'written "")', STRAY_QUOTE, number + len(lines) - 1)
+        yield number, row
 
 
-def _csv_problem(error):
+def _row_test(rows, header, kind, label_column):
+    """Whether one physical line, read alone, is a row of this file (see :func:`_table_rows`);
+    never for a one-column file, where any line would be."""
+    if len(header) < 2:
+        return lambda line: False
+    index = header.index(label_column) if label_column in header else None
+    labels = {row[label_column].strip() for _, row, lines in rows
+              if index is not None and isinstance(row, dict) and len(lines) == 1} - {""}
+
+    def reads_as_row(line):
+        try:
+            fields = next(csv.reader([line], **_DIALECTS[kind]))
+        except (csv.Error, StopIteration):
+            return False
+        return len(fields) == len(header) and (not labels or fields[index].strip() in labels)
+
+    return reads_as_row
+
+
+def _csv_problem(error, first, last):
     message = str(error)
     if "expected after" in message:
-        return 'text after the closing quote of a field (a quote inside quotes is written "")'
+        reason = "text after the closing quote of a field"
+        where = (f"the quoted field runs from line {first} to line {last}; " if last > first
+                 else "")
+        return _Problem(f'{reason} ({where}a quote inside a quoted field is written "")',
+                        reason, last)
     if "end of data" in message:
-        return "a quoted field is never closed (the file ends inside it)"
+        reason = "a quoted field is never closed"
+        return _Problem(f"{reason} (the file ends inside it, lines {first}-{last} are one row)",
+                        reason, last)
     return f"not valid CSV ({message})"
 
 
@@ -258,7 +423,8 @@ def read_examples(path, text_column="text", pair_column=None, label_column="labe
         path: the file; its extension picks the format.
         text_column, pair_column, label_column: column names (``pair_column`` for
             sentence pairs, None for single texts).
-        skip_bad_rows: skip and count bad rows instead of raising.
+        skip_bad_rows: skip and count bad rows instead of raising; one warning (on the
+            ``kerasbert`` logger) then says how many rows were skipped, why and where.
         require_labels: False for files to predict (the label column may be absent or
             empty; labels are then None).
 
@@ -279,7 +445,7 @@ def read_examples(path, text_column="text", pair_column=None, label_column="labe
     wanted = [text_column] + ([pair_column] if pair_column else [])
     required = wanted + ([label_column] if require_labels else [])
     rows = (_json_rows(path, wanted + [label_column]) if kind == "jsonl"
-            else _table_rows(path, kind, required))
+            else _table_rows(path, kind, required, label_column))
     examples, spellings = Examples([], [], [], path), {}
     for number, row in rows:
         row = row if isinstance(row, str) else _values(row, wanted, label_column, require_labels)
@@ -295,6 +461,7 @@ def read_examples(path, text_column="text", pair_column=None, label_column="labe
         examples.labels.append(label)
         examples.lines.append(number)
     _check_usable(examples)
+    _warn_skipped(path, examples.skipped)
     _warn_merged(path, spellings)
     return examples
 
@@ -353,8 +520,45 @@ def _bad_row(examples, skipped, line, problem, skip_bad_rows):
 
 def _check_usable(examples):
     if not examples.texts:
-        skipped = f" ({len(examples.skipped)} skipped)" if examples.skipped else ""
+        skipped = (f" ({len(examples.skipped)} skipped: {skipped_rows(examples.skipped)})"
+                   if examples.skipped else "")
         raise DataError(f"data file in {examples.path}: no usable rows{skipped}")
+
+
+def skipped_rows(skipped):
+    """What ``(line, problem)`` rows were skipped for, grouped by reason, in one line.
+
+    Example:
+        >>> skipped_rows([(4, "missing label in column 'label'"), (5, "empty 'text'"),
+        ...               (9, "missing label in column 'label'")])
+        "missing label in column 'label': 2 rows (lines 4, 9); empty 'text': 1 row (line 5)"
+    """
+    groups = {}
+    for line, problem in skipped:
+        end = getattr(problem, "end", line)
+        reason = getattr(problem, "reason", None) or _PARENTHESIS.sub("", problem) or problem
+        groups.setdefault(reason, []).append(f"{line}-{end}" if end > line else str(line))
+    parts = []
+    for reason, lines in groups.items():
+        shown = ", ".join(lines[:_SHOWN_LINES])
+        if len(lines) > _SHOWN_LINES:
+            shown += ", ..."
+        plural = "s" if len(lines) > 1 else ""
+        spans = "s" if plural or "-" in lines[0] else ""
+        parts.append(f"{reason}: {len(lines)} row{plural} (line{spans} {shown})")
+    return "; ".join(parts)
+
+
+# A problem's closing details, such as "(known: a, b)", left out to group rows by reason.
+_PARENTHESIS = re.compile(r"\s*\([^()]*\)$")
+_SHOWN_LINES = 10
+
+
+def _warn_skipped(path, skipped):
+    """The warning that ``skip_bad_rows`` always gives when it left rows out."""
+    if skipped:
+        logger.warning("skipped %d bad row%s in %s: %s", len(skipped),
+                       "s" if len(skipped) > 1 else "", path, skipped_rows(skipped))
 
 
 def _warn_merged(path, spellings):
@@ -403,7 +607,7 @@ def keep_known_labels(examples, labels, skip_bad_rows=False):
     Args:
         examples: :class:`Examples` (left unchanged). labels: the known labels.
         skip_bad_rows: drop a row with another label, adding ``(line, problem)`` to
-            ``skipped``, instead of raising.
+            ``skipped`` and saying so in a warning, instead of raising.
 
     Returns:
         New :class:`Examples`.
@@ -418,11 +622,12 @@ def keep_known_labels(examples, labels, skip_bad_rows=False):
         >>> len(dev), len(kept), kept.skipped[0]
         (1736, 833, (5, "label 'negative' was not seen in training (known: positive)"))
     """
-    skipped, dropped = list(examples.skipped), set()
+    unknown, dropped = [], set()
     for i, line, problem in _unknown_labels(examples, list(labels)):
-        _bad_row(examples, skipped, line, problem, skip_bad_rows)
+        _bad_row(examples, unknown, line, problem, skip_bad_rows)
         dropped.add(i)
     kept = examples._select([i for i in range(len(examples)) if i not in dropped],
-                            sorted(skipped))
+                            sorted(examples.skipped + unknown))
     _check_usable(kept)
+    _warn_skipped(examples.path, unknown)
     return kept
