@@ -106,7 +106,7 @@ def _open(args):
         raise UsageError(f"column in --text-column/--pair-column/--label-column: a "
                          f"{task.name} run reads {TASK_OPTIONS[task.name].FILES} files, "
                          "which have no columns")
-    return open_run(args.model), task
+    return open_run(args.model, accept_changed=args.accept_changed), task
 
 
 def command_evaluate(args):
@@ -151,8 +151,8 @@ def command_export(args):
             raise UsageError(f"invalid flag in --int8: only with --format onnx, not "
                              f"--format {args.format}")
         options["int8"] = True
-    for path in open_run(args.model).export(args.to, overwrite=args.overwrite, format=args.format,
-                                       **options):
+    run = open_run(args.model, accept_changed=args.accept_changed)
+    for path in run.export(args.to, overwrite=args.overwrite, format=args.format, **options):
         print(f"wrote {path}")
     return 0
 

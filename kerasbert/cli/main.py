@@ -20,6 +20,7 @@ import argparse
 import logging
 import os
 import re
+import signal
 import sys
 import textwrap
 import traceback
@@ -120,6 +121,9 @@ def _command(commands, name, summary, examples, run, description=None, options=N
 def _run_argument(parser):
     parser.add_argument("--model", required=True, type=_path, metavar="DIR",
                         help="run directory of kerasbert train (required)")
+    parser.add_argument("--accept-changed", action="store_true",
+                        help="use the run although one of its files (labels, tags, vocab, "
+                             "model) changed since it finished (refused by default)")
 
 
 def _column_arguments(parser):
@@ -273,6 +277,8 @@ def main(argv=None):
         os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     warnings = _WarningLines(prefix, verbose="--verbose" in argv)
+    terminate = _on_sigterm()
+    args = None
     try:
         parser = make_parser()
         args, unknown = parser.parse_known_args([word for word in argv if word != "--debug"])
@@ -280,9 +286,11 @@ def main(argv=None):
             raise UsageError(f"unknown argument in {' '.join(unknown)}: not an argument of "
                              f"{prefix} (see {prefix} --help)")
         return args.run(args)
-    except KeyboardInterrupt:
-        print(f"{prefix}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as stop:
+        signal_name = "SIGTERM" if isinstance(stop, Terminated) else "SIGINT"
+        print(f"{prefix}: interrupted by {signal_name}{_how_to_continue(command, args)}",
+              file=sys.stderr)
+        return 128 + (signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT)
     except Exception as error:  # every failure is one line; --debug shows the traceback
         if debug:
             traceback.print_exc()
@@ -290,6 +298,34 @@ def main(argv=None):
         return 2
     finally:
         warnings.close()
+        if terminate is not None:
+            signal.signal(signal.SIGTERM, terminate)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command is, so that it stops as on Ctrl-C: atomic writes
+    undone, the run's lock released, the last epoch's backup kept."""
+
+
+def _on_sigterm():
+    """Makes SIGTERM raise :class:`Terminated` while a command runs; returns the handler it
+    replaced (None where signals cannot be set: not the main thread)."""
+    def stop(signum, frame):
+        raise Terminated()
+
+    try:
+        return signal.signal(signal.SIGTERM, stop)
+    except ValueError:
+        return None
+
+
+def _how_to_continue(command, args):
+    """``; continue it with ...`` for an interrupted training run ("" otherwise)."""
+    output = getattr(args, "output", None)
+    if command not in ("train", "pretrain") or not output:
+        return ""
+    return (f"; the last finished epoch is kept: continue with kerasbert {command} --resume "
+            f"and the same options (--output {output})")
 
 
 class _WarningLines(logging.Handler):

@@ -265,6 +265,12 @@ class BertConfig:
                 f"hidden_size ({self.hidden_size}) {where}: must be divisible by "
                 f"num_attention_heads ({self.num_attention_heads})"
             )
+        if (self.family in FAMILIES and family_class(self.family).position == "rotary"
+                and self.head_size % 2):
+            raise ValueError(
+                f"hidden_size ({self.hidden_size}) {where}: {self.family}'s rotary positions "
+                "turn pairs of features, so the head size (hidden_size / num_attention_heads "
+                f"= {self.head_size}) must be even")
         if not isinstance(self.hidden_act, str):
             raise ValueError(
                 f"hidden_act ({self.hidden_act!r}) {where}: must be a string such as 'gelu'"
@@ -286,6 +292,14 @@ def check_family(values, where, family="bert"):
     for key, builds, why in _family_rules():
         value = values.get(key)
         if value is not None and not builds(value, values, family):
+            if key == "model_type" and value in model_types():
+                # A family kerasbert builds, but not the one asked for.
+                name = family if isinstance(family, str) else family.__name__
+                raise ValueError(
+                    f"{key} ({value!r}) {where}: another family than model={name!r} "
+                    f"(--model {name}), which builds model_type {model_type_of(family)!r}; "
+                    f"leave the family out (the config's model_type picks it) or ask for "
+                    f"model={value!r}")
             raise ValueError(f"{key} ({value!r}) {where}: not supported yet; {why}")
 
 

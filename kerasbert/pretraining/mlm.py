@@ -197,6 +197,13 @@ def pretrain(options, callbacks=(), verbose="auto"):
         raise ValueError(f"model family in {where}: pretraining trains BERT's masked-LM head "
                          f"(MLM-Dense, MLM-Norm, MLM-Bias), which {config.family} does not have")
     run = TrainingRun(options, OPTIONS_FILE, FINISHED, verbose=verbose).prepare()
+    try:
+        return _pretrain(options, run, config, callbacks, started)
+    finally:
+        run.release()
+
+
+def _pretrain(options, run, config, callbacks, started):
     prepared = _TrainingData.read(options)
     config = config.replace(vocab_size=len(prepared.vocab.tokens))
     check_maxlen(config, options.maxlen)

@@ -45,10 +45,14 @@ def run_task(run_dir):
     return get_task(task if task in TASK_OPTIONS else "classification")
 
 
-def open_run(run_dir):
+def open_run(run_dir, accept_changed=False):
     """The finished run in ``run_dir``, opened by its task's ``Run`` class.
+
+    Args:
+        accept_changed: open it although one of its files changed since it finished.
 
     Raises:
         kerasbert.training.rundir.RunError: see the task's ``Run``.
+        kerasbert.training.fingerprints.ChangedFile: a file of the run was replaced.
     """
-    return run_task(run_dir).run_class(run_dir)
+    return run_task(run_dir).run_class(run_dir, accept_changed=accept_changed)

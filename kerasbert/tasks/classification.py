@@ -199,16 +199,21 @@ def _predict(model, tokenizer, rows, maxlen, batch_size=64, progress=False):
 class Run:
     """A finished run directory, for evaluate / predict / export.
 
+    Args:
+        run_dir: the run directory.
+        accept_changed: open it although a file changed since the run finished.
+
     Raises:
         RunError: not a run directory, an unfinished run, or a missing or corrupt file
             (named).
+        kerasbert.training.fingerprints.ChangedFile: a file replaced since the run finished.
     """
 
-    def __init__(self, run_dir):
+    def __init__(self, run_dir, accept_changed=False):
         from kerasbert.text.tokenizer import Tokenizer
 
         self.run_dir = run_dir = os.fspath(run_dir)
-        check_finished(run_dir, FINISHED_FILE)
+        check_finished(run_dir, finished_file=FINISHED_FILE, accept_changed=accept_changed)
         self.labels = _read_labels(os.path.join(run_dir, "labels.json"))
         self.options = read_options(run_dir)
         self.model = load_run_model(run_dir)

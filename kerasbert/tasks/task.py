@@ -130,21 +130,27 @@ def train(options, callbacks=(), verbose="auto"):
     task = get_task(options.task)
     strategy_name = getattr(options, "strategy", None)
     check_cluster(strategy_name)
-    if options.weights == "random":
-        log.warning("no --checkpoint: the encoder starts from RANDOM weights, not a pretrained "
-                    "model (recorded as weights=random in %s); pass --checkpoint PREFIX to "
-                    "fine-tune a pretrained BERT", OPTIONS_FILE)
     # MultiWorkerMirroredStrategy must be made before TensorFlow runs its first op. Only
     # the chief checks the run directory; a failed check on any worker stops them all.
     strategy = distribute.make_strategy(strategy_name)
     directory = RunDirectory(options.output, OPTIONS_FILE, FINISHED_FILE)
+    try:
+        return _train(task, options, strategy, directory, callbacks, verbose)
+    finally:
+        directory.release()
 
+
+def _train(task, options, strategy, directory, callbacks, verbose):
     def check():
         if distribute.is_chief(strategy):
             directory.check(options, options.resume)
         return task.read_inputs(options)
 
     inputs = distribute.check_together(strategy, check)
+    if options.weights == "random":  # after the checks: a refused run says only why
+        log.warning("no --checkpoint: the encoder starts from RANDOM weights, not a pretrained "
+                    "model (recorded as weights=random in %s); pass --checkpoint PREFIX to "
+                    "fine-tune a pretrained BERT", OPTIONS_FILE)
     # The other workers of a multi-worker run write into a temporary folder instead.
     with distribute.worker_run(strategy, directory, options) as (directory, options):
         run = TrainingRun(options, OPTIONS_FILE, FINISHED_FILE, directory=directory,

@@ -9,6 +9,7 @@ Every run goes through the same four steps, in this order::
     recorder = run.fit(model, data, epochs=..., steps_per_epoch=..., hint=...)
     ...                  # write the run's files
     run.finish(summary)  # the finished file last, then the backup is removed
+    run.release()        # in a finally: the directory's lock, however the run ended
 
 so both get the same guarantees: options saved before the first step, a resume
 refused when the options differ, dropout seeds drawn from ``(seed, epoch)`` so a
@@ -21,6 +22,7 @@ import functools
 import keras
 
 from kerasbert import files
+from kerasbert.training import fingerprints
 from kerasbert.training.callbacks import (
     EpochSeeds,
     RunBackup,
@@ -121,7 +123,14 @@ class TrainingRun:
         return recorder
 
     def finish(self, summary):
-        """Writes ``summary`` as the finished file, then removes the backup."""
+        """Records the fingerprints of the run's files, writes ``summary`` as the finished
+        file, then removes the backup and releases the directory."""
+        fingerprints.record_outputs(self.directory.path, self.directory.finished_file)
         files.write_json(self.directory.file(self.directory.finished_file), summary)
         self.directory.close()
         return summary
+
+    def release(self):
+        """Releases the run directory's lock, however the run ended (call it in a
+        ``finally``)."""
+        self.directory.release()

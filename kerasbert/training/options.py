@@ -31,7 +31,7 @@ class OptionError(ValueError):
 
 
 def option(default=None, help="", rule=None, required=False, choices=None, nargs=None,
-           metavar=None):
+           metavar=None, input=None):
     """A dataclass field of a run's options, with its help and rule.
 
     Args:
@@ -41,10 +41,13 @@ def option(default=None, help="", rule=None, required=False, choices=None, nargs
         required: the value must be given (``--flag`` is required on the command line).
         choices, nargs, metavar: as for ``argparse``; ``choices`` may be a function that
             returns them (a registry filled in below the field).
+        input: the value names files the run reads: ``"file"`` (one or a list) or
+            ``"checkpoint"`` (a prefix); their fingerprints are recorded
+            (:mod:`kerasbert.training.fingerprints`) and their paths compared as files.
     """
     return dataclasses.field(default=default, metadata={
         "help": help, "rule": rule, "required": required, "choices": choices, "nargs": nargs,
-        "metavar": metavar})
+        "metavar": metavar, "input": input})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +117,10 @@ class RunOptions:
     seed: int = option(42, "seed of the initialisation, data order and dropout", SEED)
     jit_compile: bool = option(False, "compile the train step with XLA")
     resume: bool = option(False, "continue an interrupted run in --output")
+    restart: bool = option(False, "start the run in --output again from the beginning, "
+                           "removing the earlier run's files (a kerasbert run directory only)")
+    accept_changed: bool = option(False, "with --resume: continue although an input file "
+                                  "changed since the run started")
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -135,16 +142,17 @@ class FinetuneOptions(RunOptions):
     task: str = option("classification", "what to train (each task's own flags are listed "
                        "under it below)", choices=lambda: TASKS)
     train: str = option(None, "file to train on, in the task's format (default: the task's "
-                        "shipped split)", metavar="FILE")
+                        "shipped split)", metavar="FILE", input="file")
     dev: str = option(None, "file the best epoch is chosen on (required with --train)",
-                      metavar="FILE")
-    test: str = option(None, "file evaluated once at the end", metavar="FILE")
+                      metavar="FILE", input="file")
+    test: str = option(None, "file evaluated once at the end", metavar="FILE", input="file")
     config: str = option(None, "bert_config.json (default: the shipped kerasbert-zh-small)",
-                         metavar="FILE")
+                         metavar="FILE", input="file")
     checkpoint: str = option(None, "Google checkpoint prefix to start from (with --config; "
                              "without it the encoder starts from random weights)",
-                             metavar="PREFIX")
-    vocab: str = option(None, "vocab.txt (default: beside the config)", metavar="FILE")
+                             metavar="PREFIX", input="checkpoint")
+    vocab: str = option(None, "vocab.txt (default: beside the config)", metavar="FILE",
+                        input="file")
     lr: float = option(None, f"peak learning rate (default: the model's {MODEL_DEFAULTS_FILE} "
                        f"beside its config, else {BASE_LR:g}; the shipped model's is 1e-4)",
                        POSITIVE)
@@ -212,7 +220,8 @@ class NerOptions(FinetuneOptions):
                "People's Daily split")
     FILES = ("CoNLL (a token and its BIO, IOB1 or BIOES tag per line) or JSONL (text and "
              "entities at character offsets)")
-    TEXTS = "texts to tag"
+    TEXTS = ("texts to tag (--input: plain text, a text per line; TSV, CSV or JSONL with a "
+             "'text' column; or a tagged file)")
     SHIPPED = "ner_file"
 
     no_crf: bool = option(False, "a softmax tagger instead of the CRF")
@@ -223,8 +232,10 @@ class QaOptions(FinetuneOptions):
     """``kerasbert train --task qa``: span question answering (start and end of the answer)."""
 
     SUMMARY = ("span question answering; without --train it takes the shipped Chinese QA set")
-    FILES = "SQuAD v1.1 / v2.0 JSON"
-    TEXTS = "QUESTION CONTEXT pairs: a question, then the text to answer it from"
+    FILES = "SQuAD v1.1 / v2.0 JSON (CMRC 2018 and DRCD too)"
+    TEXTS = ("QUESTION CONTEXT pairs: a question, then the text to answer it from (--input: "
+             "SQuAD JSON, JSONL with 'question' and 'context', or a question, a tab and its "
+             "context per line)")
     SHIPPED = "qa_file"
 
 
@@ -306,15 +317,17 @@ class PretrainOptions(RunOptions):
     """Everything ``kerasbert pretrain`` takes; saved as ``pretrain_config.json``."""
 
     config: str = option(None, "bert_config.json of the model to pretrain (its vocab_size is "
-                         "replaced by the reduced vocabulary's)", required=True, metavar="FILE")
+                         "replaced by the reduced vocabulary's)", required=True, metavar="FILE",
+                         input="file")
     vocab: str = option(None, "full vocab.txt; the corpus's tokens are kept", required=True,
-                        metavar="FILE")
+                        metavar="FILE", input="file")
     corpus: list = option(None, "labelled TSV/CSV/JSONL (its text column) or plain text, one "
-                          "text per line", required=True, nargs="+", metavar="FILE")
+                          "text per line", required=True, nargs="+", metavar="FILE",
+                          input="file")
     dev: list = option(None, "text to measure MLM accuracy on at the end", nargs="+",
-                       metavar="FILE")
+                       metavar="FILE", input="file")
     checkpoint: str = option(None, "Google checkpoint to start from (default: random init)",
-                             metavar="PREFIX")
+                             metavar="PREFIX", input="checkpoint")
     text_column: str = option("text", "column of the text in labelled files", metavar="NAME")
     steps: int = option(10000, "optimizer updates in the whole run", COUNT)
     steps_per_epoch: int = option(200, "updates between backups (an epoch)", COUNT)
@@ -367,6 +380,13 @@ def validate(options, flags=False):
         if why:
             shown = repr(value) if not isinstance(value, str) or value.strip() else "''"
             raise OptionError(f"invalid value {shown} in {name}: {why}")
+    name = flag if flags else (lambda field: field)
+    if getattr(options, "resume", False) and getattr(options, "restart", False):
+        raise OptionError(f"conflicting options in {name('resume')} and {name('restart')}: "
+                          "continue the run or start it again, not both")
+    if getattr(options, "accept_changed", False) and not getattr(options, "resume", False):
+        raise OptionError(f"invalid option in {name('accept_changed')}: only with "
+                          f"{name('resume')} (a new run records its inputs as they are)")
 
 
 def integer(text):

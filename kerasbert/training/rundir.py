@@ -11,7 +11,13 @@ A run killed at any moment is continued by ``resume=True`` with the same options
 backup folder appears whole or not at all (it is renamed into place), the previous
 one is removed only after the new one is complete, and the backup is deleted only
 after the finished file is written, so a run killed while finishing finishes on
-resume instead of starting again.
+resume instead of starting again. ``restart=True`` starts a stopped or finished run
+again in place, keeping nothing of it.
+
+While a process trains in a run directory it holds an OS lock on it (``flock`` of the
+folder, released by the kernel when the process ends, ``kill -9`` included): a second
+process that would train there is refused, naming the holder's pid. The inputs a run
+read and the files it wrote are fingerprinted (:mod:`kerasbert.training.fingerprints`).
 """
 
 import dataclasses
@@ -21,6 +27,12 @@ import shutil
 
 from kerasbert import files
 from kerasbert.files import pause_point
+from kerasbert.training import fingerprints
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks; runs are not guarded there
+    fcntl = None
 
 BACKUP = "backup"
 HISTORY = "history.json"
@@ -81,6 +93,61 @@ def check_export_target(directory, run_dir=None):
     check_writable(directory, flag="--to")
 
 
+#: The run directories this process holds the lock of: ``{real path: file descriptor}``.
+_LOCKS = {}
+
+
+def lock(path, flag="--output"):
+    """Takes the lock of the run directory ``path`` for this process (again: nothing to do).
+
+    Raises:
+        RunError: another process holds it: ``--output in runs/x: another kerasbert process
+            (pid 4242) is training in it; ...``.
+    """
+    key = os.path.realpath(path)
+    if fcntl is None or key in _LOCKS:
+        return
+    descriptor = os.open(key, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _lock_holder(descriptor)
+        os.close(descriptor)
+        who = f"another kerasbert process (pid {holder})" if holder else "another process"
+        raise RunError(f"{flag} in {path}: {who} is training in it; wait until it ends, or "
+                       "choose another directory") from None
+    _LOCKS[key] = descriptor
+
+
+def unlock(path):
+    """Releases this process's lock of ``path`` (if it holds it)."""
+    descriptor = _LOCKS.pop(os.path.realpath(path), None)
+    if descriptor is not None:
+        os.close(descriptor)
+
+
+def _lock_holder(descriptor):
+    """The pid holding the ``flock`` of an open folder, from ``/proc/locks`` (None where
+    that is not known)."""
+    inode = os.fstat(descriptor).st_ino
+    try:
+        with open("/proc/locks", encoding="ascii") as f:
+            for line in f:
+                fields = line.split()
+                if "->" in fields or len(fields) < 6 or fields[1] != "FLOCK":
+                    continue
+                if fields[5].rsplit(":", 1)[-1] == str(inode):
+                    return int(fields[4])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def same_path(a, b):
+    """Whether two paths name the same file or folder (``./runs/x`` and ``runs/x``)."""
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
 @dataclasses.dataclass
 class RunDirectory:
     """A run directory and the names of its two marker files.
@@ -108,28 +175,45 @@ class RunDirectory:
                 or os.path.isdir(self.file(BACKUP)))
 
     def check(self, options, resume):
-        """Refuses what would lose or mix results; nothing is written.
+        """Takes the directory's lock (if it exists) and refuses what would lose or mix
+        results; nothing is written.
 
         Raises:
-            RunError: a finished run; an interrupted one without ``resume``; ``resume``
-                with nothing to continue or with other options than the run's; a
+            RunError: another process trains there; a finished run without ``restart``; an
+                interrupted one without ``resume`` or ``restart``; ``resume`` with nothing to
+                continue, with other options than the run's, or with a changed input; a
                 folder of other files.
         """
         check_writable(self.path)
-        if self.finished:
+        if os.path.isdir(self.path):
+            lock(self.path)
+        try:
+            self._check(options, resume)
+        except Exception:
+            unlock(self.path)
+            raise
+
+    def _check(self, options, resume):
+        restart = getattr(options, "restart", False)
+        if self.finished and not restart:
             # A kill after the finished file, before the backup was removed, left it behind.
             shutil.rmtree(self.file(BACKUP), ignore_errors=True)
-            raise RunError(f"--output in {self.path}: holds a finished run; "
-                           "choose a new --output")
+            raise RunError(f"--output in {self.path}: holds a finished run; choose a new "
+                           "--output, or pass --restart to train it again, replacing it")
         if resume:
             if not self.started:
                 raise RunError(f"--resume in {self.path}: no interrupted run to continue; "
                                "leave out --resume to start one")
             self._check_same_options(options)
+            fingerprints.check_inputs(self.path, options,
+                                      getattr(options, "accept_changed", False))
             return
-        if self.started:
+        if self.started or self.finished:
+            if restart:
+                return
             raise RunError(f"--output in {self.path}: holds an interrupted run; pass --resume "
-                           "to continue it, or choose another --output")
+                           "to continue it, --restart to start it again, or choose another "
+                           "--output")
         if os.path.isdir(self.path) and [n for n in os.listdir(self.path)
                                          if not files.is_temporary(n)]:
             raise RunError(f"--output in {self.path}: is not empty and holds no kerasbert run; "
@@ -141,20 +225,56 @@ class RunDirectory:
             return  # killed before its options were written: nothing to compare
         saved = read_json(path, "options")
         current = json.loads(json.dumps(dataclasses.asdict(options)))  # tuples as saved: lists
-        changed = [key for key in current if key != "resume" and saved.get(key) != current[key]]
+        paths = {field.name for field in dataclasses.fields(options)
+                 if field.metadata.get("input") or field.name == "output"}
+        changed = [key for key in current if key not in _RESUME_FLAGS
+                   and not _same_value(saved.get(key), current[key], key in paths)]
         if changed:
             shown = ", ".join(f"{key} ({saved.get(key)!r} -> {current[key]!r})"
                               for key in changed)
             raise RunError(f"--resume in {self.path}: the run's options differ ({shown}); "
-                           f"a resumed run keeps the options in its {self.options_file}")
+                           f"a resumed run keeps the options in its {self.options_file} "
+                           "(pass --restart instead to train again with the new ones)")
 
     def start(self, options):
-        """Creates the directory, clears what a kill left behind, saves the options."""
-        os.makedirs(self.path, exist_ok=True)
+        """Creates the directory (taking its lock if :meth:`check` could not: it did not
+        exist), clears what a kill left behind (or, for ``restart``, the whole earlier run),
+        saves the options and the fingerprints of the inputs."""
+        if os.path.realpath(self.path) not in _LOCKS:
+            created = not os.path.isdir(self.path)
+            os.makedirs(self.path, exist_ok=True)
+            try:
+                lock(self.path)
+                self._check(options, options.resume)  # another process may have been faster
+            except Exception:
+                if created and not os.listdir(self.path):
+                    os.rmdir(self.path)
+                raise
+        if getattr(options, "restart", False):
+            self._clear()
         files.remove_temporaries(self.path)
         files.remove_temporaries(self.file(BACKUP))
         if not os.path.exists(self.file(self.options_file)):
             files.write_json(self.file(self.options_file), dataclasses.asdict(options))
+        if (not options.resume or getattr(options, "accept_changed", False)
+                or not os.path.exists(self.file(fingerprints.FILE))):
+            fingerprints.record_inputs(self.path, options)
+
+    def _clear(self):
+        """Removes every file of the earlier run: moved aside at once (a kill leaves only a
+        temporary behind), then deleted."""
+        names = [name for name in os.listdir(self.path) if not files.is_temporary(name)]
+        if not names:
+            return
+        aside = files.temporary_name(self.file("restart"), suffix="")
+        os.mkdir(aside)
+        for name in names:
+            os.replace(self.file(name), os.path.join(aside, name))
+        shutil.rmtree(aside, ignore_errors=True)
+
+    def release(self):
+        """Releases the directory's lock (when the run ends, however it ends)."""
+        unlock(self.path)
 
     # ------------------------------------------------------------------ backup
     def backup_state(self):
@@ -213,6 +333,20 @@ class RunDirectory:
         """After the finished file is written: the backup is no longer needed."""
         pause_point("backup-removal")
         shutil.rmtree(self.file(BACKUP), ignore_errors=True)
+        self.release()
+
+
+#: Options that say how to start a run, not what it trains: a resumed run may differ in them.
+_RESUME_FLAGS = ("resume", "restart", "accept_changed")
+
+
+def _same_value(saved, current, path):
+    """Whether a saved option equals the current one (paths: the same files)."""
+    if saved == current or not path or saved is None or current is None:
+        return saved == current
+    if isinstance(saved, list) and isinstance(current, list):
+        return len(saved) == len(current) and all(map(same_path, saved, current))
+    return isinstance(saved, str) and isinstance(current, str) and same_path(saved, current)
 
 
 def read_json(path, what):
@@ -226,12 +360,18 @@ def read_json(path, what):
         raise RunError(f"{what} in {path}: not valid JSON ({error})") from None
 
 
-def check_finished(run_dir, options_file=TRAIN_OPTIONS_FILE, finished_file=TRAIN_FINISHED_FILE):
-    """Raises unless ``run_dir`` holds a finished run (``finished_file`` written last).
+def check_finished(run_dir, options_file=TRAIN_OPTIONS_FILE, finished_file=TRAIN_FINISHED_FILE,
+                   accept_changed=False):
+    """Raises unless ``run_dir`` holds a finished run (``finished_file`` written last) whose
+    files are those it wrote (:func:`kerasbert.training.fingerprints.check_outputs`).
+
+    Args:
+        accept_changed: use a run whose file changed since it finished (a warning).
 
     Raises:
         RunError: no directory, a file, an unfinished run (how to continue it), or not a
             run directory.
+        kerasbert.training.fingerprints.ChangedFile: a file of the run was replaced.
     """
     if not os.path.isdir(run_dir):
         what = ("is a file, not a run directory" if os.path.exists(run_dir)
@@ -244,6 +384,7 @@ def check_finished(run_dir, options_file=TRAIN_OPTIONS_FILE, finished_file=TRAIN
                            f"kerasbert train --resume --output {run_dir}")
         raise RunError(f"run in {run_dir}: not a kerasbert run directory "
                        f"(no {finished_file})")
+    fingerprints.check_outputs(run_dir, accept_changed)
 
 
 def load_run_model(run_dir):

@@ -1,0 +1,194 @@
+"""What a run read and what it wrote, as SHA-256 fingerprints, so that a later command
+notices a file that changed since.
+
+A run records, in ``<run>/fingerprints.json``:
+
+- ``inputs``: every file its options name as an input (the fields marked ``input`` in
+  :mod:`kerasbert.training.options`: data files, config, vocabulary, the checkpoint's
+  files), when the run starts. A resumed run refuses an input that changed: its epochs
+  so far were trained on the old one, and the rest would mix two datasets.
+- ``outputs``: the files of the finished run that later commands read (``model.keras``,
+  ``labels.json``, ``vocab.txt``, ``train_config.json``, ...; not its history or
+  pictures), when it finishes.
+  ``evaluate``, ``predict`` and ``export`` refuse a run whose file was replaced: a
+  different ``labels.json`` of the same size would silently rename every prediction.
+
+In both cases ``accept_changed=True`` (``--accept-changed``) goes on with the new file and
+says so in a warning; a resumed run records the new input's fingerprint, while
+``evaluate``, ``predict`` and ``export`` write nothing into the run (the flag is needed
+each time). Runs written before fingerprints were recorded have no file: nothing is
+compared.
+
+Example:
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> path = os.path.join(folder, "labels.json")
+    >>> files.write_json(path, ["negative", "positive"])
+    >>> record_outputs(folder, finished_file="metrics.json")
+    >>> files.write_json(path, ["positive", "negative"])     # the same size
+    >>> check_outputs(folder)
+    Traceback (most recent call last):
+    ...
+    kerasbert.training.fingerprints.ChangedFile: run file in ...labels.json: changed (same ...
+"""
+
+import dataclasses
+import glob
+import hashlib
+import logging
+import os
+
+from kerasbert import files
+
+log = logging.getLogger(__name__)
+
+FILE = "fingerprints.json"
+#: Files of a run directory no later command reads: never compared (pictures neither).
+_NOT_OUTPUTS = {FILE, "history.json", "history.csv"}
+_PICTURES = (".png", ".svg", ".pdf")
+_CHUNK = 1 << 20
+
+
+class ChangedFile(ValueError):
+    """A file a run read or wrote differs from the one it recorded."""
+
+
+def fingerprint(path):
+    """``{"size", "sha256"}`` of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return {"size": os.path.getsize(path), "sha256": digest.hexdigest()}
+
+
+def input_files(options):
+    """``{field: [path, ...]}``: the files each input option of ``options`` names (a
+    checkpoint prefix: its ``.index`` and ``.data-*`` files); options left out are absent."""
+    found = {}
+    for field in dataclasses.fields(options):
+        value = getattr(options, field.name)
+        if not field.metadata.get("input") or not value:
+            continue
+        paths = []
+        for path in value if isinstance(value, (list, tuple)) else [value]:
+            if field.metadata.get("input") == "checkpoint":
+                paths += [path + ".index"] + sorted(glob.glob(glob.escape(path) + ".data-*"))
+            else:
+                paths.append(path)
+        found[field.name] = [path for path in paths if os.path.isfile(path)]
+    return found
+
+
+def _read(folder):
+    path = os.path.join(folder, FILE)
+    if not os.path.exists(path):
+        return None
+    from kerasbert.training.rundir import read_json
+
+    recorded = read_json(path, "fingerprints")
+    if not isinstance(recorded, dict):
+        raise ChangedFile(f"fingerprints in {path}: not a JSON object; was it edited?")
+    return recorded
+
+
+def _write(folder, recorded):
+    files.write_json(os.path.join(folder, FILE), recorded)
+
+
+def record_inputs(folder, options):
+    """Records the fingerprints of the inputs of ``options`` (when the run starts; a
+    resumed run keeps those recorded first, unless it accepted a change)."""
+    recorded = _read(folder) or {}
+    recorded["inputs"] = {name: [{"path": path, **fingerprint(path)} for path in paths]
+                          for name, paths in input_files(options).items()}
+    _write(folder, recorded)
+
+
+def check_inputs(folder, options, accept_changed=False):
+    """Refuses an input of a resumed run that differs from the one the run started with.
+
+    Args:
+        folder: the run directory.
+        options: the resumed run's options (the same paths as the run's, checked before).
+        accept_changed: go on with the changed files (a warning; their new fingerprints
+            are recorded when the run starts again).
+
+    Raises:
+        ChangedFile: ``input in train.tsv: changed since the run started (...)``.
+    """
+    recorded = (_read(folder) or {}).get("inputs")
+    if recorded is None:
+        return
+    current = input_files(options)
+    for name, entries in recorded.items():
+        paths = current.get(name, [])
+        for entry in entries:
+            path = entry.get("path")
+            why = _difference(entry, path if path in paths else None)
+            if why is None:
+                continue
+            if accept_changed:
+                log.warning("input in %s: %s; continuing with it (--accept-changed)", path, why)
+                continue
+            raise ChangedFile(
+                f"input in {path}: {why} since the run started; its epochs so far were trained "
+                "on the old file: pass --accept-changed to continue with the new one anyway, "
+                "or --restart to train again from the start")
+
+
+def record_outputs(folder, finished_file):
+    """Records the fingerprints of the files a finished run leaves for later commands
+    (every file of ``folder`` but the backup, the history and ``finished_file``)."""
+    recorded = _read(folder) or {}
+    recorded["outputs"] = {name: fingerprint(os.path.join(folder, name))
+                           for name in _outputs(folder, finished_file)}
+    _write(folder, recorded)
+
+
+def _outputs(folder, finished_file):
+    names = []
+    for root, directories, names_here in os.walk(folder):
+        directories[:] = sorted(d for d in directories
+                                if d != "backup" and not files.is_temporary(d))
+        for name in sorted(names_here):
+            relative = os.path.relpath(os.path.join(root, name), folder)
+            if (relative not in _NOT_OUTPUTS and relative != finished_file
+                    and not name.endswith(_PICTURES) and not files.is_temporary(name)):
+                names.append(relative)
+    return names
+
+
+def check_outputs(folder, accept_changed=False):
+    """Refuses a finished run whose recorded file was replaced or edited since it finished
+    (a file removed since is left to the command that reads it).
+
+    Raises:
+        ChangedFile: ``run file in runs/x/labels.json: changed since the run finished ...``.
+    """
+    recorded = (_read(folder) or {}).get("outputs")
+    for name, entry in sorted((recorded or {}).items()):
+        path = os.path.join(folder, name)
+        if not os.path.isfile(path):
+            continue
+        why = _difference(entry, path)
+        if why is None:
+            continue
+        if not accept_changed:
+            raise ChangedFile(
+                f"run file in {path}: {why} since the run finished; its model was trained with "
+                "the old one and would give wrong answers: put it back, or pass "
+                "--accept-changed to use the run as it is now")
+        log.warning("run file in %s: %s; using it (--accept-changed)", path, why)
+
+
+def _difference(entry, path):
+    """None if ``path`` has ``entry``'s fingerprint, else what differs, in words."""
+    if path is None or not os.path.isfile(path):
+        return "removed"
+    size = os.path.getsize(path)
+    if size != entry.get("size"):
+        return f"changed (was {entry.get('size')} bytes, now {size})"
+    if fingerprint(path)["sha256"] != entry.get("sha256"):
+        return f"changed (same size, {size} bytes, other content)"
+    return None
