@@ -35,6 +35,7 @@ Example:
 import dataclasses
 import glob
 import hashlib
+import json
 import logging
 import os
 
@@ -84,11 +85,14 @@ def _read(folder):
     path = os.path.join(folder, FILE)
     if not os.path.exists(path):
         return None
-    from kerasbert.training.rundir import read_json
-
-    recorded = read_json(path, "fingerprints")
+    try:
+        with open(path, encoding="utf-8") as f:
+            recorded = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        recorded = None
     if not isinstance(recorded, dict):
-        raise ChangedFile(f"fingerprints in {path}: not a JSON object; was it edited?")
+        raise ChangedFile(f"fingerprints in {path}: not the JSON object kerasbert wrote; was it "
+                          "edited?")
     return recorded
 
 
