@@ -50,7 +50,8 @@ def test_jsonl_files_take_objects_or_triples_and_refuse_overlaps(tmp_path):
     ("a.txt", "张 B-PER\n三\n", r"bad line in .*a.txt, line 2: expected a token and its tag"),
     ("b.txt", "张 B-PER\n三 X-PER\n", r"bad tag in .*b.txt, line 2: 'X-PER' is not a tag"),
     ("c.jsonl", '{"text": "ab", "entities": [[0, 5, "PER"]]}\n',
-     r"bad entity in .*c.jsonl, line 1: \[0, 5\) is not a span of the 2-character text"),
+     r"bad entity in .*c.jsonl, line 1, entities\[0\]: \[0, 5\) is not a span of the "
+     "2-character text"),
     ("d.jsonl", '{"text": "ab"}\n{"text": 3}\n', r"bad row in .*d.jsonl, line 2: expected an "
                                                   "object with a string 'text'"),
     ("e.txt", "\n\n", r"data in .*e.txt: no tagged sentence found"),

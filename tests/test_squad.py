@@ -43,10 +43,14 @@ def test_squad_scores_best_gold_answer_and_unanswerable_questions(tmp_path):
 @pytest.mark.parametrize("document, message", [
     ({"data": [{"paragraphs": [{"context": "abc", "qas": [
         {"id": "x", "question": "?", "answers": [{"text": "bc", "answer_start": 0}]}]}]}]},
-     r"bad answer in .*bad.json, data\[0\].paragraphs\[0\].qas\[0\].answers\[0\]: 'bc' is not "
-     "at answer_start 0"),
+     r"bad answer in .*bad.json, question 'x' at data\[0\].paragraphs\[0\].qas\[0\], "
+     r"answers\[0\]: 'bc' is not at answer_start 0 of the context, which holds 'ab' there; "
+     "'bc' is at 1"),
     ({"data": [{"paragraphs": [{"qas": []}]}]},
-     r"bad entry in .*bad.json, data\[0\].paragraphs\[0\]: 'context' must be a string"),
+     r"missing field in .*bad.json, data\[0\].paragraphs\[0\]: no 'context'"),
+    ({"data": [{"paragraphs": [{"context": 3, "qas": []}]}]},
+     r"bad field in .*bad.json, data\[0\].paragraphs\[0\]: 'context' must be a string, got "
+     r"a number \(3\)"),
     ({"data": [{"paragraphs": [{"context": "abc", "qas": [{"id": "x", "question": "?",
                                                          "answers": []}]}]}]},
      r"no answer, and not marked is_impossible"),

@@ -212,11 +212,11 @@ class Run:
         RunError: not a finished NER run, or a missing or corrupt file (named).
     """
 
-    def __init__(self, run_dir):
+    def __init__(self, run_dir, accept_changed=False):
         from kerasbert.text.tokenizer import Tokenizer
 
         self.run_dir = run_dir = os.fspath(run_dir)
-        check_finished(run_dir, FINISHED_FILE)
+        check_finished(run_dir, finished_file=FINISHED_FILE, accept_changed=accept_changed)
         self.options = read_options(run_dir)
         self.tags = read_json(os.path.join(run_dir, TAGS_FILE), "tags")
         self.model = load_run_model(run_dir)
@@ -234,8 +234,9 @@ class Run:
 
     def predict(self, texts=None, path=None, progress=False):
         """``[{"text", "entities": [{"type", "start", "end", "text"}]}]`` for texts, or for
-        the sentences of a tagged file."""
-        sentences = (ner_data.read_sentences(path) if path is not None
+        the texts of a file: plain text (one per line), a TSV / CSV / JSONL file with a
+        ``text`` column, or a tagged file (see :func:`ner_data.read_texts`)."""
+        sentences = (ner_data.read_texts(path) if path is not None
                      else [ner_data.Sentence(text, []) for text in texts])
         _, predicted = score(self.model, self._encode(sentences), sentences, self.tags,
                              progress=progress)

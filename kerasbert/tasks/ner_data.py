@@ -6,8 +6,16 @@ A sentence is its text and its entities as character spans ``(type, start, end)`
 - CoNLL two-column (``.txt``, ``.conll``, ``.bio``, ...): one token and its tag per line
   (BIO, IOB1 or BIOES), a blank line between sentences, ``-DOCSTART-`` lines ignored.
   Tokens of one character (Chinese) are joined as they are; longer ones with a space.
-- JSONL (``.jsonl``): ``{"text": "...", "entities": [{"start": 0, "end": 2, "label":
-  "PER"}, ...]}`` (or ``[start, end, label]`` triples), offsets in characters.
+- JSONL (``.jsonl``, ``.ndjson``): ``{"text": "...", "entities": [{"start": 0, "end": 2,
+  "label": "PER"}, ...]}`` (or ``[start, end, label]`` triples; ``spans`` for
+  ``entities``, ``type`` for ``label``), offsets in characters, ``end`` exclusive. An
+  entity may give its ``text``, which must be the text's characters there; a row may have
+  an ``id``. Any other key is refused by name (a row's ``entity`` would otherwise lose its
+  annotations without a word), as are offsets that are not integers inside the text, and
+  an empty label.
+
+Files to tag (:func:`read_texts`) may also be plain text, one text per line, or a
+TSV / CSV / JSONL file with a ``text`` column.
 
 The model sees WordPiece tokens: :func:`token_tags` gives each token the BIO tag of the
 entity it falls in, through the tokenizer's character offsets, so the characters the
@@ -24,9 +32,20 @@ import os
 
 from kerasbert.files import open_input
 from kerasbert.inference.entities import entity_spans, split_tag
-from kerasbert.training.data import DataError
+from kerasbert.training.data import (
+    DataError,
+    decode_text,
+    json_kind,
+    lone_surrogate,
+    read_examples,
+    text_lines,
+    unknown_keys,
+)
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
+TABLE_SUFFIXES = (".tsv", ".csv")
+ROW_KEYS = ("text", "entities", "spans", "id")
+ENTITY_KEYS = ("start", "end", "label", "type", "text")
 
 
 @dataclasses.dataclass
@@ -52,17 +71,66 @@ def read_sentences(path):
         (1000, '《虎踞钟山》剧组人', [('LOC', 3, 5)])
     """
     path = os.fspath(path)
-    with open_input(path, "data", "a tagged file") as f:
-        raw = f.read()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise DataError(f"data in {path}: not UTF-8 text ({error})") from None
+    lines = _lines(path, "a tagged file")
     reader = _read_jsonl if path.lower().endswith(JSONL_SUFFIXES) else _read_conll
-    sentences = reader(text.splitlines(), path)
+    return _found(reader(lines, path), path, "tagged sentence")
+
+
+def read_texts(path):
+    """The texts of a file to tag, as sentences (with the entities a tagged file gives).
+
+    The form is read from the suffix, then the content:
+
+    - ``.jsonl`` / ``.ndjson``: JSONL as :func:`read_sentences` reads it (``entities`` may
+      be left out);
+    - ``.tsv`` / ``.csv``: a table with a ``text`` column (other columns are not used);
+    - anything else: a tagged CoNLL file when its first line is a token and a tag
+      (``张 B-PER``) or ``-DOCSTART-``, else plain text, one text per line, blank lines
+      skipped.
+
+    Raises:
+        FileNotFoundError: no file at ``path``.
+        kerasbert.training.data.DataError: a bad line or row (file and line named), or a
+            file without text.
+
+    Example:
+        >>> len(read_texts("kerasbert/resources/peoples_daily/dev.txt"))  # a tagged file
+        1000
+    """
+    path = os.fspath(path)
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix in JSONL_SUFFIXES:
+        return read_sentences(path)
+    if suffix in TABLE_SUFFIXES:
+        rows = read_examples(path, label_column=None, require_labels=False)
+        return [Sentence(text, [], f"{path}, line {line}")
+                for text, line in zip(rows.texts, rows.lines)]
+    lines = _lines(path, "a text file")
+    first = next((line.split() for line in lines if line.strip()), [])
+    if first[:1] == ["-DOCSTART-"] or len(first) >= 2 and _is_tag(first[-1]):
+        return _found(_read_conll(lines, path), path, "tagged sentence")
+    return _found([Sentence(line, [], f"{path}, line {number}")
+                   for number, line in enumerate(lines, start=1) if line.strip()],
+                  path, "text")
+
+
+def _lines(path, expected):
+    with open_input(path, "data", expected) as f:
+        return text_lines(decode_text(f.read(), path))
+
+
+def _found(sentences, path, what):
     if not sentences:
-        raise DataError(f"data in {path}: no tagged sentence found")
+        raise DataError(f"data in {path}: no {what} found")
     return sentences
+
+
+def _is_tag(word):
+    try:
+        split_tag(word)
+    except ValueError:
+        return False
+    return True
 
 
 def _read_conll(lines, path):
@@ -76,13 +144,18 @@ def _read_conll(lines, path):
                 sentences.append(_conll_sentence(tokens, tags, f"{path}, line {first}"))
             tokens, tags = [], []
             continue
+        if line.lstrip().startswith("{") and not sentences and not tokens:
+            raise DataError(f"bad line in {path}, line {number}: a JSON object, not a token "
+                            "and its tag (a JSONL file of texts and entities is named .jsonl)")
         if len(columns) < 2:
             raise DataError(f"bad line in {path}, line {number}: expected a token and its tag "
                             f"separated by whitespace, got {line.strip()!r}")
         try:
             split_tag(columns[-1])
         except ValueError as error:
-            raise DataError(f"bad tag in {path}, line {number}: {error}") from None
+            hint = (f" (the first column, {columns[0]!r}, is a tag: the token goes first)"
+                    if _is_tag(columns[0]) else "")
+            raise DataError(f"bad tag in {path}, line {number}: {error}{hint}") from None
         first = first if tokens else number
         tokens.append(columns[0])
         tags.append(columns[-1])
@@ -112,10 +185,19 @@ def _read_jsonl(lines, path):
             raise DataError(f"bad row in {where}: invalid JSON ({error.msg})") from None
         if not isinstance(row, dict) or not isinstance(row.get("text"), str):
             raise DataError(f"bad row in {where}: expected an object with a string 'text'")
-        spans = row.get("entities", row.get("spans", []))
+        problem = (unknown_keys(row, ROW_KEYS) or lone_surrogate(row["text"], "'text'")
+                   or _id_problem(row))
+        if not problem and "entities" in row and "spans" in row:
+            problem = "both 'entities' and 'spans' (give one)"
+        if problem:
+            raise DataError(f"bad row in {where}: {problem}")
+        key = "spans" if "spans" in row else "entities"
+        spans = row.get(key, [])
         if not isinstance(spans, list):
-            raise DataError(f"bad row in {where}: 'entities' must be a list")
-        entities = sorted(_span(span, row["text"], where) for span in spans)
+            raise DataError(f"bad row in {where}: {key!r} must be a list, got "
+                            f"{json_kind(spans)}")
+        entities = sorted(_span(span, row["text"], f"{where}, {key}[{n}]")
+                          for n, span in enumerate(spans))
         entities = [(kind, start, end) for start, end, kind in entities]
         for (_, _, end), (_, start, _) in zip(entities, entities[1:]):
             if start < end:
@@ -125,18 +207,50 @@ def _read_jsonl(lines, path):
     return sentences
 
 
+def _id_problem(row):
+    value = row.get("id")
+    if value is None or isinstance(value, str) or (isinstance(value, int)
+                                                   and not isinstance(value, bool)):
+        return None
+    return f"'id' must be a string or an integer, got {json_kind(value)}"
+
+
 def _span(span, text, where):
+    """``(start, end, label)`` of one entity, checked against the text."""
+    given = None
     if isinstance(span, dict):
+        problem = unknown_keys(span, ENTITY_KEYS)
+        missing = [key for key in ("start", "end", "label")
+                   if key not in span and not (key == "label" and "type" in span)]
+        if not problem and "label" in span and "type" in span:
+            problem = "both 'label' and 'type' (give one)"
+        elif not problem and missing:
+            problem = f"no {missing[0]!r}"
+        if problem:
+            raise DataError(f"bad entity in {where}: {problem}")
+        given = span.get("text")
         span = [span.get("start"), span.get("end"), span.get("label", span.get("type"))]
-    if not (isinstance(span, list) and len(span) == 3 and isinstance(span[2], str)
-            and span[2] and all(isinstance(v, int) and not isinstance(v, bool)
-                                for v in span[:2])):
-        raise DataError(f"bad entity in {where}: {span!r} is not [start, end, label] "
-                        "(integer character offsets and a label)")
+    if not (isinstance(span, list) and len(span) == 3):
+        raise DataError(f"bad entity in {where}: expected [start, end, label] or an object "
+                        f"with 'start', 'end' and 'label', got {json_kind(span)}")
+    for name, value, kind in zip(("start", "end", "label"), span, (int, int, str)):
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise DataError(f"bad entity in {where}: {name!r} must be "
+                            f"{'an integer' if kind is int else 'a string'}, got "
+                            f"{json_kind(value)}")
     start, end, kind = span
+    if not kind.strip() or kind != kind.strip():
+        raise DataError(f"bad entity in {where}: label {kind!r} is empty or has spaces "
+                        "around it")
+    problem = lone_surrogate(kind, "the label")
+    if problem:
+        raise DataError(f"bad entity in {where}: {problem}")
     if not 0 <= start < end <= len(text):
         raise DataError(f"bad entity in {where}: [{start}, {end}) is not a span of the "
                         f"{len(text)}-character text")
+    if given is not None and given != text[start:end]:
+        raise DataError(f"bad entity in {where}: its text {given!r} is not the text's "
+                        f"characters [{start}, {end}), {text[start:end]!r}")
     return start, end, kind
 
 

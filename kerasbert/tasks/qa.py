@@ -45,7 +45,7 @@ from kerasbert.tasks.runs import (
     read_options,
     write_model_files,
 )
-from kerasbert.tasks.squad import read_squad, squad_scores
+from kerasbert.tasks.squad import read_questions, read_squad, squad_scores
 from kerasbert.tasks.task import DevScores, Task, train
 from kerasbert.training.options import QaOptions, TrainOptions
 from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
@@ -212,11 +212,11 @@ class Run:
         RunError: not a finished run, or a missing or corrupt file (named).
     """
 
-    def __init__(self, run_dir):
+    def __init__(self, run_dir, accept_changed=False):
         from kerasbert.text.tokenizer import Tokenizer
 
         self.run_dir = run_dir = os.fspath(run_dir)
-        check_finished(run_dir, FINISHED_FILE)
+        check_finished(run_dir, finished_file=FINISHED_FILE, accept_changed=accept_changed)
         self.options = read_options(run_dir)
         self.model = load_run_model(run_dir)
         self.tokenizer = Tokenizer(os.path.join(run_dir, "vocab.txt"))
@@ -229,10 +229,12 @@ class Run:
 
     def predict(self, texts=None, path=None, progress=False):
         """``[{"question", "answer", "start", "end", "score"}]`` for ``texts`` given as
-        ``[question, context, question, context...]``, or for the questions of a SQuAD
-        file (with their ``id``); "no answer" is an empty answer."""
+        ``[question, context, question, context...]``, or for the questions of a file (with
+        their ``id`` where it gives one): SQuAD JSON (answers not needed), JSONL with
+        ``question`` and ``context``, or one ``question<TAB>context`` per line (see
+        :func:`~kerasbert.tasks.squad.read_questions`); "no answer" is an empty answer."""
         if path is not None:
-            questions = read_squad(path)
+            questions = read_questions(path)
             pairs = [(q.question, q.context) for q in questions]
         else:
             TASK.check_texts(texts)
@@ -241,7 +243,8 @@ class Run:
         found = answer([q for q, _ in pairs], [c for _, c in pairs], progress=progress)
         rows = [{"question": q, **row} for (q, _), row in zip(pairs, found)]
         if questions is not None:
-            rows = [{"id": q.id, **row} for q, row in zip(questions, rows)]
+            rows = [{"id": q.id, **row} if q.id is not None else row
+                    for q, row in zip(questions, rows)]
         return rows
 
     def export(self, directory, overwrite=False, format="saved_model", **options):

@@ -2,7 +2,17 @@
 
 A file is SQuAD v1.1 or v2.0 JSON: ``{"data": [{"paragraphs": [{"context": ...,
 "qas": [{"id", "question", "answers": [{"text", "answer_start"}], "is_impossible"}]}]}]}``;
-v2's unanswerable questions have ``is_impossible: true`` and no answers.
+v2's unanswerable questions have ``is_impossible: true`` and no answers (their
+``plausible_answers`` are not used). CMRC 2018 and DRCD files are read too (their ``id`` on
+articles, paragraphs and answers). Everything is checked before a question is used: the
+type of every field (``is_impossible`` a JSON boolean, ``answer_start`` an integer), each
+answer's text at its ``answer_start`` in the context, question ids unique (scores count
+each id once), and no key other than those above (``is_imposible`` would otherwise make a
+question answerable without a word). Errors name the file, the question (its id, or its
+place such as ``data[0].paragraphs[2].qas[1]``) and the field.
+
+Files to answer (:func:`read_questions`) may also be JSONL (``{"question": ..., "context":
+..., "id": ...}`` per line) or text with one ``question<TAB>context`` per line.
 
 Scores follow SQuAD's evaluation script: an answer is normalised (lowercased, punctuation,
 English articles and extra spaces removed) and compared with every gold answer, the best
@@ -22,31 +32,56 @@ import unicodedata
 
 from kerasbert.files import open_input
 from kerasbert.text.vocab import is_cjk
-from kerasbert.training.data import DataError
+from kerasbert.training.data import (
+    SURROGATE,
+    DataError,
+    decode_text,
+    json_kind,
+    json_surrogate_line,
+    lone_surrogate,
+    text_lines,
+    unknown_keys,
+)
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 # SQuAD's ASCII punctuation, and the CJK and full-width punctuation of Chinese text.
 _PUNCTUATION = set(string.punctuation) | set("，。！？；：、“”‘’（）《》【】…—～·「」『』")
+# The keys of each object: SQuAD v1.1 and v2.0, and the ids CMRC 2018 and DRCD add.
+ARTICLE_KEYS = ("title", "paragraphs", "id")
+PARAGRAPH_KEYS = ("context", "qas", "id")
+QUESTION_KEYS = ("id", "question", "answers", "is_impossible", "plausible_answers")
+ANSWER_KEYS = ("text", "answer_start", "id")
+# The keys of a JSONL line of questions to answer.
+LINE_KEYS = ("id", "question", "context")
+_TYPES = {str: "a string", list: "a list", dict: "an object", bool: "true or false",
+          int: "an integer"}
 
 
 @dataclasses.dataclass
 class Question:
     """One question of a file, with its context and gold answers (character offsets)."""
 
-    id: str
+    id: str  # None for a question of a file to answer that gives none
     question: str
     context: str
     answers: list  # [(text, start)]; empty for an unanswerable question
     where: str = ""
 
 
-def read_squad(path):
-    """The questions of a SQuAD v1.1 / v2.0 JSON file.
+def read_squad(path, require_answers=True):
+    """The questions of a SQuAD v1.1 / v2.0 JSON file (CMRC 2018 and DRCD too).
+
+    Args:
+        path: the file.
+        require_answers: False for a file to answer, whose questions need no answers (the
+            answers it gives are checked all the same).
 
     Raises:
         FileNotFoundError: no file at ``path``.
-        kerasbert.training.data.DataError: invalid JSON, a missing field, or an answer
-            whose text is not at its ``answer_start`` in the context (all named).
+        kerasbert.training.data.DataError: bytes that are not UTF-8 or invalid JSON (line
+            named), a missing field or one of another type, an unknown key, an answer
+            whose text is not at its ``answer_start`` in the context, a question id given
+            twice (file, question and field named).
 
     Example:
         >>> questions = read_squad("kerasbert/resources/peoples_daily_qa/dev.json")
@@ -54,49 +89,216 @@ def read_squad(path):
         True
     """
     path = os.fspath(path)
-    with open_input(path, "data", "a SQuAD JSON file") as f:
-        try:
-            document = json.loads(f.read().decode("utf-8-sig"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise DataError(f"data in {path}: not SQuAD JSON ({error})") from None
+    text = _read_text(path, "a SQuAD JSON file")
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise DataError(f"data in {path}, line {error.lineno}: not SQuAD JSON ({error.msg} at "
+                        f"column {error.colno})") from None
+    return _squad_questions(document, text, path, require_answers)
+
+
+def _read_text(path, expected):
+    with open_input(path, "data", expected) as f:
+        return decode_text(f.read(), path)
+
+
+def _squad_questions(document, text, path, require_answers):
     if not isinstance(document, dict) or not isinstance(document.get("data"), list):
         raise DataError(f"data in {path}: expected an object with a 'data' list (SQuAD format)")
-    questions = []
+    check = _Checks(path, text)
+    questions, seen = [], {}
     for a, article in enumerate(document["data"]):
-        for p, paragraph in enumerate(_field(article, "paragraphs", list, f"data[{a}]", path)):
+        where = f"data[{a}]"
+        check.keys(article, ARTICLE_KEYS, "article", where)
+        for p, paragraph in enumerate(check.field(article, "paragraphs", list, where)):
             where = f"data[{a}].paragraphs[{p}]"
-            context = _field(paragraph, "context", str, where, path)
-            for q, qa in enumerate(_field(paragraph, "qas", list, where, path)):
-                questions.append(_question(qa, context, f"{where}.qas[{q}]", path))
+            check.keys(paragraph, PARAGRAPH_KEYS, "paragraph", where)
+            context = check.text(paragraph, "context", where)
+            for q, qa in enumerate(check.field(paragraph, "qas", list, where)):
+                place = f"{where}.qas[{q}]"
+                question = _question(check, qa, context, place, require_answers)
+                if question.id in seen:
+                    raise DataError(f"duplicate id in {question.where}: the id of "
+                                    f"{seen[question.id]} too (EM and F1 count each id once)")
+                seen[question.id] = place
+                questions.append(question)
     if not questions:
         raise DataError(f"data in {path}: no question found")
     return questions
 
 
-def _field(obj, key, kind, where, path):
-    value = obj.get(key) if isinstance(obj, dict) else None
-    if not isinstance(value, kind):
-        raise DataError(f"bad entry in {path}, {where}: '{key}' must be a "
-                        f"{'list' if kind is list else 'string'}")
-    return value
+class _Checks:
+    """The checks of one file's objects; ``where`` names an object in the file."""
+
+    def __init__(self, path, text):
+        self.path, self.source = path, text
+
+    def keys(self, obj, known, what, where):
+        if not isinstance(obj, dict):
+            raise DataError(f"bad {what} in {self.path}, {where}: expected an object, got "
+                            f"{json_kind(obj)}")
+        problem = unknown_keys(obj, known)
+        if problem:
+            raise DataError(f"bad {what} in {self.path}, {where}: {problem}")
+
+    def field(self, obj, key, kind, where, default=...):
+        """``obj[key]``, of the JSON type ``kind``; ``default`` where it may be left out."""
+        if key not in obj:
+            if default is not ...:
+                return default
+            raise DataError(f"missing field in {self.path}, {where}: no {key!r}")
+        value = obj[key]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise DataError(f"bad field in {self.path}, {where}: {key!r} must be "
+                            f"{_TYPES[kind]}, got {json_kind(value)}")
+        return value
+
+    def text(self, obj, key, where, default=...):
+        """A string field that is not blank and holds no lone surrogate."""
+        value = self.field(obj, key, str, where, default)
+        if value is default:
+            return value
+        if not value.strip():
+            raise DataError(f"bad field in {self.path}, {where}: empty {key!r}")
+        problem = lone_surrogate(value, repr(key))
+        if problem:
+            line = json_surrogate_line(self.source, ord(SURROGATE.search(value).group()))
+            raise DataError(f"bad field in {self.path}, line {line}, {where}: {problem}")
+        return value
 
 
-def _question(qa, context, where, path):
-    question = _field(qa, "question", str, where, path)
-    answers = []
-    if not qa.get("is_impossible", False):
-        for n, answer in enumerate(_field(qa, "answers", list, where, path)):
-            text = _field(answer, "text", str, f"{where}.answers[{n}]", path)
-            start = answer.get("answer_start") if isinstance(answer, dict) else None
-            if (not isinstance(start, int) or isinstance(start, bool)
-                    or context[start:start + len(text)] != text or not text):
-                raise DataError(f"bad answer in {path}, {where}.answers[{n}]: {text!r} is not "
-                                f"at answer_start {start!r} of the context")
-            answers.append((text, start))
-        if not answers:
-            raise DataError(f"bad entry in {path}, {where}: no answer, and not marked "
-                            "is_impossible")
-    return Question(str(qa.get("id", where)), question, context, answers, f"{path}, {where}")
+def _question(check, qa, context, where, require_answers):
+    if isinstance(qa, dict) and isinstance(qa.get("id"), str) and qa["id"].strip():
+        where = f"question {qa['id']!r} at {where}"
+    check.keys(qa, QUESTION_KEYS, "question", where)
+    given = check.text(qa, "id", where, None)
+    question = check.text(qa, "question", where)
+    impossible = check.field(qa, "is_impossible", bool, where, False)
+    check.field(qa, "plausible_answers", list, where, None)
+    required = require_answers and not impossible
+    found = check.field(qa, "answers", list, where, ... if required else [])
+    if impossible and found:
+        raise DataError(f"bad question in {check.path}, {where}: marked is_impossible yet it "
+                        f"has {len(found)} answer(s) (SQuAD v2.0 keeps an unanswerable "
+                        "question's guesses in 'plausible_answers')")
+    if require_answers and not impossible and not found:
+        raise DataError(f"bad entry in {check.path}, {where}: no answer, and not marked "
+                        "is_impossible")
+    answers = [_answer(check, answer, context, f"{where}, answers[{n}]")
+               for n, answer in enumerate(found)]
+    return Question(given if given is not None else where, question, context, answers,
+                    f"{check.path}, {where}")
+
+
+def _answer(check, answer, context, where):
+    check.keys(answer, ANSWER_KEYS, "answer", where)
+    text = check.text(answer, "text", where)
+    start = check.field(answer, "answer_start", int, where)
+    if not 0 <= start <= len(context) - len(text):
+        raise DataError(f"bad answer in {check.path}, {where}: answer_start {start} is outside "
+                        f"the {len(context)}-character context (the {len(text)}-character "
+                        f"answer {text!r} can start at 0 to {len(context) - len(text)})")
+    there = context[start:start + len(text)]
+    if there != text:
+        elsewhere = context.find(text)
+        hint = f"; {text!r} is at {elsewhere}" if elsewhere >= 0 else ""
+        raise DataError(f"bad answer in {check.path}, {where}: {text!r} is not at answer_start "
+                        f"{start} of the context, which holds {there!r} there{hint}")
+    return text, start
+
+
+def read_questions(path):
+    """The questions of a file to answer, whatever its form (answers are not needed):
+
+    - SQuAD JSON (``.json``, or any file holding one JSON object with ``data``), read by
+      :func:`read_squad`;
+    - JSONL (``.jsonl``, ``.ndjson``, or lines that start with ``{``): an object per line
+      with ``question``, ``context`` and an optional ``id`` (strings);
+    - anything else: text with one ``question<TAB>context`` per line (a first line
+      ``question<TAB>context`` is a header); blank lines are skipped.
+
+    A question without an id has ``id`` None.
+
+    Raises:
+        FileNotFoundError: no file at ``path``.
+        kerasbert.training.data.DataError: a malformed line or object (file and line or
+            question named).
+
+    Example:
+        >>> questions = read_questions("kerasbert/resources/peoples_daily_qa/dev.json")
+        >>> questions[0].id == read_squad("kerasbert/resources/peoples_daily_qa/dev.json")[0].id
+        True
+    """
+    path = os.fspath(path)
+    text = _read_text(path, "a file of questions")
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix == ".json" or suffix not in (".jsonl", ".ndjson") and text.lstrip()[:1] == "{":
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as error:
+            if suffix == ".json":
+                raise DataError(f"data in {path}, line {error.lineno}: not SQuAD JSON "
+                                f"({error.msg} at column {error.colno})") from None
+            document = None
+        if suffix == ".json" or isinstance(document, dict) and "data" in document:
+            return _squad_questions(document, text, path, require_answers=False)
+        return _line_questions(text, path, _json_question)
+    if suffix in (".jsonl", ".ndjson"):
+        return _line_questions(text, path, _json_question)
+    return _line_questions(text, path, _tab_question)
+
+
+def _line_questions(text, path, parse):
+    questions = []
+    for number, line in enumerate(text_lines(text), start=1):
+        if line.strip():
+            question = parse(line, f"{path}, line {number}", first=not questions)
+            if question is not None:
+                questions.append(question)
+    if not questions:
+        raise DataError(f"data in {path}: no question found")
+    return questions
+
+
+def _json_question(line, where, first):
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise DataError(f"bad line in {where}: invalid JSON ({error.msg} at column "
+                        f"{error.colno})") from None
+    if not isinstance(row, dict):
+        problem = f"expected an object, got {json_kind(row)}"
+    else:
+        problem = unknown_keys(row, LINE_KEYS) or next(
+            filter(None, (_line_field(row, key) for key in LINE_KEYS)), None)
+    if problem:
+        raise DataError(f"bad line in {where}: {problem}")
+    return Question(row.get("id"), row["question"], row["context"], [], where)
+
+
+def _line_field(row, key):
+    """The problem of one field of a JSONL question, or None."""
+    if key not in row:
+        return None if key == "id" else f"no {key!r}"
+    value = row[key]
+    if not isinstance(value, str):
+        return f"{key!r} must be a string, got {json_kind(value)}"
+    return f"empty {key!r}" if not value.strip() else lone_surrogate(value, repr(key))
+
+
+def _tab_question(line, where, first):
+    question, tab, context = line.partition("\t")
+    if first and (question.strip().lower(), context.strip().lower()) == ("question", "context"):
+        return None  # the header
+    tabs = line.count("\t")
+    if tabs != 1:
+        raise DataError(f"bad line in {where}: expected a question, a tab and its context, got "
+                        f"{tabs} tabs in {line[:40]!r} (texts with tabs go in JSONL)")
+    for name, value in (("question", question), ("context", context)):
+        if not value.strip():
+            raise DataError(f"bad line in {where}: empty {name}")
+    return Question(None, question, context, [], where)
 
 
 def normalize_answer(text):

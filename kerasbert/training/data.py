@@ -22,6 +22,7 @@ import codecs
 import csv
 import dataclasses
 import difflib
+import io
 import json
 import logging
 import os
@@ -41,7 +42,7 @@ logger = logging.getLogger(__name__)
 # a surrogate: JSONL lines are checked for escaped bytes before parsing, so a surrogate in
 # a parsed value came from a JSON "\ud800" escape.
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATE = re.compile("[\ud800-\udfff]")
 # csv refuses fields over 128 KiB by default, yet one long document is a valid field. The
 # limit is process-wide, so it is only ever raised, to the largest value a C long holds on
 # every platform.
@@ -185,7 +186,7 @@ def lone_surrogate(value, name):
     problem says so: ``'text' holds a lone surrogate escape \\ud800 in JSON (half of a
     UTF-16 pair, not a character)``.
     """
-    found = isinstance(value, str) and _SURROGATE.search(value)
+    found = isinstance(value, str) and SURROGATE.search(value)
     if not found:
         return None
     return (f"{name} holds a lone surrogate escape \\u{ord(found.group()):04x} in JSON (half "
@@ -196,24 +197,35 @@ def lone_surrogate(value, name):
 _JSON_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
 
 
-def json_surrogate_line(text):
+def json_surrogate_line(text, code=None):
     """The line of the first lone surrogate escape (``\\ud800`` not followed by a low half, or
-    ``\\udc00`` not after a high one) in JSON text, or None.
+    ``\\udc00`` not after a high one) in JSON text, or None; only of the code point ``code``
+    where it is given.
 
     Example:
         >>> json_surrogate_line('{"a": "\\\\ud83d\\\\ude00",\\n "b": "\\\\ud800"}')
         2
     """
-    high_end = None  # where the escape of a high half that still waits for its low half ends
+    high = None  # the escape of a high half that waits for its low half
     for match in _JSON_ESCAPE.finditer(text):
-        code = int(match.group(1), 16) if match.group(1) else None
-        low = code is not None and 0xDC00 <= code <= 0xDFFF
-        if high_end is not None and not (low and match.start() == high_end):
-            return text.count("\n", 0, high_end) + 1
-        if low and high_end is None:
+        value = int(match.group(1), 16) if match.group(1) else None
+        low = value is not None and 0xDC00 <= value <= 0xDFFF
+        if high and not (low and match.start() == high.end()):
+            if code in (None, int(high.group(1), 16)):
+                return text.count("\n", 0, high.start()) + 1
+        elif low and not high and code in (None, value):
             return text.count("\n", 0, match.start()) + 1
-        high_end = match.end() if code is not None and 0xD800 <= code <= 0xDBFF else None
-    return None if high_end is None else text.count("\n", 0, high_end) + 1
+        high = match if value is not None and 0xD800 <= value <= 0xDBFF else None
+    if high and code in (None, int(high.group(1), 16)):
+        return text.count("\n", 0, high.start()) + 1
+    return None
+
+
+def text_lines(text):
+    """The lines of a text, endings removed: a line ends at \\n, \\r\\n or a lone \\r, as in
+    every reader here (``str.splitlines`` also splits at U+2028 and form feeds, which JSON
+    strings may hold as they are)."""
+    return [line.rstrip("\r\n") for line in io.StringIO(text, newline="")]
 
 
 def unknown_keys(obj, known, what="key"):
@@ -255,7 +267,7 @@ def _json_rows(path, columns):
                 and not set(columns) & set(row)):
             _refuse_squad(path, line)
         if not isinstance(row, dict):
-            yield number, f"not a JSON object (got {_kind(row)})"
+            yield number, f"not a JSON object (got {json_kind(row)})"
         elif "\\u" in line:  # only an escape gives a lone surrogate
             yield number, _lone_surrogate(row, columns) or row
         else:
@@ -354,8 +366,8 @@ def _row_test(rows, header, kind, label_column):
     if len(header) < 2:
         return lambda line: False
     index = header.index(label_column) if label_column in header else None
-    labels = {row[label_column].strip() for _, row, lines in rows
-              if index is not None and isinstance(row, dict) and len(lines) == 1} - {""}
+    labels = {row[label_column].strip() for _, row, _ in rows
+              if index is not None and isinstance(row, dict)} - {""}
 
     def reads_as_row(line):
         try:
@@ -474,7 +486,7 @@ def _values(row, wanted, label_column, require_labels):
             return _missing(column, row)
         value = row[column]
         if not isinstance(value, str):
-            return f"'{column}' must be a string, got {_kind(value)}"
+            return f"'{column}' must be a string, got {json_kind(value)}"
         if not value.strip():
             return f"empty '{column}'"
         values.append(value)
@@ -486,7 +498,7 @@ def _values(row, wanted, label_column, require_labels):
     elif label is None or isinstance(label, str) and not label.strip():
         problem = f"missing label in column '{label_column}'"
     elif not isinstance(label, str):
-        problem = f"the label must be a string or an integer, got {_kind(label)}"
+        problem = f"the label must be a string or an integer, got {json_kind(label)}"
     else:
         problem = None
     if problem:
@@ -500,10 +512,19 @@ def _missing(column, row):
     return f"column '{column}' is missing (columns: {', '.join(map(str, row))})"
 
 
-def _kind(value):
-    """The JSON name of a value's type: a list, an object, a number, a boolean, null."""
+def json_kind(value):
+    """The JSON name of a value's type, with the value where it is short: a string, a list,
+    an object, a number, a boolean, null.
+
+    Example:
+        >>> json_kind("false"), json_kind(True), json_kind(3), json_kind([1])
+        ('a string ("false")', 'a boolean (true)', 'a number (3)', 'a list')
+    """
     if value is None:
         return "null"
+    if isinstance(value, str):
+        shown = json.dumps(value, ensure_ascii=False)
+        return f"a string ({shown if len(shown) <= 42 else shown[:40] + '...'})"
     if isinstance(value, bool):
         return f"a boolean ({str(value).lower()})"
     if isinstance(value, (int, float)):
