@@ -287,6 +287,9 @@ def test_quoted_line_breaks_that_are_text_still_read(tmp_path):
     path.write_text('label,text\npos,"see, here\nnot a row, nor this"\nneg,"one\ntwo"\n',
                     encoding="utf-8")
     assert read_examples(path).texts == ["see, here\nnot a row, nor this", "one\ntwo"]
+    # Without labels a line's column count is no evidence: prose with commas is text.
+    path.write_text('id,text\n1,"a\nb, c\nd, e"\n', encoding="utf-8")
+    assert read_examples(path, require_labels=False).texts == ["a\nb, c\nd, e"]
 
 
 def test_skip_bad_rows_always_warns_what_it_skipped(tmp_path, caplog):

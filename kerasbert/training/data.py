@@ -319,16 +319,15 @@ def _records(path, kind):
                 problem = _undecodable("".join(fields))
             elif not any(field.strip() for field in fields):
                 continue  # a blank line, or a row of empty fields
-        yield number, fields, problem, list(lines)
+        yield number, fields, problem, list(lines) if len(lines) > 1 else ()
 
 
 def _table_rows(path, kind, required, label_column=None):
     """Yields ``(first_line_number, dict or problem string)`` for every CSV / TSV record.
 
     A quoted CSV field may hold line breaks, but one that takes in lines that read as rows
-    of the file on their own (the header's number of columns and, where rows have labels,
-    a label of the file's other rows) is a bad row: a stray quote opened it. The file is
-    read whole first, as its labels tell such a line from text.
+    of the file on their own is a bad row: a stray quote opened it (see :func:`_row_test`).
+    The file is read whole first, as its labels tell such a line from text.
     """
     header, rows = None, []
     for number, fields, problem, lines in _records(path, kind):
@@ -346,10 +345,9 @@ def _table_rows(path, kind, required, label_column=None):
     if header is None:
         raise DataError(f"data file in {path}: the file is empty (a header row naming the "
                         "columns is needed)")
-    reads_as_row = _row_test(rows, header, kind, label_column)
+    swallowed = _row_test(rows, header, kind, label_column)
     for number, row, lines in rows:
-        inner = (next((k for k in range(1, len(lines)) if reads_as_row(lines[k])), None)
-                 if isinstance(row, dict) and len(lines) > 1 else None)
+        inner = swallowed(lines) if isinstance(row, dict) and len(lines) > 1 else None
         if inner is not None:
             shown = lines[inner].strip()
             shown = repr(shown if len(shown) <= 40 else shown[:40] + "...")
@@ -361,10 +359,14 @@ def _table_rows(path, kind, required, label_column=None):
 
 
 def _row_test(rows, header, kind, label_column):
-    """Whether one physical line, read alone, is a row of this file (see :func:`_table_rows`);
-    never for a one-column file, where any line would be."""
-    if len(header) < 2:
-        return lambda line: False
+    """The test of a multi-line record's physical lines: the index of the first line after
+    its first that reads as a row of the file on its own, or None.
+
+    Read alone, such a line has the header's number of columns and one of the labels of the
+    file's rows in its label column. A file without labels (to predict on, a corpus) is not
+    tested: a column count alone is no evidence, as a line of prose with one comma has two
+    columns.
+    """
     index = header.index(label_column) if label_column in header else None
     labels = {row[label_column].strip() for _, row, _ in rows
               if index is not None and isinstance(row, dict)} - {""}
@@ -374,9 +376,12 @@ def _row_test(rows, header, kind, label_column):
             fields = next(csv.reader([line], **_DIALECTS[kind]))
         except (csv.Error, StopIteration):
             return False
-        return len(fields) == len(header) and (not labels or fields[index].strip() in labels)
+        return len(fields) == len(header) and fields[index].strip() in labels
 
-    return reads_as_row
+    def swallowed(lines):
+        return next((k for k in range(1, len(lines)) if reads_as_row(lines[k])), None)
+
+    return swallowed if labels else lambda lines: None
 
 
 def _csv_problem(error, first, last):
