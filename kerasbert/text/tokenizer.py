@@ -355,8 +355,12 @@ def _encode(engine, texts, name, add_special_tokens=True, offsets=False):
         for i, text in enumerate(texts):
             found = _SURROGATE.search(text)
             if found:
-                raise ValueError(f"{name(i)} contains a lone surrogate U+{ord(found.group()):04X} "
-                                 f"at character {found.start()}, not valid Unicode") from None
+                point = ord(found.group())
+                # U+DC80..U+DCFF is also how Python keeps a byte that is not UTF-8.
+                byte = (f" (or the byte 0x{point - 0xDC00:02x}, not UTF-8, as Python keeps "
+                        "such bytes)" if 0xDC80 <= point <= 0xDCFF else "")
+                raise ValueError(f"{name(i)} contains a lone surrogate U+{point:04X} at "
+                                 f"character {found.start()}{byte}, not valid Unicode") from None
         raise
 
 
