@@ -210,3 +210,14 @@ def test_a_tagger_learns_entities_and_the_command_line_uses_it(ner_inputs, tmp_p
     with pytest.raises(ValueError, match="a ner run; QuestionAnswerer takes a run of "
                                          "kerasbert train --task qa"):
         QuestionAnswerer(str(output))
+
+    # tags.json edited after training: refused as changed, and with --accept-changed the
+    # mismatch with the model is named instead of failing inside a batch.
+    tags = json.loads((output / "tags.json").read_text())
+    (output / "tags.json").write_text(json.dumps(tags + ["B-ORG"]))
+    assert main(["predict", "--model", str(output), "张明"]) == 2
+    assert "run file in" in capsys.readouterr().err
+    assert main(["predict", "--model", str(output), "张明", "--accept-changed"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"kerasbert predict: tags in {output / 'tags.json'}: {len(tags) + 1} tags but the model "
+        f"has {len(tags)} outputs; is it the run's own file?")

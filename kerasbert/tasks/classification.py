@@ -30,6 +30,7 @@ from kerasbert.tasks.runs import (
     check_model_files,
     load_run_model,
     read_options,
+    run_tokenizer,
     write_model_files,
 )
 from kerasbert.tasks.task import Task, train
@@ -210,7 +211,6 @@ class Run:
     """
 
     def __init__(self, run_dir, accept_changed=False):
-        from kerasbert.text.tokenizer import Tokenizer
 
         self.run_dir = run_dir = os.fspath(run_dir)
         check_finished(run_dir, finished_file=FINISHED_FILE, accept_changed=accept_changed)
@@ -221,7 +221,7 @@ class Run:
         if outputs != len(self.labels):
             raise RunError(f"labels in {os.path.join(run_dir, 'labels.json')}: "
                            f"{len(self.labels)} labels but the model has {outputs} outputs")
-        self.tokenizer = Tokenizer(os.path.join(run_dir, "vocab.txt"))
+        self.tokenizer = run_tokenizer(run_dir, self.model)
 
     def _read(self, path, columns, require_labels):
         """Rows of a file, in the run's columns unless ``columns`` names others."""

@@ -37,6 +37,7 @@ from kerasbert.tasks.runs import (
     export_saved_model,
     load_run_model,
     read_options,
+    run_tokenizer,
     write_model_files,
 )
 from kerasbert.tasks.task import DevScores, Task, train
@@ -44,7 +45,7 @@ from kerasbert.training import batches
 from kerasbert.training.callbacks import ProgressBar
 from kerasbert.training.options import NerOptions, TrainOptions
 from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
-from kerasbert.training.rundir import read_json
+from kerasbert.training.rundir import RunError, read_json
 
 __all__ = ["NerOptions", "Run", "TASK", "TrainOptions", "build_tagger", "decode", "encode",
            "predict_tags", "score", "train"]
@@ -213,14 +214,20 @@ class Run:
     """
 
     def __init__(self, run_dir, accept_changed=False):
-        from kerasbert.text.tokenizer import Tokenizer
 
         self.run_dir = run_dir = os.fspath(run_dir)
         check_finished(run_dir, finished_file=FINISHED_FILE, accept_changed=accept_changed)
         self.options = read_options(run_dir)
         self.tags = read_json(os.path.join(run_dir, TAGS_FILE), "tags")
         self.model = load_run_model(run_dir)
-        self.tokenizer = Tokenizer(os.path.join(run_dir, "vocab.txt"))
+        outputs = self.model.outputs[0].shape[-1]
+        path = os.path.join(run_dir, TAGS_FILE)
+        if not (isinstance(self.tags, list) and all(isinstance(t, str) for t in self.tags)):
+            raise RunError(f"tags in {path}: not a JSON list of tag names")
+        if outputs != len(self.tags):
+            raise RunError(f"tags in {path}: {len(self.tags)} tags but the model has {outputs} "
+                           "outputs; is it the run's own file?")
+        self.tokenizer = run_tokenizer(run_dir, self.model)
 
     def _encode(self, sentences):
         return encode(self.tokenizer, sentences, self.options.maxlen, self.tags)

@@ -43,6 +43,7 @@ from kerasbert.tasks.runs import (
     export_saved_model,
     load_run_model,
     read_options,
+    run_tokenizer,
     write_model_files,
 )
 from kerasbert.tasks.squad import read_questions, read_squad, squad_scores
@@ -213,13 +214,12 @@ class Run:
     """
 
     def __init__(self, run_dir, accept_changed=False):
-        from kerasbert.text.tokenizer import Tokenizer
 
         self.run_dir = run_dir = os.fspath(run_dir)
         check_finished(run_dir, finished_file=FINISHED_FILE, accept_changed=accept_changed)
         self.options = read_options(run_dir)
         self.model = load_run_model(run_dir)
-        self.tokenizer = Tokenizer(os.path.join(run_dir, "vocab.txt"))
+        self.tokenizer = run_tokenizer(run_dir, self.model)
 
     def evaluate(self, path, progress=False):
         """SQuAD exact match and F1 (percent) on a SQuAD JSON file."""

@@ -18,7 +18,8 @@ from kerasbert.training.rundir import TRAIN_OPTIONS_FILE as OPTIONS_FILE
 from kerasbert.training.rundir import RunError, check_finished, load_run_model, read_json
 
 __all__ = ["OPTIONS_FILE", "build_encoder", "check_checkpoint", "check_finished",
-           "check_model_files", "load_run_model", "read_options", "write_model_files"]
+           "check_model_files", "load_run_model", "read_options", "run_tokenizer",
+           "write_model_files"]
 
 
 def check_model_files(options):
@@ -65,6 +66,36 @@ def write_model_files(options, model):
         os.path.join(output, "bert_config.json"))
     files.copy_file(options.vocab, os.path.join(output, "vocab.txt"))
     save_weights_as_checkpoint(model, os.path.join(output, "bert_model.ckpt"))
+
+
+def run_tokenizer(run_dir, model):
+    """The tokenizer of a run's ``vocab.txt``, refused when it has more ids than ``model`` has
+    embedding rows (a vocabulary replaced after training would fail in the middle of a
+    batch).
+
+    Raises:
+        RunError: ``vocab in runs/x/vocab.txt: 120 tokens, but the model has 100 embedding
+            rows; ...``.
+    """
+    from kerasbert.models.names import EMBEDDING_TOKEN
+    from kerasbert.text.tokenizer import Tokenizer
+
+    path = os.path.join(run_dir, "vocab.txt")
+    tokenizer = Tokenizer(path)
+    rows = next((layer.input_dim for layer in _layers(model) if layer.name == EMBEDDING_TOKEN),
+                None)
+    if rows is not None and tokenizer.vocab_size > rows:
+        raise RunError(f"vocab in {path}: {tokenizer.vocab_size} tokens, but the model has "
+                       f"{rows} embedding rows; is it the run's own vocabulary?")
+    return tokenizer
+
+
+def _layers(model):
+    """Every layer of ``model``, those of models inside it too."""
+    for layer in model.layers:
+        yield layer
+        if hasattr(layer, "layers"):
+            yield from _layers(layer)
 
 
 def read_options(run_dir):
