@@ -254,13 +254,19 @@ def test_versions_are_added_beside_earlier_ones_and_replaced_only_when_asked(
     assert capfd.readouterr() == ("", "")  # nothing on stdout or stderr
     assert all(path.startswith(str(base / "1") + os.sep) for path in first)
     assert all(path.startswith(str(base / "2") + os.sep) for path in second)
-    (base / "1" / "marker").write_text("old export")
+    graph = base / "1" / "saved_model.pb"
+    before = os.stat(graph).st_ino
     with pytest.raises(RunError, match=r"1: version 1 exists; pass --overwrite to replace it, "
                                        r"or leave out --version to add version 3"):
         single_run.export(str(base), version=1)
-    assert (base / "1" / "marker").exists()
+    assert os.stat(graph).st_ino == before
     single_run.export(str(base), version=1, overwrite=True)
-    assert not (base / "1" / "marker").exists() and (base / "1" / "saved_model.pb").exists()
+    assert os.stat(graph).st_ino != before  # a new file (the old folder was written aside)
+    (base / "1" / "notes.txt").write_text("keep")  # not the export's: never replaced
+    with pytest.raises(RunError, match=r"1: holds other files than a SavedModel's "
+                                       r"\(notes.txt\); --overwrite only replaces"):
+        single_run.export(str(base), version=1, overwrite=True)
+    assert (base / "1" / "notes.txt").read_text() == "keep"
     single_run.export(str(base), version=7)
     assert sorted(os.listdir(base)) == ["1", "2", "7"]  # no temporary left beside them
     (base / "8").mkdir()

@@ -8,20 +8,32 @@ Reads ``config.json`` and ``model.safetensors`` of a BERT, ALBERT, ELECTRA or Ro
 family's Hugging Face layout is its module's ``hf_layout``. The span head of a BERT or
 RoFormer ``...ForQuestionAnswering`` (``qa_outputs``) is written under the names of Google's
 ``run_squad.py``: ``cls/squad/output_weights`` and ``cls/squad/output_bias``.
+
+A conversion replaces no file unless asked to (``overwrite``), and then only what an
+earlier conversion wrote; everything is checked, the free space included, before the
+first byte is written.
 """
 
+import contextlib
 import dataclasses
+import json
 import os
 import re
 import shutil
 
 import numpy as np
 
+from kerasbert import files
 from kerasbert.checkpoints.io import (
     CheckpointError,
+    atomic_checkpoint,
+    check_prefix,
+    checkpoint_files,
+    checkpoint_size,
+    checkpoints_in,
     dtype_name,
     is_float_dtype,
-    write_checkpoint,
+    save_variables,
 )
 from kerasbert.checkpoints.loading import table
 from kerasbert.models import names
@@ -102,9 +114,17 @@ class Conversion:
     skipped: list
 
 
-def convert_hf_to_google(hf_dir, prefix, dtype="float32"):
+class WouldReplace(ValueError):
+    """A conversion would replace files that were not asked to be replaced (without
+    ``overwrite``), or that no earlier conversion wrote (with it)."""
+
+
+def convert_hf_to_google(hf_dir, prefix, dtype="float32", overwrite=False):
     """Converts a Hugging Face BERT, ALBERT, ELECTRA or RoFormer directory into a Google
     checkpoint directory, in the family's original variable names.
+
+    Everything is checked before anything is written: a conversion that fails, or is
+    refused, leaves the folder of ``prefix`` as it was (and makes none).
 
     Args:
         hf_dir: a directory with ``config.json`` and ``model.safetensors`` (and
@@ -112,6 +132,8 @@ def convert_hf_to_google(hf_dir, prefix, dtype="float32"):
         prefix: the checkpoint to write, e.g. ``"out/minilm/bert_model.ckpt"``;
             ``bert_config.json`` and ``vocab.txt`` go beside it.
         dtype: cast the weights to this NumPy dtype (None keeps theirs).
+        overwrite: replace what an earlier conversion wrote there: the checkpoint's files
+            at ``prefix``, ``bert_config.json`` and ``vocab.txt`` (never other files).
 
     Returns:
         A :class:`Conversion`.
@@ -122,7 +144,10 @@ def convert_hf_to_google(hf_dir, prefix, dtype="float32"):
             positions, a RoFormer that rotates values), ``hf_dir`` or
             ``config.json`` is not what it should be, or (a CheckpointError)
             ``model.safetensors`` is truncated or not a safetensors file, or lacks a
-            variable the config needs (named, with the file).
+            variable the config needs (named, with the file); ``prefix`` is a directory.
+        WouldReplace: a file to write exists (without ``overwrite``), or is not what a
+            conversion writes (with it).
+        kerasbert.files.NoSpace: the disk has no room for the output.
 
     Example::
 
@@ -142,18 +167,92 @@ def convert_hf_to_google(hf_dir, prefix, dtype="float32"):
         hint = (f" (found {', '.join(others)}; save it with safe_serialization=True)"
                 if others else "")
         raise FileNotFoundError(f"weights in {hf_dir}: no model.safetensors{hint}")
+    vocab_source = os.path.join(hf_dir, "vocab.txt")
+    beside = os.path.dirname(prefix)
+    config_path = os.path.join(beside, "bert_config.json")
+    vocab_path = os.path.join(beside, "vocab.txt") if os.path.exists(vocab_source) else None
+    check_output(prefix, config_path, vocab_path, overwrite)
     variables, skipped = _read_weights(weights_path, dtype, model_type)
     _check_complete(variables, config, weights_path, model_type)
-
-    write_checkpoint(variables, prefix)
-    directory = os.path.dirname(os.path.abspath(prefix))
-    config_path = os.path.join(directory, "bert_config.json")
-    config.to_json_file(config_path)
-    vocab_path = None
-    if os.path.exists(os.path.join(hf_dir, "vocab.txt")):
-        vocab_path = os.path.join(directory, "vocab.txt")
-        shutil.copyfile(os.path.join(hf_dir, "vocab.txt"), vocab_path)
+    _write(variables, prefix, config, config_path, vocab_source if vocab_path else None,
+           vocab_path)
     return Conversion(prefix, config_path, vocab_path, len(variables), skipped)
+
+
+def check_output(prefix, config_path, vocab_path, overwrite):
+    """Refuses, before anything is written, to replace a file that was not asked to be
+    replaced: without ``overwrite`` any file of the output that exists, with it one that
+    is not what a conversion writes (a checkpoint's files, a BERT config, a vocabulary).
+
+    Raises:
+        ValueError: ``prefix`` is a directory.
+        WouldReplace: ``output in demo/new.ckpt: would replace demo/bert_config.json,
+            demo/vocab.txt; pass --overwrite ...``.
+    """
+    check_prefix(prefix)
+    existing = checkpoint_files(prefix) + [path for path in (config_path, vocab_path)
+                                           if path and os.path.lexists(path)]
+    if not existing:
+        return
+    if not overwrite:
+        # bert_config.json and vocab.txt of another checkpoint: replaced, they would no
+        # longer describe it.
+        others = checkpoints_in(os.path.dirname(prefix) or ".")
+        beside = f" (those of {', '.join(others)})" if others and not checkpoint_files(prefix) \
+            else ""
+        raise WouldReplace(
+            f"output in {prefix}: would replace {', '.join(existing)}{beside}; pass --overwrite "
+            "to replace an earlier conversion, or choose a new directory")
+    for path in existing:
+        kind = {config_path: "config", vocab_path: "vocab"}.get(path, "checkpoint")
+        reason = _unlike_output(path, kind)
+        if reason:
+            raise WouldReplace(
+                f"output in {prefix}: {path} {reason}; --overwrite replaces only the "
+                "checkpoint, bert_config.json and vocab.txt of an earlier conversion")
+
+
+def _unlike_output(path, kind):
+    """Why ``path`` is not a file a conversion writes as ``kind`` (None: it is one)."""
+    if not os.path.isfile(path):
+        return "is not a file"
+    if kind == "checkpoint":  # prefix.index, prefix.data-NNNNN-of-NNNNN: known by their names
+        return None
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"is not a {'BERT config' if kind == 'config' else 'vocabulary'} (not UTF-8 text)"
+    if kind == "vocab":
+        return "is not a vocabulary (binary data)" if "\0" in text else None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return "is not a BERT config (not JSON)"
+    if not isinstance(value, dict) or "hidden_size" not in value:
+        return "is not a BERT config (no hidden_size)"
+    return None
+
+
+def _write(variables, prefix, config, config_path, vocab_source, vocab_path):
+    """Writes the checkpoint, the config and the vocabulary under temporary names, then
+    renames them into place; the free space is checked first."""
+    folder = os.path.dirname(prefix) or "."
+    what = "the checkpoint, bert_config.json and vocab.txt"
+    size = checkpoint_size(variables) + _CONFIG_SIZE
+    size += os.path.getsize(vocab_source) if vocab_source else 0
+    with files.room_for(folder, size, what=what, advice=files.NOTHING_WRITTEN), \
+            contextlib.ExitStack() as writes:
+        staged_config = writes.enter_context(files.atomic_path(config_path))
+        staged_vocab = writes.enter_context(files.atomic_path(vocab_path)) if vocab_path else None
+        save_variables(variables, writes.enter_context(atomic_checkpoint(prefix)))
+        config.to_json_file(staged_config)
+        if staged_vocab:
+            shutil.copyfile(vocab_source, staged_vocab)
+
+
+_CONFIG_SIZE = 4096  # a bert_config.json: well under a block
 
 
 def _read_config(path):

@@ -5,12 +5,14 @@ A checkpoint is a prefix ``.../bert_model.ckpt`` with two files beside it,
 knows nothing of models; :mod:`kerasbert.checkpoints.loading` maps variables to layers.
 """
 
+import contextlib
 import glob
 import os
 import re
 
 import numpy as np
 
+from kerasbert import files
 from kerasbert.files import pause_point, temporary_name
 
 INDEX_SUFFIX = ".index"
@@ -76,12 +78,15 @@ def _data_files(prefix):
     return sorted(glob.glob(glob.escape(prefix) + DATA_SUFFIX + "*-of-*"))
 
 
-def _prefix_in_directory(directory):
+def checkpoints_in(directory):
+    """The prefixes of the checkpoints in ``directory`` (those with an index), sorted."""
     # glob's * skips hidden names, so unfinished writes of write_checkpoint are never found.
-    prefixes = sorted(
-        found[: -len(INDEX_SUFFIX)]
-        for found in glob.glob(os.path.join(glob.escape(directory), "*" + INDEX_SUFFIX))
-    )
+    return sorted(found[: -len(INDEX_SUFFIX)] for found in
+                  glob.glob(os.path.join(glob.escape(directory), "*" + INDEX_SUFFIX)))
+
+
+def _prefix_in_directory(directory):
+    prefixes = checkpoints_in(directory)
     if len(prefixes) == 1:
         return resolve_prefix(prefixes[0])
     if not prefixes:
@@ -228,6 +233,8 @@ def write_checkpoint(variables, prefix):
     The files are written under a hidden temporary prefix in the same directory and
     renamed into place, the index last, so ``prefix`` never names a half-written
     checkpoint: after a crash it names the whole new checkpoint, or no loadable one.
+    The free space is checked first; a folder made for the checkpoint is removed again
+    when the write fails.
 
     Args:
         variables: variable name → array (float16/32/64, int, bool...).
@@ -235,6 +242,10 @@ def write_checkpoint(variables, prefix):
 
     Returns:
         The prefix written.
+
+    Raises:
+        ValueError: ``prefix`` is a directory.
+        kerasbert.files.NoSpace: the disk has no room for the checkpoint (nothing written).
 
     Example:
         >>> import tempfile
@@ -244,29 +255,74 @@ def write_checkpoint(variables, prefix):
         >>> sorted(os.listdir(folder))
         ['x.ckpt.data-00000-of-00001', 'x.ckpt.index']
     """
-    import tensorflow as tf
-
     prefix = os.fspath(prefix)
+    check_prefix(prefix)
+    with files.room_for(_folder(prefix), checkpoint_size(variables),
+                        what=os.path.basename(prefix)), atomic_checkpoint(prefix) as temporary:
+        save_variables(variables, temporary)
+    return prefix
+
+
+def check_prefix(prefix):
+    """Refuses a checkpoint prefix that is a directory (nothing is written).
+
+    Raises:
+        ValueError: ``checkpoint prefix in out: is a directory; give a prefix such as
+            out/bert_model.ckpt``.
+    """
     if os.path.isdir(prefix):
         raise ValueError(f"checkpoint prefix in {prefix}: is a directory; give a prefix such as "
                          f"{os.path.join(prefix, 'bert_model.ckpt')}")
-    os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
+
+
+def checkpoint_size(variables):
+    """An upper bound of the bytes of a checkpoint of ``{name: array}`` (its data and index)."""
+    arrays = [value if hasattr(value, "shape") and hasattr(value, "dtype") else np.asarray(value)
+              for value in variables.values()]
+    return files.estimated_size(arrays, overhead=256)
+
+
+def checkpoint_files(prefix):
+    """The files of the checkpoint at ``prefix`` that exist: its index and data shards."""
+    index = [prefix + INDEX_SUFFIX] if os.path.lexists(prefix + INDEX_SUFFIX) else []
+    return index + _data_files(prefix)
+
+
+@contextlib.contextmanager
+def atomic_checkpoint(prefix):
+    """Yields a hidden temporary prefix beside ``prefix``; on success the checkpoint written
+    there replaces the one at ``prefix`` (old index removed first, new index renamed
+    last). On an exception the temporary files are removed, and so are the folders made
+    for them; a full disk is raised as :class:`kerasbert.files.NoSpace`."""
     temporary = temporary_name(prefix, suffix="")
+    with files.making_folder(os.path.dirname(os.path.abspath(prefix))):
+        try:
+            with files.no_space(_folder(prefix), what=os.path.basename(prefix)):
+                yield temporary
+                pause_point(f"write:{os.path.basename(prefix)}")
+                _move_into_place(temporary, prefix)
+        finally:
+            for leftover in glob.glob(glob.escape(temporary) + "*"):
+                os.remove(leftover)
+
+
+def save_variables(variables, prefix):
+    """Writes ``{name: array}`` at ``prefix`` with TensorFlow's ``SaveV2`` (not atomic: see
+    :func:`atomic_checkpoint`)."""
+    import tensorflow as tf
+
     names = sorted(variables)
-    try:
-        with tf.device("/cpu:0"):
-            tf.raw_ops.SaveV2(
-                prefix=temporary,
-                tensor_names=names,
-                shape_and_slices=[""] * len(names),
-                tensors=[np.asarray(variables[name]) for name in names],
-            )
-        pause_point(f"write:{os.path.basename(prefix)}")
-        _move_into_place(temporary, prefix)
-    finally:
-        for leftover in glob.glob(glob.escape(temporary) + "*"):
-            os.remove(leftover)
-    return prefix
+    with tf.device("/cpu:0"):
+        tf.raw_ops.SaveV2(
+            prefix=prefix,
+            tensor_names=names,
+            shape_and_slices=[""] * len(names),
+            tensors=[np.asarray(variables[name]) for name in names],
+        )
+
+
+def _folder(prefix):
+    return os.path.dirname(prefix) or "."
 
 
 def _move_into_place(temporary, prefix):

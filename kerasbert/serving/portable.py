@@ -43,6 +43,7 @@ from kerasbert.training.rundir import RunError, check_export_target
 
 ONNX_FILE = "model.onnx"
 LITERT_FILE = "model.tflite"
+SIDECARS = ("labels.json", "vocab.txt")  # beside the model file
 INPUTS = ("token_ids", "segment_ids")
 OUTPUT = "probabilities"
 TOLERANCE = 1e-4  # max abs difference from the Keras model's probabilities
@@ -92,7 +93,8 @@ def export_onnx(model, vocab, directory, *, labels, maxlen, overwrite=False, int
         _require(module, "onnx")
     labels = list(labels)
     model = _exportable(model)
-    with files.atomic_directory(directory) as temporary:
+    with _room(directory, model, vocab, "the ONNX export"), \
+            files.atomic_directory(directory) as temporary:
         path = os.path.join(temporary, ONNX_FILE)
         write_onnx(model, path)
         metadata = {"labels": json.dumps(labels, ensure_ascii=False), "maxlen": str(maxlen)}
@@ -159,7 +161,8 @@ def export_litert(model, vocab, directory, *, labels, maxlen, overwrite=False, s
     _check_target(directory, source, overwrite, LITERT_FILE, "a LiteRT export")
     _require("ai_edge_litert", "litert", package="ai-edge-litert")
     model = _exportable(model)
-    with files.atomic_directory(directory) as temporary:
+    with _room(directory, model, vocab, "the LiteRT export"), \
+            files.atomic_directory(directory) as temporary:
         path = os.path.join(temporary, LITERT_FILE)
         length = _convert_litert(model, path, maxlen)
         with _quiet():  # the interpreter announces its XNNPACK delegate on stderr
@@ -250,7 +253,7 @@ def _require(module, extra, package=None):
 
 def _check_target(directory, source, overwrite, marker, what):
     """Refuses ``source`` (the run directory), files, and non-empty folders that are not an
-    earlier export."""
+    earlier export (that holds ``marker``, ``labels.json`` and ``vocab.txt``, nothing else)."""
     check_export_target(directory, source)
     if os.path.isdir(directory) and os.listdir(directory):
         if not overwrite:
@@ -259,6 +262,19 @@ def _check_target(directory, source, overwrite, marker, what):
         if not os.path.isfile(os.path.join(directory, marker)):
             raise RunError(f"--to in {directory}: is not {what} (no {marker}); --overwrite only "
                            "replaces an earlier export")
+        others = sorted(set(os.listdir(directory)) - {marker, *SIDECARS})
+        if others:
+            raise RunError(f"--to in {directory}: holds other files than {what} "
+                           f"({', '.join(others[:3])}); --overwrite only replaces an earlier "
+                           "export")
+
+
+def _room(directory, model, vocab, what):
+    """:func:`kerasbert.files.room_for` an export of ``model``: its weights once (the
+    model file, measured: about 1.3 kB a weight beyond their bytes), the graph, the vocab."""
+    size = files.estimated_size(model.weights, overhead=8 << 10) + (1 << 20)
+    return files.room_for(directory, size + os.path.getsize(vocab), what=what,
+                          advice=files.NOTHING_WRITTEN)
 
 
 def _exportable(model):
@@ -351,6 +367,8 @@ def _convert_litert(model, path, maxlen):
                              verbose=False, target_spec=builtins)
             return length
         except Exception as error:  # the converter's ConverterError is not public API
+            if files.is_no_space(error):
+                raise  # said as a full disk by the caller, not as a converter failure
             missing = _ops_without_builtins(error)
             if not missing:
                 reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
@@ -402,4 +420,4 @@ def _write_sidecars(labels, vocab, temporary, directory, model_file):
     """Writes ``labels.json`` and ``vocab.txt``; returns the final paths of the export."""
     files.write_json(os.path.join(temporary, "labels.json"), labels)
     files.copy_file(os.fspath(vocab), os.path.join(temporary, "vocab.txt"))
-    return [os.path.join(directory, name) for name in (model_file, "labels.json", "vocab.txt")]
+    return [os.path.join(directory, name) for name in (model_file, *SIDECARS)]

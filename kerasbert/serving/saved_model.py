@@ -113,10 +113,30 @@ def write_archive(target, tracked, endpoints):
         archive.track(item)
     for name, function, signature in endpoints:
         archive.add_endpoint(name, function, input_signature=signature)
-    with files.atomic_directory(target, create=False) as temporary:
+    directory = os.path.dirname(target) or "."
+    what = f"the SavedModel (version {os.path.basename(target)})"
+    weights = [weight for item in tracked for weight in getattr(item, "weights", ())]
+    with files.room_for(directory, saved_model_size(weights), what=what,
+                        advice=files.NOTHING_WRITTEN), \
+            files.atomic_directory(target, create=False) as temporary:
         archive.write_out(temporary, verbose=False)
     return sorted(os.path.join(folder, name) for folder, _, names in os.walk(target)
                   for name in names)
+
+
+#: What a SavedModel version folder holds; --overwrite replaces nothing else.
+SAVED_MODEL_NAMES = {"saved_model.pb", "saved_model.pbtxt", "fingerprint.pb", "variables",
+                     "assets", "assets.extra"}
+
+
+def saved_model_size(weights):
+    """An upper bound of a SavedModel's bytes, for a model of ``weights``.
+
+    Measured (2 to 12 layers, vocabularies of 100 to 21,000): the variables file holds
+    each weight twice; the graph takes about 1 MB with the tokenizer and some 11 kB a
+    variable.
+    """
+    return 2 * files.estimated_size(weights, overhead=16 << 10) + (2 << 20)
 
 
 def version_folder(directory, source, version, overwrite):
@@ -147,4 +167,9 @@ def version_folder(directory, source, version, overwrite):
         if not os.path.isfile(os.path.join(path, "saved_model.pb")):
             raise RunError(f"--to in {path}: is not a SavedModel; --overwrite only replaces an "
                            "earlier export")
+        others = sorted(set(os.listdir(path)) - SAVED_MODEL_NAMES)
+        if others:
+            raise RunError(f"--to in {path}: holds other files than a SavedModel's "
+                           f"({', '.join(others[:3])}); --overwrite only replaces an earlier "
+                           "export")
     return path

@@ -161,11 +161,22 @@ class RunRecorder(keras.callbacks.Callback):
         if scores[-1] >= max(scores):
             # Earliest best wins ties; a later equal score does not replace the model.
             if scores.index(max(scores)) == len(scores) - 1:
-                with files.atomic_path(os.path.join(self.run_dir, "model.keras")) as temporary:
-                    self.save_model(self.model).save(temporary)
-                    pause_point("model-write")
+                self._save_best()
         if self.patience and len(scores) - self.best_epoch >= self.patience:
             self.model.stop_training = True
+
+    def _save_best(self):
+        """Writes ``model.keras``, the free space checked first (the previous one is kept
+        when it fails)."""
+        model = self.save_model(self.model)
+        what = "model.keras"
+        advice = ("; the run so far is kept: free some space, then continue it with "
+                  "--resume")
+        with files.room_for(self.run_dir, files.estimated_size(model.weights), what=what,
+                            advice=advice), \
+                files.atomic_path(os.path.join(self.run_dir, what)) as temporary:
+            model.save(temporary)
+            pause_point("model-write")
 
     def _write_history(self):
         files.write_json(self._state_path, self.history)
