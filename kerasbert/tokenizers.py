@@ -1,0 +1,378 @@
+"""bert4keras's ``tokenizers``: ``Tokenizer`` and ``load_vocab`` with its keywords and results.
+
+``from kerasbert.tokenizers import Tokenizer, load_vocab`` gives bert4keras 0.11.5's tokens,
+ids, segment ids, ``decode`` text and ``rematch`` offsets. The splitting and WordPiece run
+in Hugging Face ``tokenizers``, set up with bert4keras's rules where they differ from
+Google's (and so from :class:`kerasbert.Tokenizer`, which follows Google):
+
+- ``do_lower_case`` defaults to False; lowercasing is Python's ``str.lower`` with accents
+  stripped, before anything else;
+- only control (Cc, Cf) characters are deleted; private-use and unassigned ones stay;
+- a word WordPiece cannot split, or longer than ``word_maxlen`` (200) characters, stays
+  whole as its token (its id is [UNK]'s) instead of becoming ``[UNK]``;
+- ``pre_tokenize``, ``token_translate``, ``token_start`` / ``token_end`` (None for none),
+  an ``encode`` of token lists, and ``truncate_from`` as an index work as in bert4keras.
+
+``SpTokenizer`` needs ``sentencepiece``, which kerasbert does not install; it raises an
+ImportError saying so. ``load_vocab`` refuses a token listed twice (bert4keras would
+shift every later id).
+
+Example:
+    >>> tokenizer = Tokenizer("checkpoints/chinese_L-12_H-768_A-12/vocab.txt",
+    ...                       do_lower_case=True)
+    >>> tokenizer.encode("语言模型", "BERT")
+    ([101, 6427, 6241, 3563, 1798, 102, 8815, 8716, 102], [0, 0, 0, 0, 0, 0, 1, 1, 1])
+"""
+
+import functools
+import re
+import unicodedata
+
+from tokenizers import Regex, models, normalizers, pre_tokenizers
+from tokenizers import Tokenizer as _Engine
+
+from kerasbert.snippets import is_string, lowercase_and_normalize, open, truncate_sequences
+from kerasbert.text.vocab import (
+    _char_class,
+    is_cjk,
+    is_punctuation,
+    is_redundant,
+    is_special,
+    simplify_vocab,
+)
+from kerasbert.text.vocab import stem as _stem
+
+__all__ = ["SpTokenizer", "Tokenizer", "TokenizerBase", "load_vocab", "save_vocab"]
+
+# Never a word: "\x00" is deleted before splitting. The engine answers it for a word
+# WordPiece cannot split, which bert4keras keeps whole.
+_WHOLE_WORD = "\x00whole word"
+_CJK_PUNCTUATION = ("＂＃＄％＆＇（）＊＋，－／：；＜＝＞＠［＼］＾＿｀｛｜｝～｟｠｢｣､"
+                    "\u3000、〃〈〉《》「」『』【】〔〕〖〗〘〙〚〛〜〝〞〟〰〾〿–—‘’‛“”„‟…‧﹏﹑﹔·！？｡。")
+# decode: no space after these, nor in "it ' s", "2. 5".
+_GLUED_AFTER = re.compile("(%s) " % "|".join(map(re.escape, _CJK_PUNCTUATION + "+-/={(<[")))
+_CONTRACTION = re.compile("' (re|m|s|t|ve|d|ll) ")
+_DECIMAL = re.compile(r"(\d\.) (\d)")
+
+
+def load_vocab(dict_path, encoding="utf-8", simplified=False, startswith=None):
+    """bert4keras's vocabulary reader: a token per line (its first field), ids by line.
+
+    Args:
+        dict_path: the ``vocab.txt``. encoding: its encoding.
+        simplified: also drop tokens the tokenizer never produces (as bert4keras does, to
+            shrink the embedding); ``startswith``: tokens to put first then.
+
+    Returns:
+        ``{token: id}``, or with ``simplified=True`` ``(token_dict, keep_tokens)``, where
+        ``keep_tokens[new_id]`` is the token's id in the file.
+
+    Raises:
+        ValueError: a token on two lines (naming both), or a ``startswith`` token absent.
+
+    Example:
+        >>> token_dict, keep_tokens = load_vocab(
+        ...     "checkpoints/chinese_L-12_H-768_A-12/vocab.txt", simplified=True,
+        ...     startswith=["[PAD]", "[UNK]", "[CLS]", "[SEP]"])
+        >>> len(token_dict), keep_tokens[:5]
+        (13584, [0, 100, 101, 102, 106])
+    """
+    token_dict = {}
+    with open(dict_path, encoding=encoding) as reader:
+        for lineno, line in enumerate(reader, 1):
+            fields = line.split()
+            token = fields[0] if fields else line.strip()
+            if token in token_dict:
+                raise ValueError(f"vocab in {dict_path}, line {lineno}: token {token!r} is "
+                                 f"already on line {token_dict[token] + 1}")
+            token_dict[token] = len(token_dict)
+    if simplified:
+        return simplify_vocab(token_dict, startswith, source=dict_path)
+    return token_dict
+
+
+def save_vocab(dict_path, token_dict, encoding="utf-8"):
+    """Writes ``token_dict`` as a ``vocab.txt``: its tokens in id order, one per line."""
+    with open(dict_path, "w", encoding=encoding) as writer:
+        for token, _ in sorted(token_dict.items(), key=lambda item: item[1]):
+            writer.write(token + "\n")
+
+
+class TokenizerBase:
+    """What bert4keras's tokenizers share: the frame tokens, ``tokenize`` and ``encode``.
+
+    Args:
+        token_start, token_end: the tokens put around a text (None: none).
+        pre_tokenize: a function splitting a text into words first (e.g. jieba's); a
+            word in the vocabulary is one token, another is tokenized as usual.
+        token_translate: ``{token: replacement}`` applied after tokenizing.
+    """
+
+    def __init__(self, token_start="[CLS]", token_end="[SEP]", pre_tokenize=None,
+                 token_translate=None):
+        self._token_pad, self._token_unk, self._token_mask = "[PAD]", "[UNK]", "[MASK]"
+        self._token_start, self._token_end = token_start, token_end
+        self._pre_tokenize = pre_tokenize
+        self._token_translate = token_translate or {}
+        self._token_translate_inv = {v: k for k, v in self._token_translate.items()}
+
+    def tokenize(self, text, maxlen=None):
+        """The tokens of ``text`` between ``token_start`` and ``token_end``; with ``maxlen``
+        at most that many (cut before the end token)."""
+        tokens = [self._token_translate.get(t) or t for t in self._tokenize(text)]
+        if self._token_start is not None:
+            tokens.insert(0, self._token_start)
+        if self._token_end is not None:
+            tokens.append(self._token_end)
+        if maxlen is not None:
+            truncate_sequences(maxlen, -(self._token_end is not None) - 1, tokens)
+        return tokens
+
+    def token_to_id(self, token):
+        raise NotImplementedError
+
+    def tokens_to_ids(self, tokens):
+        """``token_to_id`` of each token."""
+        return [self.token_to_id(token) for token in tokens]
+
+    def id_to_token(self, i):
+        raise NotImplementedError
+
+    def ids_to_tokens(self, ids):
+        """``id_to_token`` of each id."""
+        return [self.id_to_token(i) for i in ids]
+
+    def encode(self, first_text, second_text=None, maxlen=None, pattern="S*E*E",
+               truncate_from="right"):
+        """Token ids and segment ids of a text, or of a pair.
+
+        Args:
+            first_text, second_text: texts, or lists of tokens (with their frame tokens).
+            maxlen: the most ids in all; the longer text loses tokens first.
+            pattern: ``"S*E*E"`` drops the second text's start token, ``"S*ES*E"`` keeps it.
+            truncate_from: ``"right"`` cuts before the end token, ``"left"`` after the
+                start token; an int is the index to cut at.
+
+        Returns:
+            ``(token_ids, segment_ids)``, two lists.
+        """
+        first = self.tokenize(first_text) if is_string(first_text) else list(first_text)
+        second = None
+        if second_text is not None:
+            second = (self.tokenize(second_text) if is_string(second_text)
+                      else list(second_text))
+        if maxlen is not None:
+            if truncate_from == "right":
+                index = -(self._token_end is not None) - 1
+            elif truncate_from == "left":
+                index = int(self._token_start is not None)
+            else:
+                index = truncate_from
+            if second is not None and pattern == "S*E*E":
+                maxlen += 1  # the second start token is dropped below
+            truncate_sequences(maxlen, index, first, second)
+        token_ids = self.tokens_to_ids(first)
+        segment_ids = [0] * len(token_ids)
+        if second is not None:
+            if pattern == "S*E*E":
+                second = second[int(bool(self._token_start)):]
+            token_ids += self.tokens_to_ids(second)
+            segment_ids += [1] * len(second)
+        return token_ids, segment_ids
+
+    def decode(self, ids):
+        raise NotImplementedError
+
+    def _tokenize(self, text):
+        raise NotImplementedError
+
+
+@functools.cache
+def _engine_classes():
+    """bert4keras's character classes from this Python's ``unicodedata``, as engine
+    regexes: deleted (controls, U+0000, U+FFFD), spaces, and split off alone
+    (punctuation and CJK ideographs). Made once per process (~0.5 s)."""
+    deleted, spaces, alone = [], [], []
+    for cp in range(0x110000):
+        ch = chr(cp)
+        if is_punctuation(ch) or is_cjk(ch):
+            alone.append(cp)
+        elif Tokenizer._is_space(ch):
+            spaces.append(cp)
+        elif cp in (0, 0xFFFD) or Tokenizer._is_control(ch):
+            deleted.append(cp)
+        elif ch.isspace():  # U+2028, U+2029: bert4keras's str.split() splits there too
+            spaces.append(cp)
+    return _char_class(deleted), _char_class(spaces), _char_class(alone)
+
+
+class Tokenizer(TokenizerBase):
+    """bert4keras's BERT tokenizer, on Hugging Face ``tokenizers``.
+
+    Args:
+        token_dict: a ``vocab.txt`` path, or ``{token: id}``.
+        do_lower_case: lowercase and strip accents (False by default, as in bert4keras).
+        word_maxlen: a longer word is one token, not split.
+        **kwargs: ``token_start``, ``token_end``, ``pre_tokenize``, ``token_translate``
+            (see :class:`TokenizerBase`).
+
+    Example:
+        >>> tokenizer = Tokenizer({"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "hi": 4})
+        >>> tokenizer.tokenize("hi Hi!")
+        ['[CLS]', 'hi', 'Hi', '!', '[SEP]']
+        >>> tokenizer.encode("hi Hi!")[0]
+        [2, 4, 1, 1, 3]
+    """
+
+    def __init__(self, token_dict, do_lower_case=False, word_maxlen=200, **kwargs):
+        super().__init__(**kwargs)
+        if is_string(token_dict):
+            token_dict = load_vocab(token_dict)
+        self._do_lower_case = do_lower_case
+        self._token_dict = token_dict
+        self._token_dict_inv = {v: k for k, v in token_dict.items()}
+        self._vocab_size = len(token_dict)
+        self._word_maxlen = word_maxlen
+        for name in ("pad", "unk", "mask", "start", "end"):
+            token = getattr(self, f"_token_{name}")
+            if token in token_dict:
+                setattr(self, f"_token_{name}_id", token_dict[token])
+        deleted, spaces, alone = _engine_classes()
+        vocab = dict(token_dict)
+        self._whole_word_id = vocab[_WHOLE_WORD] = max(vocab.values(), default=-1) + 1
+        self._engine = _Engine(models.WordPiece(vocab, unk_token=_WHOLE_WORD,
+                                                max_input_chars_per_word=word_maxlen))
+        self._engine.normalizer = normalizers.Sequence(
+            [normalizers.Replace(deleted, ""), normalizers.Replace(spaces, " ")])
+        self._engine.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(" +"), behavior="removed"),
+            pre_tokenizers.Split(alone, behavior="isolated")])
+
+    def token_to_id(self, token):
+        """The token's id, or [UNK]'s."""
+        return self._token_dict.get(token, self._token_unk_id)
+
+    def id_to_token(self, i):
+        """The token of id ``i`` (KeyError if none)."""
+        return self._token_dict_inv[i]
+
+    def decode(self, ids, tokens=None):
+        """Readable text: frame tokens dropped, ``##`` pieces joined, CJK unspaced.
+
+        Example:
+            >>> tokenizer = Tokenizer("checkpoints/chinese_L-12_H-768_A-12/vocab.txt")
+            >>> tokenizer.decode(tokenizer.encode("语言模型, it's 2.5 倍")[0])
+            "语言模型, it's 2.5倍"
+        """
+        tokens = [t for t in tokens or self.ids_to_tokens(ids) if not self._is_special(t)]
+        text = ""
+        for token in tokens:
+            if token[:2] == "##":
+                text += token[2:]
+            elif len(token) == 1 and self._is_cjk_character(token):
+                text += token
+            elif len(token) == 1 and self._is_punctuation(token):
+                text += token + " "
+            elif text and self._is_cjk_character(text[-1]):
+                text += token
+            else:
+                text += " " + token
+        text = re.sub(" +", " ", text)
+        text = _CONTRACTION.sub(r"'\1 ", text)
+        text = _GLUED_AFTER.sub(r"\1", text)
+        return _DECIMAL.sub(r"\1\2", text).strip()
+
+    def _tokenize(self, text, pre_tokenize=True):
+        """The tokens of ``text`` without the frame tokens."""
+        if self._do_lower_case:
+            text = lowercase_and_normalize(text)
+        if pre_tokenize and self._pre_tokenize is not None:
+            words = list(self._pre_tokenize(text))
+            split = iter(self._word_pieces([lowercase_and_normalize(w) if self._do_lower_case
+                                            else w for w in words if w not in self._token_dict]))
+            return [t for w in words for t in ([w] if w in self._token_dict else next(split))]
+        return self._word_pieces([text])[0]
+
+    def _word_pieces(self, texts):
+        """The WordPiece tokens of each text (already lowercased if so set)."""
+        rows = []
+        # The fast batch call gives ids only (no token strings, no word indices).
+        for text, encoding in zip(texts, self._engine.encode_batch_fast(
+                texts, add_special_tokens=False)):
+            if self._whole_word_id in encoding.ids:
+                encoding = self._engine.encode(text, add_special_tokens=False)
+                words = self._engine.pre_tokenizer.pre_tokenize_str(
+                    self._engine.normalizer.normalize_str(text))
+                rows.append([words[w][0] if t == _WHOLE_WORD else t
+                             for t, w in zip(encoding.tokens, encoding.word_ids)])
+            else:
+                rows.append([self._token_dict_inv[i] for i in encoding.ids])
+        return rows
+
+    def rematch(self, text, tokens):
+        """The positions in ``text`` of each token's characters (``[]`` for special tokens),
+        as bert4keras gives them: positions count in the lowercased text when lowercasing.
+
+        Raises:
+            ValueError: a token not found in what is left of the text.
+
+        Example:
+            >>> tokenizer = Tokenizer("checkpoints/chinese_L-12_H-768_A-12/vocab.txt")
+            >>> tokenizer.rematch("模型bert", ["[CLS]", "模", "型", "bert", "[SEP]"])
+            [[], [0], [1], [2, 3, 4, 5], []]
+        """
+        if self._do_lower_case:
+            text = text.lower()
+        normalized, positions = "", []
+        for i, ch in enumerate(text):
+            if self._do_lower_case:
+                ch = lowercase_and_normalize(ch)
+            ch = "".join(c for c in ch if not (c in "\x00\ufffd" or self._is_control(c)))
+            normalized += ch
+            positions += [i] * len(ch)
+        mapping, offset = [], 0
+        for token in tokens:
+            if self._is_special(token):
+                mapping.append([])
+                continue
+            token = self.stem(token)
+            start = normalized.index(token, offset)
+            offset = start + len(token)
+            mapping.append(positions[start:offset])
+        return mapping
+
+    # bert4keras's character classes, as its scripts call them.
+    stem = staticmethod(_stem)
+    _is_cjk_character = staticmethod(is_cjk)
+    _is_punctuation = staticmethod(is_punctuation)
+    _is_special = staticmethod(is_special)
+    _is_redundant = staticmethod(is_redundant)
+
+    @staticmethod
+    def _is_space(ch):
+        """Space, tab, newline, carriage return or a Unicode space separator (Zs)."""
+        return ch in " \n\r\t" or unicodedata.category(ch) == "Zs"
+
+    @staticmethod
+    def _is_control(ch):
+        """A control or format character (Cc, Cf)."""
+        return unicodedata.category(ch) in ("Cc", "Cf")
+
+    @staticmethod
+    def _cjk_punctuation():
+        """The full-width and CJK punctuation ``decode`` writes without a space after it."""
+        return _CJK_PUNCTUATION
+
+
+class SpTokenizer(TokenizerBase):
+    """bert4keras's SentencePiece tokenizer: not provided, as it needs ``sentencepiece``,
+    which kerasbert does not install.
+
+    Raises:
+        ImportError: always, naming the package.
+    """
+
+    def __init__(self, sp_model_path, **kwargs):
+        raise ImportError("kerasbert.tokenizers.SpTokenizer is not provided: it needs the "
+                          "`sentencepiece` package, which kerasbert does not depend on "
+                          f"(asked for {sp_model_path!r})")

@@ -1,0 +1,156 @@
+"""kerasbert.tokenizers against bert4keras 0.11.5's tokenizers, on the same texts.
+
+bert4keras runs once, in its own interpreter (it needs Keras 2); every comparison of this
+file reads its one JSON answer.
+"""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from kerasbert import Tokenizer as KerasbertTokenizer
+from kerasbert.tokenizers import SpTokenizer, Tokenizer, load_vocab, save_vocab
+from peers import run_bert4keras
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VOCAB = os.path.join(ROOT, "checkpoints", "chinese_L-12_H-768_A-12", "vocab.txt")
+REVIEWS = os.path.join(ROOT, "kerasbert", "resources", "reviews", "dev.tsv")
+
+ENGLISH = [
+    "BERT模型在2018年发布，效果stunning！GPU加速x10。",
+    "It's a state-of-the-art model (2.5 times faster), isn't it? Yes: $5, 1,000 + 3 = x/y.",
+    "Ünïcödé façade — naïve café, ΟΔΟΣ and σοφία; Привет, мир! 東京タワー 서울",
+    "e-mail: someone@example.com, URL https://example.org/a?b=c&d=1 #hashtag @user",
+    "ＦＵＬＬ－ｗｉｄｔｈ　ｔｅｘｔ，全角字符１２３《书名》「引号」",
+    "tabs\tand\nnewlines\r\nand\u00a0nbsp\u2028line\u2029para\u200bzero\u200dwidth\ufeffbom",
+    "Ǆemal İstanbul ẞtraße ﬁne ﬂow Ω K Å \ue000private \x00nul \ufffdreplacement",
+    "a" * 150 + " " + "b" * 199 + " " + "x" * 201 + " unaffable",
+    "[CLS] [SEP] [UNK] [MASK] [PAD] ##ing ## #",
+    "", "   ", "。", "ΣΑΣ ΟΔΟΣ.",
+]
+ENCODE_CASES = [  # (second text, maxlen, pattern, truncate_from)
+    (None, None, "S*E*E", "right"), (None, 8, "S*E*E", "right"), (None, 8, "S*E*E", "left"),
+    (1, None, "S*E*E", "right"), (1, 12, "S*E*E", "right"), (1, 12, "S*ES*E", "left"),
+    (1, 9, "S*ES*E", "right"), (1, 10, "S*E*E", 2),
+]
+SMALL_DICT = {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4, "语言模型": 5,
+              "语": 6, "言": 7, "模": 8, "型": 9, "好": 10, "hello": 11, "##lo": 12, "hel": 13,
+              "<s>": 14, "!": 15}
+
+
+# Characters the rules treat apart: letters with accents and case, marks, controls,
+# format, private-use and unassigned code points, spaces, punctuation, CJK, emoji.
+POOL = ("aZ09 .,-'\"#$([{~ÀéßİıΣσςΩЖжǅﬁ\u0301\u0327\u00a0\u2003\u3000\u2028\u2029\t\n\r"
+        "\x00\x01\x0b\x1c\x85\u200b\u200d\ufeff\ufffd\ue000\U000f0000\u0378\U0002b820"
+        "语言模型好，。《》「」！？ＡＢｃ１２😀👍🏽が한")
+
+
+def texts():
+    with open(REVIEWS, encoding="utf-8") as f:
+        lines = [line.split("\t", 1)[1].strip() for line in f.readlines()[1:61]]
+    mixed = np.random.default_rng(0).choice(list(POOL), size=(40, 24))
+    return lines + ENGLISH + ["".join(row) for row in mixed]
+
+
+# Runs under both libraries: the script's body names Tokenizer / load_vocab from either.
+SCRIPT = """
+import json
+
+def run(Tokenizer, load_vocab, vocab, texts, cases, small):
+    out = {}
+    for lower in (True, False):
+        tokenizer = Tokenizer(vocab, do_lower_case=lower)
+        rows = []
+        for n, text in enumerate(texts):
+            tokens = tokenizer.tokenize(text)
+            other = texts[(n + 1) % len(texts)]
+            encoded = []
+            for second, maxlen, pattern, side in cases:
+                encoded.append(tokenizer.encode(text, other if second else None, maxlen=maxlen,
+                                                pattern=pattern, truncate_from=side))
+            try:
+                offsets = tokenizer.rematch(text, tokens)
+            except ValueError:
+                offsets = "ValueError"
+            ids = encoded[0][0]
+            rows.append({"tokens": tokens, "short": tokenizer.tokenize(text, maxlen=6),
+                         "encoded": encoded, "decoded": tokenizer.decode(ids),
+                         "offsets": offsets,
+                         "listed": tokenizer.encode(list(tokens), tokens[:3], maxlen=7)})
+        out[str(lower)] = rows
+    framed = Tokenizer(small, token_start=None, token_end="<s>",
+                       token_translate={"hello": "hel"},
+                       pre_tokenize=lambda text: text.split("|"))
+    out["framed"] = [framed.tokenize(t) + [framed.encode(t, t, maxlen=6)]
+                     for t in ("语言模型|好", "hello|hellolo!|好语", "语言|模型")]
+    keep = load_vocab(vocab, simplified=True, startswith=["[PAD]", "[UNK]", "[CLS]", "[SEP]"])
+    out["simplified"] = [len(keep[0]), keep[1][:50], keep[1][-50:]]
+    out["cjk_punctuation"] = Tokenizer._cjk_punctuation()
+    return out
+"""
+
+
+@pytest.fixture(scope="module")
+def bert4keras_answers():
+    arguments = json.dumps([VOCAB, texts(), ENCODE_CASES, SMALL_DICT])
+    return run_bert4keras(SCRIPT + f"""
+from bert4keras.tokenizers import Tokenizer, load_vocab
+print(json.dumps(run(Tokenizer, load_vocab, *json.loads({arguments!r}))))
+""")
+
+
+@pytest.fixture(scope="module")
+def kerasbert_answers():
+    scope = {}
+    exec(SCRIPT, scope)
+    answers = scope["run"](Tokenizer, load_vocab, VOCAB, texts(), ENCODE_CASES, SMALL_DICT)
+    return json.loads(json.dumps(answers))  # tuples as lists, as the oracle's JSON has them
+
+
+@pytest.mark.peer
+@pytest.mark.parametrize("lower", ["True", "False"])
+@pytest.mark.parametrize("part", ["tokens", "short", "encoded", "decoded", "offsets", "listed"])
+def test_tokenizer_equals_bert4keras(bert4keras_answers, kerasbert_answers, lower, part):
+    ours = [row[part] for row in kerasbert_answers[lower]]
+    theirs = [row[part] for row in bert4keras_answers[lower]]
+    different = [(text[:40], o, t) for text, o, t in zip(texts(), ours, theirs) if o != t]
+    if part == "encoded":  # which cases differ
+        different = [(text, [n for n, (a, b) in enumerate(zip(o, t)) if a != b], o[0], t[0])
+                     for text, o, t in different]
+    assert not different, f"{len(different)} texts differ: {different[:3]}"
+
+
+@pytest.mark.peer
+def test_frame_tokens_translation_pre_tokenize_and_simplified_vocab_equal_bert4keras(
+        bert4keras_answers, kerasbert_answers):
+    assert kerasbert_answers["framed"] == bert4keras_answers["framed"]
+    assert kerasbert_answers["simplified"] == bert4keras_answers["simplified"]
+    assert kerasbert_answers["cjk_punctuation"] == bert4keras_answers["cjk_punctuation"]
+
+
+def test_bert4keras_defaults_and_attributes():
+    tokenizer = Tokenizer(VOCAB)
+    assert tokenizer._do_lower_case is False and tokenizer._word_maxlen == 200
+    assert (tokenizer._token_pad_id, tokenizer._token_unk_id, tokenizer._token_mask_id,
+            tokenizer._token_start_id, tokenizer._token_end_id) == (0, 100, 103, 101, 102)
+    assert tokenizer._vocab_size == 21128
+    assert tokenizer.tokenize("BERT") == ["[CLS]", "BERT", "[SEP]"]  # cased: kept whole
+    assert tokenizer.encode("BERT")[0] == [101, 100, 102]
+    assert tokenizer.stem("##ing") == "ing" and Tokenizer._is_space("\u3000")
+    assert Tokenizer._is_control("\u200b") and Tokenizer._is_control("\t")
+    # kerasbert's own tokenizer keeps Google's rules and its lowercasing default.
+    assert KerasbertTokenizer(VOCAB).tokenize("BERT") == ["[CLS]", "be", "##rt", "[SEP]"]
+
+
+def test_vocab_round_trip_and_refusals(tmp_path):
+    path = tmp_path / "vocab.txt"
+    save_vocab(str(path), {"[PAD]": 0, "b": 2, "a": 1})
+    assert path.read_text(encoding="utf-8") == "[PAD]\na\nb\n"
+    assert load_vocab(str(path)) == {"[PAD]": 0, "a": 1, "b": 2}
+    path.write_text("a\nb 7\na\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"line 3: token 'a' is already on line 1"):
+        load_vocab(str(path))
+    with pytest.raises(ImportError, match="sentencepiece"):
+        SpTokenizer("spm.model")
