@@ -228,3 +228,24 @@ def test_a_family_other_than_the_configs_is_named(tmp_path):
     with pytest.raises(ValueError, match=r"hidden_size \(30\) in .*: roformer's rotary positions "
                                          r".*= 15\) must be even"):
         BertConfig.from_json_file(path, family="roformer")
+
+
+def test_warnings_of_a_command_that_fails_are_not_shown(tmp_path, capsys):
+    from conftest import TINY, make_rows, write_tsv
+    from kerasbert.cli.main import main
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "好"]) + "\n")
+    config = tmp_path / "bert_config.json"
+    config.write_text(json.dumps(dict(TINY, vocab_size=5)))
+    train = tmp_path / "train.tsv"
+    train.write_text("label\ttext\npositive\t好\n\t好\nnegative\t坏\n", encoding="utf-8")
+    dev = write_tsv(tmp_path / "dev.tsv", make_rows(4, 0)).replace("dev.tsv", "dev-x.tsv")
+    (tmp_path / "dev-x.tsv").write_text("labels\ttext\npositive\t好\n", encoding="utf-8")
+    # The skipped row of --train warns, then the dev file's header fails: one line only.
+    code = main(["train", "--config", str(config), "--vocab", str(vocab), "--train", str(train),
+                 "--dev", dev, "--skip-bad-rows", "--maxlen", "16", "--output",
+                 str(tmp_path / "run")])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2 and len(err) == 1 and "dev-x.tsv" in err[0] and ": warning:" not in err[0]
+    assert not (tmp_path / "run").exists()

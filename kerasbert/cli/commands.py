@@ -130,6 +130,11 @@ def command_predict(args):
     for number, text in enumerate(args.texts, start=1):
         if not text.strip():
             raise UsageError(f"empty text in TEXT {number}: nothing to predict")
+        # Python keeps a byte of the command line that is not UTF-8 as U+DC80..U+DCFF.
+        byte = next((ord(c) - 0xDC00 for c in text if 0xDC80 <= ord(c) <= 0xDCFF), None)
+        if byte is not None:
+            raise UsageError(f"invalid UTF-8 byte 0x{byte:02x} in TEXT {number}: texts must be "
+                             "UTF-8 (is the terminal's encoding another?)")
     run, task = _open(args)
     try:
         task.check_texts(args.texts)
@@ -174,10 +179,11 @@ def command_pretrain(args):
 
 def command_convert(args):
     from kerasbert.checkpoints.convert import convert_hf_to_google
-    from kerasbert.training.rundir import check_writable
+    from kerasbert.training.rundir import check_export_target
 
-    check_writable(os.path.dirname(args.to) or ".", flag="--to")
-    done = convert_hf_to_google(args.from_hf, args.to)
+    # Not into a run directory: its checkpoint is the run's own, even with --overwrite.
+    check_export_target(os.path.dirname(args.to) or ".")
+    done = convert_hf_to_google(args.from_hf, args.to, overwrite=args.overwrite)
     print(f"wrote {done.prefix} ({done.variables} variables) and {done.config_path}")
     print(f"wrote {done.vocab_path}" if done.vocab_path else f"no vocab.txt in {args.from_hf}")
     if done.skipped:

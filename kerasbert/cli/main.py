@@ -253,9 +253,13 @@ def make_parser():
 
     convert = _command(
         commands, "convert", "write a Google checkpoint, bert_config.json and vocab.txt",
-        ["kerasbert convert --from-hf all-MiniLM-L6-v2 --to minilm/bert_model.ckpt"],
+        ["kerasbert convert --from-hf all-MiniLM-L6-v2 --to minilm/bert_model.ckpt",
+         "kerasbert convert --from-hf all-MiniLM-L6-v2 --to minilm/bert_model.ckpt --overwrite"],
         description="Converts a Hugging Face BERT (config.json, model.safetensors, vocab.txt) "
-                    "to a Google checkpoint that kerasbert, bert4keras and Google's code load.",
+                    "to a Google checkpoint that kerasbert, bert4keras and Google's code load. "
+                    "An existing file of the output (the checkpoint's, or bert_config.json "
+                    "and vocab.txt beside it) is replaced only with --overwrite; a run "
+                    "directory's checkpoint never.",
         run=handlers.command_convert)
     convert.add_argument("--from-hf", required=True, type=_path, metavar="DIR",
                          help="Hugging Face BERT directory: config.json, model.safetensors, "
@@ -263,6 +267,9 @@ def make_parser():
     convert.add_argument("--to", required=True, type=_path, metavar="PREFIX",
                          help="checkpoint prefix to write, e.g. out/minilm/bert_model.ckpt "
                               "(required)")
+    convert.add_argument("--overwrite", action="store_true",
+                         help="replace an earlier conversion at --to: the checkpoint's files, "
+                              "bert_config.json and vocab.txt (never other files)")
     return parser
 
 
@@ -285,13 +292,17 @@ def main(argv=None):
         if unknown:
             raise UsageError(f"unknown argument in {' '.join(unknown)}: not an argument of "
                              f"{prefix} (see {prefix} --help)")
-        return args.run(args)
+        code = args.run(args)
+        warnings.flush()
+        return code
     except KeyboardInterrupt as stop:
+        warnings.drop()
         signal_name = "SIGTERM" if isinstance(stop, Terminated) else "SIGINT"
         print(f"{prefix}: interrupted by {signal_name}{_how_to_continue(command, args)}",
               file=sys.stderr)
         return 128 + (signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT)
     except Exception as error:  # every failure is one line; --debug shows the traceback
+        warnings.drop()
         if debug:
             traceback.print_exc()
         print(f"{prefix}: {one_line(error)}", file=sys.stderr)
@@ -330,19 +341,48 @@ def _how_to_continue(command, args):
 
 class _WarningLines(logging.Handler):
     """The library's warnings (its ``logging``) as ``kerasbert <command>: warning: ...`` lines
-    on stderr, while one command runs."""
+    on stderr, while one command runs.
+
+    They are held back while the command checks its inputs and shown once the checks have
+    passed (a training run logs ``STARTED`` when it starts its first step) or the command
+    succeeded; a command that fails prints its one line alone (:meth:`drop`).
+    """
 
     def __init__(self, prefix, verbose=False):
-        super().__init__(logging.INFO if verbose else logging.WARNING)
+        super().__init__(logging.INFO)
         self.prefix = prefix
+        self.verbose = verbose
+        self.held = []
         self.logger = logging.getLogger("kerasbert")
         self.saved_level = self.logger.level
-        self.logger.setLevel(self.level)
+        self.logger.setLevel(logging.INFO)
         self.logger.addHandler(self)
 
     def emit(self, record):
+        if getattr(record, "event", None) is not None:
+            # Only the library logs, and it is loaded by then (not when the command starts).
+            from kerasbert.training.rundir import STARTED
+
+            if record.event == STARTED:
+                self.flush()
+        if record.levelno < logging.WARNING and not self.verbose:
+            return
         kind = "warning: " if record.levelno >= logging.WARNING else ""
-        print(f"{self.prefix}: {kind}{record.getMessage()}", file=sys.stderr)
+        line = f"{self.prefix}: {kind}{record.getMessage()}"
+        if self.held is None:
+            print(line, file=sys.stderr)
+        else:
+            self.held.append(line)
+
+    def flush(self):
+        """Shows the lines held so far; later ones are shown at once."""
+        for line in self.held or ():
+            print(line, file=sys.stderr)
+        self.held = None
+
+    def drop(self):
+        """Forgets the lines held: the command failed, and says why in its one line."""
+        self.held = []
 
     def close(self):
         self.logger.removeHandler(self)
@@ -351,7 +391,23 @@ class _WarningLines(logging.Handler):
 
 
 def one_line(error):
-    """An exception as one line: ``<what> in <where>: <why>`` where the error says so."""
+    """An exception as one line: ``<what> in <where>: <why>`` where the error says so.
+
+    A full disk is ``no space in <folder>: ...``: kerasbert's own :class:`NoSpace` as it is,
+    another error that says so (untranslated ``ENOSPC``, h5py's or TensorFlow's wording)
+    with its file's folder where it names one.
+    """
+    from kerasbert.files import NoSpace, free_space, is_no_space
+
+    if isinstance(error, NoSpace):
+        return str(error)
+    if is_no_space(error):
+        filename = getattr(error, "filename", None)
+        if filename:
+            folder = os.path.dirname(os.fspath(filename)) or "."
+            return str(NoSpace(folder, free_space(folder), what=os.path.basename(filename)))
+        return ("no space in the output: the disk is full; free some space, then run the "
+                "command again")
     if isinstance(error, OSError) and error.filename and error.strerror:
         return f"cannot use the file in {error.filename}: {error.strerror}"
     text = " ".join(str(error).split("\n")[0].split())

@@ -45,11 +45,12 @@ from kerasbert.training.callbacks import StopAtStep
 from kerasbert.training.lifecycle import TrainingRun
 from kerasbert.training.optimizer import make_optimizer
 from kerasbert.training.options import PretrainOptions, validate  # noqa: F401 (PretrainOptions re-exported)
+from kerasbert.training.rundir import PRETRAIN_FINISHED_FILE, PRETRAIN_OPTIONS_FILE
 
 #: Dev masks come from this seed whatever the training seed, so runs compare.
 DEV_MASK_SEED = 0
-OPTIONS_FILE = "pretrain_config.json"
-FINISHED = "pretrain_metrics.json"
+OPTIONS_FILE = PRETRAIN_OPTIONS_FILE
+FINISHED = PRETRAIN_FINISHED_FILE
 log = logging.getLogger(__name__)
 
 

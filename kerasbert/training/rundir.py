@@ -22,6 +22,7 @@ read and the files it wrote are fingerprinted (:mod:`kerasbert.training.fingerpr
 
 import dataclasses
 import json
+import logging
 import os
 import shutil
 
@@ -43,6 +44,16 @@ _WEIGHTS = "training.weights.h5"
 #: The options file and the finished file of a fine-tuning run (``kerasbert train``).
 TRAIN_OPTIONS_FILE = "train_config.json"
 TRAIN_FINISHED_FILE = "metrics.json"
+#: Those of a pretraining run (``kerasbert pretrain``).
+PRETRAIN_OPTIONS_FILE = "pretrain_config.json"
+PRETRAIN_FINISHED_FILE = "pretrain_metrics.json"
+
+
+#: The ``event`` of the log record a run makes when its checks have passed and it starts
+#: (the command line shows the warnings it held back until then).
+STARTED = "run started"
+
+log = logging.getLogger(__name__)
 
 
 class RunError(ValueError):
@@ -79,17 +90,39 @@ def check_writable(path, flag="--output"):
 
 
 def check_export_target(directory, run_dir=None):
-    """Refuses an export folder that is the run directory (if any), holds it, or cannot be
-    written.
+    """Refuses a folder to write an export or a converted checkpoint into, before anything
+    is written: the run directory (if any) or one holding it, a kerasbert run directory or
+    a folder inside one (its files are the run's: a new file there would be lost to
+    ``--restart``, a replaced one would change what the run says it wrote), or a folder
+    that cannot be written.
+
+    A run directory is known by its options file (``train_config.json``,
+    ``pretrain_config.json``) or its fingerprints, written when it starts, or its
+    ``history.json``.
 
     Raises:
-        RunError: ``--to in runs/x: is the run directory or holds it; ...``.
+        RunError: ``--to in runs/x/serving: is inside the kerasbert run directory runs/x
+            (it holds train_config.json); ...``.
     """
     target = os.path.realpath(directory)
     run = os.path.realpath(run_dir) if run_dir is not None else None
     if run is not None and (target == run or run.startswith(target.rstrip(os.sep) + os.sep)):
         raise RunError(f"--to in {directory}: is the run directory or holds it; export to a "
                        "new directory")
+    folder = os.path.realpath(_nearest_existing(directory))
+    while True:
+        marker = next((name for name in (TRAIN_OPTIONS_FILE, PRETRAIN_OPTIONS_FILE,
+                                         fingerprints.FILE, HISTORY)
+                       if os.path.isfile(os.path.join(folder, name))), None)
+        if marker:
+            where = ("is a kerasbert run directory" if folder == target else
+                     "is inside the kerasbert run directory "
+                     + (folder if os.path.isabs(directory) else os.path.relpath(folder)))
+            raise RunError(f"--to in {directory}: {where} (it holds {marker}); the run's files "
+                           "are its own: write to a directory outside it")
+        if os.path.dirname(folder) == folder:
+            break
+        folder = os.path.dirname(folder)
     check_writable(directory, flag="--to")
 
 
@@ -259,6 +292,7 @@ class RunDirectory:
         if (not options.resume or getattr(options, "accept_changed", False)
                 or not os.path.exists(self.file(fingerprints.FILE))):
             fingerprints.record_inputs(self.path, options)
+        log.info("training in %s", self.path, extra={"event": STARTED})
 
     def _clear(self):
         """Removes every file of the earlier run: moved aside at once (a kill leaves only a
@@ -303,10 +337,26 @@ class RunDirectory:
         return names
 
     def write_backup(self, model, epoch, done):
-        """Backs up weights and optimizer after ``epoch`` (1-based) epochs, atomically."""
+        """Backs up weights and optimizer after ``epoch`` (1-based) epochs, atomically.
+
+        The free space is checked first; the previous backup is removed only once the new
+        one is complete. The weights go through memory (:class:`kerasbert.files.MemoryFile`)
+        so that HDF5 never meets a full disk, which it cannot recover from.
+
+        Raises:
+            kerasbert.files.NoSpace: no room for the backup; the previous one is kept, so
+                the run can be continued with ``--resume`` once there is space.
+        """
         target = self.file(os.path.join(BACKUP, f"epoch-{epoch:04d}"))
-        with files.atomic_directory(target) as temporary:
-            model.save_weights(os.path.join(temporary, _WEIGHTS))
+        what = f"the backup of epoch {epoch}"
+        advice = ("; the previous backup is kept: free some space, then continue the run "
+                  "with --resume")
+        variables = [*model.weights, *(model.optimizer.variables if model.optimizer else ())]
+        with files.room_for(self.path, files.estimated_size(variables), what=what,
+                            advice=advice), files.atomic_directory(target) as temporary:
+            weights = files.MemoryFile(os.path.join(temporary, _WEIGHTS))
+            model.save_weights(weights)
+            weights.save()
             pause_point("backup-write")
             files.write_json(os.path.join(temporary, _STATE), {"epoch": epoch, "done": done})
         pause_point("backup-written")
