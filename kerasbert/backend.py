@@ -1,0 +1,691 @@
+"""bert4keras's ``backend``: ``keras``, ``K`` and its tensor functions, on Keras 3.
+
+``from kerasbert.backend import keras, K`` gives Keras 3 and a ``K`` that answers the
+``keras.backend`` calls of bert4keras scripts (``K.sum``, ``K.batch_dot``, ``K.eval``,
+``K.set_value`` ...) with Keras 2's arguments, defaults and results, through ``keras.ops``.
+A call with no Keras 3 counterpart is refused by name (``K.gradients``: use
+``tf.GradientTape``; ``K.placeholder``, sessions, the global learning phase).
+
+The functions bert4keras adds (``sequence_masking``, ``multilabel_categorical_crossentropy``,
+``apply_rotary_position_embeddings`` ...) are written in ``keras.ops`` with bert4keras's
+signatures. What differs, and why:
+
+- ``is_tf_keras`` is False: Keras 3 is neither of bert4keras's two Kerases.
+- ``set_gelu`` records the choice (:func:`gelu_version`) for the model builder; Keras 3
+  resolves ``"gelu"`` without the custom objects bert4keras wrote it into.
+- ``search_layer`` takes a layer or a model: Keras 3 has no public way from a tensor to
+  the layer that made it.
+- ``recompute_grad`` returns the call unchanged; ``RECOMPUTE=1`` is refused (Keras 3's
+  ``keras.RematScope`` is the way to recompute).
+- Importing the module registers nothing with Keras (bert4keras filled the custom objects
+  at import); ``custom_objects`` is there to pass to ``load_model``.
+
+Example:
+    >>> import numpy as np
+    >>> K.eval(K.batch_dot(np.ones((2, 3, 4)), np.ones((2, 4, 5)), axes=(2, 1))).shape
+    (2, 3, 5)
+"""
+
+import os
+
+import keras
+import numpy as np
+from keras import ops
+
+from kerasbert.quiet import import_tensorflow
+
+import_tensorflow()
+import tensorflow as tf  # noqa: E402  (bert4keras's scripts import tf from here)
+
+__all__ = ["K", "keras", "tf"]
+
+is_tf_keras = False
+do_recompute = os.environ.get("RECOMPUTE", "0").lower() in ("1", "true", "yes", "on")
+_GELU = {"version": "erf"}
+
+
+class NoKeras3Counterpart(NotImplementedError, AttributeError):
+    """A ``keras.backend`` name Keras 3 has nothing for (an AttributeError too, so that
+    ``getattr(K, name, None)`` and ``hasattr`` answer as for a missing name)."""
+
+
+_REFUSED = {
+    "gradients": "Keras 3 has no symbolic gradients; use tf.GradientTape in a train_step",
+    "placeholder": "Keras 3 has no placeholders; use keras.Input",
+    "get_session": "Keras 3 has no session", "set_session": "Keras 3 has no session",
+    "learning_phase": "Keras 3 has no global learning phase; pass training= to the layers",
+    "set_learning_phase": "Keras 3 has no global learning phase; pass training=",
+    "rnn": "use keras.layers.RNN", "ctc_batch_cost": "use keras.losses.CTC",
+}
+
+
+def _keras2_reduction(reduce):
+    def reduction(x, axis=None, keepdims=False):
+        if keras.backend.standardize_dtype(getattr(x, "dtype", "float32")) == "bool":
+            x = ops.cast(x, keras.config.floatx())
+        return reduce(x, axis=axis, keepdims=keepdims)
+    reduction.__doc__ = f"``{reduce.__name__}(x, axis=None, keepdims=False)``; bools count as 1."
+    return reduction
+
+
+def _letters(n, skip=""):
+    return [c for c in "abcdefghijklmnopqrstuvwxyz" if c not in skip][:n]
+
+
+class _Backend:
+    """``keras.backend`` as Keras 2 had it: ``K.sum(x, axis=None, keepdims=False)``,
+    ``K.switch(condition, then, else)``, ``K.cumsum(x, axis=0)`` ... on ``keras.ops``."""
+
+    # values, variables and settings
+    eval = get_value = staticmethod(ops.convert_to_numpy)
+    floatx, epsilon = staticmethod(keras.config.floatx), staticmethod(keras.config.epsilon)
+    set_floatx = staticmethod(keras.config.set_floatx)
+    set_epsilon = staticmethod(keras.config.set_epsilon)
+    image_data_format = staticmethod(keras.config.image_data_format)
+    backend = staticmethod(keras.config.backend)
+    clear_session = staticmethod(keras.backend.clear_session)
+    is_keras_tensor = staticmethod(keras.backend.is_keras_tensor)
+    name_scope = staticmethod(keras.name_scope)
+    cast, shape = staticmethod(ops.cast), staticmethod(ops.shape)
+    stop_gradient = staticmethod(ops.stop_gradient)
+
+    @staticmethod
+    def symbolic(f):
+        """Identity (bert4keras's decorator for old Keras)."""
+        return f
+
+    @staticmethod
+    def set_value(x, value):
+        x.assign(value)
+
+    @staticmethod
+    def batch_get_value(tensors):
+        return [ops.convert_to_numpy(t) for t in tensors]
+
+    @staticmethod
+    def batch_set_value(tuples):
+        for x, value in tuples:
+            x.assign(value)
+
+    @staticmethod
+    def update(x, new_x):
+        return x.assign(new_x)
+
+    @staticmethod
+    def update_add(x, increment):
+        return x.assign_add(increment)
+
+    @staticmethod
+    def update_sub(x, decrement):
+        return x.assign_sub(decrement)
+
+    @staticmethod
+    def variable(value, dtype=None, name=None, constraint=None):
+        if constraint is not None:
+            raise NotImplementedError("K.variable(constraint=...): Keras 3 variables take no "
+                                      "constraint; constrain the layer's weight instead")
+        return keras.Variable(value, dtype=dtype or keras.config.floatx(), name=name)
+
+    @staticmethod
+    def constant(value, dtype=None, shape=None, name=None):
+        value = np.full(shape, value) if shape is not None else value
+        return ops.convert_to_tensor(value, dtype=dtype or keras.config.floatx())
+
+    @staticmethod
+    def count_params(x):
+        return int(np.prod(x.shape))
+
+    @staticmethod
+    def dtype(x):
+        return keras.backend.standardize_dtype(x.dtype)
+
+    @staticmethod
+    def int_shape(x):
+        """The static shape, None where unknown."""
+        return tuple(x.shape)
+
+    @staticmethod
+    def ndim(x):
+        return len(x.shape)
+
+    # reductions and element-wise math
+    sum, mean = staticmethod(_keras2_reduction(ops.sum)), staticmethod(_keras2_reduction(ops.mean))
+    max, min = staticmethod(_keras2_reduction(ops.max)), staticmethod(_keras2_reduction(ops.min))
+    prod, std = staticmethod(_keras2_reduction(ops.prod)), staticmethod(_keras2_reduction(ops.std))
+    var = staticmethod(_keras2_reduction(ops.var))
+    logsumexp = staticmethod(_keras2_reduction(ops.logsumexp))
+    any, all = staticmethod(ops.any), staticmethod(ops.all)
+    exp, log, square = staticmethod(ops.exp), staticmethod(ops.log), staticmethod(ops.square)
+    abs, sign, round = staticmethod(ops.abs), staticmethod(ops.sign), staticmethod(ops.round)
+    sin, cos = staticmethod(ops.sin), staticmethod(ops.cos)
+    pow, maximum, minimum = staticmethod(ops.power), staticmethod(ops.maximum), staticmethod(
+        ops.minimum)
+    equal, not_equal = staticmethod(ops.equal), staticmethod(ops.not_equal)
+    greater, greater_equal = staticmethod(ops.greater), staticmethod(ops.greater_equal)
+    less, less_equal = staticmethod(ops.less), staticmethod(ops.less_equal)
+
+    @staticmethod
+    def sqrt(x):
+        """Square root, negative values taken as 0 (Keras 2's)."""
+        return ops.sqrt(ops.maximum(x, 0))
+
+    @staticmethod
+    def cumsum(x, axis=0):
+        return ops.cumsum(x, axis=axis)
+
+    @staticmethod
+    def cumprod(x, axis=0):
+        return ops.cumprod(x, axis=axis)
+
+    @staticmethod
+    def clip(x, min_value, max_value):
+        if isinstance(min_value, (int, float)) and isinstance(max_value, (int, float)):
+            max_value = max(max_value, min_value)
+        return ops.clip(x, -np.inf if min_value is None else min_value,
+                        np.inf if max_value is None else max_value)
+
+    # shapes and indices
+    concatenate = staticmethod(lambda tensors, axis=-1: ops.concatenate(tensors, axis=axis))
+    stack = staticmethod(lambda x, axis=0: ops.stack(x, axis=axis))
+    expand_dims = staticmethod(lambda x, axis=-1: ops.expand_dims(x, axis))
+    squeeze = staticmethod(ops.squeeze)
+    permute_dimensions = staticmethod(lambda x, pattern: ops.transpose(x, pattern))
+    transpose = staticmethod(ops.transpose)
+    repeat_elements = staticmethod(lambda x, rep, axis: ops.repeat(x, rep, axis=axis))
+    tile = staticmethod(ops.tile)
+    reverse = staticmethod(lambda x, axes: ops.flip(x, axis=axes))
+    gather = staticmethod(lambda reference, indices: ops.take(reference, indices, axis=0))
+    one_hot = staticmethod(lambda indices, num_classes: ops.one_hot(indices, num_classes))
+    argmax = staticmethod(lambda x, axis=-1: ops.argmax(x, axis=axis))
+    argmin = staticmethod(lambda x, axis=-1: ops.argmin(x, axis=axis))
+    ones_like = staticmethod(lambda x, dtype=None, name=None: ops.ones_like(x, dtype=dtype))
+    zeros_like = staticmethod(lambda x, dtype=None, name=None: ops.zeros_like(x, dtype=dtype))
+    map_fn = staticmethod(lambda fn, elems, name=None, dtype=None: ops.map(fn, elems))
+
+    @staticmethod
+    def ones(shape, dtype=None, name=None):
+        return ops.ones(shape, dtype=dtype or keras.config.floatx())
+
+    @staticmethod
+    def zeros(shape, dtype=None, name=None):
+        return ops.zeros(shape, dtype=dtype or keras.config.floatx())
+
+    @staticmethod
+    def eye(size, dtype=None, name=None):
+        return ops.eye(size, dtype=dtype or keras.config.floatx())
+
+    @staticmethod
+    def arange(start, stop=None, step=1, dtype="int32"):
+        if stop is None and start < 0:
+            start = 0
+        result = ops.arange(start, stop, step)
+        return result if dtype == "int32" else ops.cast(result, dtype)
+
+    @staticmethod
+    def batch_flatten(x):
+        return ops.reshape(x, (-1, int(np.prod(x.shape[1:]))))
+
+    @staticmethod
+    def repeat(x, n):
+        """``(batch, dim)`` -> ``(batch, n, dim)``."""
+        return ops.repeat(ops.expand_dims(x, 1), n, axis=1)
+
+    @staticmethod
+    def dot(x, y):
+        """numpy's ``dot``: ``x``'s last axis with ``y``'s second to last."""
+        xs, ys = _letters(len(x.shape)), _letters(len(y.shape), "abcdefghijklm")
+        ys[-2 if len(ys) > 1 else 0] = xs[-1]
+        out = xs[:-1] + [c for c in ys if c != xs[-1]]
+        return ops.einsum(f"{''.join(xs)},{''.join(ys)}->{''.join(out)}", x, y)
+
+    @staticmethod
+    def batch_dot(x, y, axes=None):
+        """Per batch row, ``x``'s axis ``axes[0]`` with ``y``'s ``axes[1]`` (Keras 2's
+        shapes: two rank-2 inputs give ``(batch, 1)``)."""
+        nx, ny = len(x.shape), len(y.shape)
+        if axes is None:
+            axes = (nx - 1, ny - 2)
+        ax, ay = (axes, axes) if isinstance(axes, int) else axes
+        ax, ay = ax % nx, ay % ny
+        if 0 in (ax, ay):
+            raise ValueError(f"K.batch_dot cannot sum over the batch axis 0; got axes={axes}")
+        xs = ["a"] + _letters(nx - 1, "az")
+        ys = ["a"] + _letters(ny - 1, "a" + "".join(xs))
+        ys[ay] = xs[ax]
+        out = xs[:ax] + xs[ax + 1:] + [c for c in ys[1:] if c != xs[ax]]
+        result = ops.einsum(f"{''.join(xs)},{''.join(ys)}->{''.join(out)}", x, y)
+        return ops.expand_dims(result, 1) if nx == ny == 2 else result
+
+    @staticmethod
+    def switch(condition, then_expression, else_expression):
+        """``then`` where ``condition``, else ``else``; callables are called; a condition of
+        lower rank applies to whole rows."""
+        then = then_expression() if callable(then_expression) else then_expression
+        other = else_expression() if callable(else_expression) else else_expression
+        condition = ops.cast(condition, "bool")
+        while len(condition.shape) and len(condition.shape) < len(then.shape):
+            condition = ops.expand_dims(condition, -1)
+        return ops.where(condition, then, other)
+
+    @staticmethod
+    def in_train_phase(x, alt, training=None):
+        if training is None:
+            raise NoKeras3Counterpart("K.in_train_phase needs training=True or False: Keras 3 "
+                                      "has no global learning phase")
+        x, alt = (x() if callable(x) else x), (alt() if callable(alt) else alt)
+        return x if training else alt
+
+    @staticmethod
+    def in_test_phase(x, alt, training=None):
+        return _Backend.in_train_phase(alt, x, training)
+
+    @staticmethod
+    def function(inputs, outputs, updates=None, name=None, **kwargs):
+        """A callable from input values to output values (numpy), for symbolic inputs and
+        outputs of one functional graph."""
+        if updates or not all(map(keras.backend.is_keras_tensor, list(inputs) + list(outputs))):
+            raise NoKeras3Counterpart("K.function works on Keras inputs and outputs of one "
+                                      "graph only, without updates; build keras.Model(inputs, "
+                                      "outputs) or use tf.GradientTape")
+        model = keras.Model(list(inputs), list(outputs))
+
+        def call(values):
+            results = model(list(values))
+            results = results if isinstance(results, (list, tuple)) else [results]
+            return [ops.convert_to_numpy(r) for r in results]
+        return call
+
+    # activations and losses
+    softmax = staticmethod(lambda x, axis=-1: ops.softmax(x, axis=axis))
+    sigmoid, tanh = staticmethod(ops.sigmoid), staticmethod(ops.tanh)
+    softplus, softsign = staticmethod(ops.softplus), staticmethod(ops.softsign)
+    elu = staticmethod(lambda x, alpha=1.0: keras.activations.elu(x, alpha=alpha))
+
+    @staticmethod
+    def relu(x, alpha=0.0, max_value=None, threshold=0.0):
+        return keras.activations.relu(x, negative_slope=alpha, max_value=max_value,
+                                      threshold=threshold)
+
+    @staticmethod
+    def hard_sigmoid(x):
+        """Keras 2's ``clip(0.2 x + 0.5, 0, 1)`` (Keras 3's slope is 1/6)."""
+        return ops.clip(x * 0.2 + 0.5, 0.0, 1.0)
+
+    @staticmethod
+    def l2_normalize(x, axis=None):
+        return x * ops.rsqrt(ops.maximum(ops.sum(ops.square(x), axis=axis, keepdims=True),
+                                         1e-12))
+
+    @staticmethod
+    def categorical_crossentropy(target, output, from_logits=False, axis=-1):
+        return ops.categorical_crossentropy(target, output, from_logits=from_logits, axis=axis)
+
+    @staticmethod
+    def sparse_categorical_crossentropy(target, output, from_logits=False, axis=-1):
+        return ops.sparse_categorical_crossentropy(target, output, from_logits=from_logits,
+                                                   axis=axis)
+
+    @staticmethod
+    def binary_crossentropy(target, output, from_logits=False):
+        if from_logits:
+            return ops.binary_crossentropy(target, output, from_logits=True)
+        eps = keras.config.epsilon()  # Keras 2 clips, then adds epsilon inside the logs
+        output = ops.clip(output, eps, 1.0 - eps)
+        return -(target * ops.log(output + eps) + (1 - target) * ops.log(1 - output + eps))
+
+    @staticmethod
+    def bias_add(x, bias, data_format=None):
+        return x + bias
+
+    # random values
+    @staticmethod
+    def random_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
+        return keras.random.normal(shape, mean, stddev, dtype or keras.config.floatx(), seed)
+
+    @staticmethod
+    def random_uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None):
+        return keras.random.uniform(shape, minval, maxval, dtype or keras.config.floatx(), seed)
+
+    @staticmethod
+    def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
+        return keras.random.truncated_normal(shape, mean, stddev,
+                                             dtype or keras.config.floatx(), seed)
+
+    @staticmethod
+    def random_binomial(shape, p=0.0, dtype=None, seed=None):
+        draw = keras.random.uniform(shape, seed=seed)
+        return ops.cast(draw < p, dtype or keras.config.floatx())
+
+    @staticmethod
+    def dropout(x, level, noise_shape=None, seed=None):
+        return keras.random.dropout(x, level, noise_shape=noise_shape, seed=seed)
+
+    def __getattr__(self, name):
+        reason = _REFUSED.get(name, "use keras.ops")
+        raise NoKeras3Counterpart(f"K.{name} has no Keras 3 counterpart in "
+                                  f"kerasbert.backend.K: {reason}")
+
+
+K = _Backend()
+
+
+# ------------------------------------------------------- bert4keras's own backend functions
+def gelu_erf(x):
+    """GELU by the error function: ``0.5 x (1 + erf(x / sqrt 2))``."""
+    return keras.activations.gelu(x, approximate=False)
+
+
+def gelu_tanh(x):
+    """GELU's tanh approximation."""
+    return keras.activations.gelu(x, approximate=True)
+
+
+def set_gelu(version):
+    """Chooses the GELU that ``hidden_act: "gelu"`` means: ``"erf"`` or ``"tanh"``.
+
+    Raises:
+        ValueError: another version.
+    """
+    version = version.lower()
+    if version not in ("erf", "tanh"):
+        raise ValueError(f"gelu version must be 'erf' or 'tanh', got version={version!r}")
+    _GELU["version"] = version
+
+
+def gelu_version():
+    """The version :func:`set_gelu` chose last (``"erf"`` unless told otherwise)."""
+    return _GELU["version"]
+
+
+def swish(x):
+    return keras.activations.silu(x)
+
+
+def leaky_relu(x, alpha=0.2):
+    return keras.activations.leaky_relu(x, negative_slope=alpha)
+
+
+def get_available_gpus():
+    """The names of the visible GPUs."""
+    return [device.name for device in tf.config.list_logical_devices("GPU")]
+
+
+def piecewise_linear(t, schedule, from_zero=True):
+    """The piecewise linear function through ``schedule`` (``{step: value}``), flat after
+    its last step; from ``(0, 0)`` when ``from_zero`` and the schedule does not start at 0.
+
+    Example:
+        >>> float(piecewise_linear(500, {1000: 1.0, 2000: 0.1}))
+        0.5
+    """
+    points = sorted(schedule.items())
+    if from_zero and points[0][0] != 0:
+        points = [(0, 0.0)] + points
+    t = ops.cast(t, keras.config.floatx())
+    value = ops.ones_like(t) * points[0][1]
+    for (t0, x0), (t1, x1) in zip(points, points[1:]):
+        value = ops.where(t >= t0, x0 + (x1 - x0) / (t1 - t0) * (t - t0), value)
+    return ops.where(t >= points[-1][0], ops.ones_like(t) * points[-1][1], value)
+
+
+def search_layer(inputs, name, exclude_from=None):
+    """The layer called ``name`` in ``inputs`` (a model, searched through nested models,
+    or a layer), or None.
+
+    Raises:
+        TypeError: ``inputs`` is a tensor (Keras 3 has no public way back to its layer;
+            pass the model, or use ``model.get_layer(name)``).
+    """
+    if not isinstance(inputs, keras.layers.Layer):
+        raise TypeError(f"search_layer takes a model or a layer in Keras 3, got "
+                        f"{type(inputs).__name__}; pass the model (search_layer(model, "
+                        f"{name!r})) or call model.get_layer({name!r})")
+    exclude_from = set() if exclude_from is None else exclude_from
+    if inputs.name == name:
+        return inputs
+    if id(inputs) in exclude_from:
+        return None
+    exclude_from.add(id(inputs))
+    for layer in getattr(inputs, "layers", ()):
+        found = search_layer(layer, name, exclude_from)
+        if found is not None:
+            return found
+    return None
+
+
+def align(tensor, axes, ndim=None):
+    """``tensor`` with size-1 axes added so that its axis i becomes axis ``axes[i]`` of a
+    rank-``ndim`` tensor (a batch ``expand_dims``).
+
+    Raises:
+        ValueError: ``axes`` does not name every axis, or ``ndim`` is missing with a
+            negative axis.
+    """
+    if len(axes) != len(tensor.shape):
+        raise ValueError(f"align needs one axis per axis of the tensor: axes={axes}, "
+                         f"tensor rank {len(tensor.shape)}")
+    if ndim is None and min(axes) < 0:
+        raise ValueError(f"align needs ndim with negative axes={axes}")
+    ndim = ndim or max(axes) + 1
+    kept = {axis % ndim for axis in axes}
+    for position in range(ndim):
+        if position not in kept:
+            tensor = ops.expand_dims(tensor, position)
+    return tensor
+
+
+def reshape(tensor, *args):
+    """``reshape(x, shape)``, or ``reshape(x, shape1, axis1, shape2, axis2, ...)``: each
+    ``axis`` split into ``shape`` (one -1 allowed)."""
+    if len(args) == 1:
+        return ops.reshape(tensor, args[0])
+    dims = [[d if d is not None else ops.shape(tensor)[i]] for i, d in enumerate(tensor.shape)]
+    for shape, axis in zip(args[::2], args[1::2]):
+        shape = list(shape)
+        if -1 in shape:
+            shape[shape.index(-1)] = -dims[axis][0] // int(np.prod(shape))
+        dims[axis] = shape
+    return ops.reshape(tensor, [d for group in dims for d in group])
+
+
+def flatten(tensor, start=None, end=None):
+    """``tensor`` with axes ``start`` to ``end`` (exclusive) merged into one."""
+    start, end = start or 0, end or len(tensor.shape)
+    dims = [d if d is not None else ops.shape(tensor)[i] for i, d in enumerate(tensor.shape)]
+    return ops.reshape(tensor, dims[:start] + [-1] + dims[end:])
+
+
+def dtype(x):
+    """``x``'s dtype as a string, or None for what has none (a Python number)."""
+    return keras.backend.standardize_dtype(x.dtype) if hasattr(x, "dtype") else None
+
+
+def where(cond, x, y):
+    """``ops.where`` with ``cond`` made bool (broadcasting, numbers as tensors)."""
+    return ops.where(ops.cast(cond, "bool"), x, y)
+
+
+def sequence_masking(x, mask=None, value=0, axis=None, bias=None, return_mask=False):
+    """``x`` with ``value`` where ``mask`` (``(batch, length)``) is False, along ``axis``
+    (1 by default; a list masks each); ``bias`` is added, or a bool bias joins the mask.
+
+    Example:
+        >>> out = sequence_masking(np.ones((1, 3, 2)), np.array([[1, 1, 0]]), -1.0)
+        >>> K.eval(out)[0].tolist()
+        [[1.0, 1.0], [1.0, 1.0], [-1.0, -1.0]]
+    """
+    value = float(value) if isinstance(value, str) else value
+    if mask is None and bias is None:
+        pass
+    elif mask is None:
+        if dtype(bias) == "bool":
+            mask, x = bias, ops.where(bias, x, value)
+        else:
+            x = x + bias
+    else:
+        ndim = len(x.shape)
+        axes = [1] if axis is None else axis if isinstance(axis, list) else [axis]
+        mask = ops.cast(mask, "bool")
+        full = None
+        for a in axes:
+            aligned = align(mask, [0, a % ndim], ndim)
+            full = aligned if full is None else ops.logical_and(full, aligned)
+        mask = full
+        if bias is None:
+            x = ops.where(mask, x, value)
+        elif dtype(bias) == "bool":
+            mask = ops.logical_and(mask, bias)
+            x = ops.where(mask, x, value)
+        else:
+            x = ops.where(mask, x + bias, value)
+    return (x, mask) if return_mask else x
+
+
+def batch_gather(params, indices):
+    """``params[b, indices[b, ...]]`` for each batch row (``tf.gather`` with batch dims)."""
+    if not dtype(indices).startswith("int"):
+        indices = ops.cast(indices, "int32")
+    rank = len(indices.shape)
+    trailing = tuple(ops.shape(params)[rank:])
+    spread = ops.reshape(indices, tuple(ops.shape(indices)) + (1,) * len(trailing))
+    spread = ops.broadcast_to(spread, tuple(ops.shape(indices)) + trailing)
+    return ops.take_along_axis(params, spread, axis=rank - 1)
+
+
+def pool1d(x, pool_size, strides=1, padding="valid", data_format=None, pool_mode="max"):
+    """Pooling over the length of ``(batch, length, dim)``: ``"max"`` or ``"avg"``."""
+    pool = ops.max_pool if pool_mode == "max" else ops.average_pool
+    return pool(x, pool_size, strides, padding, data_format or "channels_last")
+
+
+def divisible_temporal_padding(x, n):
+    """``(batch, length, dim)`` padded after its end to a length divisible by ``n``."""
+    missing = (n - ops.shape(x)[1] % n) % n
+    return ops.pad(x, [[0, 0], [0, missing], [0, 0]])
+
+
+def root_mean_square(x, axis=None, keepdims=False):
+    return ops.sqrt(ops.mean(ops.square(x), axis=axis, keepdims=keepdims))
+
+
+def attention_normalize(a, mask=None, axis=-1, method="softmax", bias=None):
+    """Attention scores to weights: ``"softmax"``, ``"squared_relu"``, ``"softmax_plus"``."""
+    a, mask = sequence_masking(a, mask, -np.inf, axis, bias, True)
+    if method == "softmax":
+        return ops.softmax(a, axis=axis)
+    if mask is None:
+        length = ops.cast(ops.shape(a)[-1], keras.config.floatx())
+    else:
+        length = ops.sum(ops.cast(mask, keras.config.floatx()), axis=axis, keepdims=True)
+    if method == "squared_relu":
+        return ops.relu(a) ** 2 / length
+    if method == "softmax_plus":
+        length = ops.maximum(length, 16)  # very short sequences are better unscaled
+        return ops.softmax(a * ops.log(length) / np.log(512), axis=axis)
+    return a
+
+
+def sinusoidal_embeddings(pos, dim, base=10000):
+    """Interleaved ``[sin(p w0), cos(p w0), sin(p w1), ...]``, ``w_i = base^(-2i/dim)``.
+
+    Raises:
+        ValueError: ``dim`` is odd.
+    """
+    if dim % 2:
+        raise ValueError(f"sinusoidal_embeddings needs an even dim, got dim={dim}")
+    frequencies = ops.power(float(base), -2.0 * ops.arange(dim // 2, dtype="float32") / dim)
+    angles = ops.expand_dims(ops.cast(pos, "float32"), -1) * frequencies
+    table = ops.stack([ops.sin(angles), ops.cos(angles)], axis=-1)
+    return flatten(table, len(table.shape) - 2)
+
+
+class Sinusoidal(keras.initializers.Initializer):
+    """Initializer of a ``(positions, dim)`` weight to the sinusoid table."""
+
+    def __call__(self, shape, dtype=None):
+        size, dim = shape
+        return ops.cast(sinusoidal_embeddings(ops.arange(size), dim),
+                        dtype or keras.config.floatx())
+
+
+def apply_rotary_position_embeddings(sinusoidal, *tensors):
+    """RoPE: each tensor ``(batch, length, ..., dim)`` rotated by the sinusoid table
+    ``(batch, length, dim)``, pair by pair.
+
+    Raises:
+        ValueError: no tensor, or tensors of different shapes.
+    """
+    if not tensors or any(tuple(t.shape) != tuple(tensors[0].shape) for t in tensors):
+        raise ValueError("apply_rotary_position_embeddings needs one or more tensors of one "
+                         f"shape, got shapes {[tuple(t.shape) for t in tensors]}")
+    ndim = len(tensors[0].shape)
+    table = align(sinusoidal, [0, 1, -1], ndim)
+    cos = ops.repeat(table[..., 1::2], 2, axis=-1)
+    sin = ops.repeat(table[..., ::2], 2, axis=-1)
+    rotated = []
+    for x in tensors:
+        turned = ops.reshape(ops.stack([-x[..., 1::2], x[..., ::2]], axis=-1), ops.shape(x))
+        rotated.append(x * cos + turned * sin)
+    return rotated[0] if len(rotated) == 1 else rotated
+
+
+def multilabel_categorical_crossentropy(y_true, y_pred):
+    """Multi-label loss from https://kexue.fm/archives/7359: ``y_true`` 0/1 (or soft),
+    ``y_pred`` raw scores (no sigmoid); predict the classes scoring above 0."""
+    kept = ops.not_equal(y_pred, -np.inf)
+    negative = ops.where(kept, y_pred, -np.inf) + ops.log(1 - y_true)
+    positive = ops.where(kept, -y_pred, -np.inf) + ops.log(y_true)
+    zeros = ops.zeros_like(y_pred[..., :1])
+    return (ops.logsumexp(ops.concatenate([negative, zeros], axis=-1), axis=-1)
+            + ops.logsumexp(ops.concatenate([positive, zeros], axis=-1), axis=-1))
+
+
+def sparse_multilabel_categorical_crossentropy(y_true, y_pred, mask_zero=False):
+    """The loss above with ``y_true`` as the indices of the positive classes
+    (``(..., num_positive)``); ``mask_zero`` takes index 0 as padding."""
+    zeros = ops.zeros_like(y_pred[..., :1])
+    y_pred = ops.concatenate([y_pred, zeros], axis=-1)
+    if mask_zero:
+        y_pred = ops.concatenate([zeros + np.inf, y_pred[..., 1:]], axis=-1)
+    y_pos_2 = batch_gather(y_pred, y_true)
+    y_pos_1 = ops.concatenate([y_pos_2, zeros], axis=-1)
+    if mask_zero:
+        y_pred = ops.concatenate([zeros - np.inf, y_pred[..., 1:]], axis=-1)
+        y_pos_2 = batch_gather(y_pred, y_true)
+    positive = ops.logsumexp(-y_pos_1, axis=-1)
+    every = ops.logsumexp(y_pred, axis=-1)
+    rest = ops.clip(1 - ops.exp(ops.logsumexp(y_pos_2, axis=-1) - every),
+                    keras.config.epsilon(), 1)
+    return positive + every + ops.log(rest)
+
+
+def symbolic(f):
+    """Identity decorator (bert4keras's shim for old Keras)."""
+    return f
+
+
+def recompute_grad(call):
+    """Returns ``call`` unchanged: bert4keras recomputed a layer's activations in the
+    backward pass when ``RECOMPUTE=1``.
+
+    Raises:
+        NotImplementedError: ``RECOMPUTE=1`` is set (use ``keras.RematScope``).
+    """
+    if do_recompute:
+        raise NotImplementedError("RECOMPUTE=1 (bert4keras's recompute_grad) is not provided "
+                                  "on Keras 3; use `with keras.RematScope(mode='full'):` "
+                                  "around the model's construction")
+    return call
+
+
+# bert4keras's K has its own reshape, flatten and where (defined above).
+_Backend.reshape, _Backend.flatten = staticmethod(reshape), staticmethod(flatten)
+_Backend.where = staticmethod(where)
+
+#: The objects bert4keras registered with Keras at import, to pass to ``load_model``.
+custom_objects = {
+    "gelu_erf": gelu_erf, "gelu_tanh": gelu_tanh, "gelu": gelu_erf,
+    "root_mean_square": root_mean_square, "swish": swish, "leaky_relu": leaky_relu,
+    "Sinusoidal": Sinusoidal,
+    "multilabel_categorical_crossentropy": multilabel_categorical_crossentropy,
+}
