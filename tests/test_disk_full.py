@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from conftest import BAD, GOOD, NEUTRAL, TINY, make_rows, write_tsv
-from kerasbert import build_transformer_model, files
+from kerasbert import build_transformer_model, disk_space, files
 from kerasbert.cli.main import main
 from kerasbert.models.heads import add_cls_classifier
 from kerasbert.training.rundir import TRAIN_FINISHED_FILE, TRAIN_OPTIONS_FILE, RunDirectory
@@ -54,7 +54,7 @@ def resize(path, size):
 
 def no_check(monkeypatch):
     """Switches the free-space check off: the disk fills up in the middle of the write."""
-    monkeypatch.setattr(files, "check_space", lambda *args, **kwargs: None)
+    monkeypatch.setattr(disk_space, "check_space", lambda *args, **kwargs: None)
 
 
 def one_line(stderr, command):
@@ -140,10 +140,10 @@ def test_a_backup_without_room_keeps_the_previous_one(tmp_path, monkeypatch):
         expected = (rf"no space in {re.escape(run.path)}: {AMOUNT} needed for the backup of "
                     rf"epoch 2, {AMOUNT} free; the previous backup is kept: free some space, "
                     "then continue the run with --resume")
-        with pytest.raises(files.NoSpace, match=expected):  # the check
+        with pytest.raises(disk_space.NoSpace, match=expected):  # the check
             run.write_backup(model, 2, False)
         no_check(monkeypatch)
-        with pytest.raises(files.NoSpace, match=expected):  # the disk full during the write
+        with pytest.raises(disk_space.NoSpace, match=expected):  # the disk full during the write
             run.write_backup(model, 2, False)
         assert {name: (disk / "run" / name).read_bytes() for name in leftovers(run.path)
                 if os.path.isfile(run.file(name))} == kept

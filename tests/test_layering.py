@@ -21,13 +21,13 @@ LAYERS = (
     ("tasks", ("kerasbert.tasks", "kerasbert.pretraining")),
     ("serving", ("kerasbert.serving",)),
     ("inference", ("kerasbert.inference",)),
-    ("the builder", ("kerasbert.build",)),
     ("training", ("kerasbert.training",)),
     # One floor, as a family's object loads its checkpoint and the loader reads the
     # families' registry: they import each other's modules, never in a circle.
     ("models, checkpoints and text", ("kerasbert.models", "kerasbert.checkpoints",
                                       "kerasbert.text")),
-    ("the base", ("kerasbert.files", "kerasbert.quiet", "kerasbert.hardware",
+    ("the base", ("kerasbert.files", "kerasbert.disk_space", "kerasbert.quiet",
+                  "kerasbert.hardware",
                   "kerasbert.shipped", "kerasbert.internals")),
 )
 

@@ -23,7 +23,7 @@ import shutil
 
 import numpy as np
 
-from kerasbert import files
+from kerasbert import disk_space, files
 from kerasbert.checkpoints.io import (
     CheckpointError,
     atomic_checkpoint,
@@ -147,7 +147,7 @@ def convert_hf_to_google(hf_dir, prefix, dtype="float32", overwrite=False):
             variable the config needs (named, with the file); ``prefix`` is a directory.
         WouldReplace: a file to write exists (without ``overwrite``), or is not what a
             conversion writes (with it).
-        kerasbert.files.NoSpace: the disk has no room for the output.
+        kerasbert.disk_space.NoSpace: the disk has no room for the output.
 
     Example::
 
@@ -242,7 +242,7 @@ def _write(variables, prefix, config, config_path, vocab_source, vocab_path):
     what = "the checkpoint, bert_config.json and vocab.txt"
     size = checkpoint_size(variables) + _CONFIG_SIZE
     size += os.path.getsize(vocab_source) if vocab_source else 0
-    with files.room_for(folder, size, what=what, advice=files.NOTHING_WRITTEN), \
+    with disk_space.room_for(folder, size, what=what, advice=disk_space.NOTHING_WRITTEN), \
             contextlib.ExitStack() as writes:
         staged_config = writes.enter_context(files.atomic_path(config_path))
         staged_vocab = writes.enter_context(files.atomic_path(vocab_path)) if vocab_path else None

@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from kerasbert import files
+from kerasbert import disk_space, files
 from kerasbert.files import pause_point, temporary_name
 
 INDEX_SUFFIX = ".index"
@@ -245,7 +245,7 @@ def write_checkpoint(variables, prefix):
 
     Raises:
         ValueError: ``prefix`` is a directory.
-        kerasbert.files.NoSpace: the disk has no room for the checkpoint (nothing written).
+        kerasbert.disk_space.NoSpace: the disk has no room for the checkpoint (nothing written).
 
     Example:
         >>> import tempfile
@@ -257,7 +257,7 @@ def write_checkpoint(variables, prefix):
     """
     prefix = os.fspath(prefix)
     check_prefix(prefix)
-    with files.room_for(_folder(prefix), checkpoint_size(variables),
+    with disk_space.room_for(_folder(prefix), checkpoint_size(variables),
                         what=os.path.basename(prefix)), atomic_checkpoint(prefix) as temporary:
         save_variables(variables, temporary)
     return prefix
@@ -279,7 +279,7 @@ def checkpoint_size(variables):
     """An upper bound of the bytes of a checkpoint of ``{name: array}`` (its data and index)."""
     arrays = [value if hasattr(value, "shape") and hasattr(value, "dtype") else np.asarray(value)
               for value in variables.values()]
-    return files.estimated_size(arrays, overhead=256)
+    return disk_space.estimated_size(arrays, overhead=256)
 
 
 def checkpoint_files(prefix):
@@ -293,11 +293,11 @@ def atomic_checkpoint(prefix):
     """Yields a hidden temporary prefix beside ``prefix``; on success the checkpoint written
     there replaces the one at ``prefix`` (old index removed first, new index renamed
     last). On an exception the temporary files are removed, and so are the folders made
-    for them; a full disk is raised as :class:`kerasbert.files.NoSpace`."""
+    for them; a full disk is raised as :class:`kerasbert.disk_space.NoSpace`."""
     temporary = temporary_name(prefix, suffix="")
     with files.making_folder(os.path.dirname(os.path.abspath(prefix))):
         try:
-            with files.no_space(_folder(prefix), what=os.path.basename(prefix)):
+            with disk_space.no_space(_folder(prefix), what=os.path.basename(prefix)):
                 yield temporary
                 pause_point(f"write:{os.path.basename(prefix)}")
                 _move_into_place(temporary, prefix)

@@ -446,7 +446,7 @@ def save_weights_as_checkpoint(model, prefix, dtype=None, family=None, mapping=N
     Raises:
         CheckpointError: an ``albert_unshared`` model whose layers no longer hold the same
             weights (ALBERT's names store one shared set).
-        kerasbert.files.NoSpace: the disk has no room for the checkpoint; nothing is
+        kerasbert.disk_space.NoSpace: the disk has no room for the checkpoint; nothing is
             written.
 
     Example:

@@ -397,7 +397,7 @@ def one_line(error):
     another error that says so (untranslated ``ENOSPC``, h5py's or TensorFlow's wording)
     with its file's folder where it names one.
     """
-    from kerasbert.files import NoSpace, free_space, is_no_space
+    from kerasbert.disk_space import NoSpace, free_space, is_no_space
 
     if isinstance(error, NoSpace):
         return str(error)

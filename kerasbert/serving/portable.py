@@ -38,7 +38,7 @@ import warnings
 import keras
 import numpy as np
 
-from kerasbert import files
+from kerasbert import disk_space, files
 from kerasbert.training.rundir import RunError, check_export_target
 
 ONNX_FILE = "model.onnx"
@@ -270,11 +270,11 @@ def _check_target(directory, source, overwrite, marker, what):
 
 
 def _room(directory, model, vocab, what):
-    """:func:`kerasbert.files.room_for` an export of ``model``: its weights once (the
+    """:func:`kerasbert.disk_space.room_for` an export of ``model``: its weights once (the
     model file, measured: about 1.3 kB a weight beyond their bytes), the graph, the vocab."""
-    size = files.estimated_size(model.weights, overhead=8 << 10) + (1 << 20)
-    return files.room_for(directory, size + os.path.getsize(vocab), what=what,
-                          advice=files.NOTHING_WRITTEN)
+    size = disk_space.estimated_size(model.weights, overhead=8 << 10) + (1 << 20)
+    return disk_space.room_for(directory, size + os.path.getsize(vocab), what=what,
+                          advice=disk_space.NOTHING_WRITTEN)
 
 
 def _exportable(model):
@@ -367,7 +367,7 @@ def _convert_litert(model, path, maxlen):
                              verbose=False, target_spec=builtins)
             return length
         except Exception as error:  # the converter's ConverterError is not public API
-            if files.is_no_space(error):
+            if disk_space.is_no_space(error):
                 raise  # said as a full disk by the caller, not as a converter failure
             missing = _ops_without_builtins(error)
             if not missing:

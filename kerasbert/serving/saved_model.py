@@ -34,7 +34,7 @@ import re
 import keras
 import tensorflow as tf
 
-from kerasbert import files
+from kerasbert import disk_space, files
 from kerasbert.serving.graph_text import TextEncoder
 from kerasbert.training.rundir import RunError, check_export_target
 
@@ -116,8 +116,8 @@ def write_archive(target, tracked, endpoints):
     directory = os.path.dirname(target) or "."
     what = f"the SavedModel (version {os.path.basename(target)})"
     weights = [weight for item in tracked for weight in getattr(item, "weights", ())]
-    with files.room_for(directory, saved_model_size(weights), what=what,
-                        advice=files.NOTHING_WRITTEN), \
+    with disk_space.room_for(directory, saved_model_size(weights), what=what,
+                        advice=disk_space.NOTHING_WRITTEN), \
             files.atomic_directory(target, create=False) as temporary:
         archive.write_out(temporary, verbose=False)
     return sorted(os.path.join(folder, name) for folder, _, names in os.walk(target)
@@ -136,7 +136,7 @@ def saved_model_size(weights):
     each weight twice; the graph takes about 1 MB with the tokenizer and some 11 kB a
     variable.
     """
-    return 2 * files.estimated_size(weights, overhead=16 << 10) + (2 << 20)
+    return 2 * disk_space.estimated_size(weights, overhead=16 << 10) + (2 << 20)
 
 
 def version_folder(directory, source, version, overwrite):

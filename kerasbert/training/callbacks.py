@@ -16,7 +16,7 @@ import sys
 import keras
 import numpy as np
 
-from kerasbert import files
+from kerasbert import disk_space, files
 from kerasbert.training import reports
 from kerasbert.training.rundir import HISTORY, pause_point
 
@@ -172,7 +172,7 @@ class RunRecorder(keras.callbacks.Callback):
         what = "model.keras"
         advice = ("; the run so far is kept: free some space, then continue it with "
                   "--resume")
-        with files.room_for(self.run_dir, files.estimated_size(model.weights), what=what,
+        with disk_space.room_for(self.run_dir, disk_space.estimated_size(model.weights), what=what,
                             advice=advice), \
                 files.atomic_path(os.path.join(self.run_dir, what)) as temporary:
             model.save(temporary)

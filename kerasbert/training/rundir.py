@@ -26,7 +26,7 @@ import logging
 import os
 import shutil
 
-from kerasbert import files
+from kerasbert import disk_space, files
 from kerasbert.files import pause_point
 from kerasbert.training import fingerprints
 
@@ -341,12 +341,12 @@ class RunDirectory:
 
         The free space is checked first; the previous backup is removed only once the new
         one is complete. Where the disk is nearly full (less than four backups free), the
-        weights go through memory (:class:`kerasbert.files.MemoryFile`) so that HDF5 never
+        weights go through memory (:class:`kerasbert.disk_space.MemoryFile`) so that HDF5 never
         meets a full disk, which it cannot recover from; elsewhere they are written straight
         to the file (twice as fast on BERT-base, without a copy of every weight in memory).
 
         Raises:
-            kerasbert.files.NoSpace: no room for the backup; the previous one is kept, so
+            kerasbert.disk_space.NoSpace: no room for the backup; the previous one is kept, so
                 the run can be continued with ``--resume`` once there is space.
         """
         target = self.file(os.path.join(BACKUP, f"epoch-{epoch:04d}"))
@@ -354,12 +354,12 @@ class RunDirectory:
         advice = ("; the previous backup is kept: free some space, then continue the run "
                   "with --resume")
         variables = [*model.weights, *(model.optimizer.variables if model.optimizer else ())]
-        size = files.estimated_size(variables)
-        tight = files.free_space(self.path) < 4 * files.space_needed(size)
-        with files.room_for(self.path, size, what=what,
+        size = disk_space.estimated_size(variables)
+        tight = disk_space.free_space(self.path) < 4 * disk_space.space_needed(size)
+        with disk_space.room_for(self.path, size, what=what,
                             advice=advice), files.atomic_directory(target) as temporary:
             if tight:
-                weights = files.MemoryFile(os.path.join(temporary, _WEIGHTS))
+                weights = disk_space.MemoryFile(os.path.join(temporary, _WEIGHTS))
                 model.save_weights(weights)
                 weights.save()
             else:
