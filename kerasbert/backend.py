@@ -664,6 +664,16 @@ def symbolic(f):
     return f
 
 
+def graph_mode_decorator(f, *args, **kwargs):
+    """Refused: bert4keras's bridge to TensorFlow 1's graph-mode custom gradients.
+
+    Raises:
+        NotImplementedError: always; write the gradient with ``tf.custom_gradient``.
+    """
+    raise NotImplementedError("graph_mode_decorator (TensorFlow 1 graph mode) is not provided "
+                              "on Keras 3; use tf.custom_gradient")
+
+
 def recompute_grad(call):
     """Returns ``call`` unchanged: bert4keras recomputed a layer's activations in the
     backward pass when ``RECOMPUTE=1``.

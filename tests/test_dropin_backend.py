@@ -165,3 +165,5 @@ def test_search_layer_set_gelu_and_recompute():
     with pytest.raises(ValueError, match="'erf' or 'tanh'"):
         backend.set_gelu("relu")
     assert backend.recompute_grad(len) is len and backend.is_tf_keras is False
+    with pytest.raises(NotImplementedError, match="tf.custom_gradient"):
+        backend.graph_mode_decorator(len)

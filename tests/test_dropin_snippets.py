@@ -311,3 +311,32 @@ def test_to_dataset_pads_named_inputs_for_fit():
     assert x["Input-Token"].shape[0] == 4
     model = _two_input_model()
     assert len(_fit(model, dataset, len(generator), 2)["loss"]) == 2
+
+
+class Unlabelled(snippets.DataGenerator):
+    """bert4keras's seq2seq form: inputs only, the loss is the model's own."""
+
+    def __iter__(self, random=False):
+        for _, length in self.sample(random):
+            ids = snippets.sequence_padding([np.arange(1, length + 1)])
+            yield [ids, np.zeros_like(ids)], None
+
+
+def test_forfit_leaves_out_missing_targets_and_last_token_cuts_outputs():
+    dataset = Unlabelled([3, 7, 5], batch_size=1).forfit()
+    assert len(dataset.element_spec) == 1 and len(dataset.element_spec[0]) == 2
+    (ids, segments), = next(iter(dataset))
+    assert ids.shape[0] == 1 and segments.shape == ids.shape
+
+    import keras
+
+    token, segment = keras.Input((None,), dtype="int32"), keras.Input((None,), dtype="int32")
+    hidden = keras.layers.Embedding(30, 4)(token) + keras.layers.Embedding(2, 4)(segment)
+    model = keras.Model([token, segment], keras.layers.Dense(6, activation="softmax")(hidden))
+    decoder = snippets.AutoRegressiveDecoder(start_id=None, end_id=2, maxlen=4)
+    last = decoder.last_token(model)
+    assert decoder.last_token(model) is last
+    inputs = [np.array([[1, 2, 3]]), np.array([[0, 0, 1]])]
+    probas = last.predict(inputs, verbose=0)
+    assert probas.shape == (1, 6)
+    np.testing.assert_allclose(probas, model.predict(inputs, verbose=0)[:, -1], rtol=1e-6)
