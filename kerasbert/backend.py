@@ -11,8 +11,9 @@ The functions bert4keras adds (``sequence_masking``, ``multilabel_categorical_cr
 signatures. What differs, and why:
 
 - ``is_tf_keras`` is False: Keras 3 is neither of bert4keras's two Kerases.
-- ``set_gelu`` records the choice (:func:`gelu_version`) for the model builder; Keras 3
-  resolves ``"gelu"`` without the custom objects bert4keras wrote it into.
+- ``set_gelu("tanh")`` makes the models built afterwards spell ``hidden_act: "gelu"`` as
+  ``gelu_approximate`` in their layers (bert4keras rewrote a global custom object instead),
+  so a saved model keeps its GELU whatever is chosen when it is loaded.
 - ``search_layer`` takes a layer or a model: Keras 3 has no public way from a tensor to
   the layer that made it.
 - ``recompute_grad`` returns the call unchanged; ``RECOMPUTE=1`` is refused (Keras 3's
@@ -32,6 +33,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from kerasbert.models.layers import gelu_version, set_gelu  # noqa: F401 (bert4keras's names)
 from kerasbert.quiet import import_tensorflow
 
 import_tensorflow()
@@ -41,7 +43,6 @@ __all__ = ["K", "keras", "tf"]
 
 is_tf_keras = False
 do_recompute = os.environ.get("RECOMPUTE", "0").lower() in ("1", "true", "yes", "on")
-_GELU = {"version": "erf"}
 
 
 class NoKeras3Counterpart(NotImplementedError, AttributeError):
@@ -380,21 +381,6 @@ def gelu_tanh(x):
     return keras.activations.gelu(x, approximate=True)
 
 
-def set_gelu(version):
-    """Chooses the GELU that ``hidden_act: "gelu"`` means: ``"erf"`` or ``"tanh"``.
-
-    Raises:
-        ValueError: another version.
-    """
-    version = version.lower()
-    if version not in ("erf", "tanh"):
-        raise ValueError(f"gelu version must be 'erf' or 'tanh', got version={version!r}")
-    _GELU["version"] = version
-
-
-def gelu_version():
-    """The version :func:`set_gelu` chose last (``"erf"`` unless told otherwise)."""
-    return _GELU["version"]
 
 
 def swish(x):

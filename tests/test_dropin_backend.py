@@ -160,8 +160,19 @@ def test_search_layer_set_gelu_and_recompute():
         backend.search_layer(outer.output, "Head")
     assert backend.gelu_version() == "erf"
     backend.set_gelu("Tanh")
-    assert backend.gelu_version() == "tanh"
-    backend.set_gelu("erf")
+    try:
+        assert backend.gelu_version() == "tanh"
+        # Models built now take the tanh form, spelled out in their layers' configs.
+        from conftest import TINY
+        from kerasbert import build_transformer_model
+
+        model = build_transformer_model(dict(TINY), with_mlm=True)
+        assert model.get_layer("Transformer-0-FeedForward").get_config()["activation"] == (
+            "gelu_approximate")
+    finally:
+        backend.set_gelu("erf")
+    model = build_transformer_model(dict(TINY))
+    assert model.get_layer("Transformer-0-FeedForward").get_config()["activation"] == "gelu"
     with pytest.raises(ValueError, match="'erf' or 'tanh'"):
         backend.set_gelu("relu")
     assert backend.recompute_grad(len) is len and backend.is_tf_keras is False

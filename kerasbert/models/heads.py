@@ -10,7 +10,13 @@ import keras
 from kerasbert.models import names
 from kerasbert.models.crf import ConditionalRandomField
 from kerasbert.models.kernels import Dropout
-from kerasbert.models.layers import BiasAdd, FirstToken, get_activation, truncated_normal
+from kerasbert.models.layers import (
+    BiasAdd,
+    FirstToken,
+    built_activation,
+    get_activation,
+    truncated_normal,
+)
 
 # The CRF's transitions learn this many times faster than BERT's weights (bert4keras's
 # lr_multiplier): at a fine-tuning rate of 1e-4 they move by about 0.02 per step.
@@ -50,7 +56,7 @@ def apply_mlm(sequence, config, token_embedding, activation="softmax", dtype=Non
     """
     x = keras.layers.Dense(
         config.embedding_size,
-        activation=get_activation(config.hidden_act),
+        activation=get_activation(built_activation(config.hidden_act)),
         kernel_initializer=truncated_normal(config.initializer_range),
         name=names.MLM_DENSE,
         dtype=dtype,

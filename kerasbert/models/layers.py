@@ -37,6 +37,36 @@ def get_activation(name):
     return keras.activations.get(name)
 
 
+#: What ``hidden_act: "gelu"`` builds: ``"erf"`` (Google's, the default) or ``"tanh"`` (chosen
+#: with bert4keras's ``set_gelu``; models built afterwards spell it ``gelu_approximate``, so a
+#: saved model keeps its activation whatever is chosen when it is loaded).
+_GELU = {"version": "erf"}
+
+
+def set_gelu(version):
+    """Chooses the GELU that ``hidden_act: "gelu"`` builds from now on: ``"erf"`` or
+    ``"tanh"`` (bert4keras's ``set_gelu``).
+
+    Raises:
+        ValueError: another version.
+    """
+    version = str(version).lower()
+    if version not in ("erf", "tanh"):
+        raise ValueError(f"gelu version must be 'erf' or 'tanh', got version={version!r}")
+    _GELU["version"] = version
+
+
+def gelu_version():
+    """The version :func:`set_gelu` chose last (``"erf"`` unless told otherwise)."""
+    return _GELU["version"]
+
+
+def built_activation(name):
+    """The activation name a model is built with for a config's ``hidden_act``: ``"gelu"``
+    is ``"gelu_approximate"`` after ``set_gelu("tanh")``."""
+    return "gelu_approximate" if name == "gelu" and _GELU["version"] == "tanh" else name
+
+
 def truncated_normal(stddev):
     """The initializer of every BERT weight matrix: Google's truncated normal with the
     config's ``initializer_range`` as its standard deviation."""

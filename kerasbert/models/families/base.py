@@ -24,7 +24,7 @@ import keras
 from kerasbert.models import names
 from kerasbert.models.attention_masks import mask_of
 from kerasbert.models.kernels import Dropout
-from kerasbert.models.layers import truncated_normal
+from kerasbert.models.layers import built_activation, truncated_normal
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,7 +138,7 @@ class Transformer:
     num_hidden_layers = property(lambda self: self.config.num_hidden_layers)
     num_attention_heads = property(lambda self: self.config.num_attention_heads)
     intermediate_size = property(lambda self: self.config.intermediate_size)
-    hidden_act = property(lambda self: self.config.hidden_act)
+    hidden_act = property(lambda self: built_activation(self.config.hidden_act))
     dropout_rate = property(lambda self: self.config.hidden_dropout_prob)
     attention_dropout_rate = property(lambda self: self.config.attention_probs_dropout_prob)
     embedding_size = property(lambda self: self.config.embedding_size)
