@@ -1,0 +1,112 @@
+"""bert4keras users' scripts run on kerasbert with ``bert4keras`` -> ``kerasbert`` in their
+imports, and learn.
+
+Each file of ``tests/dropin_scripts/`` is a script written the way bert4keras 0.11.5's
+examples are (classification, ALBERT, NER with a CRF, word segmentation, reading
+comprehension by MLM, UniLM seq2seq, language model, SimBERT, GPLinker, adversarial
+training, gradient penalty, EMA, piecewise linear learning rate, MLM pretraining, feature
+extraction) on tiny data and a tiny model it makes itself; its last line is JSON with the
+first and last epoch's loss. The only other edits are those Keras 3 forces, each marked on
+its line with ``# Keras 3:``. Each runs in a fresh interpreter in its own folder.
+
+Some run, unchanged but for ``kerasbert`` -> ``bert4keras``, under bert4keras itself
+(tf_keras, in its own interpreter): the scripts are bert4keras scripts, not kerasbert ones.
+"""
+
+import ast
+import os
+import sys
+
+import pytest
+
+from peers import run_bert4keras, run_python
+
+pytestmark = pytest.mark.slow
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPTS_DIR = os.path.join(HERE, "dropin_scripts")
+SCRIPTS = sorted(name[:-3] for name in os.listdir(SCRIPTS_DIR) if name.endswith(".py"))
+
+#: The modules a bert4keras script imports, as kerasbert names them.
+DROP_IN_MODULES = {f"kerasbert.{name}" for name in
+                   ("backend", "layers", "models", "optimizers", "snippets", "tokenizers")}
+#: Besides the standard library.
+OTHER_IMPORTS = {"numpy", "keras"}
+
+#: A script learns when its last epoch's loss is below this share of its first's.
+LOSS_FALL = 0.75
+
+#: script -> the kerasbert gap that stops it (bert4keras's behaviour, and kerasbert's).
+GAPS = {}
+
+#: Scripts also run under bert4keras 0.11.5.
+UNDER_BERT4KERAS = ["ner_crf", "sentiment_classification"]
+
+# bert4keras 0.11.5's optimizers subclass Keras 2's OptimizerV2: tf.keras's Optimizer until
+# TensorFlow 2.11, its ``legacy.Optimizer`` since. The script runs in its own folder.
+BERT4KERAS_PRELUDE = """\
+import os
+os.chdir({folder!r})
+import tensorflow as tf
+tf.keras.optimizers.Optimizer = tf.keras.optimizers.legacy.Optimizer
+"""
+
+
+def script_text(name):
+    with open(os.path.join(SCRIPTS_DIR, f"{name}.py"), encoding="utf-8") as f:
+        return f.read()
+
+
+def imported_modules(source):
+    """``(line, module)`` of each import statement of ``source``."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            yield node.lineno, "." * node.level + (node.module or "")
+
+
+def with_gaps(names):
+    return [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=GAPS[name]))
+            if name in GAPS else name for name in names]
+
+
+def assert_learns(name, result):
+    first, last = result["first_loss"], result["last_loss"]
+    assert last < LOSS_FALL * first, (
+        f"{name}: the loss went from {first:.4f} to {last:.4f}, not below "
+        f"{LOSS_FALL} of the first; the script printed {result}")
+
+
+def test_every_category_has_its_script():
+    assert len(SCRIPTS) >= 15, SCRIPTS
+    assert set(GAPS) <= set(SCRIPTS) and set(UNDER_BERT4KERAS) <= set(SCRIPTS)
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_script_imports_only_bert4keras_modules(name):
+    """kerasbert by the names of bert4keras's modules only, besides keras, numpy and the
+    standard library."""
+    source = script_text(name)
+    assert "bert4keras" not in source
+    wrong = [f"line {line}: {module}" for line, module in imported_modules(source)
+             if not (module in DROP_IN_MODULES or module.split(".")[0] in OTHER_IMPORTS
+                     or module.split(".")[0] in sys.stdlib_module_names)]
+    assert not wrong, f"{name}.py imports {wrong}; a bert4keras script imports " \
+                      f"{sorted(DROP_IN_MODULES)} (for bert4keras.*), keras, numpy, stdlib"
+
+
+@pytest.mark.parametrize("name", with_gaps(SCRIPTS))
+def test_script_learns(name, tmp_path):
+    result = run_python(script_text(name), cwd=tmp_path, timeout=300)
+    assert_learns(name, result)
+
+
+@pytest.mark.peer
+@pytest.mark.parametrize("name", UNDER_BERT4KERAS)
+def test_script_learns_under_bert4keras(name, tmp_path):
+    """The same text with ``kerasbert`` -> ``bert4keras``, its Keras 3 edits included."""
+    script = script_text(name).replace("kerasbert", "bert4keras")
+    result = run_bert4keras(BERT4KERAS_PRELUDE.format(folder=str(tmp_path)) + script,
+                            timeout=300)
+    assert_learns(name, result)
