@@ -18,13 +18,13 @@ from kerasbert.quiet import import_tensorflow
 import_tensorflow()
 
 # The rest imports TensorFlow (already loaded, quietly).
-from kerasbert.build import Transformer, build_transformer_model
 from kerasbert.checkpoints.io import CheckpointError, write_checkpoint
 from kerasbert.checkpoints.loading import LoadReport, load_checkpoint, save_weights_as_checkpoint  # noqa: E402
 from kerasbert.inference.predictor import Predictor
 from kerasbert.inference.span_qa import QuestionAnswerer, add_span_head
 from kerasbert.models.attention_masks import Bidirectional, Causal, PrefixLM, UniLM
 from kerasbert.models.bert import build_bert
+from kerasbert.models.build import Transformer, build_transformer_model
 from kerasbert.models.config import BertConfig
 from kerasbert.models.crf import ConditionalRandomField
 from kerasbert.models.heads import add_cls_classifier, add_crf_tagger, add_tagger

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import TINY
 from kerasbert import PrefixLM, build_transformer_model
-from kerasbert.build import FIXED, REFUSED
+from kerasbert.models.build import FIXED, REFUSED
 from kerasbert.models.families.bert import BERT
 from peers import run_bert4keras
 

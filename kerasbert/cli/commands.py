@@ -23,7 +23,7 @@ class UsageError(ValueError):
 
 
 def _build(args, **overrides):
-    from kerasbert.build import build_transformer_model
+    from kerasbert.models.build import build_transformer_model
     from kerasbert.models.heads import add_cls_classifier
 
     built = build_transformer_model(

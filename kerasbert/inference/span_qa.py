@@ -22,7 +22,6 @@ import os
 import keras
 import numpy as np
 
-from kerasbert.build import build_transformer_model
 from kerasbert.checkpoints.loading import load_checkpoint
 from kerasbert.inference.answer_spans import (
     best_spans,
@@ -34,6 +33,7 @@ from kerasbert.inference.answer_spans import (
 )
 from kerasbert.inference.predictor import Predictor
 from kerasbert.models import names
+from kerasbert.models.build import build_transformer_model
 from kerasbert.models.layers import truncated_normal
 from kerasbert.text.tokenizer import Tokenizer
 from kerasbert.training.rundir import (

@@ -34,8 +34,8 @@ import time
 import keras
 import numpy as np
 
-from kerasbert.build import build_transformer_model, resolve_config
 from kerasbert.models import names
+from kerasbert.models.build import build_transformer_model, resolve_config
 from kerasbert.models.config import check_maxlen
 from kerasbert.models.families import family_class
 from kerasbert.pretraining import corpus

@@ -10,8 +10,8 @@ import dataclasses
 import os
 
 from kerasbert import files
-from kerasbert.build import build_transformer_model
 from kerasbert.hardware import compute_policy
+from kerasbert.models.build import build_transformer_model
 from kerasbert.models.config import BertConfig, check_maxlen, check_vocab_fits
 from kerasbert.training.options import TASK_OPTIONS, ClassificationOptions
 from kerasbert.training.rundir import TRAIN_OPTIONS_FILE as OPTIONS_FILE

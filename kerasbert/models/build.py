@@ -5,17 +5,25 @@ The bert4keras one-liner. Each family is a class in :mod:`kerasbert.models.famil
 checkpoint table; ``return_keras_model=False`` returns that object (bert4keras's
 ``Transformer``). Every keyword of bert4keras 0.11.5's ``build_transformer_model`` either
 works with its meaning or is refused by name (:data:`REFUSED`), never dropped.
+
+bert4keras's class decorators are here too: :func:`extend_with_language_model` and
+:func:`extend_with_unified_language_model` give a family class whose default
+``application=`` is ``"lm"`` / ``"unilm"`` (the masks of
+:mod:`kerasbert.models.attention_masks`), through the mixins :class:`LM_Mask` and
+:class:`UniLM_Mask`.
 """
 
 import inspect
 
+from kerasbert.models.attention_masks import Causal, UniLM, mask_of
 from kerasbert.models.bert import make_transformer
 from kerasbert.models.config import BertConfig
 from kerasbert.models.deferred import deferred_weights, forget, settle
-from kerasbert.models.families import family_class, variant_of
+from kerasbert.models.families import FAMILIES, family_class, variant_of
 from kerasbert.models.families.base import Transformer
 
-__all__ = ["REFUSED", "Transformer", "build_transformer_model", "resolve_config"]
+__all__ = ["REFUSED", "LM_Mask", "Transformer", "UniLM_Mask", "build_transformer_model",
+           "extend_with_language_model", "extend_with_unified_language_model", "resolve_config"]
 
 #: bert4keras keywords kerasbert does not build -> what to do instead. Each is refused by
 #: name (a ValueError), since dropping it would build another model than the one asked for.
@@ -121,7 +129,9 @@ def build_transformer_model(config_path=None, checkpoint_path=None, model=None, 
     cls = variant_of(model if model is not None else "bert")  # unknown: refused before reading
     family_options = {key: overrides.pop(key) for key in list(overrides)
                       if key in _options_of(cls)}
-    family = model.lower() if isinstance(model, str) else None
+    # The family the config is read for: None lets the config's model_type pick it.
+    family = (model.lower() if isinstance(model, str)
+              else None if model is None else _registered_family(cls))
     config = resolve_config(config_path, family=family, **overrides)
     for key, value in fixed.items():
         if value is not None and value != FIXED[key](config):
@@ -163,11 +173,27 @@ def build_transformer_model(config_path=None, checkpoint_path=None, model=None, 
     return built.model if return_keras_model else built
 
 
+def _registered_family(cls):
+    """The ``model=`` name of ``cls``'s closest registered ancestor (``"roformer"`` for
+    ``extend_with_language_model(RoFormer)``): the family its config is read for."""
+    for klass in cls.__mro__:
+        for name in FAMILIES:
+            if family_class(name) is klass:
+                return name
+    return None
+
+
 def _options_of(cls):
     """The keywords a family's class takes beyond the base class's (GPT's
-    ``final_activation``)."""
-    own = set(inspect.signature(cls.__init__).parameters)
-    return own - set(inspect.signature(Transformer.__init__).parameters) - {"self", "kwargs"}
+    ``final_activation``), a mixin's ``__init__`` in its way or not."""
+    own = set()
+    for klass in cls.__mro__:
+        if "__init__" in vars(klass) and klass is not object:
+            own.update(name for name, parameter in
+                       inspect.signature(klass.__init__).parameters.items()
+                       if parameter.kind not in (parameter.VAR_POSITIONAL,
+                                                 parameter.VAR_KEYWORD))
+    return own - set(inspect.signature(Transformer.__init__).parameters) - {"self"}
 
 
 def resolve_config(config, family=None, **overrides):
@@ -185,3 +211,70 @@ def resolve_config(config, family=None, **overrides):
     if isinstance(config, dict):
         return BertConfig.from_dict(config, family=family, **overrides)
     return BertConfig.from_json_file(config, family=family, **overrides)
+
+
+class _DefaultMask:
+    """What :class:`LM_Mask` and :class:`UniLM_Mask` share: ``application=`` left at
+    ``"encoder"`` becomes the mixin's mask. An application given otherwise wins, whether by
+    ``build_transformer_model(application=...)`` or by an outer decorator (whose
+    ``__init__`` runs first), as the outermost mask mixin does in bert4keras."""
+
+    mask = None
+
+    def __init__(self, *args, application="encoder", **kwargs):
+        if mask_of(application).application == "encoder":
+            application = self.mask()
+        super().__init__(*args, application=application, **kwargs)
+
+
+class LM_Mask(_DefaultMask):
+    """bert4keras's mixin of a causal language model: ``class MyLM(LM_Mask, BERT)`` builds
+    with ``application="lm"`` (``Attention-LM-Mask``; the MLM head is the output)."""
+
+    mask = Causal
+
+
+class UniLM_Mask(_DefaultMask):
+    """bert4keras's mixin of UniLM's seq2seq mask: ``class MySeq2Seq(UniLM_Mask, BERT)``
+    builds with ``application="unilm"`` (``Attention-UniLM-Mask`` from the segment ids)."""
+
+    mask = UniLM
+
+
+def extend_with_language_model(BaseModel):
+    """bert4keras's class decorator: ``BaseModel`` (a family class, or a subclass of one)
+    as a causal language model, for ``build_transformer_model(..., model=...)``.
+
+    Raises:
+        ValueError (when the model is built): a family that is no language model (ELECTRA).
+
+    Example:
+        >>> from kerasbert.models.families.roformer import RoFormer
+        >>> lm = build_transformer_model(dict(
+        ...     vocab_size=100, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+        ...     intermediate_size=32), model=extend_with_language_model(RoFormer))
+        >>> lm.get_layer("Attention-LM-Mask").name, lm.output.shape
+        ('Attention-LM-Mask', (None, None, 100))
+    """
+    return type("LanguageModel", (LM_Mask, BaseModel), {"__doc__": (
+        f"{BaseModel.__name__} with a causal mask (extend_with_language_model).")})
+
+
+def extend_with_unified_language_model(BaseModel):
+    """bert4keras's class decorator: ``BaseModel`` with UniLM's seq2seq mask (segment 0 the
+    source, segment 1 the target), for ``build_transformer_model(..., model=...)``.
+
+    Raises:
+        ValueError (when the model is built): a family that is no language model
+            (ELECTRA), or a config without segments (``type_vocab_size`` 0).
+
+    Example:
+        >>> from kerasbert.models.families.bert import BERT
+        >>> seq2seq = build_transformer_model(dict(
+        ...     vocab_size=100, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+        ...     intermediate_size=32), model=extend_with_unified_language_model(BERT))
+        >>> seq2seq.get_layer("Attention-UniLM-Mask").name
+        'Attention-UniLM-Mask'
+    """
+    return type("UnifiedLanguageModel", (UniLM_Mask, BaseModel), {"__doc__": (
+        f"{BaseModel.__name__} with UniLM's mask (extend_with_unified_language_model).")})
