@@ -37,18 +37,36 @@ OTHER_IMPORTS = {"numpy", "keras"}
 LOSS_FALL = 0.75
 
 #: script -> the kerasbert gap that stops it (bert4keras's behaviour, and kerasbert's).
-GAPS = {}
+GAPS = {
+    "seq2seq_autotitle": "kerasbert.layers.Loss: bert4keras's model inputs are float32, so "
+                         "compute_loss multiplies the float loss by the segment ids "
+                         "(y_mask) as they come; kerasbert's are int32 and `loss * y_mask` "
+                         "fails (Mul of int32 and float32)",
+}
 
 #: Scripts also run under bert4keras 0.11.5.
-UNDER_BERT4KERAS = ["ner_crf", "sentiment_classification"]
+UNDER_BERT4KERAS = ["ner_crf", "sentiment_classification", "seq2seq_autotitle"]
 
-# bert4keras 0.11.5's optimizers subclass Keras 2's OptimizerV2: tf.keras's Optimizer until
-# TensorFlow 2.11, its ``legacy.Optimizer`` since. The script runs in its own folder.
+# bert4keras 0.11.5 on today's TensorFlow (2.21): it was written for Keras 2.3 and tf.keras
+# up to TensorFlow 2.10. Its optimizers subclass Keras 2's OptimizerV2, tf.keras's Optimizer
+# until 2.11 and its legacy.Optimizer since; tf.keras's generator adapter now reads a batch
+# ``[token_ids, segment_ids], None`` as inputs ``token_ids`` and targets ``segment_ids``, so
+# such a batch is handed over as the inputs alone. Each script runs in its own folder.
 BERT4KERAS_PRELUDE = """\
 import os
 os.chdir({folder!r})
 import tensorflow as tf
 tf.keras.optimizers.Optimizer = tf.keras.optimizers.legacy.Optimizer
+import bert4keras.snippets
+_forfit = bert4keras.snippets.DataGenerator.forfit
+
+
+def _inputs_alone_without_targets(self, random=True):
+    for inputs, targets in _forfit(self, random):
+        yield (tuple(inputs),) if targets is None else (inputs, targets)
+
+
+bert4keras.snippets.DataGenerator.forfit = _inputs_alone_without_targets
 """
 
 
