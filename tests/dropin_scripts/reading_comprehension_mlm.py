@@ -190,5 +190,6 @@ if __name__ == '__main__':
     print(json.dumps({
         'first_loss': evaluator.losses[0],
         'last_loss': evaluator.losses[-1],
+        'vocab_size': len(token_dict),
         'exact_match': evaluate(valid_data),
     }))
