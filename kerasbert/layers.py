@@ -224,13 +224,14 @@ class ScaleOffset(Layer):
         if self.hidden_units is not None:
             self.hidden_dense = keras.layers.Dense(
                 self.hidden_units, activation=self.hidden_activation, use_bias=False,
-                kernel_initializer=self.hidden_initializer, name="hidden_dense")
+                kernel_initializer=self.hidden_initializer, name="hidden_dense",
+                dtype=self.dtype_policy)
             self.hidden_dense.build(condition_shape)
             condition_shape = (*condition_shape[:-1], self.hidden_units)
         for kind in ("beta", "gamma"):
             if getattr(self, "offset" if kind == "beta" else "scale") not in (False, None):
                 dense = keras.layers.Dense(dim, use_bias=False, kernel_initializer="zeros",
-                                           name=f"{kind}_dense")
+                                           name=f"{kind}_dense", dtype=self.dtype_policy)
                 dense.build(condition_shape)
                 setattr(self, f"{kind}_dense", dense)
 
@@ -375,8 +376,8 @@ class MultiHeadAttention(Layer):
         self.attention_dropout = attention_dropout
         self.return_attention_scores = return_attention_scores
         self.kernel_initializer = initializers.get(kernel_initializer)
-        self.dropout = (keras.layers.Dropout(attention_dropout) if attention_dropout
-                        else None)
+        self.dropout = (keras.layers.Dropout(attention_dropout, dtype=self.dtype_policy)
+                        if attention_dropout else None)
 
     def build(self, input_shape):
         widths = {"q_dense": self.key_size * self.heads, "k_dense": self.key_size * self.heads,
@@ -385,7 +386,8 @@ class MultiHeadAttention(Layer):
                   "v_dense": input_shape[2], "o_dense": (None, self.head_size * self.heads)}
         for name, units in widths.items():
             dense = keras.layers.Dense(units, use_bias=self.use_bias,
-                                       kernel_initializer=self.kernel_initializer, name=name)
+                                       kernel_initializer=self.kernel_initializer, name=name,
+                                       dtype=self.dtype_policy)
             dense.build(fan_in[name])
             setattr(self, name, dense)
 
@@ -758,6 +760,7 @@ class MaximumEntropyMarkovModel(Layer):
     def _scores(self, y_true, y_pred, go_backwards):
         """Tags, the real positions, and each token's scores averaged with the transition
         scores from the gold tag before it (after it, backwards)."""
+        y_pred = ops.cast(y_pred, "float32")  # 16-bit scores: the softmax wants float32
         mask = _scores_mask(y_pred)
         y_true = _tags_like(y_true, y_pred)
         if go_backwards:
@@ -839,7 +842,8 @@ class GlobalPointer(Layer):
 
     def _dense(self, units, input_shape, name):
         dense = keras.layers.Dense(units, use_bias=self.use_bias,
-                                   kernel_initializer=self.kernel_initializer, name=name)
+                                   kernel_initializer=self.kernel_initializer, name=name,
+                                   dtype=self.dtype_policy)
         dense.build(input_shape)
         return dense
 

@@ -336,3 +336,21 @@ def test_keras_layers_are_there_and_what_is_not_provided_says_why():
     with pytest.raises(NotImplementedError, match="compute_loss"):
         layers.Loss()(np.zeros((1, 2)))
 
+
+
+def test_the_layers_and_losses_run_under_mixed_precision():
+    x = np.random.default_rng(0).normal(size=(2, 5, 16)).astype("float32")
+    mask = np.array([[1, 1, 1, 1, 0], [1, 1, 1, 0, 0]], bool)
+    policy = {"dtype": "mixed_bfloat16"}
+    outputs = [layers.GlobalPointer(2, 8, **policy)(x, mask=mask),
+               layers.EfficientGlobalPointer(2, 8, **policy)(x, mask=mask),
+               layers.LayerNormalization(conditional=True, hidden_units=4, **policy)([x, x[:, 0]]),
+               layers.MultiHeadAttention(2, 8, attention_dropout=0.1, **policy)(
+                   [x, x, x], mask=[mask, mask, mask])]
+    assert [str(o.dtype) for o in outputs] == ["<dtype: 'bfloat16'>"] * 4
+    tags = np.zeros((2, 5))
+    for layer in (layers.ConditionalRandomField(**policy),
+                  layers.MaximumEntropyMarkovModel(hidden_dim=2, **policy)):
+        scores = layer(x[..., :3], mask=mask)
+        assert np.isfinite(backend.K.eval(layer.sparse_loss(tags, scores))).all()
+        assert 0 <= float(layer.sparse_accuracy(tags, scores)) <= 1
