@@ -33,6 +33,9 @@ DROP_IN_MODULES = {f"kerasbert.{name}" for name in
                    ("backend", "layers", "models", "optimizers", "snippets", "tokenizers")}
 #: Besides the standard library.
 OTHER_IMPORTS = {"numpy", "keras"}
+#: What bert4keras's examples write themselves on Keras 2's graph (adversarial training,
+#: the gradient penalty), imported instead on a line marked ``# Keras 3:``.
+KERAS3_REPLACEMENTS = {"kerasbert.adversarial"}
 
 #: A script learns when its last epoch's loss is below this share of its first's.
 LOSS_FALL = 0.75
@@ -82,12 +85,21 @@ def script_text(name):
 
 
 def imported_modules(source):
-    """``(line, module)`` of each import statement of ``source``."""
+    """``(line text, module)`` of each import statement of ``source``."""
+    lines = source.splitlines()
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            yield from ((node.lineno, alias.name) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            yield node.lineno, "." * node.level + (node.module or "")
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            text = "\n".join(lines[node.lineno - 1:node.end_lineno])
+            if isinstance(node, ast.Import):
+                yield from ((text, alias.name) for alias in node.names)
+            else:
+                yield text, "." * node.level + (node.module or "")
+
+
+def allowed_import(text, module):
+    top = module.split(".")[0]
+    return (module in DROP_IN_MODULES or top in OTHER_IMPORTS or top in sys.stdlib_module_names
+            or module in KERAS3_REPLACEMENTS and "# Keras 3:" in text)
 
 
 def with_gaps(names):
@@ -113,15 +125,17 @@ def test_every_category_has_its_script():
 
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_script_imports_only_bert4keras_modules(name):
-    """kerasbert by the names of bert4keras's modules only, besides keras, numpy and the
-    standard library."""
+    """kerasbert by the names of bert4keras's modules only, besides keras, numpy, the
+    standard library and, marked as a Keras 3 edit, what replaces an example's Keras 2
+    graph code."""
     source = script_text(name)
     assert "bert4keras" not in source
-    wrong = [f"line {line}: {module}" for line, module in imported_modules(source)
-             if not (module in DROP_IN_MODULES or module.split(".")[0] in OTHER_IMPORTS
-                     or module.split(".")[0] in sys.stdlib_module_names)]
-    assert not wrong, f"{name}.py imports {wrong}; a bert4keras script imports " \
-                      f"{sorted(DROP_IN_MODULES)} (for bert4keras.*), keras, numpy, stdlib"
+    wrong = [text for text, module in imported_modules(source)
+             if not allowed_import(text, module)]
+    assert not wrong, f"{name}.py: {wrong}; a bert4keras script imports " \
+                      f"{sorted(DROP_IN_MODULES)} (for bert4keras.*), keras, numpy, the " \
+                      f"standard library, and {sorted(KERAS3_REPLACEMENTS)} on a line " \
+                      f"marked '# Keras 3:'"
 
 
 @pytest.mark.parametrize("name", with_gaps(SCRIPTS))
