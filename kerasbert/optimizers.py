@@ -28,7 +28,8 @@ bert4keras 0.11.5 beside them). What differs on Keras 3, and why:
 - The ``extend_with_*`` functions extend only this module's optimizers: a Keras optimizer
   computes its update in one piece they cannot reach into (a TypeError says so).
 - ``Adam`` on TensorFlow updates each variable with TensorFlow's fused ``ApplyAdam``
-  (epsilon rescaled to bert4keras's placement) when no extension changes the new value.
+  (epsilon rescaled to bert4keras's placement) unless an extension other than weight decay
+  changes the new value; ``KERASBERT_FAST=0`` turns that off (:mod:`kerasbert.internals`).
 
 Example:
     >>> AdamW = extend_with_weight_decay(Adam, "AdamW")
@@ -317,13 +318,22 @@ class Adam(_Optimizer):
     def _fused_update(self, gradient, variable, learning_rate, index):
         # TensorFlow's ApplyAdam adds epsilon to sqrt(v) before the correction of v; the
         # same update with bert4keras's placement takes epsilon * sqrt(1 - beta_2 ** step).
-        if (type(self)._adjusted is not _Optimizer._adjusted
-                or keras.backend.backend() != "tensorflow" or not internals.fast_paths_enabled()):
+        adjusters = [klass for klass in type(self).__mro__
+                     if "_adjusted" in vars(klass) and klass is not _Optimizer]
+        # Weight decay alone subtracts a multiple of the old value: before the step or after
+        # it is the same update. Any other change needs the step's value, so Keras's ops.
+        decays_alone = len(adjusters) == 1 and hasattr(adjusters[0], "_decay")
+        if ((adjusters and not decays_alone) or keras.backend.backend() != "tensorflow"
+                or not internals.fast_paths_enabled()):
             return False
         import tensorflow as tf
 
         if tf.distribute.has_strategy():
             return False
+        if decays_alone:
+            decay = self._decay(variable, learning_rate, index)
+            if decay is not None:
+                self.assign_sub(variable, decay)
         target = variable.value if isinstance(variable, keras.Variable) else variable
         dtype = target.dtype
         power_1, power_2 = self._beta_powers(dtype)
@@ -548,11 +558,15 @@ def extend_with_weight_decay(BaseOptimizer):
             slots.flags["weight_decay"] = [not _matches(p, self.exclude_from_weight_decay)
                                            for p in slots.paths]
 
+        def _decay(self, variable, learning_rate, index):
+            if not self._kerasbert_slots.flags["weight_decay"][index]:
+                return None
+            return learning_rate * self.weight_decay_rate * variable
+
         def _adjusted(self, variable, new_value, gradient, learning_rate, index):
             new_value = super()._adjusted(variable, new_value, gradient, learning_rate, index)
-            if not self._kerasbert_slots.flags["weight_decay"][index]:
-                return new_value
-            return new_value - learning_rate * self.weight_decay_rate * variable
+            decay = self._decay(variable, learning_rate, index)
+            return new_value if decay is None else new_value - decay
 
     return NewOptimizer
 

@@ -107,7 +107,7 @@ def run(keras, optimizers, peer, names=None):
     return out
 """
 
-FAST_AND_PLAIN = ["adam", "adam_no_bias_correction", "ema", "adam_lr"]
+FAST_AND_PLAIN = ["adam", "adam_no_bias_correction", "adamw", "ema_decay_lr", "adam_lr"]
 
 
 def _run(names=None):
