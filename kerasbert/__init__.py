@@ -18,6 +18,7 @@ from kerasbert.quiet import import_tensorflow
 import_tensorflow()
 
 # The rest imports TensorFlow (already loaded, quietly).
+from kerasbert import layers  # noqa: F401  (registers bert4keras's layers for load_model)
 from kerasbert.checkpoints.io import CheckpointError, write_checkpoint
 from kerasbert.checkpoints.loading import LoadReport, load_checkpoint, save_weights_as_checkpoint  # noqa: E402
 from kerasbert.inference.predictor import Predictor
