@@ -178,11 +178,8 @@ class _Optimizer(keras.optimizers.Optimizer):
         for name, why in REFUSED_KEYWORDS.items():
             if kwargs.pop(name, None):
                 raise ValueError(f"{type(self).__name__} does not take {name}=: {why}")
-        options = {}
-        for klass in type(self).__mro__:
-            for name, default in vars(klass).get("_EXTENSION_OPTIONS", {}).items():
-                if name not in options:
-                    options[name] = kwargs.pop(name) if name in kwargs else copy.deepcopy(default)
+        options = {name: kwargs.pop(name) if name in kwargs else copy.deepcopy(default)
+                   for name, default in type(self)._extension_options().items()}
         given = dict(kwargs, learning_rate=learning_rate)
         arguments = type(self)._keras_arguments(dict(given), options)
         super().__init__(**arguments)
@@ -194,6 +191,14 @@ class _Optimizer(keras.optimizers.Optimizer):
             for name in ("learning_rate", "gradient_accumulation_steps")
             if arguments.get(name) is not given.get(name)}
         self._kerasbert_slots = None
+
+    @classmethod
+    def _extension_options(cls):
+        """``{keyword: default}`` of every extension of this class."""
+        options = {}
+        for klass in reversed(cls.__mro__):
+            options.update(vars(klass).get("_EXTENSION_OPTIONS", {}))
+        return options
 
     @classmethod
     def _keras_arguments(cls, arguments, options):
@@ -258,9 +263,7 @@ class _Optimizer(keras.optimizers.Optimizer):
 
     def get_config(self):
         config = super().get_config()
-        for klass in type(self).__mro__:
-            for name in vars(klass).get("_EXTENSION_OPTIONS", {}):
-                config[name] = getattr(self, name)
+        config.update({name: getattr(self, name) for name in self._extension_options()})
         config.update(self._kerasbert_given)
         return config
 
