@@ -109,6 +109,8 @@ def with_gaps(names):
 
 def assert_learns(name, result):
     first, last = result["first_loss"], result["last_loss"]
+    failed = [key for key, value in result.items() if key.startswith("check_") and not value]
+    assert not failed, f"{name}: {failed} in {result}"
     if "vocab_size" in result:  # a mean cross entropy per token, from random weights
         assert first < 2 * math.log(result["vocab_size"]), (
             f"{name}: the first loss {first:.4f} is not a mean per token over "
