@@ -41,11 +41,13 @@ KERAS3_REPLACEMENTS = {"kerasbert.adversarial"}
 LOSS_FALL = 0.75
 
 #: script -> the kerasbert gap that stops it (bert4keras's behaviour, and kerasbert's).
+INT32_SEGMENTS = ("kerasbert.layers.Loss: bert4keras's model inputs are float32, so "
+                  "compute_loss multiplies the float loss by the segment ids (y_mask) as "
+                  "they come; kerasbert's are int32 and `loss * y_mask` fails (Mul of int32 "
+                  "and float32)")
 GAPS = {
-    "seq2seq_autotitle": "kerasbert.layers.Loss: bert4keras's model inputs are float32, so "
-                         "compute_loss multiplies the float loss by the segment ids "
-                         "(y_mask) as they come; kerasbert's are int32 and `loss * y_mask` "
-                         "fails (Mul of int32 and float32)",
+    "seq2seq_autotitle": INT32_SEGMENTS,
+    "simbert": INT32_SEGMENTS,
     "language_model": "kerasbert.models: the model's outputs carry no Keras mask; "
                       "bert4keras's carry the padding mask (token ids != 0, from "
                       "Embedding-Token's mask_zero), which Loss.compute_loss reads as "
