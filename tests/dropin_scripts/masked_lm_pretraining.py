@@ -1,6 +1,6 @@
 #! -*- coding: utf-8 -*-
-# Further pretraining of a BERT checkpoint with masked language modelling, the way
-# bert4keras's pretraining script builds it: the MLM head's logits, the loss and the
+# Further pretraining of a BERT checkpoint with masked language modelling, built as the
+# library's own pretraining script does: the MLM head's logits, the loss and the
 # accuracy as layers of a training model, LAMB (Adam with weight decay and layer
 # adaptation) under a warm-up schedule; the result is saved as a Google checkpoint again.
 
