@@ -933,7 +933,9 @@ class Loss(Layer):
         self.output_axis = output_axis
 
     def call(self, inputs, mask=None):
-        self.add_loss(self.compute_loss(inputs, mask))
+        # bert4keras's inputs are float32 (Keras 2's Input default) and its scripts multiply
+        # losses by the token and segment ids as they come: integer ids are given as floats.
+        self.add_loss(self.compute_loss(_as_floats(inputs), mask))
         return self._chosen(inputs)
 
     def compute_loss(self, inputs, mask=None):
@@ -954,6 +956,15 @@ class Loss(Layer):
 
     def get_config(self):
         return {**super().get_config(), "output_axis": self.output_axis}
+
+
+def _as_floats(values):
+    """``values`` (a tensor or a list of them) with integer tensors cast to ``floatx``."""
+    if isinstance(values, (list, tuple)):
+        return type(values)(_as_floats(value) for value in values)
+    if values is not None and "int" in str(values.dtype):
+        return ops.cast(values, keras.config.floatx())
+    return values
 
 
 #: bert4keras's layers by name, for ``keras.saving.load_model(..., custom_objects=...)``.

@@ -17,6 +17,7 @@ import ast
 import math
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -37,23 +38,15 @@ OTHER_IMPORTS = {"numpy", "keras"}
 #: the gradient penalty), imported instead on a line marked ``# Keras 3:``.
 KERAS3_REPLACEMENTS = {"kerasbert.adversarial"}
 
+#: Scripts running at once: a run's start (TensorFlow's import, building the model, tracing
+#: the first step) is mostly one core's work.
+RUNS_AT_ONCE = 2
+
 #: A script learns when its last epoch's loss is below this share of its first's.
 LOSS_FALL = 0.75
 
 #: script -> the kerasbert gap that stops it (bert4keras's behaviour, and kerasbert's).
-INT32_SEGMENTS = ("kerasbert.layers.Loss: bert4keras's model inputs are float32, so "
-                  "compute_loss multiplies the float loss by the segment ids (y_mask) as "
-                  "they come; kerasbert's are int32 and `loss * y_mask` fails (Mul of int32 "
-                  "and float32)")
-GAPS = {
-    "seq2seq_autotitle": INT32_SEGMENTS,
-    "simbert": INT32_SEGMENTS,
-    "language_model": "kerasbert.models: the model's outputs carry no Keras mask; "
-                      "bert4keras's carry the padding mask (token ids != 0, from "
-                      "Embedding-Token's mask_zero), which Loss.compute_loss reads as "
-                      "mask[1], so the language model's loss is a mean over the tokens; "
-                      "with mask[1] None it is a sum over every position, padding included",
-}
+GAPS = {}
 
 #: Scripts also run under bert4keras 0.11.5.
 UNDER_BERT4KERAS = ["ner_crf", "sentiment_classification", "seq2seq_autotitle"]
@@ -142,17 +135,42 @@ def test_script_imports_only_bert4keras_modules(name):
                       f"marked '# Keras 3:'"
 
 
+def run_script(library, name, folder):
+    """The JSON line ``name`` prints last, run in ``folder`` on kerasbert, or on bert4keras
+    with ``kerasbert`` -> ``bert4keras`` in its text."""
+    if library == "kerasbert":
+        return run_python(script_text(name), cwd=folder, timeout=300)
+    script = script_text(name).replace("kerasbert", "bert4keras")
+    return run_bert4keras(BERT4KERAS_PRELUDE.format(folder=str(folder)) + script, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def runs(request, tmp_path_factory):
+    """``(library, script) -> Future`` of the runs this session's selected tests ask for,
+    started in their order, RUNS_AT_ONCE at a time."""
+    wanted = [(RUNS_OF[item.originalname], item.callspec.params["name"])
+              for item in request.session.items
+              if item.module is request.module and item.originalname in RUNS_OF]
+    with ThreadPoolExecutor(RUNS_AT_ONCE) as pool:
+        futures = {key: pool.submit(run_script, *key, tmp_path_factory.mktemp("-".join(key)))
+                   for key in wanted}
+        yield futures
+        for future in futures.values():
+            future.cancel()
+
+
 @pytest.mark.parametrize("name", with_gaps(SCRIPTS))
-def test_script_learns(name, tmp_path):
-    result = run_python(script_text(name), cwd=tmp_path, timeout=300)
-    assert_learns(name, result)
+def test_script_learns(name, runs):
+    assert_learns(name, runs["kerasbert", name].result())
 
 
 @pytest.mark.peer
 @pytest.mark.parametrize("name", UNDER_BERT4KERAS)
-def test_script_learns_under_bert4keras(name, tmp_path):
+def test_script_learns_under_bert4keras(name, runs):
     """The same text with ``kerasbert`` -> ``bert4keras``, its Keras 3 edits included."""
-    script = script_text(name).replace("kerasbert", "bert4keras")
-    result = run_bert4keras(BERT4KERAS_PRELUDE.format(folder=str(tmp_path)) + script,
-                            timeout=300)
-    assert_learns(name, result)
+    assert_learns(name, runs["bert4keras", name].result())
+
+
+#: The tests that read a run, and the library each runs its script on.
+RUNS_OF = {test_script_learns.__name__: "kerasbert",
+           test_script_learns_under_bert4keras.__name__: "bert4keras"}

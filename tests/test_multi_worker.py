@@ -40,7 +40,7 @@ TIMEOUT = 240  # seconds for one two-process run; a hung collective fails the te
 RUN_FILES = {"model.keras", "bert_model.ckpt.index", "bert_model.ckpt.data-00000-of-00001",
              "labels.json", "vocab.txt", "bert_config.json", "train_config.json",
              "history.json", "history.csv", "metrics.json", "confusion_matrix.png",
-             "training_curves.png"}
+             "training_curves.png", "fingerprints.json"}
 
 
 def free_ports(count):

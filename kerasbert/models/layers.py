@@ -121,7 +121,9 @@ class TokenEmbedding(keras.layers.ReversibleEmbedding):
     def compute_mask(self, inputs, mask=None):
         if self.mask_zero and "int" in str(inputs.dtype):
             return ops.not_equal(inputs, 0)
-        return None
+        # The output matrix (reverse): the padding mask goes on to the MLM / LM outputs, as
+        # in bert4keras, where a seq2seq loss reads it.
+        return mask
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
