@@ -15,7 +15,7 @@ from keras.layers import Dense, Lambda
 num_classes = 3
 maxlen = 32
 batch_size = 16
-epochs = 5
+epochs = 10
 config_path = 'albert_tiny/albert_config.json'
 checkpoint_path = 'albert_tiny/albert_model.ckpt'
 dict_path = 'albert_tiny/vocab.txt'
@@ -35,7 +35,7 @@ def write_corpus_and_model():
         for _ in range(240):
             label = rng.randint(num_classes)
             words = list(rng.choice(common, rng.randint(5, 12)))
-            for _ in range(2):
+            for _ in range(3):
                 words.insert(rng.randint(len(words) + 1), rng.choice(topics[label]))
             f.write(json.dumps({'sentence': ''.join(words), 'label': int(label)},
                                ensure_ascii=False) + '\n')
