@@ -34,6 +34,25 @@ SCRIPTS = sorted(name[:-3] for name in os.listdir(SCRIPTS_DIR) if name.endswith(
 #: The modules a bert4keras script imports, as kerasbert names them.
 DROP_IN_MODULES = {f"kerasbert.{name}" for name in
                    ("backend", "layers", "models", "optimizers", "snippets", "tokenizers")}
+#: The kinds of bert4keras example, each with the script written its way.
+KINDS = {
+    "classification: DataGenerator, forfit, [CLS] softmax": "sentiment_classification",
+    "ALBERT classification from a checkpoint": "topic_albert",
+    "NER with a CRF: sparse_loss, sparse_accuracy, trans, ViterbiDecoder": "ner_crf",
+    "word segmentation: softmax tagging, Viterbi": "word_segmentation",
+    "reading comprehension by MLM: with_mlm, load_vocab simplified": "reading_comprehension_mlm",
+    "UniLM seq2seq titles: Loss subclass, beam_search": "seq2seq_autotitle",
+    "language model: application='lm', random_sample": "language_model",
+    "SimBERT: UniLM with a pool, cosine similarity": "simbert",
+    "relation extraction: GPLinker, EfficientGlobalPointer": "relation_extraction_gplinker",
+    "adversarial training: FGM on Embedding-Token": "adversarial_training",
+    "gradient penalty": "gradient_penalty",
+    "EMA: apply_ema_weights, reset_old_weights (GlobalPointer NER)": "ner_globalpointer_ema",
+    "piecewise linear lr, gradient accumulation (sentence pairs)": "sentence_pair_piecewise_lr",
+    "masked LM pretraining: LAMB, checkpoint out": "masked_lm_pretraining",
+    "feature extraction: encode, predict, save and load": "extract_features",
+}
+
 #: Besides the standard library.
 OTHER_IMPORTS = {"numpy", "keras"}
 #: What bert4keras's examples write themselves on Keras 2's graph (adversarial training,
@@ -118,9 +137,17 @@ def assert_learns(name, result):
         f"{LOSS_FALL} of the first; the script printed {result}")
 
 
-def test_every_category_has_its_script():
-    assert len(SCRIPTS) >= 15, SCRIPTS
+def test_every_kind_of_example_has_its_script():
+    assert sorted(KINDS.values()) == SCRIPTS
     assert set(GAPS) <= set(SCRIPTS) and set(UNDER_BERT4KERAS) <= set(SCRIPTS)
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_each_keras3_edit_says_why(name):
+    """A ``# Keras 3:`` mark is followed by its reason."""
+    bare = [line.strip() for line in script_text(name).splitlines()
+            if "# Keras 3:" in line and len(line.split("# Keras 3:")[1].split()) < 3]
+    assert not bare, f"{name}.py: {bare}"
 
 
 @pytest.mark.parametrize("name", SCRIPTS)

@@ -6,7 +6,7 @@ import json
 import os
 
 import numpy as np
-from kerasbert.adversarial import loss_with_gradient_penalty  # Keras 3: no K.gradients
+from kerasbert.adversarial import loss_with_gradient_penalty  # Keras 3: K.gradients is gone
 from kerasbert.backend import keras
 from kerasbert.models import build_transformer_model
 from kerasbert.optimizers import Adam
