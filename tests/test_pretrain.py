@@ -189,8 +189,8 @@ def test_cli_writes_a_google_checkpoint_that_bert4keras_reads(corpus_file, tiny_
     assert "dev MLM accuracy" in capsys.readouterr().out
     assert sorted(os.listdir(output)) == [
         "bert_config.json", "bert_model.ckpt.data-00000-of-00001", "bert_model.ckpt.index",
-        "fingerprints.json", "history.csv", "history.json", "pretrain_config.json", "pretrain_metrics.json",
-        "vocab.txt"]
+        "fingerprints.json", "history.csv", "history.json", "pretrain_config.json",
+        "pretrain_metrics.json", "vocab.txt"]
     vocab = (output / "vocab.txt").read_text(encoding="utf-8").splitlines()
     config = json.loads((output / "bert_config.json").read_text())
     metrics = json.loads((output / "pretrain_metrics.json").read_text())
