@@ -1,4 +1,5 @@
-"""bert4keras's ``tokenizers``: ``Tokenizer`` and ``load_vocab`` with its keywords and results.
+"""bert4keras's ``tokenizers``: ``Tokenizer``, ``SpTokenizer`` and ``load_vocab`` with their
+keywords and results.
 
 ``from kerasbert.tokenizers import Tokenizer, load_vocab`` gives bert4keras 0.11.5's tokens,
 ids, segment ids, ``decode`` text and ``rematch`` offsets. The splitting and WordPiece run
@@ -13,9 +14,10 @@ Google's (and so from :class:`kerasbert.Tokenizer`, which follows Google):
 - ``pre_tokenize``, ``token_translate``, ``token_start`` / ``token_end`` (None for none),
   an ``encode`` of token lists, and ``truncate_from`` as an index work as in bert4keras.
 
-``SpTokenizer`` needs ``sentencepiece``, which kerasbert does not install; it raises an
-ImportError saying so. ``load_vocab`` refuses a token listed twice (bert4keras would
-shift every later id).
+``SpTokenizer`` gives bert4keras's tokens, ids and ``decode`` text for a SentencePiece model
+(T5's and mT5's ``spiece.model``, ALBERT's ``30k-clean.model``), run by ``sentencepiece``
+as in bert4keras. ``load_vocab`` refuses a token listed twice (bert4keras would shift
+every later id).
 
 Example:
     >>> tokenizer = Tokenizer("checkpoints/chinese_L-12_H-768_A-12/vocab.txt",
@@ -25,9 +27,11 @@ Example:
 """
 
 import functools
+import os
 import re
 import unicodedata
 
+import sentencepiece
 from tokenizers import Regex, models, normalizers, pre_tokenizers
 from tokenizers import Tokenizer as _Engine
 
@@ -365,14 +369,102 @@ class Tokenizer(TokenizerBase):
 
 
 class SpTokenizer(TokenizerBase):
-    """bert4keras's SentencePiece tokenizer: not provided, as it needs ``sentencepiece``,
-    which kerasbert does not install.
+    """bert4keras's tokenizer for a SentencePiece model, run by ``sentencepiece``.
+
+    The tokens are the model's pieces (``▁`` marks the start of a word). The frame tokens
+    default to ``[CLS]`` / ``[SEP]`` as for BERT; a piece the model lacks (T5's has neither)
+    gets the unknown piece's id, as in bert4keras. T5 and mT5 take ``token_start=None,
+    token_end="</s>"``.
+
+    Args:
+        sp_model_path: the SentencePiece ``.model`` file.
+        **kwargs: ``token_start``, ``token_end``, ``pre_tokenize`` (its words are joined
+            with spaces before the model splits them) and ``token_translate`` (see
+            :class:`TokenizerBase`).
+
+    Attributes:
+        sp_model: the ``sentencepiece.SentencePieceProcessor``.
+        _token_pad, _token_unk: the model's padding and unknown pieces (``_token_pad`` is
+            None for a model without padding, where bert4keras fails to load it).
+        _token_pad_id, _token_unk_id, _token_mask_id, _token_start_id, _token_end_id: the
+            ids of those pieces, of ``[MASK]`` and of the frame tokens; absent for a token
+            that is None.
+        _vocab_size: the number of pieces.
 
     Raises:
-        ImportError: always, naming the package.
+        FileNotFoundError: no file at ``sp_model_path``.
+        ValueError: the file is not a SentencePiece model.
+
+    Example:
+        A T5-like model (``<pad>`` 0, ``</s>`` 1, ``<unk>`` 2) trained on the shipped reviews:
+
+        >>> import csv
+        >>> with open("kerasbert/resources/reviews/dev.tsv", encoding="utf-8") as f:
+        ...     texts = [row["text"] for row in csv.DictReader(f, delimiter="\\t")]
+        >>> sentencepiece.SentencePieceTrainer.train(
+        ...     sentence_iterator=iter(texts), model_prefix="reviews", vocab_size=4000,
+        ...     pad_id=0, eos_id=1, unk_id=2, bos_id=-1, num_threads=1, minloglevel=2)
+        >>> tokenizer = SpTokenizer("reviews.model", token_start=None, token_end="</s>")
+        >>> tokenizer.tokenize("这本书很好看，但是价格有点贵。")
+        ['▁', '这本书', '很好', '看', ',', '但是', '价格', '有点', '贵', '。', '</s>']
+        >>> token_ids, segment_ids = tokenizer.encode("这本书很好看，但是价格有点贵。", maxlen=6)
+        >>> token_ids, tokenizer.ids_to_tokens(token_ids)
+        ([6, 80, 95, 32, 3, 1], ['▁', '这本书', '很好', '看', ',', '</s>'])
+        >>> tokenizer.decode(token_ids)
+        '这本书很好看,'
     """
 
     def __init__(self, sp_model_path, **kwargs):
-        raise ImportError("kerasbert.tokenizers.SpTokenizer is not provided: it needs the "
-                          "`sentencepiece` package, which kerasbert does not depend on "
-                          f"(asked for {sp_model_path!r})")
+        super().__init__(**kwargs)
+        self.sp_model = _load_sentencepiece(sp_model_path)
+        pad_id = self.sp_model.pad_id()
+        self._token_pad = self.sp_model.id_to_piece(pad_id) if pad_id >= 0 else None
+        self._token_unk = self.sp_model.id_to_piece(self.sp_model.unk_id())
+        self._vocab_size = self.sp_model.get_piece_size()
+        for name in ("pad", "unk", "mask", "start", "end"):
+            token = getattr(self, f"_token_{name}")
+            if token is not None:
+                setattr(self, f"_token_{name}_id", self.token_to_id(token))
+
+    def token_to_id(self, token):
+        """The piece's id, or the unknown piece's."""
+        return self.sp_model.piece_to_id(token)
+
+    def id_to_token(self, i):
+        """The piece of id ``i``; ``""`` from ``vocab_size`` on (IndexError below 0)."""
+        return self.sp_model.id_to_piece(i) if i < self._vocab_size else ""
+
+    def decode(self, ids):
+        """The text of ``ids`` as the model writes it back: control pieces (``</s>``,
+        ``<pad>``) dropped, the unknown piece as `` ⁇ ``, ``token_translate`` undone."""
+        tokens = [self._token_translate_inv.get(t) or t for t in self.ids_to_tokens(ids)]
+        return self.sp_model.decode_pieces(tokens)
+
+    def _tokenize(self, text):
+        """The pieces of ``text``, without the frame tokens."""
+        if self._pre_tokenize is not None:
+            text = " ".join(self._pre_tokenize(text))
+        return self.sp_model.encode_as_pieces(text)
+
+    def _is_special(self, i):
+        """Whether id ``i`` is a control, unknown or unused piece."""
+        model = self.sp_model
+        return model.is_control(i) or model.is_unknown(i) or model.is_unused(i)
+
+    def _is_decodable(self, i):
+        """Whether id ``i`` is a piece that decodes to text."""
+        return i < self._vocab_size and not self._is_special(i)
+
+
+def _load_sentencepiece(path):
+    """The ``SentencePieceProcessor`` of the model file at ``path``, or an error naming it."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"SpTokenizer: no SentencePiece model file at {path!r}")
+    model = sentencepiece.SentencePieceProcessor()
+    try:
+        model.Load(path)
+    except (RuntimeError, OSError) as error:  # OSError from releases before 0.2
+        raise ValueError(f"SpTokenizer: {path!r} is not a SentencePiece model "
+                         f"(sentencepiece: {error})") from None
+    return model
