@@ -51,7 +51,7 @@ try:
     from keras.src.backend import get_keras_mask  # noqa: F401  (re-exported: layers read masks)
     from keras.src.backend.common import global_state, stateless_scope, variables
     from keras.src.trainers import epoch_iterator
-    from keras.src.trainers.data_adapters import data_adapter
+    from keras.src.trainers.data_adapters import array_data_adapter, array_slicing, data_adapter
 except ImportError as missing:
     raise KerasInternalsError(
         f"kerasbert needs private Keras modules that Keras {keras.__version__} does not have "
@@ -99,6 +99,18 @@ def _hooks():
         Hook("keras.optimizers.AdamW._momentums and ._velocities", lambda: None,
              used_by=(("AdamW.build", lambda: keras.optimizers.AdamW.build),),
              attribute=("_momentums", "_velocities")),
+        Hook("keras.src.trainers.data_adapters.array_data_adapter.can_convert_arrays",
+             lambda: array_data_adapter.can_convert_arrays, ("arrays",)),
+        Hook("keras.src.trainers.data_adapters.array_slicing.train_validation_split",
+             lambda: array_slicing.train_validation_split, ("arrays", "validation_split")),
+        Hook("keras.src.trainers.data_adapters.array_data_adapter.ArrayDataAdapter",
+             lambda: array_data_adapter.ArrayDataAdapter.__init__,
+             ("self", "x", "y", "sample_weight", "batch_size", "steps", "shuffle",
+              "class_weight")),
+        Hook("ArrayDataAdapter.get_tf_dataset and .num_batches", lambda: None,
+             used_by=(("ArrayDataAdapter.get_tf_dataset",
+                       lambda: array_data_adapter.ArrayDataAdapter.get_tf_dataset),),
+             attribute=("_batch_size", "_num_samples", "_shuffle")),
     ]
     if keras.backend.backend() != "tensorflow":
         return hooks
@@ -293,6 +305,28 @@ def create_from_value(variable, value):
 def initialize_deferred(variable):
     """Gives the deferred ``variable`` its initializer's value."""
     variable._deferred_initialize()
+
+
+def are_arrays(arrays):
+    """Whether every leaf of the nest ``arrays`` is an array Keras's ``fit`` slices
+    (NumPy, a tensor, a pandas frame; None leaves allowed)."""
+    return array_data_adapter.can_convert_arrays(arrays)
+
+
+def split_for_validation(arrays, validation_split):
+    """``(train, validation)``: Keras ``fit``'s ``validation_split`` of the nest ``arrays``
+    (the last rows are the validation ones)."""
+    return array_slicing.train_validation_split(arrays, validation_split=validation_split)
+
+
+def endless_array_batches(x, y, sample_weight, batch_size, shuffle, class_weight=None):
+    """``(dataset, steps)``: the batches Keras's ``fit`` makes of arrays for one epoch (its
+    order, shuffled again each pass when ``shuffle``, its last partial batch, its class
+    weights), repeated without end, and how many make an epoch."""
+    adapter = array_data_adapter.ArrayDataAdapter(
+        x, y, sample_weight=sample_weight, batch_size=batch_size, shuffle=shuffle,
+        class_weight=class_weight)
+    return adapter.get_tf_dataset().repeat(), adapter.num_batches
 
 
 def adam_slots(optimizer, variable):

@@ -35,6 +35,7 @@ from kerasbert.inference.predictor import Predictor
 from kerasbert.models import names
 from kerasbert.models.build import build_transformer_model
 from kerasbert.models.layers import truncated_normal
+from kerasbert.models.model import functional_model
 from kerasbert.text.tokenizer import Tokenizer
 from kerasbert.training.rundir import (
     TRAIN_OPTIONS_FILE,
@@ -81,7 +82,7 @@ def add_span_head(model, initializer_range=0.02, dtype=None):
     logits = keras.layers.Dense(
         2, kernel_initializer=truncated_normal(initializer_range), name=names.SPAN_DENSE,
         dtype=dtype)(model.outputs[0])
-    return keras.Model(model.inputs, logits, name=f"{model.name}_span_qa")
+    return functional_model(model.inputs, logits, name=f"{model.name}_span_qa")
 
 
 class QuestionAnswerer:

@@ -17,6 +17,7 @@ from kerasbert.models.layers import (
     get_activation,
     truncated_normal,
 )
+from kerasbert.models.model import functional_model
 
 # The CRF's transitions learn this many times faster than BERT's weights (bert4keras's
 # lr_multiplier): at a fine-tuning rate of 1e-4 they move by about 0.02 per step.
@@ -130,7 +131,7 @@ def add_cls_classifier(model, num_labels, dropout_rate=0.1, activation="softmax"
         name=names.CLS_DENSE,
         dtype=dtype,
     )(x)
-    return keras.Model(model.inputs, outputs, name=f"{model.name}_classifier")
+    return functional_model(model.inputs, outputs, name=f"{model.name}_classifier")
 
 
 def add_tagger(model, num_tags, crf=True, dropout_rate=0.1, initializer_range=0.02,
@@ -167,7 +168,7 @@ def add_tagger(model, num_tags, crf=True, dropout_rate=0.1, initializer_range=0.
                            name=names.TAGGER_DENSE, dtype=dtype)(x)
     if crf:
         x = ConditionalRandomField(lr_multiplier, name=names.CRF, dtype="float32")(x)
-    return keras.Model(model.inputs, x, name=f"{model.name}_tagger")
+    return functional_model(model.inputs, x, name=f"{model.name}_tagger")
 
 
 def add_crf_tagger(model, num_tags, **options):

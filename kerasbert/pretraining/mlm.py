@@ -38,6 +38,7 @@ from kerasbert.models import names
 from kerasbert.models.build import build_transformer_model, resolve_config
 from kerasbert.models.config import check_maxlen
 from kerasbert.models.families import family_class
+from kerasbert.models.model import functional_model
 from kerasbert.pretraining import corpus
 from kerasbert.pretraining.masking import Masker
 from kerasbert.training import batches
@@ -77,7 +78,7 @@ def mlm_training_model(model):
     x = layers[1](layers[0](x))
     x = layers[2](x, reverse=True)
     x = layers[4](layers[3](x))
-    return keras.Model(model.inputs + [positions], x, name=f"{model.name}_mlm_training")
+    return functional_model(model.inputs + [positions], x, name=f"{model.name}_mlm_training")
 
 
 def mlm_batches(matrix, masker, batch_size, seed, start_step=0, shuffle=True, gathered=False):

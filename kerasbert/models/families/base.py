@@ -25,6 +25,7 @@ from kerasbert.models import names
 from kerasbert.models.attention_masks import mask_of
 from kerasbert.models.kernels import Dropout
 from kerasbert.models.layers import built_activation, truncated_normal
+from kerasbert.models.model import functional_model
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,8 +200,8 @@ class Transformer:
             return
         self.set_inputs(self.get_inputs())
         self.set_outputs(self.call(self.inputs))
-        self.model = keras.Model(self.input if len(self.inputs) > 1 else self.inputs[0],
-                                 self.output, name=self.name or self.default_name)
+        self.model = functional_model(self.input if len(self.inputs) > 1 else self.inputs[0],
+                                      self.output, name=self.name or self.default_name)
         for layer in self.model.layers:  # heads made by functions, not by apply
             self.layers.setdefault(layer.name, layer)
         self.built = True
