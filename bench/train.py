@@ -32,9 +32,14 @@ pass's.
 
 The Keras 3 implementations get their batches from one endless ``tf.data`` pipeline with
 ``steps_per_epoch``, as ``kerasbert train`` feeds ``fit``. Given arrays (or any finite
-dataset), Keras 3's ``fit`` makes a new data iterator at every epoch, and tearing the old
-one down stalls the pass with one core idle; ``kerasbert-arrays`` shows that way
-(tf-keras, under bert4keras, does not stall).
+dataset), Keras 3's own ``fit`` makes a new data iterator at every epoch, and tearing the old
+one down stalls the pass with one core idle (tf-keras, under bert4keras, does not stall).
+``kerasbert-arrays`` gives a kerasbert model's ``fit`` the arrays (it feeds them through one
+endless pipeline itself, :mod:`kerasbert.models.model`), ``kerasbert-arrays-keras`` the same
+arrays under Keras's own ``fit``. ``kerasbert-forfit`` and ``bert4keras-forfit`` run
+bert4keras's classification example as its scripts write it: the library's
+``build_transformer_model``, a first-token head, its ``Adam``, and ``fit`` on a
+``DataGenerator``'s ``forfit()`` with batches padded to their longest row.
 """
 
 import os
@@ -56,7 +61,11 @@ DEFAULTS = {"samples": 160, "warmup_batches": 4, "epochs": 8}
 IMPLEMENTATIONS = {
     "kerasbert": ("kerasbert, fit, padded to 128", False),
     "kerasbert-padding": ("kerasbert, fit, padded to 128, products of padding computed", False),
-    "kerasbert-arrays": ("kerasbert, fit on arrays (a new iterator per epoch)", False),
+    "kerasbert-arrays": ("kerasbert, fit on arrays (one endless pipeline)", False),
+    "kerasbert-arrays-keras": ("the same under Keras's own fit (a new iterator per epoch)",
+                               False),
+    "kerasbert-forfit": ("kerasbert's drop-in: a DataGenerator's forfit(), batches padded "
+                         "to their longest row", False),
     "kerasbert-bucketed": ("kerasbert, fit, length-grouped batches", False),
     "kerasbert-bucketed-padding": ("the same, products of padding computed", False),
     "kerasbert-xla": ("kerasbert, fit, jit_compile=True", False),
@@ -68,6 +77,7 @@ IMPLEMENTATIONS = {
                                 False),
     "kerasbert-keras-kernels-bf16": ("the same, mixed_bfloat16", False),
     "bert4keras": ("bert4keras", True),
+    "bert4keras-forfit": ("bert4keras, its DataGenerator's forfit()", True),
     "keras-hub": ("keras-hub", False),
     "hf-torch": ("Hugging Face torch", False),
     "hf-torch-bf16": ("Hugging Face torch, bf16 autocast", False),
@@ -136,7 +146,7 @@ def _cpu_seconds():
 
 
 def _fit_timed(keras, model, timed, warmup, epochs, make_dataset=None, inputs=None,
-               arrays=False):
+               arrays=False, keras_fit=False, snippets=None):
     """Warm-up batches first, then ``epochs`` timed passes; returns the timer.
 
     Args:
@@ -144,15 +154,25 @@ def _fit_timed(keras, model, timed, warmup, epochs, make_dataset=None, inputs=No
         make_dataset: arrays -> an endless ``tf.data`` pipeline of batches; default: the
             arrays' padded rows in order, batch after batch, repeated.
         inputs: ``(tokens, segments) -> what the model takes``; default ``[tokens, segments]``.
-        arrays: give ``fit`` the arrays themselves (Keras makes an iterator per epoch).
+        arrays: give ``fit`` the arrays themselves.
+        keras_fit: with ``arrays``, call Keras's own ``Model.fit`` (an iterator per epoch)
+            rather than the model's.
+        snippets: a ``snippets`` module (bert4keras's or kerasbert's): feed ``fit`` its
+            ``DataGenerator``'s ``forfit()``, batches padded to their longest row.
     """
     inputs = inputs or (lambda tokens, segments: [tokens, segments])
     timer = _EpochTimer(keras)
     if arrays:
-        model.fit(inputs(*warmup[:2]), warmup[2], batch_size=BATCH, epochs=1, shuffle=False,
-                  verbose=0)
-        model.fit(inputs(*timed[:2]), timed[2], batch_size=BATCH, epochs=epochs, shuffle=False,
-                  verbose=0, callbacks=[timer.callback])
+        fit = (lambda *a, **k: keras.Model.fit(model, *a, **k)) if keras_fit else model.fit
+        fit(inputs(*warmup[:2]), warmup[2], batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
+        fit(inputs(*timed[:2]), timed[2], batch_size=BATCH, epochs=epochs, shuffle=False,
+            verbose=0, callbacks=[timer.callback])
+        return timer
+    if snippets is not None:
+        for arrays_, epochs_, callbacks in ((warmup, 1, []), (timed, epochs, [timer.callback])):
+            generator = _data_generator(snippets, arrays_)
+            model.fit(generator.forfit(), steps_per_epoch=len(generator), epochs=epochs_,
+                      verbose=0, callbacks=callbacks)
         return timer
     if make_dataset is None:
         import tensorflow as tf
@@ -168,6 +188,37 @@ def _fit_timed(keras, model, timed, warmup, epochs, make_dataset=None, inputs=No
     model.fit(make_dataset(timed), epochs=epochs, steps_per_epoch=-(-len(timed[2]) // BATCH),
               verbose=0, callbacks=[timer.callback])
     return timer
+
+
+def _data_generator(snippets, arrays):
+    """A bert4keras-style ``DataGenerator`` of ``snippets`` over the rows of ``arrays``, in
+    order, each batch cut to its longest row with ``sequence_padding``."""
+    tokens, segments, labels = arrays
+    rows = [(t[:n], s[:n], y) for t, s, y, n in
+            zip(tokens, segments, labels, np.count_nonzero(tokens, axis=1))]
+
+    class Generator(snippets.DataGenerator):
+        def __iter__(self, random=False):
+            batch_tokens, batch_segments, batch_labels = [], [], []
+            for is_end, (token_ids, segment_ids, label) in self.sample(random):
+                batch_tokens.append(token_ids)
+                batch_segments.append(segment_ids)
+                batch_labels.append([label])
+                if len(batch_tokens) == self.batch_size or is_end:
+                    yield ([snippets.sequence_padding(batch_tokens),
+                            snippets.sequence_padding(batch_segments)],
+                           snippets.sequence_padding(batch_labels))
+                    batch_tokens, batch_segments, batch_labels = [], [], []
+
+    return Generator(rows, BATCH)
+
+
+def _first_token_classifier(keras, bert):
+    """bert4keras's classification example's head: first token, dropout, Dense(2)."""
+    first = keras.layers.Lambda(lambda x: x[:, 0])(bert.output)
+    first = keras.layers.Dropout(0.1)(first)
+    output = keras.layers.Dense(2, activation="softmax")(first)
+    return keras.models.Model(bert.inputs, output)
 
 
 def _result(label, timer, samples, extra=None):
@@ -198,7 +249,7 @@ def _computing_padding():
 
 
 def kerasbert(path, epochs, bucketed=False, jit_compile=False, dtype_policy=None, arrays=False,
-              keras_kernels=False, padding=False, **_):
+              keras_kernels=False, padding=False, keras_fit=False, **_):
     """kerasbert's classifier under Keras ``fit``, as ``kerasbert train`` builds it."""
     import keras
 
@@ -222,33 +273,59 @@ def kerasbert(path, epochs, bucketed=False, jit_compile=False, dtype_policy=None
     if bucketed:  # the batches of `kerasbert train`: length-grouped, cut to the longest row
         def make_dataset(arrays):
             return batches.make_dataset(*arrays, batch_size=BATCH, seed=0)
-    timer = _fit_timed(keras, model, timed, warmup, epochs, make_dataset, arrays=arrays)
+    timer = _fit_timed(keras, model, timed, warmup, epochs, make_dataset, arrays=arrays,
+                       keras_fit=keras_fit)
     return _result(f"kerasbert {package.__version__}, keras {keras.__version__}", timer,
                    len(timed[2]))
 
 
-def bert4keras(path, epochs, **_):
-    """bert4keras 0.11.5 on tf-keras: encoder, first token, Dense(2), Adam, ``fit``."""
+def kerasbert_forfit(path, epochs, **_):
+    """bert4keras's classification example on kerasbert's drop-in modules: its
+    ``build_transformer_model``, a first-token head, Adam, a ``DataGenerator``'s
+    ``forfit()``."""
+    import kerasbert as package
+    from kerasbert import snippets
+    from kerasbert.backend import keras
+    from kerasbert.models import build_transformer_model
+    from kerasbert.optimizers import Adam
+
+    keras.utils.set_random_seed(0)
+    timed, warmup = _load(path)
+    model = _first_token_classifier(keras, build_transformer_model(CONFIG))
+    model.compile(optimizer=Adam(LEARNING_RATE), loss="sparse_categorical_crossentropy")
+    timer = _fit_timed(keras, model, timed, warmup, epochs, snippets=snippets)
+    return _result(f"kerasbert {package.__version__}, keras {keras.__version__}", timer,
+                   len(timed[2]))
+
+
+def bert4keras(path, epochs, forfit=False, **_):
+    """bert4keras 0.11.5 on tf-keras: encoder, first token, Dense(2), Adam, ``fit`` on the
+    arrays, or with ``forfit`` on its ``DataGenerator``'s ``forfit()``."""
     if os.environ.get("TF_KERAS") != "1":
         raise Skipped("bert4keras must run with TF_KERAS=1 TF_USE_LEGACY_KERAS=1")
+    import tensorflow as tf
+
+    if forfit:  # its optimizers subclass Keras 2's OptimizerV2: tf.keras's legacy one today
+        tf.keras.optimizers.Optimizer = tf.keras.optimizers.legacy.Optimizer
     try:
         import bert4keras as package
+        from bert4keras import snippets
         from bert4keras.backend import keras
         from bert4keras.models import build_transformer_model
+        from bert4keras.optimizers import Adam
     except ImportError as error:
         raise Skipped(f"bert4keras is not installed ({error})") from None
-    import tensorflow as tf
 
     tf.random.set_seed(0)
     timed, warmup = _load(path)
-    bert = build_transformer_model(CONFIG)
-    first = keras.layers.Lambda(lambda x: x[:, 0])(bert.output)
-    first = keras.layers.Dropout(0.1)(first)
-    output = keras.layers.Dense(2, activation="softmax")(first)
-    model = keras.models.Model(bert.inputs, output)
-    model.compile(optimizer=keras.optimizers.Adam(LEARNING_RATE),
-                  loss="sparse_categorical_crossentropy")
-    timer = _fit_timed(keras, model, timed, warmup, epochs, arrays=True)
+    model = _first_token_classifier(keras, build_transformer_model(CONFIG))
+    if forfit:  # as its examples do
+        model.compile(optimizer=Adam(LEARNING_RATE), loss="sparse_categorical_crossentropy")
+        timer = _fit_timed(keras, model, timed, warmup, epochs, snippets=snippets)
+    else:
+        model.compile(optimizer=keras.optimizers.Adam(LEARNING_RATE),
+                      loss="sparse_categorical_crossentropy")
+        timer = _fit_timed(keras, model, timed, warmup, epochs, arrays=True)
     label = f"bert4keras {package.__version__} (tf_keras, tensorflow {tf.__version__})"
     return _result(label, timer, len(timed[2]))
 
@@ -333,6 +410,8 @@ WORKERS = {
     "kerasbert": kerasbert,
     "kerasbert-padding": lambda **o: kerasbert(**o, padding=True),
     "kerasbert-arrays": lambda **o: kerasbert(**o, arrays=True),
+    "kerasbert-arrays-keras": lambda **o: kerasbert(**o, arrays=True, keras_fit=True),
+    "kerasbert-forfit": kerasbert_forfit,
     "kerasbert-bucketed": lambda **o: kerasbert(**o, bucketed=True),
     "kerasbert-bucketed-padding": lambda **o: kerasbert(**o, bucketed=True, padding=True),
     "kerasbert-xla": lambda **o: kerasbert(**o, jit_compile=True),
@@ -345,6 +424,7 @@ WORKERS = {
     "kerasbert-keras-kernels-bf16": lambda **o: kerasbert(**o, keras_kernels=True,
                                                           dtype_policy="mixed_bfloat16"),
     "bert4keras": bert4keras,
+    "bert4keras-forfit": lambda **o: bert4keras(**o, forfit=True),
     "keras-hub": keras_hub,
     "hf-torch": hf_torch,
     "hf-torch-bf16": lambda **o: hf_torch(**o, autocast=True),
