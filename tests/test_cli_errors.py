@@ -32,7 +32,7 @@ import sys
 import keras
 import pytest
 
-from conftest import TINY
+from conftest import ROOT, TINY
 from kerasbert import build_transformer_model, save_weights_as_checkpoint
 from kerasbert.cli.main import COMMANDS, main
 from kerasbert.tasks.classification import TrainOptions, train
@@ -722,3 +722,33 @@ def test_debug_adds_the_traceback(sandbox):
     assert "Traceback" not in plain.stderr
     assert "Traceback (most recent call last)" in debug.stderr
     assert debug.stderr.splitlines()[-1] == plain.stderr.strip()
+
+
+@pytest.mark.slow
+def test_a_reader_that_leaves_ends_the_command_quietly(finished_run, tmp_path):
+    """``kerasbert predict ... | head``: the reader closes the pipe; no error line, no
+    traceback, the exit code a shell shows for SIGPIPE."""
+    script = os.path.join(os.path.dirname(sys.executable), "kerasbert")
+    start = [script] if os.path.exists(script) else [sys.executable, "-m", "kerasbert.cli.main"]
+    run = finished_run
+    texts = tmp_path / "texts.tsv"
+    texts.write_text("text\n" + "好棒\n差烂\n" * 2000, encoding="utf-8")
+    before = snapshot(tmp_path)
+    process = subprocess.Popen(start + ["predict", "--model", str(run), "--input", str(texts)],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    process.stdout.close()  # before the first line is written
+    stderr = process.stderr.read()
+    assert process.wait(timeout=300) == 128 + 13, stderr
+    assert "Broken pipe" not in stderr and "Traceback" not in stderr
+    assert not differences(before, snapshot(tmp_path))
+
+
+def test_the_help_speaks_of_every_task(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for words in ("text classification", "named-entity recognition", "--task ner",
+                  "span question answering", "--task qa", "pretrain", "convert", "export"):
+        assert words in text, words

@@ -1,13 +1,16 @@
 """kerasbert: Chinese (and any Google) BERT on Keras 3, with bert4keras layer names.
 
-Audit and draw a model from its bert_config.json, fine-tune a text classifier from a
-Google checkpoint (or the shipped small Chinese model), evaluate it, classify texts,
-export it for TF Serving or ONNX Runtime, pretrain a masked LM, and convert Hugging Face
-weights to a Google checkpoint.
+Audit and draw a model from its bert_config.json; fine-tune it from a Google checkpoint
+(or the shipped small Chinese model) for one of three tasks: text classification (the
+default), named-entity recognition with a CRF (--task ner) or span question answering
+(--task qa); evaluate a run, predict with it, export it for TF Serving, ONNX Runtime or
+LiteRT; pretrain a masked LM; convert Hugging Face weights to a Google checkpoint.
 
 examples:
   kerasbert train --output runs/reviews              # the shipped model and review split
   kerasbert predict --model runs/reviews 这家店的菜很好吃
+  kerasbert train --task ner --output runs/ner       # the shipped People's Daily split
+  kerasbert train --task qa --output runs/qa         # the shipped Chinese QA set
   kerasbert audit chinese_L-12_H-768_A-12/bert_config.json --num-labels 2
   kerasbert <command> --help                         # the options of one command
 
@@ -295,6 +298,10 @@ def main(argv=None):
         code = args.run(args)
         warnings.flush()
         return code
+    except BrokenPipeError:  # the reader of the output left (`| head`): stop quietly
+        warnings.drop()
+        _stdout_to_devnull()
+        return 128 + signal.SIGPIPE
     except KeyboardInterrupt as stop:
         warnings.drop()
         signal_name = "SIGTERM" if isinstance(stop, Terminated) else "SIGINT"
@@ -311,6 +318,18 @@ def main(argv=None):
         warnings.close()
         if terminate is not None:
             signal.signal(signal.SIGTERM, terminate)
+
+
+def _stdout_to_devnull():
+    """Points the closed standard output at /dev/null, so that Python's flush at exit does
+    not fail on it a second time."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no file descriptor (stdout replaced): nothing to flush
+        pass
+    finally:
+        os.close(devnull)
 
 
 class Terminated(KeyboardInterrupt):
