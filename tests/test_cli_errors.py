@@ -32,7 +32,7 @@ import sys
 import keras
 import pytest
 
-from conftest import ROOT, TINY
+from conftest import TINY
 from kerasbert import build_transformer_model, save_weights_as_checkpoint
 from kerasbert.cli.main import COMMANDS, main
 from kerasbert.tasks.classification import TrainOptions, train

@@ -1,10 +1,12 @@
 """The fast path computes the same numbers as the plain formula, and traces once."""
 
+import logging
+
 import keras
 import numpy as np
 import pytest
 
-from kerasbert import build_transformer_model
+from kerasbert import build_transformer_model, hardware
 from kerasbert.inference.predictor import Predictor, with_dtype_policy
 from kerasbert.models import names
 from test_models import batch
@@ -112,7 +114,7 @@ def test_model_predict_does_not_retrace_when_only_contents_change(tiny_model):
 
 
 @pytest.mark.parametrize("policy", ["bfloat16", "mixed_bfloat16"])
-def test_bf16_copy_keeps_the_weights_and_stays_close(tiny_model, policy):
+def test_bf16_copy_keeps_the_weights_and_stays_close(tiny_model, policy, caplog):
     copy = with_dtype_policy(tiny_model, policy)
     assert [layer.name for layer in copy.layers] == [layer.name for layer in tiny_model.layers]
     assert copy.get_layer(names.feed_forward_name(0)).compute_dtype == "bfloat16"
@@ -123,11 +125,15 @@ def test_bf16_copy_keeps_the_weights_and_stays_close(tiny_model, policy):
         np.testing.assert_allclose(np.asarray(ours, "float32"), theirs, rtol=rtol, atol=0)
     tokens, segments = batch(np.random.default_rng(6), shape=(3, 9), pad_from=(9, 6, 4))
     fp32 = Predictor(tiny_model)(tokens, segments)
-    bf16 = Predictor(tiny_model, dtype_policy=policy)(tokens, segments)
+    with caplog.at_level(logging.WARNING):
+        bf16 = Predictor(tiny_model, dtype_policy=policy)(tokens, segments)
+    fast = hardware.has_fast_bfloat16()
     for a, b in zip(fp32, bf16):
         assert b.dtype == np.float32
         np.testing.assert_allclose(a, b, atol=0.1)
-        assert np.abs(a - b).max() > 0  # bf16 really ran
+        # bf16 really ran where the CPU has it; elsewhere the Predictor ran float32, and said so
+        assert (np.abs(a - b).max() > 0) == fast
+    assert fast or "no hardware bfloat16" in caplog.text
 
 
 def test_predictor_rejects_bad_inputs(tiny_model):
