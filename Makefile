@@ -1,6 +1,7 @@
 # Two commands do all the set-up on a fresh machine:
 #   make demo       - installs what is needed and runs the main job
-#   make test       - installs what is needed, runs the linter and the whole test suite (CI)
+#   make test       - installs what is needed, runs the linter and the test suite (CI); the
+#                     notebooks that fine-tune run under make test-notebooks
 #   make test-fast  - the tests that are neither slow nor run a peer library (a few minutes)
 #   make lint       - the linter alone (ruff, configured in ruff.toml)
 PYTHON ?= python3
@@ -9,7 +10,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL ?= 3
 
-.PHONY: demo test test-fast lint bench notebooks graphviz clean
+.PHONY: demo test test-fast test-notebooks lint bench notebooks graphviz clean
 
 $(STAMP): setup.cfg constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -46,12 +47,16 @@ demo: $(STAMP) graphviz
 # What CI runs (.ci/run): the linter first, then every test, slow and peer ones included.
 test: $(STAMP) graphviz
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m "not training_notebook"
+
+# The notebooks that fine-tune, top to bottom (about 15 minutes on 2 cores without AVX-512).
+test-notebooks: $(STAMP) graphviz
+	$(PY) -m pytest -q -m training_notebook
 
 # Leaves out the tests marked slow (full-size models, training runs, real processes) or
 # peer (bert4keras, transformers, ONNX Runtime, LiteRT as oracles); see setup.cfg.
 test-fast: $(STAMP) graphviz
-	$(PY) -m pytest -q -m "not slow and not peer"
+	$(PY) -m pytest -q -m "not slow and not peer and not training_notebook"
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -40,8 +40,15 @@ def test_notebook_is_described_in_the_readme(path):
         assert f"`{os.path.basename(path)}`" in f.read()
 
 
+# The notebooks that fine-tune (minutes each; a quarter of the suite on a CPU without
+# AVX-512): run by `make test-notebooks`, left out of `make test`.
+TRAINING = ("03_finetune_chinese_classifier.ipynb", "04_ner_and_qa.ipynb")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("path", FOUND, ids=os.path.basename)
+@pytest.mark.parametrize("path", [
+    pytest.param(path, marks=pytest.mark.training_notebook)
+    if os.path.basename(path) in TRAINING else path for path in FOUND], ids=os.path.basename)
 def test_notebook_runs(path):
     executed = run_notebooks.execute(path)
     code = [cell for cell in executed.cells if cell.cell_type == "code"]

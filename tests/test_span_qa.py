@@ -439,4 +439,4 @@ def test_the_exported_graph_answers_as_the_question_answerer(google_qa_dir):
             got["answer"].numpy(), got["start"].numpy().tolist(), got["end"].numpy().tolist())
         ] == [(row["answer"], row["start"], row["end"]) for row in expected], settings
         np.testing.assert_allclose(got["score"].numpy(), [row["score"] for row in expected],
-                                   rtol=1e-6)
+                                   rtol=1e-5)  # kernels differ by CPU (oneDNN or not)
