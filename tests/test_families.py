@@ -1,5 +1,5 @@
-"""ALBERT, NEZHA, RoFormer (v1, v2), ELECTRA, GPT and the language-model applications
-(``application="lm"`` / ``"unilm"``) against bert4keras 0.11.5 itself.
+"""ALBERT, NEZHA, RoFormer (v1, v2), ELECTRA, GPT, GPT-2, GPT2-ML and the language-model
+applications (``application="lm"`` / ``"unilm"``) against bert4keras 0.11.5 itself.
 
 For each family, bert4keras (in its own interpreter) builds the model from the same
 config, draws random weights, writes them as a checkpoint in the family's original
@@ -34,6 +34,8 @@ CASES = {
     "roformer_v2": ({}, {"with_mlm": "linear"}),
     "electra": ({"embedding_size": 8}, {"with_discriminator": "linear"}),
     "gpt": ({}, {"final_activation": "linear"}),
+    "gpt2": ({}, {"final_activation": "linear"}),
+    "gpt2_ml": ({}, {"final_activation": "linear"}),
     # A case "<family>+<application>": bert4keras's UniLM and LM, MLM head included.
     "bert+unilm": ({}, {"application": "unilm", "with_mlm": "linear"}),
     "bert+lm": ({}, {"application": "lm", "with_mlm": "linear"}),
@@ -46,6 +48,15 @@ HEAD_FLAGS = ("with_pool", "with_nsp", "with_mlm", "with_discriminator")
 def model_of(case):
     """The ``model=`` of a case (``"bert+unilm"`` -> ``"bert"``)."""
     return case.partition("+")[0]
+
+
+def takes_segments(case):
+    """Whether the case's models take segment ids (GPT-2 and GPT2-ML: token ids alone)."""
+    return model_of(case) not in ("gpt2", "gpt2_ml")
+
+
+def model_inputs(case, tokens, segments):
+    return [tokens, segments] if takes_segments(case) else tokens
 
 
 def audit_heads(heads):
@@ -81,7 +92,7 @@ def theirs(tmp_path_factory):
         batches = [[tokens.tolist(), segments.tolist()] for tokens, segments in batch(family)]
         # The unshared ALBERT loads ALBERT's shared checkpoint: bert4keras writes it as ALBERT.
         jobs[family] = {"dir": str(directory), "heads": heads, "batches": batches,
-                        "model": model_of(family),
+                        "model": model_of(family), "segments": takes_segments(family),
                         "writer": "albert" if family == "albert_unshared" else model_of(family)}
     out = run_bert4keras(f"""
         import json
@@ -108,7 +119,8 @@ def theirs(tmp_path_factory):
             bert.save_weights_as_checkpoint(job["dir"] + "/bert_model.ckpt")
             outputs = []
             for tokens, segments in job["batches"]:
-                result = bert.model.predict([np.array(tokens), np.array(segments)], verbose=0)
+                inputs = [np.array(tokens), np.array(segments)]
+                result = bert.model.predict(inputs if job["segments"] else inputs[0], verbose=0)
                 result = result if isinstance(result, list) else [result]
                 outputs.append([r.tolist() for r in result])
             out[family] = {{"layers": layers, "outputs": outputs}}
@@ -139,7 +151,7 @@ def test_outputs_match_bert4keras_on_its_checkpoint_and_save_back_exactly(
                                    model=model_of(family), return_keras_model=False, **heads)
     assert bert.load_report.ok and not bert.load_report.unused
     for (tokens, segments), expected in zip(batch(family), theirs[family]["outputs"]):
-        result = bert.model.predict([tokens, segments], verbose=0)
+        result = bert.model.predict(model_inputs(family, tokens, segments), verbose=0)
         result = result if isinstance(result, list) else [result]
         real = tokens != 0
         for ours, their in zip(result, expected):

@@ -336,7 +336,6 @@ def _hint(name, expected, found):
 # Variable names that mark a checkpoint of a family kerasbert does not build: (the family
 # with its article, None, pattern).
 NOT_BUILT = (
-    ("a GPT-2", None, r"newslm/"),
     ("a T5", None, r"(encoder|decoder)/block_\d+/"),
 )
 

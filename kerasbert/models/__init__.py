@@ -3,10 +3,10 @@ build_transformer_model`` works as ``from bert4keras.models import ...`` does.
 
 Provided: :func:`build_transformer_model`, :class:`Transformer`, the family classes
 (``BERT``, ``ALBERT``, ``ALBERT_Unshared``, ``NEZHA``, ``RoFormer``, ``RoFormerV2``,
-``ELECTRA``, ``GPT``), the mask mixins ``LM_Mask`` / ``UniLM_Mask`` and the class decorators
-:func:`extend_with_language_model` / :func:`extend_with_unified_language_model`. bert4keras's
-families that kerasbert does not build (GPT-2, T5) and ``data_parallel`` are refused by name
-(:data:`NOT_PROVIDED`).
+``ELECTRA``, ``GPT``, ``GPT2``, ``GPT2_ML``), the mask mixins ``LM_Mask`` / ``UniLM_Mask``
+and the class decorators :func:`extend_with_language_model` /
+:func:`extend_with_unified_language_model`. bert4keras's families that kerasbert does not
+build (T5) and ``data_parallel`` are refused by name (:data:`NOT_PROVIDED`).
 
 Example:
     >>> from kerasbert.models import RoFormer, build_transformer_model, extend_with_language_model
@@ -30,20 +30,19 @@ from kerasbert.models.families.albert import ALBERTUnshared as ALBERT_Unshared
 from kerasbert.models.families.bert import BERT
 from kerasbert.models.families.electra import ELECTRA
 from kerasbert.models.families.gpt import GPT
+from kerasbert.models.families.gpt2 import GPT2
+from kerasbert.models.families.gpt2_ml import GPT2ML as GPT2_ML
 from kerasbert.models.families.nezha import NEZHA
 from kerasbert.models.families.roformer import RoFormer, RoFormerV2
 
-__all__ = ["ALBERT", "ALBERT_Unshared", "BERT", "ELECTRA", "GPT", "LM_Mask", "NEZHA",
+__all__ = ["ALBERT", "ALBERT_Unshared", "BERT", "ELECTRA", "GPT", "GPT2", "GPT2_ML", "LM_Mask",
+           "NEZHA",
            "RoFormer", "RoFormerV2", "Transformer", "UniLM_Mask", "build_transformer_model",
            "extend_with_language_model", "extend_with_unified_language_model"]
 
 _T5 = "T5 (an encoder-decoder with its own relative positions) is not built"
 #: bert4keras ``models`` names kerasbert does not provide -> why, and what to use instead.
 NOT_PROVIDED = {
-    "GPT2": "GPT-2 (pre-norm layers, its own checkpoint layout) is not built; "
-            "model='gpt' builds bert4keras's GPT",
-    "GPT2_ML": "GPT2-ML (its own layer order and checkpoint layout) is not built; "
-               "model='gpt' builds bert4keras's GPT",
     "T5_Base": _T5, "T5_Encoder": _T5, "T5_Decoder": _T5, "T5": _T5,
     "data_parallel": "Keras 3 has no multi-GPU model copy; train under "
                      "tf.distribute.MirroredStrategy (kerasbert train --strategy mirrored)",

@@ -40,10 +40,12 @@ def attention_variables(scope):
 
 def is_vocabulary_variable(name):
     """Whether ``name`` has one row per vocabulary entry in any family's checkpoint
-    (``bert/``, ``electra/``, ``gpt/`` ``embeddings/word_embeddings``, the MLM bias).
+    (``bert/``, ``electra/``, ``gpt/`` ``embeddings/word_embeddings``, GPT2-ML's
+    ``newslm/embeddings/word_embed``, the MLM bias).
 
     Example:
         >>> is_vocabulary_variable("electra/embeddings/word_embeddings")
         True
     """
-    return name in VOCABULARY_VARIABLES or name.endswith("/embeddings/word_embeddings")
+    return name in VOCABULARY_VARIABLES or name.endswith(
+        ("/embeddings/word_embeddings", "/embeddings/word_embed"))

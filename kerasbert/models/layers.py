@@ -340,6 +340,44 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             output = spread(output)
         return ops.reshape(output, (batch, length, output.shape[-1]))  # (B, T, H)
 
+    def cached_call(self, inputs, key_cache, value_cache, start, allowed):
+        """The layer on new tokens that also attend to earlier ones, whose keys and values
+        are kept in a cache (incremental decoding). Inference only: no dropout.
+
+        Args:
+            inputs: ``(batch, new, hidden)`` hidden states of the new tokens.
+            key_cache, value_cache: ``(batch, heads, slots, head_size)``; the new tokens'
+                keys and values are written at slots ``start .. start + new - 1``.
+            start: the first slot of the new tokens (an int32 scalar).
+            allowed: ``(batch, new, slots)`` booleans: may new token ``i`` attend to slot
+                ``j`` (padding, later slots and slots not yet written are False).
+
+        Returns:
+            ``(output, key_cache, value_cache)``: ``(batch, new, hidden)`` and the caches
+            with the new tokens written.
+
+        Raises:
+            ValueError: a layer with rotary or relative positions (not decoded yet).
+        """
+        if self.position:
+            raise ValueError(f"{self.name}: incremental decoding of {self.position} "
+                             "positions is not supported")
+        batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
+        rows = ops.reshape(inputs, (-1, inputs.shape[-1]))
+        query, key, value = (self._heads(rows, p, batch, length) for p in self.PROJECTIONS)
+        zero = ops.zeros((), "int32")
+        at = (zero, zero, ops.cast(start, "int32"), zero)
+        key_cache = ops.slice_update(key_cache, at, ops.cast(key, key_cache.dtype))
+        value_cache = ops.slice_update(value_cache, at, ops.cast(value, value_cache.dtype))
+        query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
+        scores = ops.matmul(query, ops.transpose(key_cache, (0, 1, 3, 2)))  # (B, N, T, S)
+        scores = scores + attention_bias(allowed, scores.dtype, axis=1)
+        probabilities = ops.softmax(scores, axis=-1)
+        context = ops.transpose(ops.matmul(probabilities, value_cache), (0, 2, 1, 3))
+        context = ops.reshape(context, (-1, self.num_heads * self.head_size))
+        output = affine(context, self.output_kernel, self.output_bias)
+        return ops.reshape(output, (batch, length, output.shape[-1])), key_cache, value_cache
+
     def compute_output_shape(self, input_shape):
         return self._split(input_shape)[0]
 

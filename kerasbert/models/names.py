@@ -46,6 +46,9 @@ OUTPUT_MLM_DROPOUT = "Output-MLM-Dropout"
 OUTPUT_MLM_ACTIVATION = "Output-MLM-Activation"
 # GPT's language-model head: the tied embedding, then this softmax.
 LM_ACTIVATION = "LM-Activation"
+# GPT-2's norm and dropout after the last layer, before the language-model head.
+OUTPUT_NORM = "Output-Norm"
+OUTPUT_DROPOUT = "Output-Dropout"
 # ELECTRA's replaced-token detection head.
 DISCRIMINATOR_DENSE = "Discriminator-Dense"
 DISCRIMINATOR_PREDICTION = "Discriminator-Prediction"

@@ -22,6 +22,10 @@ FAMILIES = {
     "roformer": "roformer:RoFormer",
     "roformer_v2": "roformer:RoFormerV2",
     "electra": "electra:ELECTRA",
+    # Before "gpt": their models have GPT's LM-Activation too, and a model's family is
+    # the first whose marker layer it has.
+    "gpt2": "gpt2:GPT2",
+    "gpt2_ml": "gpt2_ml:GPT2ML",
     "gpt": "gpt:GPT",
 }
 

@@ -87,6 +87,8 @@ class Transformer:
     position = "absolute"
     #: Embeddings may be narrower than the hidden size (``Embedding-Mapping``).
     factorised = False
+    #: Whether its models take segment ids (``Input-Segment``) when the config has types.
+    segment_inputs = True
     #: The heads the family has.
     head_flags = ("with_pool", "with_nsp", "with_mlm")
     #: Its Hugging Face layout, for ``kerasbert convert``; None: not convertible.
@@ -146,7 +148,8 @@ class Transformer:
     attention_head_size = property(lambda self: self.config.head_size)
     attention_key_size = property(lambda self: self.config.head_size)
     max_position = property(lambda self: self.config.max_position_embeddings)
-    segment_vocab_size = property(lambda self: self.config.type_vocab_size)
+    segment_vocab_size = property(
+        lambda self: self.config.type_vocab_size if self.segment_inputs else 0)
 
     @property
     def initializer(self):

@@ -224,6 +224,31 @@ class BERT(Transformer):
                                    activation, dtype=self.dtype))
         return heads
 
+    # ------------------------------------------------------------- decoding
+    @classmethod
+    def cached_blocks(cls, layers, x, caches, start, allowed):
+        """The encoder layers on new tokens' hidden states ``x``, attending through the
+        key/value ``caches`` (one ``(keys, values)`` pair per layer; see
+        :meth:`kerasbert.models.layers.MultiHeadSelfAttention.cached_call`). Inference only.
+
+        Returns:
+            ``(hidden states, caches)``.
+        """
+        written = []
+        for index, (keys, values) in enumerate(caches):
+            attention, feed_forward = names.attention_name(index), names.feed_forward_name(index)
+            y, keys, values = layers[attention].cached_call(x, keys, values, start, allowed)
+            x = layers[names.norm_name(attention)](x + y)
+            x = layers[names.norm_name(feed_forward)](x + layers[feed_forward](x))
+            written.append((keys, values))
+        return x, written
+
+    @classmethod
+    def cached_head(cls, layers, x):
+        """Next-token logits of hidden states ``x``: the MLM head without its activation."""
+        x = layers[names.MLM_NORM](layers[names.MLM_DENSE](x))
+        return layers[names.MLM_BIAS](layers[names.EMBEDDING_TOKEN](x, reverse=True))
+
     # ------------------------------------------------------------ checkpoints
     @classmethod
     def checkpoint_table(cls, num_hidden_layers):
@@ -283,8 +308,9 @@ class BERT(Transformer):
         E·H+H; a family's module changes the rest (its own rows, shared layers counted once).
         """
         V, H, T, P, I, E = (config.vocab_size, config.hidden_size,  # noqa: E741
-                            config.type_vocab_size, config.max_position_embeddings,
-                            config.intermediate_size, config.embedding_size)
+                            config.type_vocab_size if cls.segment_inputs else 0,
+                            config.max_position_embeddings, config.intermediate_size,
+                            config.embedding_size)
         e = "E" if E != H else "H"  # BERT's tables say H
         rows = [("embeddings", names.EMBEDDING_TOKEN, f"V·{e}", V * E)]
         if T > 0:

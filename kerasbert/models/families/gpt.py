@@ -52,6 +52,11 @@ class GPT(BERT):
                            activation=self.final_activation, name=names.LM_ACTIVATION)]
 
     @classmethod
+    def cached_head(cls, layers, x):
+        """Next-token logits: the transposed ``Embedding-Token`` (``LM-Activation`` left out)."""
+        return layers[names.EMBEDDING_TOKEN](x, reverse=True)
+
+    @classmethod
     def checkpoint_table(cls, num_hidden_layers):
         """BERT's table under ``gpt/``, ``encoder`` read as ``transformer``.
 

@@ -1,0 +1,138 @@
+"""GPT2-ML as bert4keras builds it (``model="gpt2_ml"``): the Chinese 1.5-billion-parameter
+language model of the gpt2-ml project, whose layers are closer to GPT than to GPT-2.
+
+The graph::
+
+    Input-Token ─ Embedding-Token ─ Embedding-Position (add) ─ Embedding-Norm
+      ─ L × [ Transformer-i-MultiHeadSelfAttention ─ -Dropout ─ -Add
+              -FeedForward-Norm-0 ─ Transformer-i-FeedForward ─ -Dropout
+              ─ -Add (the attention's sum + the block's output) ─ -FeedForward-Norm-1 ]
+      ─ Embedding-Token (transposed) ─ LM-Activation
+
+Every layer norm has epsilon 1e-5 (fixed in bert4keras whatever the config says); every
+token sees itself and the tokens before it. Its checkpoints use the project's own names
+(``newslm/embeddings/word_embed``, ``newslm/layer00/query_layer/kernel``,
+``newslm/layer00/LayerNorm_mlp_ln0/gamma``), as bert4keras 0.11.5's ``GPT2_ML`` reads them.
+
+Audit: token and position embeddings, ``Embedding-Norm``, and per layer the attention, the
+feed-forward and its two norms.
+"""
+
+import keras
+
+from kerasbert.models import names
+from kerasbert.models.checkpoint_names import dense, norm
+from kerasbert.models.families.gpt import GPT
+from kerasbert.models.layers import Add, PositionEmbedding
+
+#: GPT2-ML's layer-norm epsilon (bert4keras fixes it).
+EPSILON = 1e-5
+#: Where its variables live.
+SCOPE = "newslm"
+
+
+def feed_forward_norm_name(index, which):
+    """``"Transformer-0-FeedForward-Norm-0"`` (before) / ``-Norm-1`` (after the sum)."""
+    return f"{names.norm_name(names.feed_forward_name(index))}-{which}"
+
+
+class GPT2ML(GPT):
+    """GPT2-ML (``model="gpt2_ml"``)."""
+
+    model_type = "gpt2_ml"
+    default_name = "gpt2_ml"
+    marker_layer = feed_forward_norm_name(0, 1)
+    checkpoint_pattern = rf"{SCOPE}/"
+    checkpoint_description = "a GPT2-ML"
+    segment_inputs = False
+    applications = ("encoder", "lm")
+
+    def norm(self, name):
+        return self.apply(layer=keras.layers.LayerNormalization, epsilon=EPSILON, name=name)
+
+    def apply_embeddings(self, inputs):
+        """Token and position embeddings added, then ``Embedding-Norm`` (no dropout)."""
+        x = self.token_and_segment(inputs)
+        x = self.apply(inputs=x, layer=PositionEmbedding, max_position=self.max_position,
+                       initializer_range=self.config.initializer_range,
+                       name=names.EMBEDDING_POSITION)
+        x = self.norm(names.EMBEDDING_NORM)(x)
+        if self.embedding_size != self.hidden_size:
+            x = self.dense(x, self.hidden_size, names.EMBEDDING_MAPPING)
+        return x
+
+    def apply_main_layers(self, inputs, index):
+        """Attention with a residual sum; norm, feed-forward, residual sum, norm."""
+        attention, feed_forward = self.layer_names(index)
+        mask = self.compute_attention_bias()
+        self.attention_layer(attention)
+        self.norm(feed_forward_norm_name(index, 0))
+        self.feed_forward_layer(feed_forward)
+        self.norm(feed_forward_norm_name(index, 1))
+        y = self.apply(inputs=[inputs, mask] if mask is not None else inputs, name=attention)
+        y = self.dropout(y, names.dropout_name(attention))
+        x = self.apply(inputs=[inputs, y], layer=Add, name=names.add_name(attention))
+        y = self.apply(inputs=x, name=feed_forward_norm_name(index, 0))
+        y = self.apply(inputs=y, name=feed_forward)
+        y = self.dropout(y, names.dropout_name(feed_forward))
+        x = self.apply(inputs=[x, y], layer=Add, name=names.add_name(feed_forward))
+        return self.apply(inputs=x, name=feed_forward_norm_name(index, 1))
+
+    @classmethod
+    def cached_blocks(cls, layers, x, caches, start, allowed):
+        """Its layers through the key/value caches (see :meth:`BERT.cached_blocks`)."""
+        written = []
+        for index, (keys, values) in enumerate(caches):
+            attention, feed_forward = names.attention_name(index), names.feed_forward_name(index)
+            y, keys, values = layers[attention].cached_call(x, keys, values, start, allowed)
+            x = x + y
+            y = layers[feed_forward](layers[feed_forward_norm_name(index, 0)](x))
+            x = layers[feed_forward_norm_name(index, 1)](x + y)
+            written.append((keys, values))
+        return x, written
+
+    @classmethod
+    def checkpoint_table(cls, num_hidden_layers):
+        """The gpt2-ml project's names.
+
+        Example:
+            >>> GPT2ML.checkpoint_table(1)["Transformer-0-FeedForward-Norm-1"]["gamma"]
+            'newslm/layer00/LayerNorm_mlp_ln1/gamma'
+        """
+        table = {
+            names.EMBEDDING_TOKEN: {"embeddings": f"{SCOPE}/embeddings/word_embed"},
+            names.EMBEDDING_POSITION: {"embeddings": f"{SCOPE}/embeddings/pos_embed"},
+            names.EMBEDDING_NORM: norm(f"{SCOPE}/embeddings/LayerNorm_embed_norm"),
+        }
+        for i in range(num_hidden_layers):
+            scope = f"{SCOPE}/layer{i:02d}"
+            projections = {f"{p}_{kind}": f"{scope}/{p}_layer/{kind}"
+                           for p in ("query", "key", "value") for kind in ("kernel", "bias")}
+            output = dense(f"{scope}/context_projection_layer")
+            table[names.attention_name(i)] = {**projections, "output_kernel": output["kernel"],
+                                              "output_bias": output["bias"]}
+            table[feed_forward_norm_name(i, 0)] = norm(f"{scope}/LayerNorm_mlp_ln0")
+            table[names.feed_forward_name(i)] = {
+                "intermediate_kernel": f"{scope}/intermediate/kernel",
+                "intermediate_bias": f"{scope}/intermediate/bias",
+                "output_kernel": f"{scope}/output/kernel",
+                "output_bias": f"{scope}/output/bias",
+            }
+            table[feed_forward_norm_name(i, 1)] = norm(f"{scope}/LayerNorm_mlp_ln1")
+        return table
+
+    @classmethod
+    def audit_rows(cls, config, with_pool=False, with_nsp=False, with_mlm=False,
+                   with_discriminator=False):
+        """Embeddings, ``Embedding-Norm`` and each layer's attention, feed-forward and norms."""
+        V, H, P, I = (config.vocab_size, config.hidden_size,  # noqa: E741
+                      config.max_position_embeddings, config.intermediate_size)
+        rows = [("embeddings", names.EMBEDDING_TOKEN, "V·H", V * H),
+                ("embeddings", names.EMBEDDING_POSITION, "P·H", P * H),
+                ("embeddings", names.EMBEDDING_NORM, "2·H", 2 * H)]
+        for i in range(config.num_hidden_layers):
+            rows += [("encoder", names.attention_name(i), "4·(H·H+H)", 4 * (H * H + H)),
+                     ("encoder", feed_forward_norm_name(i, 0), "2·H", 2 * H),
+                     ("encoder", names.feed_forward_name(i), "2·H·I+I+H", 2 * H * I + I + H),
+                     ("encoder", feed_forward_norm_name(i, 1), "2·H", 2 * H)]
+        return rows
