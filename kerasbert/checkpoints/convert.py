@@ -1,8 +1,8 @@
 """Hugging Face model directory → Google checkpoint, ``bert_config.json`` and ``vocab.txt``.
 
-Reads ``config.json`` and ``model.safetensors`` of a BERT, ALBERT, ELECTRA or RoFormer
+Reads ``config.json`` and ``model.safetensors`` of a BERT, ALBERT, ELECTRA, RoFormer or GPT-2
 (base models, pretraining and task models; the ``bert.`` / ``albert.`` / ``electra.`` /
-``roformer.`` prefix is optional) and writes what Google's code, bert4keras and
+``roformer.`` / ``transformer.`` prefix is optional) and writes what Google's code, bert4keras and
 :func:`kerasbert.build_transformer_model` read: each family's original variable names
 (each family module's ``checkpoint_table``, :mod:`kerasbert.models.families`); each
 family's Hugging Face layout is its module's ``hf_layout``. The span head of a BERT or
@@ -39,6 +39,7 @@ from kerasbert.checkpoints.loading import table
 from kerasbert.models import names
 from kerasbert.models.config import BertConfig
 from kerasbert.models.families import FAMILIES, family_class, model_type_of
+from kerasbert.models.families.base import HuggingFaceRecipe
 
 # An Embedding's ``weight`` is the table itself (no transposing, no ``kernel``).
 EMBEDDINGS = ("word_embeddings", "position_embeddings", "token_type_embeddings")
@@ -49,7 +50,7 @@ def layouts():
 
     Example:
         >>> list(layouts())
-        ['bert', 'albert', 'roformer', 'electra']
+        ['bert', 'albert', 'roformer', 'electra', 'gpt2']
     """
     found = {}
     for name in FAMILIES:
@@ -62,7 +63,7 @@ def layouts():
 # Old checkpoints name LayerNorm parameters gamma/beta, newer ones weight/bias.
 _NORM_PARAMETERS = {"weight": "gamma", "gamma": "gamma", "bias": "beta", "beta": "beta"}
 FAMILY_NAMES = {"bert": "a BERT", "albert": "an ALBERT", "electra": "an ELECTRA",
-                "roformer": "a RoFormer"}  # in messages
+                "roformer": "a RoFormer", "gpt2": "a GPT-2"}  # in messages
 # Keys of a Hugging Face config that the Google config keeps (the rest is bookkeeping).
 KEPT_KEYS = ("embedding_size", "num_hidden_groups", "inner_group_num")
 
@@ -120,7 +121,7 @@ class WouldReplace(ValueError):
 
 
 def convert_hf_to_google(hf_dir, prefix, dtype="float32", overwrite=False):
-    """Converts a Hugging Face BERT, ALBERT, ELECTRA or RoFormer directory into a Google
+    """Converts a Hugging Face BERT, ALBERT, ELECTRA, RoFormer or GPT-2 directory into a Google
     checkpoint directory, in the family's original variable names.
 
     Everything is checked before anything is written: a conversion that fails, or is
@@ -257,6 +258,10 @@ _CONFIG_SIZE = 4096  # a bert_config.json: well under a block
 
 def _read_config(path):
     """The Google config of a Hugging Face ``config.json``, and its ``model_type``."""
+    recipe = _recipe_of(path)
+    if recipe is not None:
+        values = recipe.config(_json_values(path), path)
+        return BertConfig.from_dict(values, source=path), values["model_type"]
     # BertConfig refuses what no family builds (position_embedding_type, is_decoder...).
     config = BertConfig.from_json_file(path)
     model_type = model_type_of(config.family)
@@ -276,6 +281,45 @@ def _read_config(path):
     return BertConfig.from_dict(kept, source=path, family=config.family), model_type
 
 
+def _json_values(path):
+    """A config file's JSON object (BertConfig's errors for what is not one)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            values = json.load(f)
+    except (OSError, ValueError):
+        return BertConfig.from_json_file(path)  # raises its own one-line error
+    return values if isinstance(values, dict) else BertConfig.from_json_file(path)
+
+
+def _recipe_of(path):
+    """The :class:`HuggingFaceRecipe` of the ``model_type`` a config names, or None."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            model_type = json.load(f).get("model_type")
+    except (OSError, ValueError, AttributeError):
+        return None
+    layout = layouts().get(model_type) if isinstance(model_type, str) else None
+    return layout if isinstance(layout, HuggingFaceRecipe) else None
+
+
+def _google_variables(hf_name, value, layout, model_type):
+    """``[(Google name, value)]`` of one parameter, or None where it has none."""
+    if isinstance(layout, HuggingFaceRecipe):
+        return layout.variables(hf_name.removeprefix(layout.prefix), value)
+    found = google_name(hf_name, model_type)
+    if found is None:
+        return None
+    name, transpose = found
+    return [(name, value.T if transpose else value)]
+
+
+def _ignored(hf_name, layout):
+    name = hf_name.removeprefix(layout.prefix)
+    if isinstance(layout, HuggingFaceRecipe):
+        return any(re.fullmatch(pattern, name) for pattern in layout.ignored)
+    return name in layout.ignored
+
+
 def _read_weights(path, dtype, model_type):
     from safetensors import SafetensorError, safe_open
 
@@ -284,18 +328,16 @@ def _read_weights(path, dtype, model_type):
     try:
         with safe_open(path, framework="numpy") as f:
             for hf_name in f.keys():
-                found = google_name(hf_name, model_type)
+                found = _google_variables(hf_name, f.get_tensor(hf_name), layout, model_type)
                 if found is None:
-                    if hf_name.removeprefix(layout.prefix) not in layout.ignored:
+                    if not _ignored(hf_name, layout):
                         skipped.append(hf_name)
                     continue
-                name, transpose = found
-                value = f.get_tensor(hf_name)
-                value = value.T if transpose else value
-                # bfloat16 (from ml_dtypes, which TensorFlow loads) is no np.floating.
-                if dtype is not None and is_float_dtype(dtype_name(value.dtype)):
-                    value = value.astype(dtype)
-                variables[name] = np.ascontiguousarray(value)
+                for name, value in found:
+                    # bfloat16 (from ml_dtypes, which TensorFlow loads) is no np.floating.
+                    if dtype is not None and is_float_dtype(dtype_name(value.dtype)):
+                        value = value.astype(dtype)
+                    variables[name] = np.ascontiguousarray(value)
     except SafetensorError as error:
         raise CheckpointError(
             f"weights in {path}: truncated or not a safetensors file ({error})") from None
@@ -305,13 +347,14 @@ def _read_weights(path, dtype, model_type):
 def _check_complete(variables, config, path, model_type):
     layout = layouts()[model_type]
     scope = layout.scope
-    left_out = {names.POOLER_DENSE, *layout.optional}  # an encoder may come without its pooler
+    # An encoder may come without its pooler.
+    left_out = {names.POOLER_DENSE, *getattr(layout, "optional", ())}
     if config.embedding_size == config.hidden_size:
         left_out.add(names.EMBEDDING_MAPPING)
     mapping = table(config.family)(config.num_hidden_layers)
     needed = [name for layer, weights in mapping.items() if layer not in left_out
               for name in weights.values() if name.startswith(f"{scope}/")]
-    if config.type_vocab_size == 0:
+    if config.type_vocab_size == 0 and f"{scope}/embeddings/token_type_embeddings" in needed:
         needed.remove(f"{scope}/embeddings/token_type_embeddings")
     missing = [name for name in dict.fromkeys(needed) if name not in variables]
     if missing:

@@ -127,8 +127,11 @@ def build_transformer_model(config_path=None, checkpoint_path=None, model=None, 
         strict = not overrides.pop("ignore_invalid_weights")
     fixed = {key: overrides.pop(key) for key in list(overrides) if key in FIXED}
     cls = variant_of(model if model is not None else "bert")  # unknown: refused before reading
-    family_options = {key: overrides.pop(key) for key in list(overrides)
-                      if key in _options_of(cls)}
+    # Without model=, the config's model_type picks the family: any family's keywords are
+    # taken here and checked against that family's once the config is read.
+    takes = _options_of(cls) if model is not None else set().union(
+        *(_options_of(family_class(name)) for name in FAMILIES))
+    family_options = {key: overrides.pop(key) for key in list(overrides) if key in takes}
     # The family the config is read for: None lets the config's model_type pick it.
     family = (model.lower() if isinstance(model, str)
               else None if model is None else _registered_family(cls))
@@ -139,6 +142,10 @@ def build_transformer_model(config_path=None, checkpoint_path=None, model=None, 
                              f"num_attention_heads = {FIXED[key](config)} wide")
     if model is None:
         cls = family_class(config.family)
+        wrong = sorted(set(family_options) - _options_of(cls))
+        if wrong:
+            raise ValueError(f"{', '.join(wrong)}: not a keyword of model={config.family!r} "
+                             "(the config's model_type)")
     vocab_size = config.vocab_size
     if keep_tokens is not None:
         vocab_size = len(keep_tokens)

@@ -56,6 +56,29 @@ class HuggingFaceLayout:
     optional: tuple = ()
 
 
+@dataclasses.dataclass(frozen=True)
+class HuggingFaceRecipe:
+    """A Hugging Face family whose weights do not map one to one on Google's names (GPT-2's
+    fused query/key/value): how its config and each parameter become Google's.
+
+    Attributes:
+        prefix: the base model's attribute (``"transformer."``), optional in the file.
+        scope: the Google scope of its variables (``"gpt"``).
+        config: ``(values, path) -> dict``: a Google config of the Hugging Face one
+            (raising ValueError on what the family does not build).
+        variables: ``(name, value) -> [(Google name, value)]`` of a parameter (its name
+            without the prefix), or None for one with no Google counterpart.
+        ignored: regular expressions of parameters (without the prefix) left out on
+            purpose: buffers, tied copies.
+    """
+
+    prefix: str
+    scope: str
+    config: object
+    variables: object
+    ignored: tuple = ()
+
+
 class Transformer:
     """The model object of bert4keras: config, layers by name, the Keras model.
 
@@ -91,7 +114,8 @@ class Transformer:
     segment_inputs = True
     #: The heads the family has.
     head_flags = ("with_pool", "with_nsp", "with_mlm")
-    #: Its Hugging Face layout, for ``kerasbert convert``; None: not convertible.
+    #: Its Hugging Face layout (or :class:`HuggingFaceRecipe`), for ``kerasbert convert``;
+    #: None: not convertible.
     hf_layout = None
     #: Config keys whose values only this family builds: ``(key, rule, why)``; see
     #: :func:`kerasbert.models.config.check_family`.

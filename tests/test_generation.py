@@ -1,0 +1,233 @@
+"""Decoding with a key/value cache (:mod:`kerasbert.generation`) against decoding without
+one, against bert4keras's ``AutoRegressiveDecoder`` and against Hugging Face's ``generate``.
+
+Every language-model kind kerasbert builds (GPT, GPT-2, GPT2-ML, BERT with bert4keras's LM
+and UniLM masks) must give, with the cache, the ids it gives running the whole sequence
+through the model at each step: greedy and sampled, on a batch of prompts of different
+lengths (left-padded, positions counted per row). GPT-2 converted from a random Hugging
+Face model must generate what transformers generates.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import TINY
+from kerasbert import build_transformer_model
+from kerasbert.generation import Settings, choose, generate
+from peers import run_bert4keras
+
+PROMPTS = [[5, 17, 33, 9, 41], [44, 8], [61, 2, 70]]
+# model= and its keywords; each a language model.
+KINDS = {
+    "gpt": ("gpt", {}),
+    "gpt2": ("gpt2", {}),
+    "gpt2_ml": ("gpt2_ml", {}),
+    "bert+lm": ("bert", {"application": "lm"}),
+    "bert+unilm": ("bert", {"application": "unilm"}),
+}
+
+
+def wide_weights(model, seed=0):
+    """Random weights wide enough that the next-token scores are far apart (the greedy
+    choice does not hang on the last bit), with token embeddings of one length, so that no
+    token wins every step by the length of its row in the tied output matrix."""
+    rng = np.random.default_rng(seed)
+    for weight in model.weights:
+        name = weight.path.rpartition("/")[2]
+        mean, spread = {"gamma": (1, 0.1), "beta": (0, 0.05)}.get(name, (0, 0.3))
+        spread = 0.05 if name.endswith("bias") else spread
+        weight.assign(rng.normal(mean, spread, weight.shape).astype("float32"))
+    table = model.get_layer("Embedding-Token").embeddings
+    rows = table.numpy()
+    table.assign(rows / np.linalg.norm(rows, axis=1, keepdims=True) * 2)
+    return model
+
+
+@pytest.fixture(scope="module")
+def models():
+    return {kind: wide_weights(build_transformer_model(TINY, model=family, **keywords))
+            for kind, (family, keywords) in KINDS.items()}
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_the_cache_gives_the_ids_of_decoding_without_it(models, kind):
+    model = models[kind]
+    greedy = generate(model, PROMPTS, max_new_tokens=8)
+    assert greedy == generate(model, PROMPTS, max_new_tokens=8, use_cache=False)
+    assert [len(row) for row in greedy] == [8, 8, 8]
+    # A row generates what it generates alone: padding and batch mates change nothing.
+    assert [generate(model, [prompt], max_new_tokens=8)[0] for prompt in PROMPTS] == greedy
+    sampled = generate(model, PROMPTS, max_new_tokens=8, sample=True, top_k=20, top_p=0.95,
+                       temperature=1.5, seed=7)
+    assert sampled == generate(model, PROMPTS, max_new_tokens=8, sample=True, top_k=20,
+                               top_p=0.95, temperature=1.5, seed=7, use_cache=False)
+    assert sampled != greedy
+
+
+def test_segment_ids_of_the_prompt_and_the_new_tokens(models):
+    model = models["bert+unilm"]
+    segments = [[0, 0, 0, 1, 1], [0, 0], [0, 0, 1]]
+    kwargs = dict(max_new_tokens=6, segment_ids=segments)
+    assert generate(model, PROMPTS, **kwargs) == generate(model, PROMPTS, use_cache=False,
+                                                          **kwargs)
+    # UniLM's new tokens are targets (segment 1) unless told otherwise.
+    assert generate(model, PROMPTS, **kwargs) == generate(model, PROMPTS, new_segment_id=1,
+                                                          **kwargs)
+    assert generate(model, PROMPTS, **kwargs) != generate(model, PROMPTS, new_segment_id=0,
+                                                          **kwargs)
+
+
+def test_each_row_stops_at_its_end_id_and_not_before_min_new_tokens(models):
+    model = models["gpt2"]
+    free = generate(model, PROMPTS, max_new_tokens=8)
+    end = free[1][0]  # row 1 would say it first
+    stopped = generate(model, PROMPTS, max_new_tokens=8, end_id=end)
+    for row, alone in zip(stopped, free):
+        expected = alone[:alone.index(end) + 1] if end in alone else alone
+        assert row == expected
+    assert stopped[1] == [end]
+    later = generate(model, PROMPTS, max_new_tokens=8, end_id=[end], min_new_tokens=3)
+    assert all(end not in row[:3] for row in later)
+    assert later == generate(model, PROMPTS, max_new_tokens=8, end_id=[end], min_new_tokens=3,
+                             use_cache=False)
+
+
+def test_a_seed_gives_the_same_draws_and_another_seed_others(models):
+    model = models["gpt"]
+    first = generate(model, PROMPTS, max_new_tokens=12, sample=True, seed=1)
+    assert first == generate(model, PROMPTS, max_new_tokens=12, sample=True, seed=1)
+    assert first != generate(model, PROMPTS, max_new_tokens=12, sample=True, seed=2)
+
+
+def test_draws_follow_the_softmax_kept_to_top_k_and_top_p():
+    import tensorflow as tf
+
+    logits = tf.constant([[2.0, 1.0, 0.5, 0.0, -1.0, -3.0]])
+    expected = tf.nn.softmax(logits)[0].numpy()
+    draws = 4000
+
+    def frequencies(**settings):
+        rows = tf.zeros((draws,), "int32") + tf.range(draws)
+        chosen = choose(tf.repeat(logits, draws, axis=0), tf.constant(0),
+                        Settings(1, sample=True, **settings), tf.constant([3, 0]), rows)
+        return np.bincount(chosen.numpy(), minlength=6) / draws
+
+    # Each frequency within four standard errors of its probability.
+    tolerance = 4 * np.sqrt(expected * (1 - expected) / draws) + 1e-3
+    assert np.all(np.abs(frequencies() - expected) < tolerance)
+    top2 = frequencies(top_k=2)
+    assert top2[2:].sum() == 0
+    np.testing.assert_allclose(top2[:2], expected[:2] / expected[:2].sum(), atol=0.03)
+    # top_p 0.8: the fewest best ids whose probabilities reach 0.8 (here the first three).
+    assert np.cumsum(expected)[1] < 0.8 <= np.cumsum(expected)[2]
+    nucleus = frequencies(top_p=0.8)
+    assert nucleus[3:].sum() == 0 and nucleus[2] > 0
+    hot = frequencies(temperature=0.25)
+    assert hot[0] > frequencies()[0] + 0.2
+
+
+def test_what_cannot_be_decoded_is_refused_by_name(models):
+    with pytest.raises(ValueError, match="not a language model: it has no causal"):
+        generate(build_transformer_model(TINY), PROMPTS)
+    with pytest.raises(ValueError, match="incremental decoding of rotary positions"):
+        generate(build_transformer_model(TINY, model="roformer", application="lm"), PROMPTS)
+    model = models["gpt2"]
+    with pytest.raises(ValueError, match=r"token_ids\[1\]: token id 0 is padding"):
+        generate(model, [[5, 6], [0, 7]])
+    with pytest.raises(ValueError, match="top_k, top_p: sampling settings; pass sample=True"):
+        generate(model, PROMPTS, top_k=5, top_p=0.9)
+    with pytest.raises(ValueError, match="max_new_tokens \\(30\\): the longest prompt \\(5 ids\\) "
+                                         "and the new ids exceed the model's 32 positions"):
+        generate(model, PROMPTS, max_new_tokens=30)
+    with pytest.raises(ValueError, match="min_new_tokens \\(9\\): must be an integer from 0 to "
+                                         "max_new_tokens \\(8\\)"):
+        generate(model, PROMPTS, max_new_tokens=8, min_new_tokens=9)
+
+
+@pytest.mark.peer
+def test_greedy_decoding_equals_bert4keras_autoregressive_decoder(tmp_path):
+    """bert4keras's own decoder (beam search of one, i.e. greedy) on its own GPT-2 and
+    GPT checkpoints, against :func:`generate` on the same checkpoints."""
+    config = tmp_path / "bert_config.json"
+    config.write_text(json.dumps(TINY))
+    theirs = run_bert4keras(f"""
+        import json
+        import numpy as np
+        import tensorflow as tf
+        tf.compat.v1.disable_eager_execution()
+        tf.Session, tf.train.Saver = tf.compat.v1.Session, tf.compat.v1.train.Saver
+        from bert4keras.backend import K
+        from bert4keras.models import build_transformer_model
+        from bert4keras.snippets import AutoRegressiveDecoder
+        out = {{}}
+        for family in ("gpt2", "gpt"):
+            bert = build_transformer_model({str(config)!r}, model=family,
+                                           return_keras_model=False)
+            rng = np.random.default_rng(0)
+            values = []
+            for w in bert.model.trainable_weights:  # as wide_weights draws them
+                name = w.name.split(":")[0].rpartition("/")[2]
+                mean, spread = {{"gamma": (1, 0.1), "beta": (0, 0.05)}}.get(name, (0, 0.3))
+                spread = 0.05 if name.endswith("bias") else spread
+                value = rng.normal(mean, spread, K.int_shape(w)).astype("float32")
+                if w.name.startswith("Embedding-Token/"):
+                    value = value / np.linalg.norm(value, axis=1, keepdims=True) * 2
+                values.append((w, value))
+            K.batch_set_value(values)
+            bert.save_weights_as_checkpoint({str(tmp_path)!r} + "/" + family + ".ckpt")
+            model = bert.model
+
+            class Decoder(AutoRegressiveDecoder):
+                @AutoRegressiveDecoder.wraps(default_rtype="probas")
+                def predict(self, inputs, output_ids, states):
+                    ids = np.concatenate([inputs[0], output_ids], 1)
+                    if family == "gpt2":
+                        return self.last_token(model).predict(ids)
+                    return self.last_token(model).predict([ids, np.zeros_like(ids)])
+
+            rows = []
+            for prompt in {PROMPTS!r}:
+                decoder = Decoder(start_id=None, end_id=-1, maxlen=8)
+                rows.append([int(i) for i in decoder.beam_search([np.array(prompt)], topk=1)])
+            out[family] = rows
+        print(json.dumps(out))
+    """)
+    for family in ("gpt2", "gpt"):
+        model = build_transformer_model(str(config), str(tmp_path / f"{family}.ckpt"),
+                                        model=family)
+        assert generate(model, PROMPTS, max_new_tokens=8) == theirs[family], family
+
+
+@pytest.mark.peer
+def test_gpt2_converted_from_hugging_face_generates_what_transformers_generates(tmp_path):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from kerasbert.cli.main import main
+
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(vocab_size=120, n_embd=32, n_layer=2, n_head=4,
+                                     n_positions=64, bos_token_id=1, eos_token_id=1)
+    theirs = transformers.GPT2LMHeadModel(config).eval()
+    with torch.no_grad():
+        for parameter in theirs.parameters():
+            parameter.normal_(0, 0.3)
+    theirs.save_pretrained(tmp_path / "hf")
+    assert main(["convert", "--from-hf", str(tmp_path / "hf"), "--to",
+                 str(tmp_path / "google" / "bert_model.ckpt")]) == 0
+    ours = build_transformer_model(str(tmp_path / "google" / "bert_config.json"),
+                                   str(tmp_path / "google" / "bert_model.ckpt"),
+                                   final_activation="linear")
+    assert ours.get_layer("Output-Norm") is not None  # the config's model_type built GPT-2
+    # Left-padded as transformers pads a batch for generation.
+    width = max(map(len, PROMPTS))
+    ids = torch.tensor([[0] * (width - len(p)) + p for p in PROMPTS])
+    mask = (ids != 0).long()
+    with torch.no_grad():
+        logits = theirs(ids[:1], attention_mask=mask[:1]).logits.numpy()
+        expected = theirs.generate(ids, attention_mask=mask, max_new_tokens=12, do_sample=False,
+                                   pad_token_id=0, eos_token_id=None)[:, width:].tolist()
+    np.testing.assert_allclose(ours.predict(np.array(PROMPTS[:1]), verbose=0), logits,
+                               atol=1e-5, rtol=0)
+    assert generate(ours, PROMPTS, max_new_tokens=12) == expected
