@@ -38,6 +38,8 @@ import numpy as np
 
 from kerasbert.models import names
 
+#: Prompts are padded on the left to a multiple of this many ids (fewer compiled programs).
+PAD_TO = 8
 #: Sampling settings that need ``sample=True``.
 SAMPLING = ("temperature", "top_k", "top_p")
 
@@ -53,6 +55,7 @@ class Settings:
     temperature: float = 1.0
     top_k: int = 0
     top_p: float = 1.0
+    num_beams: int = 1
 
     def check(self):
         """Raises ValueError naming a setting out of range."""
@@ -69,6 +72,11 @@ class Settings:
             raise ValueError(f"top_k ({self.top_k!r}): must be a positive integer or None")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p ({self.top_p!r}): must be in (0, 1]")
+        if not isinstance(self.num_beams, int) or self.num_beams < 1:
+            raise ValueError(f"num_beams ({self.num_beams!r}): must be a positive integer")
+        if self.num_beams > 1 and self.sample:
+            raise ValueError(f"num_beams ({self.num_beams}): beam search does not sample; "
+                             "pass num_beams=1 with sample=True")
 
 
 def choose(logits, step, settings, seed, rows):
@@ -187,32 +195,61 @@ class Decoder:
         model's own attention mask (UniLM's from the segment ids)."""
         return self.mask(segments if self.mask.kind == "unilm" else ids)
 
+    def prefill(self, ids, segments, extra):
+        """The prompts through the layers, filling caches with ``extra`` free slots.
+
+        Returns:
+            ``(logits of each row's next id, caches, present, last)``: ``present`` marks the
+            slots that hold a token (not padding), ``last`` each row's last position.
+        """
+        import tensorflow as tf
+
+        batch, length = tf.shape(ids)[0], tf.shape(ids)[1]
+        present = tf.concat([ids != 0, tf.zeros((batch, extra), "bool")], 1)
+        positions = tf.maximum(tf.cumsum(tf.cast(ids != 0, "int32"), axis=1) - 1, 0)
+        caches = []
+        for layer in self.attention:
+            shape = (batch, layer.num_heads, length + extra, layer.head_size)
+            caches.append((tf.zeros(shape, layer.compute_dtype),
+                           tf.zeros(shape, layer.compute_dtype)))
+        allowed = tf.logical_and(self.prompt_mask(ids, segments), present[:, None, :length])
+        allowed = tf.pad(allowed, [[0, 0], [0, 0], [0, extra]])
+        x, caches = self.family.cached_blocks(self.layers, self.embed(ids, segments, positions),
+                                              caches, 0, allowed)
+        return self.family.cached_head(self.layers, x[:, -1]), caches, present, positions[:, -1]
+
+    def step(self, token, new_segments, last, present, caches, slot):
+        """One new id per row at cache ``slot`` (its position ``last + 1``).
+
+        Returns:
+            ``(logits of the next id, caches, present, last)``.
+        """
+        import tensorflow as tf
+
+        rows = tf.shape(token)[0]
+        present = tf.tensor_scatter_nd_update(
+            present, tf.stack([tf.range(rows), tf.fill((rows,), slot)], 1), token != 0)
+        last = last + 1
+        x = self.embed(token[:, None], new_segments[:, None], last[:, None])
+        x, caches = self.family.cached_blocks(self.layers, x, caches, slot, present[:, None, :])
+        return self.family.cached_head(self.layers, x[:, -1]), caches, present, last
+
     def run(self, ids, segments, new_segments, seed, settings):
         """The compiled loop: ``(new ids (batch, max_new_tokens), lengths (batch,))``."""
         import tensorflow as tf
 
+        if settings.num_beams > 1:
+            return self.run_beams(ids, segments, new_segments, settings)
         batch, length = tf.shape(ids)[0], tf.shape(ids)[1]
-        slots = length + settings.max_new_tokens
-        present = tf.concat([ids != 0, tf.zeros((batch, settings.max_new_tokens), "bool")], 1)
-        positions = tf.maximum(tf.cumsum(tf.cast(ids != 0, "int32"), axis=1) - 1, 0)
-        caches = []
-        for layer in self.attention:
-            shape = (batch, layer.num_heads, slots, layer.head_size)
-            caches.append((tf.zeros(shape, layer.compute_dtype),
-                           tf.zeros(shape, layer.compute_dtype)))
-        allowed = tf.logical_and(self.prompt_mask(ids, segments), present[:, None, :length])
-        allowed = tf.pad(allowed, [[0, 0], [0, 0], [0, settings.max_new_tokens]])
-        x, caches = self.family.cached_blocks(self.layers, self.embed(ids, segments, positions),
-                                              caches, 0, allowed)
-        logits = self.family.cached_head(self.layers, x[:, -1])
+        logits, caches, present, last = self.prefill(ids, segments, settings.max_new_tokens)
         outputs = tf.zeros((batch, settings.max_new_tokens), "int32")
         lengths = tf.zeros((batch,), "int32")
         finished = tf.zeros((batch,), "bool")
-        last = positions[:, -1]
         ends = tf.constant(settings.end_ids or (-1,), "int32")
 
-        def more(step, *_):
-            return step < settings.max_new_tokens
+        def going(step, logits, caches, present, last, finished, outputs, lengths):
+            return tf.logical_and(step < settings.max_new_tokens,
+                                  tf.logical_not(tf.reduce_all(finished)))
 
         def body(step, logits, caches, present, last, finished, outputs, lengths):
             token = tf.where(finished, 0, choose(logits, step, settings, seed, tf.range(batch)))
@@ -221,22 +258,92 @@ class Decoder:
             lengths = lengths + tf.cast(tf.logical_not(finished), "int32")
             finished = tf.logical_or(finished, tf.reduce_any(
                 tf.equal(token[:, None], ends[None]), axis=1))
-            slot = length + step
-            present = tf.tensor_scatter_nd_update(
-                present, tf.stack([tf.range(batch), tf.fill((batch,), slot)], 1), token != 0)
-            last = last + 1
-            x = self.embed(token[:, None], new_segments[:, None], last[:, None])
-            x, caches = self.family.cached_blocks(self.layers, x, caches, slot,
-                                                  present[:, None, :])
-            logits = self.family.cached_head(self.layers, x[:, -1])
+            logits, caches, present, last = self.step(token, new_segments, last, present,
+                                                      caches, length + step)
             return step + 1, logits, caches, present, last, finished, outputs, lengths
-
-        def going(step, logits, caches, present, last, finished, outputs, lengths):
-            return tf.logical_and(more(step), tf.logical_not(tf.reduce_all(finished)))
 
         loop = tf.while_loop(going, body, (tf.constant(0), logits, caches, present, last,
                                            finished, outputs, lengths))
         return loop[6], loop[7]
+
+    def run_beams(self, ids, segments, new_segments, settings):
+        """Beam search as bert4keras's ``AutoRegressiveDecoder.beam_search``: ``num_beams``
+        outputs per prompt, each step the best continuations of all of them; a prompt ends
+        when its best-scoring output ends with an end id, and an output that ends without
+        being the best leaves, narrowing the beam. Returns what :meth:`run` returns."""
+        import tensorflow as tf
+
+        beams = settings.num_beams
+        batch, length = tf.shape(ids)[0], tf.shape(ids)[1]
+        logits, caches, present, last = self.prefill(ids, segments, settings.max_new_tokens)
+        # Row b * beams + k holds beam k of prompt b.
+        logits, present, last = (tf.repeat(x, beams, axis=0) for x in (logits, present, last))
+        caches = [tuple(tf.repeat(x, beams, axis=0) for x in pair) for pair in caches]
+        new_segments = tf.repeat(new_segments, beams, axis=0)
+        never = tf.constant(-np.inf, "float32")
+        # At first the beams are one output: only beam 0 counts.
+        scores = tf.tile(tf.concat([[0.0], tf.fill((beams - 1,), never)], 0)[None], [batch, 1])
+        width = tf.fill((batch,), tf.minimum(beams, tf.shape(logits)[1]))
+        outputs = tf.zeros((batch, beams, settings.max_new_tokens), "int32")
+        done = tf.zeros((batch,), "bool")
+        best_ids = tf.zeros((batch, settings.max_new_tokens), "int32")
+        best_lengths = tf.zeros((batch,), "int32")
+        ends = tf.constant(settings.end_ids or (-1,), "int32")
+        ranks = tf.range(beams)[None]
+
+        def going(step, logits, caches, present, last, scores, done, *_):
+            return tf.logical_and(step < settings.max_new_tokens,
+                                  tf.logical_not(tf.reduce_all(done)))
+
+        def body(step, logits, caches, present, last, scores, done, width, outputs,
+                 best_ids, best_lengths):
+            log_probabilities = tf.nn.log_softmax(tf.cast(logits, "float32"))
+            if settings.end_ids and settings.min_new_tokens:
+                vocabulary = tf.shape(logits)[1]
+                is_end = tf.reduce_any(tf.equal(tf.range(vocabulary)[:, None], ends[None]), 1)
+                log_probabilities = tf.where(
+                    tf.logical_and(is_end[None], step < settings.min_new_tokens),
+                    never, log_probabilities)
+            vocabulary = tf.shape(log_probabilities)[1]
+            candidates = scores[:, :, None] + tf.reshape(log_probabilities,
+                                                         (batch, beams, vocabulary))
+            top = tf.math.top_k(tf.reshape(candidates, (batch, -1)), k=beams)
+            # Only as many outputs as the beam is wide now.
+            kept_scores = tf.where(ranks < width[:, None], top.values, never)
+            parents, tokens = top.indices // vocabulary, top.indices % vocabulary
+            rows = tf.reshape(parents + tf.range(batch)[:, None] * beams, (-1,))
+            def reorder(x):  # each row takes its parent's state (the shape stays known)
+                return tf.ensure_shape(tf.gather(x, rows), x.shape)
+
+            caches = [tuple(reorder(x) for x in pair) for pair in caches]
+            present, last = reorder(present), reorder(last)
+            outputs = tf.ensure_shape(tf.gather(outputs, parents, batch_dims=1), outputs.shape)
+            index = tf.stack([tf.repeat(tf.range(batch), beams), tf.tile(tf.range(beams), [batch]),
+                              tf.fill((batch * beams,), step)], 1)
+            outputs = tf.tensor_scatter_nd_update(outputs, index, tf.reshape(tokens, (-1,)))
+            ended = tf.logical_and(
+                tf.reduce_any(tf.equal(tokens[:, :, None], ends[None, None]), axis=2),
+                kept_scores > never)
+            best = tf.argmax(kept_scores, axis=1, output_type="int32")
+            best_ended = tf.gather(ended, best, batch_dims=1)
+            last_step = step + 1 >= settings.max_new_tokens
+            finishing = tf.logical_and(tf.logical_not(done),
+                                       tf.logical_or(best_ended, last_step))
+            chosen = tf.gather(outputs, best, batch_dims=1)
+            best_ids = tf.where(finishing[:, None], chosen, best_ids)
+            best_lengths = tf.where(finishing, step + 1, best_lengths)
+            done = tf.logical_or(done, finishing)
+            # Outputs that ended without being the best leave the beam.
+            scores = tf.where(ended, never, kept_scores)
+            width = width - tf.reduce_sum(tf.cast(ended, "int32"), axis=1)
+            logits, caches, present, last = self.step(
+                tf.reshape(tokens, (-1,)), new_segments, last, present, caches, length + step)
+            return (step + 1, logits, caches, present, last, scores, done, width, outputs,
+                    best_ids, best_lengths)
+
+        loop = tf.while_loop(going, body, (tf.constant(0), logits, caches, present, last, scores,
+                                           done, width, outputs, best_ids, best_lengths))
+        return loop[9], loop[10]
 
     def compiled_run(self, settings):
         """:meth:`run` compiled by XLA, once per settings."""
@@ -245,7 +352,8 @@ class Decoder:
         if settings not in self.compiled:
             def run(ids, segments, new_segments, seed):
                 return self.run(ids, segments, new_segments, seed, settings)
-            self.compiled[settings] = tf.function(run, jit_compile=True, reduce_retracing=True)
+            self.compiled[settings] = tf.function(run, jit_compile=True, reduce_retracing=True,
+                                                  autograph=False)
         return self.compiled[settings]
 
     # ---------------------------------------------------------- no cache
@@ -295,6 +403,40 @@ class Decoder:
         return outputs, lengths
 
 
+    def beams_without_cache(self, ids, segments, new_segments, seed, settings):
+        """Beam search by :class:`kerasbert.snippets.AutoRegressiveDecoder` (bert4keras's
+        loop) on the whole sequence at every step, one prompt at a time."""
+        from kerasbert.snippets import AutoRegressiveDecoder
+
+        decoder = self
+
+        class Beams(AutoRegressiveDecoder):
+            @AutoRegressiveDecoder.wraps(default_rtype="logits")
+            def predict(self, inputs, output_ids, states):
+                tokens = np.concatenate([inputs[0], output_ids], 1)
+                types = np.concatenate([inputs[1], np.broadcast_to(
+                    inputs[2], output_ids.shape)], 1)
+                logits = decoder.logits_of(tokens, types).numpy()
+                if settings.end_ids and output_ids.shape[1] < settings.min_new_tokens:
+                    logits[:, list(settings.end_ids)] = -np.inf
+                return logits
+
+        outputs = np.zeros((len(ids), settings.max_new_tokens), "int32")
+        lengths = np.zeros(len(ids), "int32")
+        for row, (tokens, types) in enumerate(zip(ids, segments)):
+            real = tokens != 0
+            search = Beams(start_id=None, end_id=settings.end_ids[0] if settings.end_ids
+                           else -1, maxlen=settings.max_new_tokens)
+            if len(settings.end_ids) > 1:
+                search._ended = lambda output_ids, min_ends: np.isin(
+                    output_ids[:, -1], settings.end_ids)
+            found = search.beam_search([tokens[real], types[real], new_segments[row:row + 1]],
+                                       topk=settings.num_beams)
+            outputs[row, :len(found)] = found
+            lengths[row] = len(found)
+        return outputs, lengths
+
+
 _DECODERS = weakref.WeakKeyDictionary()
 
 
@@ -320,7 +462,7 @@ def _prompts(token_ids, segment_ids, where="token_ids"):
              else [np.asarray(row).reshape(-1) for row in segment_ids])
     if len(types) != len(rows) or any(len(t) != len(r) for t, r in zip(types, rows)):
         raise ValueError("segment_ids: one segment id per prompt token, as token_ids")
-    length = max(len(row) for row in rows)
+    length = -(-max(len(row) for row in rows) // PAD_TO) * PAD_TO
     ids = np.zeros((len(rows), length), "int32")
     segments = np.zeros((len(rows), length), "int32")
     for index, (row, types_row) in enumerate(zip(rows, types)):
@@ -330,7 +472,7 @@ def _prompts(token_ids, segment_ids, where="token_ids"):
 
 
 def generate(model, token_ids, max_new_tokens=32, end_id=None, min_new_tokens=0,
-             sample=False, temperature=1.0, top_k=None, top_p=None, seed=0,
+             sample=False, temperature=1.0, top_k=None, top_p=None, seed=0, num_beams=1,
              segment_ids=None, new_segment_id=None, use_cache=True):
     """New token ids for each prompt, from a kerasbert language model.
 
@@ -347,6 +489,9 @@ def generate(model, token_ids, max_new_tokens=32, end_id=None, min_new_tokens=0,
             ``temperature``, ``top_k`` (keep the k best; None: all) and ``top_p`` (keep
             the fewest best whose probabilities sum to at least p; None: all).
         seed: the draws' seed (an int): the same seed gives the same ids.
+        num_beams: more than 1: beam search of that width, as bert4keras's
+            ``AutoRegressiveDecoder.beam_search`` (``topk``): the best-scoring output
+            (sum of log-probabilities), ended by an end id or ``max_new_tokens``.
         segment_ids: the prompts' segment ids (models with ``Input-Segment``); None: 0.
         new_segment_id: the new tokens' segment id; None: 1 under UniLM's mask, else each
             row's last prompt segment.
@@ -371,7 +516,7 @@ def generate(model, token_ids, max_new_tokens=32, end_id=None, min_new_tokens=0,
     end_ids = () if end_id is None else tuple(
         int(i) for i in (end_id if isinstance(end_id, (list, tuple, np.ndarray)) else [end_id]))
     settings = Settings(max_new_tokens, min_new_tokens, end_ids, bool(sample),
-                        float(temperature), int(top_k or 0), float(top_p or 1.0))
+                        float(temperature), int(top_k or 0), float(top_p or 1.0), num_beams)
     settings.check()
     decoder = decoder_of(model)
     ids, segments = _prompts(token_ids, segment_ids)
@@ -387,10 +532,17 @@ def generate(model, token_ids, max_new_tokens=32, end_id=None, min_new_tokens=0,
         new_segments = np.full(len(ids), int(new_segment_id), "int32")
     seed = tf.constant([int(seed) % (2 ** 31), 0], "int32")
     if use_cache:
-        outputs, lengths = decoder.compiled_run(settings)(
-            tf.constant(ids), tf.constant(segments), tf.constant(new_segments), seed)
+        # One XLA program per settings and prompt width (a multiple of 8: prompts are padded
+        # on the left to it); TensorFlow's note that it traces again says no more than that.
+        logger, level = tf.get_logger(), tf.get_logger().level
+        logger.setLevel("ERROR")
+        try:
+            outputs, lengths = decoder.compiled_run(settings)(
+                tf.constant(ids), tf.constant(segments), tf.constant(new_segments), seed)
+        finally:
+            logger.setLevel(level)
         outputs, lengths = outputs.numpy(), lengths.numpy()
     else:
-        outputs, lengths = decoder.run_without_cache(ids, segments, new_segments, seed,
-                                                     settings)
+        run = decoder.beams_without_cache if num_beams > 1 else decoder.run_without_cache
+        outputs, lengths = run(ids, segments, new_segments, seed, settings)
     return [row[:n].tolist() for row, n in zip(outputs, lengths)]

@@ -39,5 +39,7 @@ FAMILY_CONFIGS = {
         "electra", 101_677_056),
     "checkpoints/chinese_electra_small_L-12_H-256_A-4/small_discriminator_config.json": (
         "electra", 12_280_576),
+    # OpenAI's GPT-2 small (124M), as kerasbert convert writes Hugging Face's gpt2.
+    "checkpoints/gpt2_small/bert_config.json": ("gpt2", 124_439_808),
 }
 ALBERT_BASE_POOLER = 11_683_584

@@ -57,13 +57,36 @@ def test_the_cache_gives_the_ids_of_decoding_without_it(models, kind):
     greedy = generate(model, PROMPTS, max_new_tokens=8)
     assert greedy == generate(model, PROMPTS, max_new_tokens=8, use_cache=False)
     assert [len(row) for row in greedy] == [8, 8, 8]
-    # A row generates what it generates alone: padding and batch mates change nothing.
-    assert [generate(model, [prompt], max_new_tokens=8)[0] for prompt in PROMPTS] == greedy
     sampled = generate(model, PROMPTS, max_new_tokens=8, sample=True, top_k=20, top_p=0.95,
                        temperature=1.5, seed=7)
     assert sampled == generate(model, PROMPTS, max_new_tokens=8, sample=True, top_k=20,
                                top_p=0.95, temperature=1.5, seed=7, use_cache=False)
     assert sampled != greedy
+    beams = generate(model, PROMPTS, max_new_tokens=8, num_beams=3)
+    assert beams == generate(model, PROMPTS, max_new_tokens=8, num_beams=3, use_cache=False)
+    assert generate(model, PROMPTS, max_new_tokens=8, num_beams=1) == greedy
+
+
+def test_beam_search_ends_as_bert4keras_ends_it(models):
+    """A prompt ends when its best output ends; outputs that end without being the best
+    leave the beam (:meth:`kerasbert.snippets.AutoRegressiveDecoder.beam_search`)."""
+    model = models["gpt"]
+    early = 0
+    for end in sorted({row[1] for row in generate(model, PROMPTS, max_new_tokens=8,
+                                                  num_beams=3)}):
+        kwargs = dict(max_new_tokens=8, num_beams=3, end_id=end)
+        found = generate(model, PROMPTS, **kwargs)
+        assert found == generate(model, PROMPTS, use_cache=False, **kwargs)
+        assert all(end not in row[:-1] for row in found)
+        early += sum(row[-1] == end and len(row) < 8 for row in found)
+    assert early
+
+
+def test_a_row_generates_what_it_generates_alone(models):
+    """Padding and batch mates change nothing (prompts are padded on the left)."""
+    model = models["gpt2"]
+    assert [generate(model, [prompt], max_new_tokens=8)[0] for prompt in PROMPTS] == \
+        generate(model, PROMPTS, max_new_tokens=8)
 
 
 def test_segment_ids_of_the_prompt_and_the_new_tokens(models):
@@ -109,9 +132,10 @@ def test_draws_follow_the_softmax_kept_to_top_k_and_top_p():
     draws = 4000
 
     def frequencies(**settings):
-        rows = tf.zeros((draws,), "int32") + tf.range(draws)
-        chosen = choose(tf.repeat(logits, draws, axis=0), tf.constant(0),
-                        Settings(1, sample=True, **settings), tf.constant([3, 0]), rows)
+        settings = Settings(1, sample=True, **settings)
+        chosen = tf.function(lambda logits, rows: choose(
+            logits, tf.constant(0), settings, tf.constant([3, 0]), rows), jit_compile=True,
+            autograph=False)(tf.repeat(logits, draws, axis=0), tf.range(draws))
         return np.bincount(chosen.numpy(), minlength=6) / draws
 
     # Each frequency within four standard errors of its probability.
@@ -147,9 +171,10 @@ def test_what_cannot_be_decoded_is_refused_by_name(models):
 
 
 @pytest.mark.peer
-def test_greedy_decoding_equals_bert4keras_autoregressive_decoder(tmp_path):
-    """bert4keras's own decoder (beam search of one, i.e. greedy) on its own GPT-2 and
-    GPT checkpoints, against :func:`generate` on the same checkpoints."""
+def test_greedy_and_beam_search_equal_bert4keras_autoregressive_decoder(tmp_path):
+    """bert4keras's own decoder (beam search of one, i.e. greedy, and of three, with and
+    without an end id) on its own GPT-2 and GPT checkpoints, against :func:`generate` with
+    the cache on the same checkpoints."""
     config = tmp_path / "bert_config.json"
     config.write_text(json.dumps(TINY))
     theirs = run_bert4keras(f"""
@@ -187,17 +212,23 @@ def test_greedy_decoding_equals_bert4keras_autoregressive_decoder(tmp_path):
                         return self.last_token(model).predict(ids)
                     return self.last_token(model).predict([ids, np.zeros_like(ids)])
 
-            rows = []
-            for prompt in {PROMPTS!r}:
-                decoder = Decoder(start_id=None, end_id=-1, maxlen=8)
-                rows.append([int(i) for i in decoder.beam_search([np.array(prompt)], topk=1)])
-            out[family] = rows
+            for topk, end in ((1, -1), (3, -1), (3, 50)):
+                rows = []
+                for prompt in {PROMPTS!r}:
+                    decoder = Decoder(start_id=None, end_id=end, maxlen=8)
+                    found = decoder.beam_search([np.array(prompt)], topk=topk)
+                    rows.append([int(i) for i in found])
+                out[f"{{family}} {{topk}} {{end}}"] = rows
         print(json.dumps(out))
     """)
     for family in ("gpt2", "gpt"):
         model = build_transformer_model(str(config), str(tmp_path / f"{family}.ckpt"),
                                         model=family)
-        assert generate(model, PROMPTS, max_new_tokens=8) == theirs[family], family
+        assert generate(model, PROMPTS, max_new_tokens=8) == theirs[f"{family} 1 -1"]
+        assert generate(model, PROMPTS, max_new_tokens=8, num_beams=3) == \
+            theirs[f"{family} 3 -1"]
+        assert generate(model, PROMPTS, max_new_tokens=8, num_beams=3, end_id=50) == \
+            theirs[f"{family} 3 50"]
 
 
 @pytest.mark.peer
