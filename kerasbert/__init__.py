@@ -21,6 +21,7 @@ import_tensorflow()
 from kerasbert import layers  # noqa: F401  (registers bert4keras's layers for load_model)
 from kerasbert.checkpoints.io import CheckpointError, write_checkpoint
 from kerasbert.checkpoints.loading import LoadReport, load_checkpoint, save_weights_as_checkpoint  # noqa: E402
+from kerasbert.inference.generation import generate
 from kerasbert.inference.predictor import Predictor
 from kerasbert.inference.span_qa import QuestionAnswerer, add_span_head
 from kerasbert.models.attention_masks import Bidirectional, Causal, PrefixLM, UniLM
@@ -51,6 +52,7 @@ __all__ = [
     "add_tagger",
     "build_bert",
     "build_transformer_model",
+    "generate",
     "load_checkpoint",
     "load_vocab",
     "save_weights_as_checkpoint",

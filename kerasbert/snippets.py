@@ -35,6 +35,11 @@ import unicodedata
 
 import numpy as np
 
+from kerasbert.inference.decoding import (  # noqa: F401 (bert4keras's names)
+    AutoRegressiveDecoder,
+    softmax,
+)
+
 log = logging.getLogger(__name__)
 
 is_py2 = False
@@ -89,12 +94,6 @@ def lowercase_and_normalize(text):
 def is_one_of(x, ys):
     """Whether ``x`` is one of ``ys`` by identity (``in`` would compare tensors)."""
     return any(x is y for y in ys)
-
-
-def softmax(x, axis=-1):
-    """Numpy softmax along ``axis``."""
-    x = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return x / x.sum(axis=axis, keepdims=True)
 
 
 def insert_arguments(**arguments):
@@ -734,157 +733,6 @@ class ViterbiDecoder:
         for pointers in reversed(came_from):
             path.append(int(pointers[path[-1]]))
         return np.array(path[::-1])
-
-
-class AutoRegressiveDecoder:
-    """Beam search and random sampling over a ``predict`` you write, as in bert4keras.
-
-    Subclass it and write ``predict(self, inputs, output_ids, states)`` decorated with
-    ``@AutoRegressiveDecoder.wraps(default_rtype="probas")`` (or ``"logits"``): it returns
-    the next token's probabilities (or logits) for each row of ``output_ids``, and with
-    ``use_states=True`` a pair ``(scores, states)``.
-
-    Args:
-        start_id: the id every output starts with (None: none). end_id: the id that ends
-            an output. maxlen: the most steps. minlen: the fewest ids before an end counts.
-
-    Example:
-        >>> class Count(AutoRegressiveDecoder):
-        ...     @AutoRegressiveDecoder.wraps(default_rtype="logits")
-        ...     def predict(self, inputs, output_ids, states):
-        ...         return np.eye(4)[np.minimum(output_ids[:, -1] + 1, 3)] * 10
-        >>> Count(start_id=0, end_id=3, maxlen=8).beam_search([[0]], topk=2).tolist()
-        [0, 1, 2, 3]
-    """
-
-    def __init__(self, start_id, end_id, maxlen, minlen=1):
-        self.start_id, self.end_id = start_id, end_id
-        self.maxlen, self.minlen = maxlen, minlen
-        self.models = {}
-        self.first_output_ids = (np.empty((1, 0), dtype=int) if start_id is None
-                                 else np.array([[start_id]]))
-
-    @staticmethod
-    def wraps(default_rtype="probas", use_states=False):
-        """Decorator of ``predict``: adds ``temperature`` and ``rtype`` (``"probas"`` or
-        ``"logits"``, the latter giving log-probabilities) and the states convention."""
-        def decorator(predict):
-            def wrapper(self, inputs, output_ids, states, temperature=1, rtype=default_rtype):
-                if rtype not in ("probas", "logits"):
-                    raise ValueError(f"rtype must be 'probas' or 'logits', got rtype={rtype!r}")
-                scores = predict(self, inputs, output_ids, states)
-                scores, states = scores if use_states else (scores, None)
-                if default_rtype == "logits":
-                    scores = softmax(scores / temperature)
-                elif temperature != 1:
-                    scores = np.power(scores, 1.0 / temperature)
-                    scores = scores / scores.sum(axis=-1, keepdims=True)
-                return (scores if rtype == "probas" else np.log(scores + 1e-12)), states
-            return wrapper
-        return decorator
-
-    def last_token(self, model):
-        """``model`` with each output cut to its last position, made once per model."""
-        if model not in self.models:
-            import keras
-
-            outputs = [output[:, -1] for output in model.outputs]
-            inputs = model.inputs
-            self.models[model] = keras.Model(inputs if len(inputs) > 1 else inputs[0],
-                                             outputs if len(outputs) > 1 else outputs[0])
-        return self.models[model]
-
-    def predict(self, inputs, output_ids, states=None):
-        """The next token's scores for each row of ``output_ids``: yours to write."""
-        raise NotImplementedError("an AutoRegressiveDecoder subclass writes predict(self, "
-                                  "inputs, output_ids, states), decorated with wraps()")
-
-    def _ended(self, output_ids, min_ends):
-        """Per row: whether it ends with ``end_id`` having at least ``min_ends`` of them."""
-        ends = (output_ids == self.end_id).sum(axis=1)
-        return (output_ids[:, -1] == self.end_id) & (ends >= min_ends)
-
-    def beam_search(self, inputs, topk, states=None, temperature=1, min_ends=1):
-        """The highest-scoring output of a beam of ``topk``, as an id array."""
-        inputs = [np.array([x]) for x in inputs]
-        output_ids, output_scores = self.first_output_ids, np.zeros(1)
-        for step in range(self.maxlen):
-            scores, states = self.predict(inputs, output_ids, states, temperature, "logits")
-            if step == 0:
-                inputs = [np.repeat(x, topk, axis=0) for x in inputs]
-            scores = output_scores[:, None] + scores
-            kept = scores.argpartition(-topk, axis=None)[-topk:]
-            rows, ids = np.divmod(kept, scores.shape[1])
-            output_ids = np.concatenate([output_ids[rows], ids[:, None]], axis=1)
-            output_scores = scores.reshape(-1)[kept]
-            if output_ids.shape[1] < self.minlen:
-                continue
-            ended = self._ended(output_ids, min_ends)
-            best = output_scores.argmax()
-            if ended[best]:
-                return output_ids[best]
-            if ended.any():  # finished beams leave; the beam narrows
-                going = ~ended
-                inputs = [x[going] for x in inputs]
-                output_ids, output_scores = output_ids[going], output_scores[going]
-                topk = going.sum()
-        return output_ids[output_scores.argmax()]
-
-    def random_sample(self, inputs, n, topk=None, topp=None, states=None, temperature=1,
-                      min_ends=1):
-        """``n`` outputs, each token drawn from the predicted distribution (cut to the
-        ``topk`` likeliest tokens, and to the likeliest whose probabilities reach ``topp``).
-
-        Draws from ``np.random`` as bert4keras does, so a seed gives bert4keras's outputs.
-
-        Returns:
-            a list of ``n`` id arrays, finished ones first.
-        """
-        inputs = [np.array([x]) for x in inputs]
-        output_ids, results = self.first_output_ids, []
-        for step in range(self.maxlen):
-            probas, states = self.predict(inputs, output_ids, states, temperature, "probas")
-            probas = probas / probas.sum(axis=1, keepdims=True)
-            if step == 0:
-                probas = np.repeat(probas, n, axis=0)
-                inputs = [np.repeat(x, n, axis=0) for x in inputs]
-                output_ids = np.repeat(output_ids, n, axis=0)
-            candidates = np.broadcast_to(np.arange(probas.shape[1]), probas.shape)
-            if topk is not None:
-                candidates = probas.argpartition(-topk, axis=1)[:, -topk:]
-                probas = np.take_along_axis(probas, candidates, axis=1)
-                probas = probas / probas.sum(axis=1, keepdims=True)
-            if topp is not None:
-                order = probas.argsort(axis=1)[:, ::-1]
-                candidates = np.take_along_axis(candidates, order, axis=1)
-                probas = np.take_along_axis(probas, order, axis=1)
-                # A token goes once the likelier tokens before it already reach topp.
-                reached = np.cumsum(probas, axis=1) >= topp
-                probas[:, 1:] = np.where(reached[:, :-1], 0, probas[:, 1:])
-                probas = probas / probas.sum(axis=1, keepdims=True)
-            picks = _draw(probas)
-            output_ids = np.concatenate(
-                [output_ids, np.take_along_axis(candidates, picks[:, None], axis=1)], axis=1)
-            if output_ids.shape[1] < self.minlen:
-                continue
-            ended = self._ended(output_ids, min_ends)
-            if ended.any():
-                results.extend(output_ids[ended])
-                inputs = [x[~ended] for x in inputs]
-                output_ids = output_ids[~ended]
-                if len(output_ids) == 0:
-                    break
-        results.extend(output_ids)
-        return results
-
-
-def _draw(probas):
-    """One index per row drawn from its probabilities, consuming ``np.random`` exactly as
-    ``np.random.choice(len(p), p=p)`` row after row does (one uniform each)."""
-    cdf = np.cumsum(probas.astype(np.float64), axis=1)
-    cdf /= cdf[:, -1:]
-    uniform = np.random.random_sample(len(probas))
-    return (cdf <= uniform[:, None]).sum(axis=1)
 
 
 class WebServing:

@@ -1,4 +1,4 @@
-"""Decoding with a key/value cache (:mod:`kerasbert.generation`) against decoding without
+"""Decoding with a key/value cache (:mod:`kerasbert.inference.generation`) against decoding without
 one, against bert4keras's ``AutoRegressiveDecoder`` and against Hugging Face's ``generate``.
 
 Every language-model kind kerasbert builds (GPT, GPT-2, GPT2-ML, BERT with bert4keras's LM
@@ -15,7 +15,7 @@ import pytest
 
 from conftest import TINY
 from kerasbert import build_transformer_model
-from kerasbert.generation import Settings, choose, generate
+from kerasbert.inference.generation import Settings, choose, generate
 from peers import run_bert4keras
 
 PROMPTS = [[5, 17, 33, 9, 41], [44, 8], [61, 2, 70]]

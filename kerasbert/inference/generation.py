@@ -404,9 +404,9 @@ class Decoder:
 
 
     def beams_without_cache(self, ids, segments, new_segments, seed, settings):
-        """Beam search by :class:`kerasbert.snippets.AutoRegressiveDecoder` (bert4keras's
+        """Beam search by :class:`kerasbert.inference.decoding.AutoRegressiveDecoder` (bert4keras's
         loop) on the whole sequence at every step, one prompt at a time."""
-        from kerasbert.snippets import AutoRegressiveDecoder
+        from kerasbert.inference.decoding import AutoRegressiveDecoder
 
         decoder = self
 
