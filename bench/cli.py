@@ -5,10 +5,11 @@ keras-hub, Hugging Face torch and onnxruntime, batch 8 x 128 and 1 x 32), ``bf16
 deviation on real weights), ``build`` (build time and memory against bert4keras), ``load``
 (build + load a BERT-base checkpoint against bert4keras and TensorFlow's reader),
 ``tokenize`` (tokenizer speed against the engine and the peers), ``train`` (fine-tuning
-samples/s against the peers), ``serving`` (texts -> probabilities, per way of serving), and
-``ablation`` (kerasbert's own variants, not run by default). The tables are printed as
-markdown and everything is written as JSON (``--json``), with the machine, the options and
-the load average at the start.
+samples/s against the peers), ``serving`` (texts -> probabilities, per way of serving),
+``generate`` (GPT-2 small greedy decoding against transformers and keras-hub, not run by
+default: about ten minutes) and ``ablation`` (kerasbert's own variants, not run by default).
+The tables are printed as markdown and everything is written as JSON (``--json``), with the
+machine, the options and the load average at the start.
 
 ``python -m bench.<suite> [OPTIONS]`` runs one suite at once (no wait for a quiet machine
 unless ``--max-wait`` asks for one) and writes only its results with ``--json``.

@@ -153,8 +153,8 @@ def make_parser():
          f"kerasbert audit {config_example} --with-pool --json"],
         description="Builds the model of a config, prints model.summary() with full layer "
                     "names, and checks each layer's parameter count against its family's formula "
-                    "(BERT, ALBERT, NEZHA, RoFormer, RoFormer-v2, ELECTRA); exit code 1 on a "
-                    "mismatch.", run=handlers.command_audit)
+                    "(BERT, ALBERT, NEZHA, RoFormer, RoFormer-v2, ELECTRA, GPT, GPT-2, GPT2-ML); "
+                    "exit code 1 on a mismatch.", run=handlers.command_audit)
     _model_arguments(audit)
     audit.add_argument("--json", action="store_true", help="print the audit as JSON")
 

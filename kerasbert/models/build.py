@@ -70,9 +70,9 @@ def build_transformer_model(config_path=None, checkpoint_path=None, model=None, 
             (``.../bert_model.ckpt``), a directory holding one, or a dict of arrays.
         model: the family, as bert4keras names it: ``"bert"``, ``"roberta"`` (BERT's
             graph), ``"albert"``, ``"albert_unshared"``, ``"nezha"``, ``"roformer"``,
-            ``"roformer_v2"``, ``"electra"`` or ``"gpt"``; a subclass of one (bert4keras's
-            way of making a variant); None: the one the config names (``model_type``,
-            ALBERT's group keys), else BERT.
+            ``"roformer_v2"``, ``"electra"``, ``"gpt"``, ``"gpt2"`` or ``"gpt2_ml"``; a
+            subclass of one (bert4keras's way of making a variant); None: the one the
+            config names (``model_type``, ALBERT's group keys), else BERT.
         with_pool, with_nsp, with_mlm: heads, see :func:`kerasbert.build_bert`.
         with_discriminator: ELECTRA's head (True: sigmoid).
         application: the attention mask, as in bert4keras: ``"encoder"`` (bidirectional),

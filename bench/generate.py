@@ -1,0 +1,202 @@
+"""Greedy decoding speed: tokens per second of GPT-2 small, kerasbert next to its peers.
+
+One random GPT-2 small (V 50257, H 768, L 12, 12 heads, 1,024 positions) is made by
+Hugging Face transformers and saved (``prepare``); kerasbert reads it through
+``kerasbert convert --from-hf``, so both decode the same weights and their ids are
+compared (``same ids``). keras-hub's ``GPT2CausalLM`` has random weights of its own (it
+reads no Google or Hugging Face file here): its figure is speed alone. Prompts are 32
+random ids per row, batch 1 and 8; each implementation generates 128 new ids greedily (no
+end id), in its own process:
+
+* ``kerasbert``: :func:`kerasbert.generate`, the key/value cache in one XLA loop;
+* ``kerasbert-no-cache``: the same call with ``use_cache=False`` (the whole sequence
+  through the model at every step, as bert4keras's ``AutoRegressiveDecoder``), timed once;
+* ``hf-torch`` / ``hf-torch-bf16``: ``GPT2LMHeadModel.generate`` in float32 / bfloat16;
+* ``keras-hub``: ``GPT2CausalLM.generate`` with its greedy sampler (compiled by XLA).
+
+A figure is the median of ``repeats`` timed calls (at most 3) after one untimed call
+(compilation, tracing, caches). ``python -m bench generate`` runs this suite alone.
+"""
+
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+from bench.runner import Skipped, run_worker, selected, timed, why_missing
+
+NEW_TOKENS = 128
+PROMPT = 32
+BATCHES = (1, 8)
+VOCABULARY = 50257
+# name -> (what is timed, runs under tf_keras)
+IMPLEMENTATIONS = {
+    "kerasbert": "kerasbert.generate, key/value cache, XLA",
+    "kerasbert-no-cache": "kerasbert.generate(use_cache=False)",
+    "hf-torch": "transformers GPT2LMHeadModel.generate, fp32",
+    "hf-torch-bf16": "transformers GPT2LMHeadModel.generate, bf16",
+    "keras-hub": "keras-hub GPT2CausalLM.generate, greedy",
+}
+
+
+def prompts(batch):
+    """``batch`` rows of 32 random ids (none is 0, kerasbert's padding id)."""
+    return np.random.default_rng(batch).integers(1, VOCABULARY, (batch, PROMPT))
+
+
+def prepare(folder):
+    """Worker: a random GPT-2 small saved by transformers in ``folder/hf``."""
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(transformers.GPT2Config())
+    model.save_pretrained(os.path.join(folder, "hf"))
+    return {"folder": folder, "label": f"transformers {transformers.__version__}"}
+
+
+def _timings(generate, repeats):
+    """``{batch: timing}`` and ``{batch: ids}`` of ``generate(prompts) -> ids``."""
+    timings, outputs = {}, {}
+    for batch in BATCHES:
+        ids = prompts(batch)
+        outputs[str(batch)] = np.asarray(generate(ids)).tolist()
+        timings[str(batch)] = timed(lambda ids=ids: generate(ids), warmup=0, repeats=repeats)
+    return timings, outputs
+
+
+def kerasbert(folder, repeats, use_cache=True):
+    import keras
+
+    import kerasbert as kb
+    from kerasbert.checkpoints.convert import convert_hf_to_google
+
+    prefix = os.path.join(folder, f"google-{os.getpid()}", "bert_model.ckpt")
+    convert_hf_to_google(os.path.join(folder, "hf"), prefix)
+    model = kb.build_transformer_model(os.path.join(os.path.dirname(prefix),
+                                                    "bert_config.json"), prefix)
+    shutil.rmtree(os.path.dirname(prefix))
+    timings, outputs = _timings(
+        lambda ids: kb.generate(model, ids, max_new_tokens=NEW_TOKENS, use_cache=use_cache),
+        repeats if use_cache else 1)
+    return {"label": f"kerasbert {kb.__version__}, keras {keras.__version__}",
+            "timings": timings, "outputs": outputs}
+
+
+def hf_torch(folder, repeats, dtype="float32"):
+    import torch
+    import transformers
+
+    from kerasbert.hardware import cpu_flags
+
+    if dtype == "bfloat16" and not {"avx512_bf16", "amx_bf16"} & set(cpu_flags()):
+        note = ", no bfloat16 instructions on this CPU"
+    else:
+        note = ""
+    model = transformers.GPT2LMHeadModel.from_pretrained(
+        os.path.join(folder, "hf"), dtype=getattr(torch, dtype)).eval()
+
+    def generate(ids):
+        with torch.inference_mode():
+            out = model.generate(torch.tensor(ids), attention_mask=torch.ones(ids.shape, dtype=int),
+                                 max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS,
+                                 do_sample=False, pad_token_id=0)
+        return out[:, PROMPT:].numpy()
+
+    timings, outputs = _timings(generate, repeats if dtype == "float32" else 1)
+    return {"label": f"transformers {transformers.__version__}, torch {torch.__version__}, "
+                     f"{torch.get_num_threads()} threads, {dtype}{note}",
+            "timings": timings, "outputs": outputs}
+
+
+def keras_hub(folder, repeats):
+    try:
+        import keras_hub
+    except ImportError as error:
+        raise Skipped(f"keras-hub is not installed ({error})") from None
+    backbone = keras_hub.models.GPT2Backbone(
+        vocabulary_size=VOCABULARY, num_layers=12, num_heads=12, hidden_dim=768,
+        intermediate_dim=3072, max_sequence_length=1024)
+    model = keras_hub.models.GPT2CausalLM(backbone=backbone, preprocessor=None)
+    model.compile(sampler="greedy")
+    length = PROMPT + NEW_TOKENS
+
+    def generate(ids):
+        token_ids = np.zeros((len(ids), length), "int32")
+        token_ids[:, :PROMPT] = ids
+        mask = np.zeros((len(ids), length), bool)
+        mask[:, :PROMPT] = True
+        out = model.generate({"token_ids": token_ids, "padding_mask": mask},
+                             stop_token_ids=None)
+        return np.asarray(out["token_ids"])[:, PROMPT:]
+
+    timings, outputs = _timings(generate, repeats)
+    return {"label": f"keras-hub {keras_hub.__version__}, random weights of its own",
+            "timings": timings, "outputs": outputs}
+
+
+WORKERS = {
+    "prepare": prepare,
+    "kerasbert": kerasbert,
+    "kerasbert-no-cache": lambda folder, repeats: kerasbert(folder, repeats, use_cache=False),
+    "hf-torch": hf_torch,
+    "hf-torch-bf16": lambda folder, repeats: hf_torch(folder, repeats, dtype="bfloat16"),
+    "keras-hub": keras_hub,
+}
+
+
+def tokens_per_second(result, batch):
+    return batch * NEW_TOKENS / (result["timings"][str(batch)]["median_ms"] / 1000)
+
+
+def run(options, log):
+    """Each implementation in its own process, on the weights ``prepare`` saved."""
+    names = selected(options, IMPLEMENTATIONS)
+    folder = tempfile.mkdtemp(prefix="kerasbert-bench-generate-")
+    try:
+        log("generate: prepare")
+        prepared = run_worker("generate", "prepare", {"folder": folder}, options, log)
+        if why_missing(prepared):
+            raise Skipped(f"transformers could not make the model: {why_missing(prepared)}")
+        repeats = max(1, min(options.repeats, 3))
+        results = {}
+        for name in names:
+            log(f"generate: {name}")
+            results[name] = run_worker("generate", name, {"folder": folder, "repeats": repeats},
+                                       options, log, timeout=1800)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    ours = results.get("kerasbert", {})
+    rows = []
+    for name, result in results.items():
+        if why_missing(result):
+            rows.append({"implementation": name, "label": why_missing(result)})
+            continue
+        row = {"implementation": name, "label": result["label"]}
+        for batch in BATCHES:
+            row[f"tps{batch}"] = round(tokens_per_second(result, batch), 1)
+            if not why_missing(ours) and name != "kerasbert" and "timings" in ours:
+                row[f"ratio{batch}"] = round(tokens_per_second(ours, batch)
+                                             / tokens_per_second(result, batch), 2)
+            if name.startswith("hf-torch") and not why_missing(ours) and "outputs" in ours:
+                same = np.mean([a == b for a, b in zip(ours["outputs"][str(batch)],
+                                                       result["outputs"][str(batch)])])
+                row["same"] = f"{row.get('same', '')}{' / ' if 'same' in row else ''}" \
+                              f"{same:.0%}"
+        rows.append(row)
+    columns = [("implementation", "implementation")]
+    for batch in BATCHES:
+        columns += [(f"tps{batch}", f"tokens/s batch {batch}"),
+                    (f"ratio{batch}", f"kerasbert ×, batch {batch}")]
+    columns += [("same", "same ids as kerasbert (batch 1 / 8)"), ("label", "version")]
+    table = {"title": f"Greedy decoding, GPT-2 small (random weights), prompt {PROMPT}, "
+                      f"{NEW_TOKENS} new tokens", "columns": columns, "rows": rows}
+    return {"results": {name: {k: v for k, v in result.items() if k != "outputs"}
+                        for name, result in results.items()}, "tables": [table]}
+
+
+if __name__ == "__main__":
+    from bench.cli import run_alone
+
+    run_alone("generate")
