@@ -274,7 +274,8 @@ class Decoder:
         import tensorflow as tf
 
         beams = settings.num_beams
-        batch, length = tf.shape(ids)[0], tf.shape(ids)[1]
+        # Static sizes (the loop is traced per shape), so that its state keeps its shape.
+        batch, length = ids.shape[0], ids.shape[1]
         logits, caches, present, last = self.prefill(ids, segments, settings.max_new_tokens)
         # Row b * beams + k holds beam k of prompt b.
         logits, present, last = (tf.repeat(x, beams, axis=0) for x in (logits, present, last))
@@ -283,7 +284,7 @@ class Decoder:
         never = tf.constant(-np.inf, "float32")
         # At first the beams are one output: only beam 0 counts.
         scores = tf.tile(tf.concat([[0.0], tf.fill((beams - 1,), never)], 0)[None], [batch, 1])
-        width = tf.fill((batch,), tf.minimum(beams, tf.shape(logits)[1]))
+        width = tf.fill((batch,), min(beams, logits.shape[1]))
         outputs = tf.zeros((batch, beams, settings.max_new_tokens), "int32")
         done = tf.zeros((batch,), "bool")
         best_ids = tf.zeros((batch, settings.max_new_tokens), "int32")
@@ -304,7 +305,7 @@ class Decoder:
                 log_probabilities = tf.where(
                     tf.logical_and(is_end[None], step < settings.min_new_tokens),
                     never, log_probabilities)
-            vocabulary = tf.shape(log_probabilities)[1]
+            vocabulary = log_probabilities.shape[1]
             candidates = scores[:, :, None] + tf.reshape(log_probabilities,
                                                          (batch, beams, vocabulary))
             top = tf.math.top_k(tf.reshape(candidates, (batch, -1)), k=beams)
@@ -352,8 +353,9 @@ class Decoder:
         if settings not in self.compiled:
             def run(ids, segments, new_segments, seed):
                 return self.run(ids, segments, new_segments, seed, settings)
-            self.compiled[settings] = tf.function(run, jit_compile=True, reduce_retracing=True,
-                                                  autograph=False)
+            # Traced per shape (never relaxed to unknown sizes): XLA compiles per shape anyway,
+            # and the loop's state keeps its static shape.
+            self.compiled[settings] = tf.function(run, jit_compile=True, autograph=False)
         return self.compiled[settings]
 
     # ---------------------------------------------------------- no cache
