@@ -17,6 +17,7 @@ import keras
 from kerasbert.models import names
 from kerasbert.models.attention_masks import Causal
 from kerasbert.models.families.bert import BERT
+from kerasbert.models.layers import PositionEmbedding
 
 
 class GPT(BERT):
@@ -40,6 +41,19 @@ class GPT(BERT):
         super().__init__(config, application=application, **kwargs)
         self.with_mlm = False  # the LM head is the tied embedding below, not BERT's MLM
         self.final_activation = final_activation
+
+    def token_and_position(self, inputs):
+        """``Embedding-Token`` (+ ``Embedding-Segment``) + ``Embedding-Position``, added."""
+        x = self.token_and_segment(inputs)
+        return self.apply(inputs=x, layer=PositionEmbedding, max_position=self.max_position,
+                          initializer_range=self.config.initializer_range,
+                          name=names.EMBEDDING_POSITION)
+
+    def mapped(self, x):
+        """``x`` mapped to the hidden size where the embeddings are narrower."""
+        if self.embedding_size != self.hidden_size:
+            return self.dense(x, self.hidden_size, names.EMBEDDING_MAPPING)
+        return x
 
     def embedding_norm(self, x):
         """GPT adds the embeddings and drops out; it has no ``Embedding-Norm``."""

@@ -31,7 +31,7 @@ from kerasbert.models import names
 from kerasbert.models.checkpoint_names import norm
 from kerasbert.models.families.base import HuggingFaceRecipe
 from kerasbert.models.families.gpt import GPT
-from kerasbert.models.layers import Add, PositionEmbedding
+from kerasbert.models.layers import Add
 
 #: GPT-2's layer-norm epsilon (bert4keras fixes it; the config's ``layer_norm_eps`` is not read).
 EPSILON = 1e-5
@@ -129,13 +129,7 @@ class GPT2(GPT):
 
     def apply_embeddings(self, inputs):
         """Token and position embeddings added (no norm, no dropout: bert4keras's GPT2)."""
-        x = self.token_and_segment(inputs)
-        x = self.apply(inputs=x, layer=PositionEmbedding, max_position=self.max_position,
-                       initializer_range=self.config.initializer_range,
-                       name=names.EMBEDDING_POSITION)
-        if self.embedding_size != self.hidden_size:
-            x = self.dense(x, self.hidden_size, names.EMBEDDING_MAPPING)
-        return x
+        return self.mapped(self.token_and_position(inputs))
 
     def pre_norm_residual(self, x, block, extra=()):
         """``x + Dropout(block(Norm(x)))``, GPT-2's pre-norm residual."""

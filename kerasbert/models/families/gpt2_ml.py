@@ -23,7 +23,7 @@ import keras
 from kerasbert.models import names
 from kerasbert.models.checkpoint_names import dense, norm
 from kerasbert.models.families.gpt import GPT
-from kerasbert.models.layers import Add, PositionEmbedding
+from kerasbert.models.layers import Add
 
 #: GPT2-ML's layer-norm epsilon (bert4keras fixes it).
 EPSILON = 1e-5
@@ -52,14 +52,7 @@ class GPT2ML(GPT):
 
     def apply_embeddings(self, inputs):
         """Token and position embeddings added, then ``Embedding-Norm`` (no dropout)."""
-        x = self.token_and_segment(inputs)
-        x = self.apply(inputs=x, layer=PositionEmbedding, max_position=self.max_position,
-                       initializer_range=self.config.initializer_range,
-                       name=names.EMBEDDING_POSITION)
-        x = self.norm(names.EMBEDDING_NORM)(x)
-        if self.embedding_size != self.hidden_size:
-            x = self.dense(x, self.hidden_size, names.EMBEDDING_MAPPING)
-        return x
+        return self.mapped(self.norm(names.EMBEDDING_NORM)(self.token_and_position(inputs)))
 
     def apply_main_layers(self, inputs, index):
         """Attention with a residual sum; norm, feed-forward, residual sum, norm."""
