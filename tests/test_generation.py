@@ -232,15 +232,21 @@ def test_greedy_and_beam_search_equal_bert4keras_autoregressive_decoder(tmp_path
 
 
 @pytest.mark.peer
-def test_gpt2_converted_from_hugging_face_generates_what_transformers_generates(tmp_path):
+@pytest.mark.parametrize("family", ["gpt2", "openai-gpt"])
+def test_a_model_converted_from_hugging_face_generates_what_transformers_generates(
+        tmp_path, family):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     from kerasbert.cli.main import main
 
     torch.manual_seed(0)
-    config = transformers.GPT2Config(vocab_size=120, n_embd=32, n_layer=2, n_head=4,
-                                     n_positions=64, bos_token_id=1, eos_token_id=1)
-    theirs = transformers.GPT2LMHeadModel(config).eval()
+    sizes = dict(vocab_size=120, n_embd=32, n_layer=2, n_head=4, n_positions=64)
+    if family == "gpt2":
+        theirs = transformers.GPT2LMHeadModel(transformers.GPT2Config(
+            **sizes, bos_token_id=1, eos_token_id=1))
+    else:
+        theirs = transformers.OpenAIGPTLMHeadModel(transformers.OpenAIGPTConfig(**sizes))
+    theirs.eval()
     with torch.no_grad():
         for parameter in theirs.parameters():
             parameter.normal_(0, 0.3)
@@ -250,15 +256,20 @@ def test_gpt2_converted_from_hugging_face_generates_what_transformers_generates(
     ours = build_transformer_model(str(tmp_path / "google" / "bert_config.json"),
                                    str(tmp_path / "google" / "bert_model.ckpt"),
                                    final_activation="linear")
-    assert ours.get_layer("Output-Norm") is not None  # the config's model_type built GPT-2
-    # Left-padded as transformers pads a batch for generation.
-    width = max(map(len, PROMPTS))
-    ids = torch.tensor([[0] * (width - len(p)) + p for p in PROMPTS])
-    mask = (ids != 0).long()
+    # The config's model_type built the family: GPT-2's final norm, GPT's post-norm layers.
+    assert ("Output-Norm" in [layer.name for layer in ours.layers]) == (family == "gpt2")
     with torch.no_grad():
-        logits = theirs(ids[:1], attention_mask=mask[:1]).logits.numpy()
-        expected = theirs.generate(ids, attention_mask=mask, max_new_tokens=12, do_sample=False,
-                                   pad_token_id=0, eos_token_id=None)[:, width:].tolist()
+        logits = theirs(torch.tensor(PROMPTS[:1])).logits.numpy()
     np.testing.assert_allclose(ours.predict(np.array(PROMPTS[:1]), verbose=0), logits,
                                atol=1e-5, rtol=0)
+    settings = dict(max_new_tokens=12, do_sample=False, pad_token_id=0, eos_token_id=None)
+    with torch.no_grad():
+        if family == "gpt2":  # left-padded as transformers pads a batch for generation
+            width = max(map(len, PROMPTS))
+            ids = torch.tensor([[0] * (width - len(p)) + p for p in PROMPTS])
+            expected = theirs.generate(ids, attention_mask=(ids != 0).long(),
+                                       **settings)[:, width:].tolist()
+        else:  # OpenAI GPT counts positions from the first column: one prompt at a time
+            expected = [theirs.generate(torch.tensor([p]), **settings)[0, len(p):].tolist()
+                        for p in PROMPTS]
     assert generate(ours, PROMPTS, max_new_tokens=12) == expected

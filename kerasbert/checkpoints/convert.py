@@ -1,11 +1,12 @@
 """Hugging Face model directory → Google checkpoint, ``bert_config.json`` and ``vocab.txt``.
 
-Reads ``config.json`` and ``model.safetensors`` of a BERT, ALBERT, ELECTRA, RoFormer or GPT-2
-(base models, pretraining and task models; the ``bert.`` / ``albert.`` / ``electra.`` /
-``roformer.`` / ``transformer.`` prefix is optional) and writes what Google's code, bert4keras and
-:func:`kerasbert.build_transformer_model` read: each family's original variable names
-(each family module's ``checkpoint_table``, :mod:`kerasbert.models.families`); each
-family's Hugging Face layout is its module's ``hf_layout``. The span head of a BERT or
+Reads ``config.json`` and ``model.safetensors`` of a BERT, ALBERT, ELECTRA, RoFormer, GPT-2 or
+OpenAI GPT (base models, pretraining and task models; the ``bert.`` / ``albert.`` /
+``electra.`` / ``roformer.`` / ``transformer.`` prefix is optional) and writes what Google's
+code, bert4keras and :func:`kerasbert.build_transformer_model` read: each family's original
+variable names (each family module's ``checkpoint_table``, :mod:`kerasbert.models.families`);
+each family's Hugging Face layout is its module's ``hf_layout`` (GPT-2's and OpenAI GPT's
+fused query/key/value: a ``HuggingFaceRecipe``). The span head of a BERT or
 RoFormer ``...ForQuestionAnswering`` (``qa_outputs``) is written under the names of Google's
 ``run_squad.py``: ``cls/squad/output_weights`` and ``cls/squad/output_bias``.
 
@@ -50,20 +51,23 @@ def layouts():
 
     Example:
         >>> list(layouts())
-        ['bert', 'albert', 'roformer', 'electra', 'gpt2']
+        ['bert', 'albert', 'roformer', 'electra', 'gpt2', 'openai-gpt']
     """
     found = {}
     for name in FAMILIES:
-        cls = family_class(name)
-        if cls.hf_layout is not None:
-            found.setdefault(cls.model_type, cls.hf_layout)
+        layout = family_class(name).hf_layout
+        if layout is not None:
+            key = layout.model_type if isinstance(layout, HuggingFaceRecipe) else \
+                family_class(name).model_type
+            found.setdefault(key, layout)
     return found
 
 
 # Old checkpoints name LayerNorm parameters gamma/beta, newer ones weight/bias.
 _NORM_PARAMETERS = {"weight": "gamma", "gamma": "gamma", "bias": "beta", "beta": "beta"}
 FAMILY_NAMES = {"bert": "a BERT", "albert": "an ALBERT", "electra": "an ELECTRA",
-                "roformer": "a RoFormer", "gpt2": "a GPT-2"}  # in messages
+                "roformer": "a RoFormer", "gpt2": "a GPT-2",
+                "openai-gpt": "an OpenAI GPT"}  # in messages
 # Keys of a Hugging Face config that the Google config keeps (the rest is bookkeeping).
 KEPT_KEYS = ("embedding_size", "num_hidden_groups", "inner_group_num")
 
@@ -121,8 +125,8 @@ class WouldReplace(ValueError):
 
 
 def convert_hf_to_google(hf_dir, prefix, dtype="float32", overwrite=False):
-    """Converts a Hugging Face BERT, ALBERT, ELECTRA, RoFormer or GPT-2 directory into a Google
-    checkpoint directory, in the family's original variable names.
+    """Converts a Hugging Face BERT, ALBERT, ELECTRA, RoFormer, GPT-2 or OpenAI GPT directory
+    into a Google checkpoint directory, in the family's original variable names.
 
     Everything is checked before anything is written: a conversion that fails, or is
     refused, leaves the folder of ``prefix`` as it was (and makes none).
@@ -261,7 +265,7 @@ def _read_config(path):
     recipe = _recipe_of(path)
     if recipe is not None:
         values = recipe.config(_json_values(path), path)
-        return BertConfig.from_dict(values, source=path), values["model_type"]
+        return BertConfig.from_dict(values, source=path), recipe.model_type
     # BertConfig refuses what no family builds (position_embedding_type, is_decoder...).
     config = BertConfig.from_json_file(path)
     model_type = model_type_of(config.family)

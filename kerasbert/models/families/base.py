@@ -70,6 +70,7 @@ class HuggingFaceRecipe:
             without the prefix), or None for one with no Google counterpart.
         ignored: regular expressions of parameters (without the prefix) left out on
             purpose: buffers, tied copies.
+        model_type: the ``model_type`` of Hugging Face's config (``"openai-gpt"``).
     """
 
     prefix: str
@@ -77,6 +78,7 @@ class HuggingFaceRecipe:
     config: object
     variables: object
     ignored: tuple = ()
+    model_type: str = ""
 
 
 class Transformer:

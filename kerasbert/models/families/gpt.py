@@ -8,16 +8,125 @@ itself and the tokens before it (:class:`kerasbert.models.attention_masks.Causal
 ``Attention-LM-Mask`` layer); the output is ``LM-Activation``, the next-token softmax of
 each position (``final_activation="linear"`` gives logits).
 
+Hugging Face's OpenAI GPT (``OpenAIGPTModel``, ``OpenAIGPTLMHeadModel``: the same post-norm
+layers, no segments) converts to these names (``kerasbert convert --from-hf``); its
+``Conv1D`` weights are ``[in, out]`` and ``c_attn`` holds query, key and value side by side,
+as GPT-2's.
+
 Audit: BERT's rows without ``Embedding-Norm`` and without heads (the output matrix is
 ``Embedding-Token``, counted once).
 """
 
+import re
+
 import keras
+import numpy as np
 
 from kerasbert.models import names
 from kerasbert.models.attention_masks import Causal
+from kerasbert.models.families.base import HuggingFaceRecipe
 from kerasbert.models.families.bert import BERT
 from kerasbert.models.layers import PositionEmbedding
+
+# ------------------------------------ Hugging Face's Conv1D families (OpenAI GPT, GPT-2)
+HF_NORM = {"weight": "gamma", "bias": "beta"}
+HF_LAYER = re.compile(r"h\.(\d+)\.(.+)\.(weight|bias)")
+#: What these families' Hugging Face files hold besides the weights: the causal mask's
+#: buffers (older files) and the LM head, tied to the token embedding.
+HF_IGNORED = (r"lm_head\.weight", r"h\.\d+\.attn\.(bias|masked_bias)", r"position_ids")
+
+
+def conv1d_config(values, path, model_type, defaults):
+    """The sizes of a Hugging Face OpenAI GPT / GPT-2 config as Google keys.
+
+    Raises:
+        ValueError: a size missing, or a key of ``defaults`` with another value (a model
+            this family does not build).
+    """
+    for key, default in defaults.items():
+        if values.get(key, default) != default:
+            raise ValueError(f"{key} ({values[key]!r}) in {path}: kerasbert's {model_type} is "
+                             f"built with {key}={default!r}")
+    missing = [key for key in ("vocab_size", "n_embd", "n_layer", "n_head", "n_positions")
+               if key not in values]
+    if missing:
+        raise ValueError(f"{missing[0]} in {path}: missing; a {model_type} config.json has "
+                         "vocab_size, n_embd, n_layer, n_head and n_positions")
+    return {"model_type": model_type, "vocab_size": values["vocab_size"],
+            "hidden_size": values["n_embd"], "num_hidden_layers": values["n_layer"],
+            "num_attention_heads": values["n_head"],
+            "max_position_embeddings": values["n_positions"], "type_vocab_size": 0,
+            "hidden_dropout_prob": values.get("resid_pdrop", 0.1),
+            "attention_probs_dropout_prob": values.get("attn_pdrop", 0.1),
+            "initializer_range": values.get("initializer_range", 0.02)}
+
+
+def conv1d_variables(embeddings, final_norms, layer_modules):
+    """``(name, value) -> [(Google name, value)]`` for a Hugging Face family of ``Conv1D``
+    layers (None for a parameter it does not know).
+
+    Args:
+        embeddings: module -> Google variable of its ``weight`` (``{"wte": ...}``).
+        final_norms: module -> Google scope of a norm outside the layers (``{"ln_f": ...}``).
+        layer_modules: a layer's module -> its Google scope inside ``.../layer_{i}``;
+            ``attn.c_attn`` is split three ways into ``attention/self/{query,key,value}``.
+
+    Example:
+        >>> split = conv1d_variables({}, {}, {})("h.0.attn.c_attn.bias", np.zeros(48))
+        >>> for name, value in split:
+        ...     print(name, value.shape)
+        gpt/transformer/layer_0/attention/self/query/bias (16,)
+        gpt/transformer/layer_0/attention/self/key/bias (16,)
+        gpt/transformer/layer_0/attention/self/value/bias (16,)
+    """
+    def variables(name, value):
+        module, _, parameter = name.rpartition(".")
+        if module in embeddings:
+            return [(embeddings[module], value)] if parameter == "weight" else None
+        if module in final_norms:
+            return [(f"{final_norms[module]}/{HF_NORM[parameter]}", value)] \
+                if parameter in HF_NORM else None
+        found = HF_LAYER.fullmatch(name)
+        if found is None:
+            return None
+        index, module, parameter = found.groups()
+        scope = f"gpt/transformer/layer_{index}"
+        kind = "kernel" if parameter == "weight" else "bias"
+        if module == "attn.c_attn":
+            parts = np.split(value, 3, axis=-1)
+            return [(f"{scope}/attention/self/{projection}/{kind}", part)
+                    for projection, part in zip(("query", "key", "value"), parts)]
+        if module not in layer_modules:
+            return None
+        if "LayerNorm" in layer_modules[module]:
+            return [(f"{scope}/{layer_modules[module]}/{HF_NORM[parameter]}", value)]
+        return [(f"{scope}/{layer_modules[module]}/{kind}", value)]  # Conv1D: [in, out]
+    return variables
+
+
+def hf_config(values, path):
+    """The Google config of a Hugging Face OpenAI GPT ``config.json``'s values (its
+    ``afn: "gelu"`` is the tanh approximation in transformers' code).
+
+    Example:
+        >>> hf_config({"vocab_size": 40478, "n_embd": 768, "n_layer": 12, "n_head": 12,
+        ...            "n_positions": 512}, "x")["hidden_act"]
+        'gelu_new'
+    """
+    afn = values.get("afn", "gelu")
+    return {**conv1d_config(values, path, "gpt", {}),
+            "intermediate_size": 4 * values["n_embd"],
+            "hidden_act": {"gelu": "gelu_new", "swish": "silu"}.get(afn, afn),
+            "layer_norm_eps": values.get("layer_norm_epsilon", 1e-5)}
+
+
+#: Each Hugging Face OpenAI GPT parameter's Google variables (see :func:`conv1d_variables`).
+hf_variables = conv1d_variables(
+    {"tokens_embed": "gpt/embeddings/word_embeddings",
+     "positions_embed": "gpt/embeddings/position_embeddings"}, {},
+    {"attn.c_proj": "attention/output/dense", "ln_1": "attention/output/LayerNorm",
+     "mlp.c_fc": "intermediate/dense", "mlp.c_proj": "output/dense",
+     "ln_2": "output/LayerNorm"})
 
 
 class GPT(BERT):
@@ -27,7 +136,8 @@ class GPT(BERT):
     default_name = "gpt"
     factorised = True
     head_flags = ()
-    hf_layout = None  # Hugging Face's OpenAI GPT is another layout (Conv1D weights)
+    hf_layout = HuggingFaceRecipe("transformer.", "gpt", hf_config, hf_variables,
+                                  HF_IGNORED, model_type="openai-gpt")
     marker_layer = names.LM_ACTIVATION
     checkpoint_pattern = r"gpt/"
     checkpoint_description = "a GPT"

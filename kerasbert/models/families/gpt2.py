@@ -22,15 +22,12 @@ side by side and its ``Conv1D`` weights are already ``[in, out]``.
 Audit: GPT's rows without ``Embedding-Segment`` (no segment input), plus ``Output-Norm``.
 """
 
-import re
-
 import keras
-import numpy as np
 
 from kerasbert.models import names
 from kerasbert.models.checkpoint_names import norm
 from kerasbert.models.families.base import HuggingFaceRecipe
-from kerasbert.models.families.gpt import GPT
+from kerasbert.models.families.gpt import GPT, HF_IGNORED, conv1d_config, conv1d_variables
 from kerasbert.models.layers import Add
 
 #: GPT-2's layer-norm epsilon (bert4keras fixes it; the config's ``layer_norm_eps`` is not read).
@@ -40,12 +37,6 @@ EPSILON = 1e-5
 #: Hugging Face config keys whose other values describe a model this family does not build.
 HF_DEFAULTS = {"scale_attn_weights": True, "scale_attn_by_inverse_layer_idx": False,
                "reorder_and_upcast_attn": False, "add_cross_attention": False}
-HF_NORM = {"weight": "gamma", "bias": "beta"}
-HF_LAYER = re.compile(r"h\.(\d+)\.(.+)\.(weight|bias)")
-#: A layer's modules (no ``c_attn``: split three ways) -> their Google scope in the layer.
-HF_LAYER_MODULES = {"attn.c_proj": "attention/output/dense", "mlp.c_fc": "intermediate/dense",
-                    "mlp.c_proj": "output/dense", "ln_1": "attention/input/LayerNorm",
-                    "ln_2": "input/LayerNorm"}
 
 
 def hf_config(values, path):
@@ -56,58 +47,19 @@ def hf_config(values, path):
         ...            "n_layer": 12, "n_head": 12, "n_positions": 1024}, "x")["intermediate_size"]
         3072
     """
-    for key, default in HF_DEFAULTS.items():
-        if values.get(key, default) != default:
-            raise ValueError(f"{key} ({values[key]!r}) in {path}: kerasbert's GPT-2 is built "
-                             f"with {key}={default!r}")
-    missing = [key for key in ("vocab_size", "n_embd", "n_layer", "n_head", "n_positions")
-               if key not in values]
-    if missing:
-        raise ValueError(f"{missing[0]} in {path}: missing; a GPT-2 config.json has "
-                         "vocab_size, n_embd, n_layer, n_head and n_positions")
-    return {"model_type": "gpt2", "vocab_size": values["vocab_size"],
-            "hidden_size": values["n_embd"], "num_hidden_layers": values["n_layer"],
-            "num_attention_heads": values["n_head"],
+    return {**conv1d_config(values, path, "gpt2", HF_DEFAULTS),
             "intermediate_size": values.get("n_inner") or 4 * values["n_embd"],
             "hidden_act": values.get("activation_function", "gelu_new"),
-            "max_position_embeddings": values["n_positions"], "type_vocab_size": 0,
-            "hidden_dropout_prob": values.get("resid_pdrop", 0.1),
-            "attention_probs_dropout_prob": values.get("attn_pdrop", 0.1),
-            "initializer_range": values.get("initializer_range", 0.02),
             "layer_norm_eps": values.get("layer_norm_epsilon", EPSILON)}
 
 
-def hf_variables(name, value):
-    """The Google variables of one Hugging Face GPT-2 parameter (None: not one of them).
-
-    Example:
-        >>> for name, value in hf_variables("h.0.attn.c_attn.bias", np.zeros(48)):
-        ...     print(name, value.shape)
-        gpt/transformer/layer_0/attention/self/query/bias (16,)
-        gpt/transformer/layer_0/attention/self/key/bias (16,)
-        gpt/transformer/layer_0/attention/self/value/bias (16,)
-    """
-    if name in ("wte.weight", "wpe.weight"):
-        table = "word_embeddings" if name == "wte.weight" else "position_embeddings"
-        return [(f"gpt/embeddings/{table}", value)]
-    if name.startswith("ln_f."):
-        parameter = HF_NORM.get(name[len("ln_f."):])
-        return [(f"gpt/output/LayerNorm/{parameter}", value)] if parameter else None
-    found = HF_LAYER.fullmatch(name)
-    if found is None:
-        return None
-    index, module, parameter = found.groups()
-    scope = f"gpt/transformer/layer_{index}"
-    kind = "kernel" if parameter == "weight" else "bias"
-    if module == "attn.c_attn":
-        parts = np.split(value, 3, axis=-1)
-        return [(f"{scope}/attention/self/{projection}/{kind}", part)
-                for projection, part in zip(("query", "key", "value"), parts)]
-    if module not in HF_LAYER_MODULES:
-        return None
-    if module.startswith("ln_"):
-        return [(f"{scope}/{HF_LAYER_MODULES[module]}/{HF_NORM[parameter]}", value)]
-    return [(f"{scope}/{HF_LAYER_MODULES[module]}/{kind}", value)]  # Conv1D: [in, out]
+#: Each Hugging Face GPT-2 parameter's Google variables (see :func:`conv1d_variables`).
+hf_variables = conv1d_variables(
+    {"wte": "gpt/embeddings/word_embeddings", "wpe": "gpt/embeddings/position_embeddings"},
+    {"ln_f": "gpt/output/LayerNorm"},
+    {"attn.c_proj": "attention/output/dense", "mlp.c_fc": "intermediate/dense",
+     "mlp.c_proj": "output/dense", "ln_1": "attention/input/LayerNorm",
+     "ln_2": "input/LayerNorm"})
 
 
 class GPT2(GPT):
@@ -119,10 +71,8 @@ class GPT2(GPT):
     checkpoint_description = "a GPT-2"
     segment_inputs = False
     applications = ("encoder", "lm")
-    hf_layout = HuggingFaceRecipe(
-        "transformer.", "gpt", hf_config, hf_variables,
-        # The causal mask's buffers (older files) and the LM head, tied to wte.
-        ignored=(r"lm_head\.weight", r"h\.\d+\.attn\.(bias|masked_bias)"))
+    hf_layout = HuggingFaceRecipe("transformer.", "gpt", hf_config, hf_variables, HF_IGNORED,
+                                  model_type="gpt2")
 
     def norm(self, name):
         return self.apply(layer=keras.layers.LayerNormalization, epsilon=EPSILON, name=name)
