@@ -186,8 +186,18 @@ def test_the_audit_formulas_give_bert4keras_counts_layer_by_layer(theirs, family
 
 @pytest.mark.slow
 @pytest.mark.peer
-def test_published_family_configs_count_as_bert4keras_and_the_readme_says():
-    jobs = {path: [str(ROOT / path), family] for path, (family, _) in ref.FAMILY_CONFIGS.items()}
+def test_published_family_configs_count_as_bert4keras_and_the_readme_says(tmp_path):
+    jobs = {}
+    for path, (family, _) in ref.FAMILY_CONFIGS.items():
+        config = json.loads((ROOT / path).read_text())
+        if config.get("hidden_act") == "gelu_new":
+            # bert4keras spells GPT-2's tanh GELU "gelu" (after set_gelu("tanh")); the count
+            # does not depend on it.
+            copy = tmp_path / path.replace("/", "_")
+            copy.write_text(json.dumps({**config, "hidden_act": "gelu"}))
+            jobs[path] = [str(copy), family]
+        else:
+            jobs[path] = [str(ROOT / path), family]
     counts = run_bert4keras(f"""
         import json
         from bert4keras.models import build_transformer_model
