@@ -41,5 +41,7 @@ FAMILY_CONFIGS = {
         "electra", 12_280_576),
     # OpenAI's GPT-2 small (124M), as kerasbert convert writes Hugging Face's gpt2.
     "checkpoints/gpt2_small/bert_config.json": ("gpt2", 124_439_808),
+    # Google's mT5-small (300M, its untied output matrix a third of it).
+    "checkpoints/mt5_small/bert_config.json": ("mt5.1.1", 300_176_768),
 }
 ALBERT_BASE_POOLER = 11_683_584

@@ -98,8 +98,12 @@ def test_bert_values_of_those_keys_and_real_configs_still_load():
 
 def test_another_family_is_named_before_missing_keys():
     t5 = {"model_type": "t5", "vocab_size": 32128, "d_model": 512, "num_layers": 6}
-    with pytest.raises(ValueError, match=r"^model_type \('t5'\) in <dict>: not supported yet"):
+    with pytest.raises(ValueError, match=r"^hidden_size in <dict>: missing; this is a Hugging "
+                                         r"Face T5 config .*convert --from-hf"):
         BertConfig.from_dict(t5)
+    with pytest.raises(ValueError, match=r"^model_type \('t5'\) in <dict>: another family "
+                                         r"than model='bert'"):
+        BertConfig.from_dict(t5, family="bert")
 
 
 # ------------------------------------------------------------------------- paths

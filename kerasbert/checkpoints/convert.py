@@ -67,7 +67,7 @@ def layouts():
 _NORM_PARAMETERS = {"weight": "gamma", "gamma": "gamma", "bias": "beta", "beta": "beta"}
 FAMILY_NAMES = {"bert": "a BERT", "albert": "an ALBERT", "electra": "an ELECTRA",
                 "roformer": "a RoFormer", "gpt2": "a GPT-2",
-                "openai-gpt": "an OpenAI GPT"}  # in messages
+                "openai-gpt": "an OpenAI GPT", "t5": "a T5", "mt5": "an mT5"}  # in messages
 # Keys of a Hugging Face config that the Google config keeps (the rest is bookkeeping).
 KEPT_KEYS = ("embedding_size", "num_hidden_groups", "inner_group_num")
 
@@ -178,6 +178,9 @@ def convert_hf_to_google(hf_dir, prefix, dtype="float32", overwrite=False):
     vocab_path = os.path.join(beside, "vocab.txt") if os.path.exists(vocab_source) else None
     check_output(prefix, config_path, vocab_path, overwrite)
     variables, skipped = _read_weights(weights_path, dtype, model_type)
+    layout = layouts()[model_type]
+    if getattr(layout, "finish", None) is not None:
+        layout.finish(variables, _json_values(os.path.join(hf_dir, "config.json")))
     _check_complete(variables, config, weights_path, model_type)
     _write(variables, prefix, config, config_path, vocab_source if vocab_path else None,
            vocab_path)
@@ -357,7 +360,7 @@ def _check_complete(variables, config, path, model_type):
         left_out.add(names.EMBEDDING_MAPPING)
     mapping = table(config.family)(config.num_hidden_layers)
     needed = [name for layer, weights in mapping.items() if layer not in left_out
-              for name in weights.values() if name.startswith(f"{scope}/")]
+              for name in weights.values() if not scope or name.startswith(f"{scope}/")]
     if config.type_vocab_size == 0 and f"{scope}/embeddings/token_type_embeddings" in needed:
         needed.remove(f"{scope}/embeddings/token_type_embeddings")
     missing = [name for name in dict.fromkeys(needed) if name not in variables]

@@ -296,7 +296,7 @@ def _listing(items, limit=8):
 
 def _loaded_shape(name, stored, vocabulary):
     if name in TRANSPOSED_VARIABLES:
-        return stored[::-1]
+        stored = stored[::-1]
     if is_vocabulary_variable(name) and stored:
         vocabulary.check(stored[0])
         return (vocabulary.size(stored[0]),) + stored[1:]
@@ -335,9 +335,7 @@ def _hint(name, expected, found):
 
 # Variable names that mark a checkpoint of a family kerasbert does not build: (the family
 # with its article, None, pattern).
-NOT_BUILT = (
-    ("a T5", None, r"(encoder|decoder)/block_\d+/"),
-)
+NOT_BUILT = ()
 
 
 def other_families():
@@ -353,7 +351,8 @@ def _other_family(available, family):
     """What another family's checkpoint looks like, for the message: ``(what, model=)``;
     None where it looks like ``family``'s own."""
     for what, loads_as, pattern in other_families():
-        if loads_as == model_type_of(family):
+        if loads_as == model_type_of(family) or loads_as and issubclass(
+                family_class(family), family_class(loads_as)):
             continue
         for name in sorted(available):
             found = re.match(pattern, name)

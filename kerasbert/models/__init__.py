@@ -3,10 +3,11 @@ build_transformer_model`` works as ``from bert4keras.models import ...`` does.
 
 Provided: :func:`build_transformer_model`, :class:`Transformer`, the family classes
 (``BERT``, ``ALBERT``, ``ALBERT_Unshared``, ``NEZHA``, ``RoFormer``, ``RoFormerV2``,
-``ELECTRA``, ``GPT``, ``GPT2``, ``GPT2_ML``), the mask mixins ``LM_Mask`` / ``UniLM_Mask``
-and the class decorators :func:`extend_with_language_model` /
-:func:`extend_with_unified_language_model`. bert4keras's families that kerasbert does not
-build (T5) and ``data_parallel`` are refused by name (:data:`NOT_PROVIDED`).
+``ELECTRA``, ``GPT``, ``GPT2``, ``GPT2_ML``, ``T5``), the mask mixins ``LM_Mask`` /
+``UniLM_Mask`` and the class decorators :func:`extend_with_language_model` /
+:func:`extend_with_unified_language_model`. T5's halves as classes of their own
+(``T5_Encoder``, ``T5_Decoder``, ``T5_Base``) and ``data_parallel`` are refused by name
+(:data:`NOT_PROVIDED`).
 
 Example:
     >>> from kerasbert.models import RoFormer, build_transformer_model, extend_with_language_model
@@ -34,16 +35,18 @@ from kerasbert.models.families.gpt2 import GPT2
 from kerasbert.models.families.gpt2_ml import GPT2ML as GPT2_ML
 from kerasbert.models.families.nezha import NEZHA
 from kerasbert.models.families.roformer import RoFormer, RoFormerV2
+from kerasbert.models.families.t5 import T5
 
 __all__ = ["ALBERT", "ALBERT_Unshared", "BERT", "ELECTRA", "GPT", "GPT2", "GPT2_ML", "LM_Mask",
            "NEZHA",
-           "RoFormer", "RoFormerV2", "Transformer", "UniLM_Mask", "build_transformer_model",
+           "RoFormer", "RoFormerV2", "T5", "Transformer", "UniLM_Mask", "build_transformer_model",
            "extend_with_language_model", "extend_with_unified_language_model"]
 
-_T5 = "T5 (an encoder-decoder with its own relative positions) is not built"
+_T5 = ("T5's halves are not classes of their own; build model='t5' (or 't5.1.1', "
+       "'mt5.1.1') with return_keras_model=False and use its .encoder and .decoder")
 #: bert4keras ``models`` names kerasbert does not provide -> why, and what to use instead.
 NOT_PROVIDED = {
-    "T5_Base": _T5, "T5_Encoder": _T5, "T5_Decoder": _T5, "T5": _T5,
+    "T5_Base": _T5, "T5_Encoder": _T5, "T5_Decoder": _T5,
     "data_parallel": "Keras 3 has no multi-GPU model copy; train under "
                      "tf.distribute.MirroredStrategy (kerasbert train --strategy mirrored)",
 }

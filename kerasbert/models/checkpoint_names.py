@@ -13,9 +13,13 @@ NSP_OUTPUT_WEIGHTS = "cls/seq_relationship/output_weights"
 SQUAD_OUTPUT_WEIGHTS = "cls/squad/output_weights"
 SQUAD_OUTPUT_BIAS = "cls/squad/output_bias"
 # One row per vocabulary entry: keep_tokens / compound_tokens apply to these.
-VOCABULARY_VARIABLES = (WORD_EMBEDDINGS, MLM_OUTPUT_BIAS)
+# T5's shared embedding and its t5.1.1 output matrix (stored [hidden, vocab], kept [vocab,
+# hidden]).
+T5_EMBEDDING = "shared/embedding"
+T5_LOGITS = "decoder/logits/kernel"
+VOCABULARY_VARIABLES = (WORD_EMBEDDINGS, MLM_OUTPUT_BIAS, T5_EMBEDDING, T5_LOGITS)
 # Stored [2, hidden] in Google checkpoints; the Keras Dense kernel is [hidden, 2].
-TRANSPOSED_VARIABLES = (NSP_OUTPUT_WEIGHTS, SQUAD_OUTPUT_WEIGHTS)
+TRANSPOSED_VARIABLES = (NSP_OUTPUT_WEIGHTS, SQUAD_OUTPUT_WEIGHTS, T5_LOGITS)
 
 
 def dense(scope):

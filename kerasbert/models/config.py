@@ -175,6 +175,10 @@ class BertConfig:
         # Before the required keys: another family's config may lack some of them.
         check_family(merged, f"in {source}", family)
         missing = [key for key in REQUIRED_KEYS if key not in merged]
+        if missing and "d_model" in merged:
+            raise ValueError(f"{missing[0]} in {source}: missing; this is a Hugging Face T5 "
+                             "config (d_model, num_layers...): kerasbert convert --from-hf "
+                             "writes its Google one")
         if missing:
             raise ValueError(f"missing key(s) in {source}: {', '.join(missing)} "
                              f"{'is' if len(missing) == 1 else 'are'} required")
@@ -231,7 +235,14 @@ class BertConfig:
     # ---------------------------------------------------------------- derived
     @property
     def head_size(self):
+        """``attention_head_size`` where the family's heads may have their own width (T5's
+        ``d_kv``), else ``hidden_size / num_attention_heads``."""
+        if self.extra.get("attention_head_size") and self._family_attribute("free_head_size"):
+            return self.extra["attention_head_size"]
         return self.hidden_size // self.num_attention_heads
+
+    def _family_attribute(self, name):
+        return self.family in FAMILIES and getattr(family_class(self.family), name, False)
 
     @property
     def embedding_size(self):
@@ -260,7 +271,9 @@ class BertConfig:
             value = _check_number(name, getattr(self, name), where)
             if not value > 0:
                 raise ValueError(f"{name} ({value!r}) {where}: must be positive")
-        if self.hidden_size % self.num_attention_heads:
+        if self._family_attribute("free_head_size"):
+            _check_int("attention_head_size", self.head_size, where, minimum=1)
+        elif self.hidden_size % self.num_attention_heads:
             raise ValueError(
                 f"hidden_size ({self.hidden_size}) {where}: must be divisible by "
                 f"num_attention_heads ({self.num_attention_heads})"
@@ -271,20 +284,29 @@ class BertConfig:
                 f"hidden_size ({self.hidden_size}) {where}: {self.family}'s rotary positions "
                 "turn pairs of features, so the head size (hidden_size / num_attention_heads "
                 f"= {self.head_size}) must be even")
-        if not isinstance(self.hidden_act, str):
+        gated = (isinstance(self.hidden_act, list) and self.hidden_act
+                 and self._family_attribute("gated_activations"))
+        for activation in (self.hidden_act if gated else [self.hidden_act]):
+            _check_activation(activation, self.hidden_act, where)
+
+
+def _check_activation(activation, hidden_act, where):
+    """Raises unless ``activation`` (``hidden_act`` or one of its list) is known."""
+    if not isinstance(activation, str):
+        raise ValueError(
+            f"hidden_act ({hidden_act!r}) {where}: must be a string such as 'gelu' (a list "
+            "of them, a gated feed-forward, is T5's)"
+        )
+    if activation not in APPROXIMATE_GELU_NAMES:
+        try:
+            keras.activations.get(activation)
+        except (ValueError, TypeError):
             raise ValueError(
-                f"hidden_act ({self.hidden_act!r}) {where}: must be a string such as 'gelu'"
-            )
-        if self.hidden_act not in APPROXIMATE_GELU_NAMES:
-            try:
-                keras.activations.get(self.hidden_act)
-            except (ValueError, TypeError):
-                raise ValueError(
-                    f"hidden_act ({self.hidden_act!r}) {where}: Unknown activation; use 'gelu' "
-                    "(exact), "
-                    f"one of {', '.join(APPROXIMATE_GELU_NAMES)} (tanh approximation), "
-                    "or a Keras activation name such as 'relu'"
-                ) from None
+                f"hidden_act ({hidden_act!r}) {where}: Unknown activation; use 'gelu' "
+                "(exact), "
+                f"one of {', '.join(APPROXIMATE_GELU_NAMES)} (tanh approximation), "
+                "or a Keras activation name such as 'relu'"
+            ) from None
 
 
 def check_family(values, where, family="bert"):

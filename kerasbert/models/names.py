@@ -67,6 +67,25 @@ CLS_PROBABILITIES = "CLS-Probabilities"
 SPAN_DENSE = "Span-Dense"
 
 
+# T5: an encoder and a decoder; their layers carry the side's prefix ("Encoder-Transformer-0-
+# MultiHeadSelfAttention"), the token embedding is shared by both.
+ENCODER, DECODER = "Encoder", "Decoder"
+ENCODER_INPUT_TOKEN = "Encoder-Input-Token"
+DECODER_INPUT_TOKEN = "Decoder-Input-Token"
+# The decoder model's first input: the encoder's output.
+INPUT_CONTEXT = "Input-Context"
+
+
+def side_name(side, name):
+    """A T5 layer's name: ``side_name("Encoder", "Output-Norm") -> "Encoder-Output-Norm"``."""
+    return f"{side}-{name}"
+
+
+def cross_attention_name(index):
+    """``cross_attention_name(0) -> "Decoder-Transformer-0-MultiHeadCrossAttention"``."""
+    return f"{DECODER}-Transformer-{index}-MultiHeadCrossAttention"
+
+
 def attention_name(index):
     """``attention_name(0) -> "Transformer-0-MultiHeadSelfAttention"``."""
     return f"Transformer-{index}-MultiHeadSelfAttention"

@@ -27,6 +27,10 @@ FAMILIES = {
     "gpt2": "gpt2:GPT2",
     "gpt2_ml": "gpt2_ml:GPT2ML",
     "gpt": "gpt:GPT",
+    "t5": "t5:T5",
+    "t5.1.0": "t5:T5",
+    "t5.1.1": "t5:T5_1_1",
+    "mt5.1.1": "t5:MT5_1_1",
 }
 
 def family_class(family):

@@ -71,6 +71,9 @@ class HuggingFaceRecipe:
         ignored: regular expressions of parameters (without the prefix) left out on
             purpose: buffers, tied copies.
         model_type: the ``model_type`` of Hugging Face's config (``"openai-gpt"``).
+        finish: ``(variables, values) -> None``, or None: completes the Google variables
+            read (a dict) from what the Hugging Face config's ``values`` say (T5's output
+            matrix, tied or scaled).
     """
 
     prefix: str
@@ -79,6 +82,7 @@ class HuggingFaceRecipe:
     variables: object
     ignored: tuple = ()
     model_type: str = ""
+    finish: object = None
 
 
 class Transformer:

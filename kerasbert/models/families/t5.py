@@ -1,0 +1,793 @@
+"""T5 as bert4keras builds it: ``model="t5"`` (Google's first release, also ``"t5.1.0"``),
+``"t5.1.1"`` and ``"mt5.1.1"`` (multilingual T5): an encoder, a decoder that also attends
+to the encoder's output, and the model joining them.
+
+The graph (every norm a root-mean-square norm with a scale alone, epsilon 1e-6; no biases
+anywhere; attention scores not divided by the square root of the head size)::
+
+    Encoder-Input-Token ─ Embedding-Token ─ Encoder-Embedding-Dropout
+      ─ L × [ -MultiHeadSelfAttention-Norm ─ Encoder-Transformer-i-MultiHeadSelfAttention
+              (+ Encoder-Embedding-Relative-Position) ─ -Dropout ─ -Add
+              -FeedForward-Norm ─ Encoder-Transformer-i-FeedForward ─ -Dropout ─ -Add ]
+      ─ Encoder-Output-Norm ─ Encoder-Output-Dropout                     (the encoder)
+    Input-Context, Decoder-Input-Token ─ Embedding-Token ─ Decoder-Embedding-Dropout
+      ─ L × [ self-attention under Attention-LM-Mask (+ Decoder-Embedding-Relative-Position),
+              Decoder-Transformer-i-MultiHeadCrossAttention on the context, feed-forward;
+              each pre-norm with its residual ]
+      ─ Decoder-Output-Norm ─ Decoder-Output-Dropout ─ Decoder-Output-Scale (× H^-0.5)
+      ─ t5.1.0: Embedding-Token transposed ─ Decoder-Output-LM-Activation
+        t5.1.1, mt5.1.1: Decoder-Output-LM (its own [H, V] matrix, softmax)   (the decoder)
+
+``build_transformer_model(..., model="t5.1.1", return_keras_model=False)`` returns the
+object with ``.encoder``, ``.decoder`` (``[context, decoder ids] -> next-token
+probabilities``) and ``.model`` (``[encoder ids, decoder ids] -> probabilities``), as in
+bert4keras; the Keras model is ``.model``. t5.1.1's feed-forward is gated
+(``hidden_act: ["gelu", "linear"]``: ``gelu(x W0) * (x W1)``); t5.1.0's is ``relu``.
+
+Positions are T5's relative buckets (32 buckets, distances up to 128: 16 exact, the rest on
+a log scale), a bias per head learned once per side; as in bert4keras the decoder's table
+also biases the cross-attention (``cross_position_bias=True``, its keyword). Hugging Face's
+T5 has no bias there: configs converted from it say ``"cross_position_bias": false``.
+
+Token id 0 is padding, but the first token of a sequence is never masked (T5's decoder
+starts from id 0), as in bert4keras.
+
+Checkpoints: Mesh TensorFlow's names, as bert4keras 0.11.5 reads them
+(``shared/embedding``, ``encoder/block_000/layer_000/SelfAttention/q``,
+``decoder/block_000/layer_002/DenseReluDense/wi_0/kernel``, ``decoder/logits/kernel``;
+mT5's norms ``rms_norm`` where T5's are ``layer_norm``). Hugging Face's ``T5Model`` /
+``T5ForConditionalGeneration`` / ``MT5ForConditionalGeneration`` convert to them
+(``kerasbert convert --from-hf``). bert4keras scales the decoder's output by H^-0.5 before
+t5.1.1's matrix too, Hugging Face's t5.1.1 and mT5 do not: the conversion writes that
+matrix times sqrt(H) (the shared embedding's where transformers ties it), so kerasbert and
+bert4keras give Hugging Face's probabilities.
+
+Audit (A = heads · head size): ``Embedding-Token`` V·H; each side's relative table 32·N;
+attention 4·H·A; each norm H; feed-forward 2·H·I (gated: 3·H·I); ``Decoder-Output-LM`` V·H.
+"""
+
+import math
+import re
+
+import keras
+import numpy as np
+from keras import ops
+
+from kerasbert.models import names
+from kerasbert.models.attention_masks import AttentionMask
+from kerasbert.models.checkpoint_names import T5_EMBEDDING, T5_LOGITS
+from kerasbert.models.families.base import HuggingFaceRecipe, Transformer
+from kerasbert.models.kernels import Dropout
+from kerasbert.models.layers import (
+    Add,
+    FeedForward,
+    TokenEmbedding,
+    attention_bias,
+    get_activation,
+    kernel_initializer,
+)
+from kerasbert.models.model import functional_model
+
+PACKAGE = names.SERIALIZATION_PACKAGE
+register = keras.saving.register_keras_serializable(package=PACKAGE)
+
+#: T5's relative positions: buckets, and the distance from which all fall in the last one.
+NUM_BUCKETS = 32
+MAX_DISTANCE = 128
+#: The epsilon of every T5 norm (bert4keras fixes it).
+EPSILON = 1e-6
+ENCODER, DECODER = names.ENCODER, names.DECODER
+RELATIVE_POSITION = "Embedding-Relative-Position"
+OUTPUT_SCALE = "Decoder-Output-Scale"
+OUTPUT_LM = "Decoder-Output-LM"
+OUTPUT_LM_ACTIVATION = "Decoder-Output-LM-Activation"
+
+
+# ---------------------------------------------------------------------- layers
+def relative_buckets(query_positions, key_positions, bidirectional,
+                     num_buckets=NUM_BUCKETS, max_distance=MAX_DISTANCE):
+    """T5's bucket of each (query, key) pair of positions: ``(queries, keys)`` int32.
+
+    Half the buckets are exact distances, the rest grow on a log scale up to
+    ``max_distance``; a bidirectional table has one half for keys after the query.
+
+    Example:
+        >>> import numpy as np
+        >>> np.asarray(relative_buckets(np.arange(1), np.arange(5), True))[0].tolist()
+        [0, 17, 18, 19, 20]
+    """
+    distance = ops.expand_dims(ops.cast(query_positions, "int32"), 1) - ops.expand_dims(
+        ops.cast(key_positions, "int32"), 0)  # query - key: > 0 for keys before the query
+    bucket = 0
+    if bidirectional:
+        num_buckets //= 2
+        bucket = ops.cast(distance < 0, "int32") * num_buckets
+        distance = ops.abs(distance)
+    else:
+        distance = ops.maximum(distance, 0)
+    exact = num_buckets // 2
+    steps = ops.log(ops.cast(ops.maximum(distance, 1), "float32") / exact)
+    steps = steps / math.log(max_distance / exact) * (num_buckets - exact)
+    large = ops.minimum(exact + ops.cast(steps, "int32"), num_buckets - 1)
+    return bucket + ops.where(distance < exact, distance, large)
+
+
+@register
+class RelativePositionBias(keras.layers.Layer):
+    """T5's learned bias of each head for each bucket of relative positions, called on
+    ``[queries' states, keys' states]``: ``(1, heads, queries, keys)``.
+
+    Example:
+        >>> layer = RelativePositionBias(num_heads=2, bidirectional=True)
+        >>> tuple(layer([keras.ops.zeros((1, 3, 8)), keras.ops.zeros((1, 5, 8))]).shape)
+        (1, 2, 3, 5)
+    """
+
+    def __init__(self, num_heads, bidirectional, num_buckets=NUM_BUCKETS,
+                 max_distance=MAX_DISTANCE, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.bidirectional = bidirectional
+        self.num_buckets = num_buckets
+        self.max_distance = max_distance
+        self.initializer_range = initializer_range
+        self.initializer = None
+
+    def build(self, input_shape):
+        # [heads, buckets], as Mesh TensorFlow stores it.
+        self.embeddings = self.add_weight(name="embeddings",
+                                          shape=(self.num_heads, self.num_buckets),
+                                          initializer=kernel_initializer(self))
+
+    def bias(self, query_positions, key_positions):
+        """``(1, heads, queries, keys)`` for the given positions (decoding one step)."""
+        buckets = relative_buckets(query_positions, key_positions, self.bidirectional,
+                                   self.num_buckets, self.max_distance)
+        return ops.expand_dims(ops.take(self.embeddings, buckets, axis=1), 0)
+
+    def call(self, inputs):
+        queries, keys = inputs
+        return self.bias(ops.arange(ops.shape(queries)[1]), ops.arange(ops.shape(keys)[1]))
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_spec(self, inputs):
+        return keras.KerasTensor((1, self.num_heads, inputs[0].shape[1], inputs[1].shape[1]),
+                                 dtype=self.compute_dtype)
+
+    def get_config(self):
+        return {**super().get_config(), "num_heads": self.num_heads,
+                "bidirectional": self.bidirectional, "num_buckets": self.num_buckets,
+                "max_distance": self.max_distance, "initializer_range": self.initializer_range}
+
+
+@register
+class RMSNorm(keras.layers.Layer):
+    """T5's norm: ``x / sqrt(mean(x²) + epsilon) * gamma`` (no mean subtracted, no offset),
+    computed in float32.
+
+    Example:
+        >>> import numpy as np
+        >>> np.asarray(RMSNorm()(np.array([[3.0, 4.0]], "float32"))).round(4).tolist()
+        [[0.8485, 1.1314]]
+    """
+
+    def __init__(self, epsilon=EPSILON, **kwargs):
+        super().__init__(**kwargs)
+        self.epsilon = epsilon
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        self.gamma = self.add_weight(name="gamma", shape=(input_shape[-1],), initializer="ones")
+
+    def call(self, inputs):
+        x = ops.cast(inputs, "float32")
+        x = x * ops.rsqrt(ops.mean(ops.square(x), axis=-1, keepdims=True) + self.epsilon)
+        return ops.cast(x * ops.cast(self.gamma, "float32"), inputs.dtype)
+
+    def get_config(self):
+        return {**super().get_config(), "epsilon": self.epsilon}
+
+
+@register
+class T5TokenEmbedding(TokenEmbedding):
+    """The shared ``Embedding-Token``: id 0 is padding, but never in the first column (the
+    decoder's start id is 0), as bert4keras's ``Embedding`` masks."""
+
+    def call(self, inputs, reverse=False):
+        if reverse:
+            return super().call(inputs, reverse=True)
+        # Keras's ReversibleEmbedding sets id 0's mask itself; this one is compute_mask's.
+        return keras.layers.Embedding.call(self, inputs)
+
+    def compute_mask(self, inputs, mask=None):
+        mask = super().compute_mask(inputs, mask)
+        if mask is None or "int" not in str(inputs.dtype):
+            return mask
+        return ops.concatenate([ops.ones_like(mask[:, :1]), mask[:, 1:]], axis=1)
+
+
+@register
+class T5Attention(keras.layers.Layer):
+    """T5's attention: query, key, value and output kernels without biases, scores not
+    scaled, a position bias added to them.
+
+    Called on ``[queries' states, keys' states]`` (self-attention: the same tensor twice),
+    then the ``(1, heads, queries, keys)`` position bias where ``position_bias``, then a
+    ``(batch or 1, queries, keys)`` boolean attention mask where ``attention_mask``. Keys at
+    padding (their Keras mask) are never attended to.
+
+    Example:
+        >>> x = keras.ops.zeros((1, 4, 16))
+        >>> tuple(T5Attention(2, 8, position_bias=False)([x, x]).shape)
+        (1, 4, 16)
+    """
+
+    PROJECTIONS = ("query", "key", "value")
+
+    def __init__(self, num_heads, head_size, dropout=0.0, initializer_range=0.02,
+                 position_bias=True, attention_mask=False, **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.head_size = head_size
+        self.dropout = dropout
+        self.initializer_range = initializer_range
+        self.initializer = None
+        self.position_bias = position_bias
+        self.attention_mask = attention_mask
+        self.supports_masking = True
+        self.probability_dropout = Dropout(dropout, dtype=self.dtype_policy) if dropout else None
+
+    def _split(self, inputs):
+        """``(queries' states, keys' states, position bias or None, mask or None)``."""
+        inputs = list(inputs)
+        allowed = inputs.pop() if self.attention_mask else None
+        bias = inputs.pop() if self.position_bias else None
+        return inputs[0], inputs[1], bias, allowed
+
+    def build(self, input_shape):
+        queries, keys = self._split(input_shape)[:2]
+        inner = self.num_heads * self.head_size
+        initializer = kernel_initializer(self)
+        for projection, width in zip(self.PROJECTIONS, (queries[-1], keys[-1], keys[-1])):
+            setattr(self, f"{projection}_kernel", self.add_weight(
+                name=f"{projection}_kernel", shape=(width, inner), initializer=initializer))
+        self.output_kernel = self.add_weight(name="output_kernel", shape=(inner, queries[-1]),
+                                             initializer=initializer)
+
+    def heads(self, x, projection):
+        """``(batch, length, hidden)`` projected to ``(batch, heads, length, head_size)``."""
+        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        rows = ops.matmul(ops.reshape(x, (-1, x.shape[-1])), getattr(self, f"{projection}_kernel"))
+        return ops.transpose(ops.reshape(rows, (batch, length, self.num_heads, self.head_size)),
+                             (0, 2, 1, 3))
+
+    def attend(self, query, key, value, bias=None, key_mask=None, allowed=None, training=None):
+        """The output of heads ``query`` over ``key`` / ``value``: ``(batch, queries, hidden)``."""
+        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # (B, N, Tq, Tk)
+        if bias is not None:
+            scores = scores + ops.cast(bias, scores.dtype)
+        if key_mask is not None:
+            scores = scores + attention_bias(key_mask, scores.dtype)
+        if allowed is not None:
+            scores = scores + attention_bias(allowed, scores.dtype, axis=1)
+        probabilities = ops.cast(ops.softmax(ops.cast(scores, "float32"), axis=-1), scores.dtype)
+        if self.probability_dropout is not None:
+            probabilities = self.probability_dropout(probabilities, training=training)
+        context = ops.transpose(ops.matmul(probabilities, value), (0, 2, 1, 3))
+        batch, length = ops.shape(context)[0], ops.shape(context)[1]
+        context = ops.reshape(context, (-1, self.num_heads * self.head_size))
+        output = ops.matmul(context, self.output_kernel)
+        return ops.reshape(output, (batch, length, output.shape[-1]))
+
+    def call(self, inputs, mask=None, training=None):
+        queries, keys, bias, allowed = self._split(inputs)
+        key_mask = mask[1] if isinstance(mask, (list, tuple)) else None
+        return self.attend(self.heads(queries, "query"), self.heads(keys, "key"),
+                           self.heads(keys, "value"), bias, key_mask, allowed, training)
+
+    def compute_output_shape(self, input_shape):
+        return self._split(input_shape)[0]
+
+    def compute_mask(self, inputs, mask=None):
+        return mask[0] if isinstance(mask, (list, tuple)) else mask
+
+    def get_config(self):
+        return {**super().get_config(), "num_heads": self.num_heads,
+                "head_size": self.head_size, "dropout": self.dropout,
+                "initializer_range": self.initializer_range,
+                "position_bias": self.position_bias, "attention_mask": self.attention_mask}
+
+
+@register
+class GatedFeedForward(keras.layers.Layer):
+    """bert4keras's ``FeedForward`` with a list of activations (a gated linear unit, as in
+    t5.1.1): ``(act0(x W0) * act1(x W1) * ...) Wo``, without biases.
+
+    Example:
+        >>> layer = GatedFeedForward(32, ["gelu", "linear"])
+        >>> tuple(layer(keras.ops.zeros((1, 5, 16))).shape), len(layer.weights)
+        ((1, 5, 16), 3)
+    """
+
+    def __init__(self, intermediate_size, activations, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.intermediate_size = intermediate_size
+        self.activations = list(activations)
+        self.initializer_range = initializer_range
+        self.initializer = None
+        self.functions = [get_activation(name) for name in self.activations]
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        initializer = kernel_initializer(self)
+        for i in range(len(self.activations)):  # the checkpoint table names each by attribute
+            setattr(self, f"intermediate_kernel_{i}", self.add_weight(
+                name=f"intermediate_kernel_{i}",
+                shape=(input_shape[-1], self.intermediate_size), initializer=initializer))
+        self.output_kernel = self.add_weight(
+            name="output_kernel", shape=(self.intermediate_size, input_shape[-1]),
+            initializer=initializer)
+
+    def call(self, inputs):
+        rows = ops.reshape(inputs, (-1, inputs.shape[-1]))
+        x = None
+        for i, function in enumerate(self.functions):
+            y = function(ops.matmul(rows, getattr(self, f"intermediate_kernel_{i}")))
+            x = y if x is None else x * y
+        return ops.reshape(ops.matmul(x, self.output_kernel), ops.shape(inputs))
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {**super().get_config(), "intermediate_size": self.intermediate_size,
+                "activations": self.activations, "initializer_range": self.initializer_range}
+
+
+@register
+class Scale(keras.layers.Layer):
+    """Multiplies by a constant: ``Decoder-Output-Scale`` (H^-0.5)."""
+
+    def __init__(self, scale, **kwargs):
+        super().__init__(**kwargs)
+        self.scale = scale
+        self.supports_masking = True
+
+    def call(self, inputs):
+        return inputs * ops.cast(self.scale, inputs.dtype)
+
+    def get_config(self):
+        return {**super().get_config(), "scale": self.scale}
+
+
+@register
+class OutputProjection(keras.layers.Layer):
+    """t5.1.1's ``Decoder-Output-LM``: ``x Wᵀ`` with ``W`` one row per token ([V, H], so a
+    smaller vocabulary keeps rows as the embedding does), then the activation."""
+
+    def __init__(self, vocab_size, activation="softmax", initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.activation = activation
+        self.initializer_range = initializer_range
+        self.initializer = None
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(name="kernel", shape=(self.vocab_size, input_shape[-1]),
+                                      initializer=kernel_initializer(self))
+
+    def logits(self, inputs):
+        """The scores before the activation."""
+        return ops.matmul(inputs, ops.transpose(ops.cast(self.kernel, inputs.dtype)))
+
+    def call(self, inputs):
+        return keras.activations.get(self.activation)(self.logits(inputs))
+
+    def compute_output_shape(self, input_shape):
+        return (*input_shape[:-1], self.vocab_size)
+
+    def get_config(self):
+        return {**super().get_config(), "vocab_size": self.vocab_size,
+                "activation": self.activation, "initializer_range": self.initializer_range}
+
+
+# ------------------------------------------------------------------ the family
+class T5(Transformer):
+    """T5, version 1.0 (``model="t5"`` / ``"t5.1.0"``): relu feed-forward, the LM head tied
+    to the token embedding."""
+
+    model_type = "t5"
+    default_name = "t5"
+    version = "t5.1.0"
+    position = "relative"
+    segment_inputs = False
+    head_flags = ()
+    applications = ("encoder",)
+    #: Whether its heads may be narrower or wider than hidden_size / heads (``d_kv``).
+    free_head_size = True
+    #: Whether ``hidden_act`` may be a list (a gated feed-forward).
+    gated_activations = True
+    marker_layer = OUTPUT_LM_ACTIVATION
+    checkpoint_pattern = r"(encoder|decoder)/block_\d+/"
+    checkpoint_description = "a T5"
+    #: The Mesh TensorFlow name of its norms (mT5: ``rms_norm``).
+    norm_scope = "layer_norm"
+
+    def __init__(self, config, with_lm=True, cross_position_bias=None, **kwargs):
+        super().__init__(config, **kwargs)
+        self.with_lm = with_lm
+        self.cross_position_bias = (config.extra.get("cross_position_bias", True)
+                                    if cross_position_bias is None else cross_position_bias)
+        self.encoder = self.decoder = None
+
+    # ------------------------------------------------------------- layers
+    def norm(self, name):
+        return self.apply(layer=RMSNorm, epsilon=EPSILON, name=name)
+
+    def attention(self, name, position_bias=True, attention_mask=False):
+        return self.apply(layer=T5Attention, num_heads=self.num_attention_heads,
+                          head_size=self.attention_head_size,
+                          dropout=self.attention_dropout_rate, position_bias=position_bias,
+                          attention_mask=attention_mask,
+                          initializer_range=self.config.initializer_range, name=name)
+
+    def feed_forward(self, name):
+        if isinstance(self.config.hidden_act, (list, tuple)):
+            return self.apply(layer=GatedFeedForward, intermediate_size=self.intermediate_size,
+                              activations=[built_name(act) for act in self.config.hidden_act],
+                              initializer_range=self.config.initializer_range, name=name)
+        return self.apply(layer=FeedForward, intermediate_size=self.intermediate_size,
+                          activation=self.hidden_act, use_bias=False,
+                          initializer_range=self.config.initializer_range, name=name)
+
+    def relative_positions(self, side, bidirectional):
+        return self.apply(layer=RelativePositionBias, num_heads=self.num_attention_heads,
+                          bidirectional=bidirectional,
+                          initializer_range=self.config.initializer_range,
+                          name=names.side_name(side, RELATIVE_POSITION))
+
+    def residual(self, x, block, call):
+        """``x + Dropout(block(Norm(x)))``: T5's pre-norm residual; ``call(normed)`` gives
+        the block's inputs."""
+        y = self.apply(inputs=x, name=names.norm_name(block))
+        y = self.apply(inputs=call(y), name=block)
+        y = self.dropout(y, names.dropout_name(block))
+        return self.apply(inputs=[x, y], layer=Add, name=names.add_name(block))
+
+    def embed(self, ids, side):
+        x = self.apply(inputs=ids, layer=T5TokenEmbedding, input_dim=self.vocab_size,
+                       output_dim=self.hidden_size, embeddings_initializer=self.initializer,
+                       mask_zero=True, tie_weights=True, name=names.EMBEDDING_TOKEN)
+        return self.dropout(x, names.side_name(side, names.EMBEDDING_DROPOUT))
+
+    # -------------------------------------------------------------- graph
+    def encode(self, ids):
+        """The encoder on token ids: the context the decoder attends to."""
+        x = self.embed(ids, ENCODER)
+        bias = self.relative_positions(ENCODER, bidirectional=True)([x, x])
+        for index in range(self.num_hidden_layers):
+            attention = names.side_name(ENCODER, names.attention_name(index))
+            feed_forward = names.side_name(ENCODER, names.feed_forward_name(index))
+            self.norm(names.norm_name(attention))
+            self.attention(attention)
+            self.norm(names.norm_name(feed_forward))
+            self.feed_forward(feed_forward)
+            x = self.residual(x, attention, lambda y: [y, y, bias])
+            x = self.residual(x, feed_forward, lambda y: y)
+        x = self.norm(names.side_name(ENCODER, names.OUTPUT_NORM))(x)
+        return self.dropout(x, names.side_name(ENCODER, names.OUTPUT_DROPOUT))
+
+    def decode(self, context, ids):
+        """The decoder on the encoder's output and the decoder's token ids."""
+        x = self.embed(ids, DECODER)
+        allowed = self.apply(inputs=ids, layer=AttentionMask, kind="lm",
+                             name=names.ATTENTION_LM_MASK)
+        positions = self.relative_positions(DECODER, bidirectional=False)
+        self_bias = positions([x, x])
+        cross_bias = positions([x, context]) if self.cross_position_bias else None
+        for index in range(self.num_hidden_layers):
+            attention = names.side_name(DECODER, names.attention_name(index))
+            cross = names.cross_attention_name(index)
+            feed_forward = names.side_name(DECODER, names.feed_forward_name(index))
+            for block in (attention, cross, feed_forward):
+                self.norm(names.norm_name(block))
+            self.attention(attention, attention_mask=True)
+            self.attention(cross, position_bias=self.cross_position_bias)
+            self.feed_forward(feed_forward)
+            x = self.residual(x, attention, lambda y: [y, y, self_bias, allowed])
+            x = self.residual(x, cross, lambda y: [y, context] + (
+                [cross_bias] if cross_bias is not None else []))
+            x = self.residual(x, feed_forward, lambda y: y)
+        x = self.norm(names.side_name(DECODER, names.OUTPUT_NORM))(x)
+        x = self.dropout(x, names.side_name(DECODER, names.OUTPUT_DROPOUT))
+        x = self.apply(inputs=x, layer=Scale, scale=self.hidden_size ** -0.5, name=OUTPUT_SCALE)
+        if not self.with_lm:
+            return x
+        activation = "softmax" if self.with_lm is True else self.with_lm
+        return self.lm_head(x, activation)
+
+    def lm_head(self, x, activation):
+        """t5.1.0: the transposed ``Embedding-Token``, then ``Decoder-Output-LM-Activation``."""
+        x = self.layers[names.EMBEDDING_TOKEN](x, reverse=True)
+        return self.apply(inputs=x, layer=keras.layers.Activation, activation=activation,
+                          name=OUTPUT_LM_ACTIVATION)
+
+    def build(self, **kwargs):
+        """The encoder, the decoder, and the model joining them (``.model``)."""
+        if kwargs:
+            raise ValueError(f"Transformer.build: {', '.join(sorted(kwargs))} not supported")
+        if self.built:
+            return
+        name = self.name or self.default_name
+        encoder_ids = self.apply(layer=keras.Input, shape=(self.sequence_length,),
+                                 name=names.ENCODER_INPUT_TOKEN)
+        context = self.apply(layer=keras.Input, shape=(self.sequence_length, self.hidden_size),
+                             dtype="float32",
+                             name=names.INPUT_CONTEXT)
+        decoder_ids = self.apply(layer=keras.Input, shape=(self.sequence_length,),
+                                 name=names.DECODER_INPUT_TOKEN)
+        self.encoder = functional_model(encoder_ids, self.encode(encoder_ids),
+                                        name=f"{name}_{ENCODER}")
+        self.decoder = functional_model([context, decoder_ids],
+                                        self.decode(context, decoder_ids),
+                                        name=f"{name}_{DECODER}")
+        self.set_inputs([encoder_ids, decoder_ids])
+        self.set_outputs(self.decode(self.encoder.output, decoder_ids))
+        self.model = functional_model(self.inputs, self.output, name=name)
+        self.built = True
+
+    # -------------------------------------------------------- checkpoints
+    @classmethod
+    def checkpoint_table(cls, num_hidden_layers):
+        """Mesh TensorFlow's names, as bert4keras reads them.
+
+        Example:
+            >>> table = T5.checkpoint_table(1)
+            >>> table["Decoder-Transformer-0-MultiHeadCrossAttention"]["key_kernel"]
+            'decoder/block_000/layer_001/EncDecAttention/k'
+        """
+        def attention(scope):
+            return {f"{projection}_kernel": f"{scope}/{projection[0]}"
+                    for projection in ("query", "key", "value", "output")}
+
+        def scale(scope):
+            return {"gamma": f"{scope}/{cls.norm_scope}/scale"}
+
+        final = "final_layer_norm" if cls.norm_scope == "layer_norm" else cls.norm_scope
+        table = {
+            names.EMBEDDING_TOKEN: {"embeddings": T5_EMBEDDING},
+            names.side_name(ENCODER, names.OUTPUT_NORM): {"gamma": f"encoder/{final}/scale"},
+            names.side_name(DECODER, names.OUTPUT_NORM): {"gamma": f"decoder/{final}/scale"},
+        }
+        for side in (ENCODER, DECODER):
+            table[names.side_name(side, RELATIVE_POSITION)] = {
+                "embeddings": f"{side.lower()}/block_000/layer_000/SelfAttention/"
+                              "relative_attention_bias"}
+        for i in range(num_hidden_layers):
+            for side in (ENCODER, DECODER):
+                prefix = f"{side.lower()}/block_{i:03d}"
+                blocks = [(names.side_name(side, names.attention_name(i)), "SelfAttention")]
+                if side == DECODER:
+                    blocks.append((names.cross_attention_name(i), "EncDecAttention"))
+                for number, (block, module) in enumerate(blocks):
+                    table[block] = attention(f"{prefix}/layer_{number:03d}/{module}")
+                    table[names.norm_name(block)] = scale(f"{prefix}/layer_{number:03d}")
+                layer = f"{prefix}/layer_{len(blocks):03d}"
+                feed_forward = names.side_name(side, names.feed_forward_name(i))
+                table[feed_forward] = cls.feed_forward_variables(f"{layer}/DenseReluDense")
+                table[names.norm_name(feed_forward)] = scale(layer)
+        return table
+
+    @classmethod
+    def feed_forward_variables(cls, scope):
+        return {"intermediate_kernel": f"{scope}/wi/kernel",
+                "output_kernel": f"{scope}/wo/kernel"}
+
+    # --------------------------------------------------------------- audit
+    @classmethod
+    def audit_rows(cls, config, with_pool=False, with_nsp=False, with_mlm=False,
+                   with_discriminator=False):
+        """``(group, layer, formula, count)`` of every layer with weights (module docstring)."""
+        V, H, I, N = (config.vocab_size, config.hidden_size,  # noqa: E741
+                      config.intermediate_size, config.num_attention_heads)
+        A = N * config.head_size
+        gates = len(config.hidden_act) if isinstance(config.hidden_act, (list, tuple)) else 1
+        attention = ("4·H·A" if A != H else "4·H·H", 4 * H * A)
+        feed_forward = (f"{gates + 1}·H·I", (gates + 1) * H * I)
+        rows = [("embeddings", names.EMBEDDING_TOKEN, "V·H", V * H)]
+        for side in (ENCODER, DECODER):
+            group = side.lower()
+            rows.append((group, names.side_name(side, RELATIVE_POSITION),
+                         f"{NUM_BUCKETS}·N", NUM_BUCKETS * N))
+            for i in range(config.num_hidden_layers):
+                blocks = [names.side_name(side, names.attention_name(i))]
+                if side == DECODER:
+                    blocks.append(names.cross_attention_name(i))
+                for block in blocks:
+                    rows += [(group, names.norm_name(block), "H", H), (group, block, *attention)]
+                block = names.side_name(side, names.feed_forward_name(i))
+                rows += [(group, names.norm_name(block), "H", H), (group, block, *feed_forward)]
+            rows.append((group, names.side_name(side, names.OUTPUT_NORM), "H", H))
+        return rows + cls.head_rows(config)
+
+    @classmethod
+    def head_rows(cls, config):
+        return []
+
+
+class T5_1_1(T5):
+    """t5.1.1 (``model="t5.1.1"``): gated feed-forward (``wi_0``, ``wi_1``), and its own
+    output matrix ``Decoder-Output-LM``."""
+
+    model_type = "t5.1.1"
+    default_name = "t5"
+    version = "t5.1.1"
+    marker_layer = OUTPUT_LM
+
+    def lm_head(self, x, activation):
+        return self.apply(inputs=x, layer=OutputProjection, vocab_size=self.vocab_size,
+                          activation=activation, initializer_range=self.config.initializer_range,
+                          name=OUTPUT_LM)
+
+    @classmethod
+    def feed_forward_variables(cls, scope):
+        return {"intermediate_kernel_0": f"{scope}/wi_0/kernel",
+                "intermediate_kernel_1": f"{scope}/wi_1/kernel",
+                "output_kernel": f"{scope}/wo/kernel"}
+
+    @classmethod
+    def checkpoint_table(cls, num_hidden_layers):
+        """T5's table with t5.1.1's gated feed-forward and ``decoder/logits/kernel``.
+
+        Example:
+            >>> T5_1_1.checkpoint_table(1)["Decoder-Output-LM"]
+            {'kernel': 'decoder/logits/kernel'}
+        """
+        return {**super().checkpoint_table(num_hidden_layers),
+                OUTPUT_LM: {"kernel": T5_LOGITS}}
+
+    @classmethod
+    def head_rows(cls, config):
+        return [("decoder", OUTPUT_LM, "V·H", config.vocab_size * config.hidden_size)]
+
+
+class MT5_1_1(T5_1_1):
+    """Multilingual T5 (``model="mt5.1.1"``): t5.1.1's graph, norms stored as ``rms_norm``."""
+
+    model_type = "mt5.1.1"
+    version = "mt5.1.1"
+    marker_layer = None  # the graph is t5.1.1's: a built model reads t5.1.1's names
+    checkpoint_description = "an mT5"
+    norm_scope = "rms_norm"
+
+
+def built_name(activation):
+    """One of a gated feed-forward's activations, as :func:`built_activation` names it."""
+    from kerasbert.models.layers import built_activation
+
+    return built_activation(activation)
+
+
+# ---------------------------------------------------- Hugging Face's T5 and mT5
+HF_LAYER = re.compile(r"(encoder|decoder)\.block\.(\d+)\.layer\.(\d)\.(.+)\.weight")
+HF_MODULES = {"SelfAttention": "SelfAttention", "EncDecAttention": "EncDecAttention",
+              "DenseReluDense": "DenseReluDense", "layer_norm": None}
+
+
+def hf_config(values, path):
+    """The Google config of a Hugging Face T5 / mT5 ``config.json``'s values, the family
+    read from its feed-forward and head (t5.1.0: relu, tied; t5.1.1 / mT5: gated-gelu,
+    untied).
+
+    Raises:
+        ValueError: sizes missing, or a T5 kerasbert does not build (other numbers of
+            encoder and decoder layers, other buckets, a mixed feed-forward and head).
+
+    Example:
+        >>> hf_config({"model_type": "t5", "vocab_size": 32128, "d_model": 512, "d_kv": 64,
+        ...            "d_ff": 1024, "num_layers": 8, "num_heads": 6,
+        ...            "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False},
+        ...           "x")["model_type"]
+        't5.1.1'
+    """
+    missing = [key for key in ("vocab_size", "d_model", "d_kv", "d_ff", "num_layers",
+                               "num_heads") if key not in values]
+    if missing:
+        raise ValueError(f"{missing[0]} in {path}: missing; a T5 config.json has vocab_size, "
+                         "d_model, d_kv, d_ff, num_layers and num_heads")
+    fixed = {"num_decoder_layers": values["num_layers"],
+             "relative_attention_num_buckets": NUM_BUCKETS,
+             "relative_attention_max_distance": MAX_DISTANCE, "is_encoder_decoder": True}
+    for key, built in fixed.items():
+        if values.get(key, built) not in (built, None):
+            raise ValueError(f"{key} ({values[key]!r}) in {path}: kerasbert's T5 is built "
+                             f"with {key}={built!r} (as bert4keras's)")
+    projection = values.get("feed_forward_proj", "relu")
+    if projection == "relu":
+        family, act = "t5", "relu"
+        if not decoder_scaled(values):
+            raise ValueError(f"scale_decoder_outputs (False) in {path}: kerasbert's T5 1.0 "
+                             "scales the decoder's output before its tied head, as T5 1.0 does")
+    elif projection == "gated-gelu":
+        family = "mt5.1.1" if values.get("model_type") == "mt5" else "t5.1.1"
+        act = ["gelu_new", "linear"]
+    else:
+        raise ValueError(f"feed_forward_proj ({projection!r}) in {path}: kerasbert builds T5 "
+                         "1.0 ('relu') and t5.1.1 / mT5 ('gated-gelu')")
+    return {"model_type": family, "vocab_size": values["vocab_size"],
+            "hidden_size": values["d_model"], "attention_head_size": values["d_kv"],
+            "intermediate_size": values["d_ff"], "num_hidden_layers": values["num_layers"],
+            "num_attention_heads": values["num_heads"], "hidden_act": act,
+            "hidden_dropout_prob": values.get("dropout_rate", 0.1),
+            "attention_probs_dropout_prob": values.get("dropout_rate", 0.1),
+            "initializer_range": 0.02, "type_vocab_size": 0,
+            "layer_norm_eps": values.get("layer_norm_epsilon", EPSILON),
+            "cross_position_bias": False}
+
+
+def hf_variables_of(norm_scope):
+    """``(name, value) -> [(Google name, value)]`` for Hugging Face T5 parameters (None for
+    one without a Google name): Linear weights transposed, ``relative_attention_bias`` as
+    [heads, buckets], an untied ``lm_head`` as ``decoder/logits/kernel`` times sqrt(H)."""
+    final = "final_layer_norm" if norm_scope == "layer_norm" else norm_scope
+
+    def variables(name, value):
+        if name == "shared.weight":
+            return [(T5_EMBEDDING, value)]
+        if name == "lm_head.weight":  # [V, H]; scaled by hf_finish
+            return [(T5_LOGITS, value.T)]
+        for side in ("encoder", "decoder"):
+            if name == f"{side}.final_layer_norm.weight":
+                return [(f"{side}/{final}/scale", value)]
+        found = HF_LAYER.fullmatch(name)
+        if found is None:
+            return None
+        side, block, layer, module = found.groups()
+        scope = f"{side}/block_{int(block):03d}/layer_{int(layer):03d}"
+        if module == "layer_norm":
+            return [(f"{scope}/{norm_scope}/scale", value)]
+        if module.endswith("relative_attention_bias"):  # [buckets, heads]
+            return [(f"{scope}/{module.replace('.', '/')}", value.T)]
+        kind, _, projection = module.partition(".")
+        if kind in ("SelfAttention", "EncDecAttention") and projection in "qkvo":
+            return [(f"{scope}/{kind}/{projection}", value.T)]
+        if kind == "DenseReluDense":
+            return [(f"{scope}/DenseReluDense/{projection}/kernel", value.T)]
+        return None
+    return variables
+
+
+def decoder_scaled(values):
+    """Whether a Hugging Face T5 config's model scales the decoder's output by H^-0.5
+    (transformers 5 says ``scale_decoder_outputs``, 4 said it by ``tie_word_embeddings``;
+    its mT5 never does)."""
+    if values.get("model_type") == "mt5":
+        return False
+    return values.get("scale_decoder_outputs", values.get("tie_word_embeddings", True))
+
+
+def hf_finish(variables, values):
+    """t5.1.1 / mT5: the output matrix (the shared embedding where the file has none: tied),
+    times sqrt(H) where Hugging Face does not scale the decoder's output and bert4keras's
+    graph does."""
+    if values.get("feed_forward_proj", "relu") == "relu":
+        variables.pop(T5_LOGITS, None)  # T5 1.0's head is the shared embedding
+        return
+    logits = variables.get(T5_LOGITS)
+    if logits is None:
+        logits = variables[T5_EMBEDDING].T
+    if not decoder_scaled(values):
+        logits = logits * np.asarray(math.sqrt(logits.shape[0]), logits.dtype)
+    variables[T5_LOGITS] = np.ascontiguousarray(logits)
+
+
+#: Parameters Hugging Face keeps as copies of the shared embedding.
+HF_IGNORED = (r"(encoder|decoder)\.embed_tokens\.weight",)
+T5.hf_layout = HuggingFaceRecipe("", "", hf_config, hf_variables_of("layer_norm"),
+                                 HF_IGNORED, model_type="t5", finish=hf_finish)
+T5_1_1.hf_layout = T5.hf_layout
+MT5_1_1.hf_layout = HuggingFaceRecipe("", "", hf_config, hf_variables_of("rms_norm"),
+                                      HF_IGNORED, model_type="mt5", finish=hf_finish)
