@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kerasbert import BertConfig, build_transformer_model
+from kerasbert import BertConfig, build_transformer_model, generate
 from kerasbert.models.audit import audit_model, expected_rows
 from peers import run_bert4keras
 
@@ -28,6 +28,8 @@ VERSIONS = {"t5": "relu", "t5.1.1": ["gelu", "linear"], "mt5.1.1": ["gelu", "lin
 SOURCE = [[5, 17, 23, 9, 41, 3, 0, 0], [7, 8, 3, 0, 0, 0, 0, 0]]
 TARGET = [[0, 12, 33, 4, 0], [0, 61, 0, 0, 0]]
 TOLERANCE = 1e-5
+# The sources as prompts (generate pads them itself).
+PROMPTS = [[t for t in row if t] for row in SOURCE]
 
 
 def config_of(version):
@@ -59,6 +61,7 @@ def theirs(tmp_path_factory):
         tf.Session, tf.train.Saver = tf.compat.v1.Session, tf.compat.v1.train.Saver
         from bert4keras.backend import K
         from bert4keras.models import build_transformer_model
+        from bert4keras.snippets import AutoRegressiveDecoder
         jobs = json.loads({json.dumps(json.dumps(jobs))})
         source, target = np.array({SOURCE}), np.array({TARGET})
         out = {{}}
@@ -70,7 +73,18 @@ def theirs(tmp_path_factory):
                                for w in t5.model.trainable_weights])
             t5.save_weights_as_checkpoint(directory + "/model.ckpt")
             context = t5.encoder.predict(source, verbose=0)
+
+            class Decoder(AutoRegressiveDecoder):
+                @AutoRegressiveDecoder.wraps(default_rtype="logits")
+                def predict(self, inputs, output_ids, states):
+                    return self.last_token(t5.decoder).predict([inputs[0], output_ids])
+
+            decoder = Decoder(start_id=0, end_id=1, maxlen=8)
+            searched = {{str(beams): [decoder.beam_search(
+                [t5.encoder.predict(np.array([row[row != 0]]), verbose=0)[0]],
+                topk=beams).tolist() for row in source] for beams in (1, 3)}}
             out[version] = {{
+                "searched": searched,
                 "layers": sorted([layer.name, int(layer.count_params())]
                                  for layer in t5.model.layers),
                 "logits": t5.model.predict([source, target], verbose=0).tolist(),
@@ -121,6 +135,19 @@ def test_t5_equals_bert4keras_on_its_checkpoint_and_saves_it_back_exactly(
 @pytest.mark.slow
 @pytest.mark.peer
 @pytest.mark.parametrize("version", list(VERSIONS))
+def test_greedy_and_beam_search_equal_bert4keras_autoregressive_decoder(theirs, version):
+    directory = theirs[version]["dir"]
+    t5 = build_transformer_model(f"{directory}/config.json", f"{directory}/model.ckpt",
+                                 model=version, with_lm="linear")
+    for beams in (1, 3):
+        # bert4keras's outputs start with the start id (0).
+        expected = [row[1:] for row in theirs[version]["searched"][str(beams)]]
+        assert generate(t5, PROMPTS, max_new_tokens=8, end_id=1, num_beams=beams) == expected
+
+
+@pytest.mark.slow
+@pytest.mark.peer
+@pytest.mark.parametrize("version", list(VERSIONS))
 def test_the_audit_formulas_count_t5_as_bert4keras(theirs, version):
     config = BertConfig.from_dict(config_of(version), family=version)
     rows = expected_rows(config)
@@ -165,3 +192,26 @@ def test_a_t5_converted_from_hugging_face_gives_transformers_logits(tmp_path, ve
                         decoder_input_ids=torch.tensor(target)).logits.numpy()
     np.testing.assert_allclose(ours.predict([source, target], verbose=0)[real(target)],
                                logits[real(target)], atol=TOLERANCE, rtol=0)
+    # transformers' greedy generate on the padded batch (it pads ended rows with 0).
+    with torch.no_grad():
+        expected = theirs.generate(input_ids=torch.tensor(source),
+                                   attention_mask=torch.tensor(source != 0).long(),
+                                   max_new_tokens=8, do_sample=False, num_beams=1)[:, 1:]
+    expected = [row[:row.index(1) + 1] if 1 in row else row for row in expected.tolist()]
+    assert generate(ours, PROMPTS, max_new_tokens=8, end_id=1) == expected
+
+
+@pytest.mark.slow
+def test_t5_decodes_through_its_caches_as_without_them():
+    # t5.1.0 decodes as bert4keras's AutoRegressiveDecoder above (greedy, beams).
+    t5 = build_transformer_model({**config_of("t5.1.1"), "vocab_size": 60}, model="t5.1.1")
+    rng = np.random.default_rng(0)
+    for weight in t5.weights:  # wide weights: the choices are far apart
+        weight.assign(rng.normal(0, 0.5, weight.shape).astype("float32"))
+    sources = [[5, 6, 7, 9, 11], [8, 3], [21, 22, 23, 24, 25, 26, 27, 28, 29]]
+    for settings in ({"end_id": [3, 4]}, {"sample": True, "top_k": 5, "seed": 3},
+                     {"num_beams": 3, "end_id": 3}):
+        cached = generate(t5, sources, max_new_tokens=6, **settings)
+        assert cached == generate(t5, sources, max_new_tokens=6, use_cache=False, **settings)
+    # A source decodes as it does alone (the batch pads it on the right).
+    assert cached[1] == generate(t5, sources[1:2], max_new_tokens=6, num_beams=3, end_id=3)[0]

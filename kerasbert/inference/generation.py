@@ -5,7 +5,10 @@ key/value cache.
 (``model="gpt"``, ``"gpt2"``, ``"gpt2_ml"``, or a BERT-family model with
 ``application="lm"`` / ``"unilm"`` and its MLM head) and prompts of token ids, and returns
 each prompt's new ids: greedy, or sampled with a temperature, top-k and top-p; up to
-``max_new_tokens`` or an end id, each row stopping on its own.
+``max_new_tokens`` or an end id, each row stopping on its own. With T5's encoder-decoder
+(``model="t5"``, ``"t5.1.1"``, ``"mt5.1.1"``; :class:`Seq2SeqDecoder`) the prompts are the
+sources and the decoder starts from id 0; each decoder layer also keeps the keys and values
+of the encoder's output, computed once.
 
 With the cache (the default), the prompt runs through the layers once and each new token
 once more: every attention layer keeps the keys and values of the tokens before
@@ -119,7 +122,8 @@ def choose(logits, step, settings, seed, rows):
         lambda row_seed: tf.random.stateless_uniform(
             [vocabulary], row_seed, minval=np.finfo("float32").tiny, maxval=1.0),
         seeds, fn_output_signature="float32")
-    return tf.argmax(logits - tf.math.log(-tf.math.log(uniform)), axis=-1, output_type="int32")
+    chosen = tf.argmax(logits - tf.math.log(-tf.math.log(uniform)), axis=-1, output_type="int32")
+    return tf.ensure_shape(chosen, logits.shape[:1])  # map_fn loses the batch's size
 
 
 class Decoder:
@@ -234,6 +238,10 @@ class Decoder:
         x, caches = self.family.cached_blocks(self.layers, x, caches, slot, present[:, None, :])
         return self.family.cached_head(self.layers, x[:, -1]), caches, present, last
 
+    def slot(self, length, step):
+        """The cache slot of the id chosen at ``step`` (after a prompt ``length`` wide)."""
+        return length + step
+
     def run(self, ids, segments, new_segments, seed, settings):
         """The compiled loop: ``(new ids (batch, max_new_tokens), lengths (batch,))``."""
         import tensorflow as tf
@@ -259,7 +267,7 @@ class Decoder:
             finished = tf.logical_or(finished, tf.reduce_any(
                 tf.equal(token[:, None], ends[None]), axis=1))
             logits, caches, present, last = self.step(token, new_segments, last, present,
-                                                      caches, length + step)
+                                                      caches, self.slot(length, step))
             return step + 1, logits, caches, present, last, finished, outputs, lengths
 
         loop = tf.while_loop(going, body, (tf.constant(0), logits, caches, present, last,
@@ -338,7 +346,8 @@ class Decoder:
             scores = tf.where(ended, never, kept_scores)
             width = width - tf.reduce_sum(tf.cast(ended, "int32"), axis=1)
             logits, caches, present, last = self.step(
-                tf.reshape(tokens, (-1,)), new_segments, last, present, caches, length + step)
+                tf.reshape(tokens, (-1,)), new_segments, last, present, caches,
+                self.slot(length, step))
             return (step + 1, logits, caches, present, last, scores, done, width, outputs,
                     best_ids, best_lengths)
 
@@ -439,14 +448,151 @@ class Decoder:
         return outputs, lengths
 
 
+class Seq2SeqDecoder(Decoder):
+    """An encoder-decoder's layers (T5's family) for :func:`generate`: the encoder runs once
+    on the sources, each decoder layer keeps the keys and values of the encoder's output
+    (computed once) besides those of the tokens it has decoded; the decoder starts from id
+    0, as T5's does. The prompts are the sources, padded on the right.
+
+    Raises:
+        ValueError: a model without T5's decoder and LM head.
+    """
+
+    def __init__(self, model):
+        from kerasbert.checkpoints.loading import table_family
+        from kerasbert.models.attention_masks import AttentionMask
+        from kerasbert.models.families import family_class
+
+        self.model = model
+        self.layers = {layer.name: layer for layer in model.layers}
+        self.family = family_class(table_family(model))
+        self.mask = next(layer for layer in model.layers if isinstance(layer, AttentionMask))
+        self.attention = [self.layers[names.side_name(names.DECODER, names.attention_name(i))]
+                          for i in range(len(model.layers)) if names.side_name(
+                              names.DECODER, names.attention_name(i)) in self.layers]
+        head = self.layers.get("Decoder-Output-LM") or self.layers.get(
+            "Decoder-Output-LM-Activation")
+        if head is None:
+            raise ValueError(f"model {model.name!r} has no language-model head (built with "
+                             "with_lm=False)")
+        self.activation = head.activation
+        self.segments = False
+        self.max_position = None
+        self.compiled = {}
+        self.logits_model = None
+
+    def slot(self, length, step):
+        return step + 1  # slot 0 holds the start id
+
+    def prefill(self, ids, segments, extra):
+        """The sources through the encoder, the caches made, and the start id decoded."""
+        import tensorflow as tf
+
+        batch = tf.shape(ids)[0]
+        context = self.family.cached_encode(self.layers, ids)
+        caches = []
+        for layer, (keys, values) in zip(
+                self.attention, self.family.cross_caches(self.layers, context, ids)):
+            shape = (batch, layer.num_heads, extra + 1, layer.head_size)
+            # The source's padding travels with the caches (beam search reorders rows).
+            caches.append((tf.zeros(shape, layer.compute_dtype),
+                           tf.zeros(shape, layer.compute_dtype), keys, values, ids != 0))
+        present = tf.zeros((batch, extra + 1), "bool")
+        start = tf.zeros((batch,), "int32")
+        return self.step(start, None, tf.fill((batch,), -1), present, caches, 0)
+
+    def step(self, token, new_segments, last, present, caches, slot):
+        import tensorflow as tf
+
+        rows = tf.shape(token)[0]
+        # Slot 0 (the start id, 0) is a token, as is every id decoded after it.
+        present = tf.tensor_scatter_nd_update(
+            present, tf.stack([tf.range(rows), tf.fill((rows,), slot)], 1),
+            tf.logical_or(token != 0, tf.equal(slot, 0)))
+        x = self.layers[names.EMBEDDING_TOKEN](token[:, None])
+        x, caches = self.family.cached_decoder_blocks(self.layers, x, caches, slot,
+                                                      present[:, None, :])
+        return self.family.cached_head(self.layers, x[:, -1]), caches, present, last + 1
+
+    def logits_of(self, ids, segments):
+        """The next id's logits of ``segments`` (here: the decoder's ids so far) after the
+        sources ``ids``, running the whole model."""
+        import keras
+        import tensorflow as tf
+
+        if self.logits_model is None:
+            model = self.model
+            self.logits_model = tf.function(
+                lambda inputs: model(inputs, training=False)[:, -1], reduce_retracing=True)
+        output = self.logits_model([ids, segments])
+        # The log of the head's softmax: the softmax's order and draws.
+        if keras.activations.get(self.activation) is keras.activations.softmax:
+            return tf.math.log(output)
+        return output
+
+    def run_without_cache(self, ids, segments, new_segments, seed, settings):
+        """The whole model on the sources and the decoded ids at every step."""
+        import tensorflow as tf
+
+        ids = np.asarray(ids)
+        batch = len(ids)
+        chooser = tf.function(lambda logits, step, seed, rows: choose(
+            logits, step, settings, seed, rows), jit_compile=True, autograph=False)
+        decoded = np.zeros((batch, 1), "int32")
+        finished = np.zeros(batch, bool)
+        lengths = np.zeros(batch, "int32")
+        for step in range(settings.max_new_tokens):
+            token = chooser(self.logits_of(ids, decoded), tf.constant(step), seed,
+                            tf.range(batch)).numpy()
+            token = np.where(finished, 0, token)
+            lengths += ~finished
+            finished |= np.isin(token, settings.end_ids)
+            decoded = np.concatenate([decoded, token[:, None]], axis=1)
+            if finished.all():
+                break
+        outputs = np.zeros((batch, settings.max_new_tokens), "int32")
+        outputs[:, :decoded.shape[1] - 1] = decoded[:, 1:]
+        return outputs, lengths
+
+    def beams_without_cache(self, ids, segments, new_segments, seed, settings):
+        """Beam search by bert4keras's ``AutoRegressiveDecoder`` loop on the whole model,
+        one source at a time."""
+        from kerasbert.inference.decoding import AutoRegressiveDecoder
+
+        decoder = self
+
+        class Beams(AutoRegressiveDecoder):
+            @AutoRegressiveDecoder.wraps(default_rtype="logits")
+            def predict(self, inputs, output_ids, states):
+                logits = decoder.logits_of(inputs[0], output_ids).numpy()
+                if settings.end_ids and output_ids.shape[1] - 1 < settings.min_new_tokens:
+                    logits[:, list(settings.end_ids)] = -np.inf
+                return logits
+
+        outputs = np.zeros((len(ids), settings.max_new_tokens), "int32")
+        lengths = np.zeros(len(ids), "int32")
+        for row, tokens in enumerate(np.asarray(ids)):
+            search = Beams(start_id=0, end_id=settings.end_ids[0] if settings.end_ids
+                           else -1, maxlen=settings.max_new_tokens)
+            if len(settings.end_ids) > 1:
+                search._ended = lambda output_ids, min_ends: np.isin(
+                    output_ids[:, -1], settings.end_ids)
+            found = search.beam_search([tokens[tokens != 0]], topk=settings.num_beams)
+            found = list(found)[1:]  # after the start id
+            outputs[row, :len(found)] = found
+            lengths[row] = len(found)
+        return outputs, lengths
+
+
 _DECODERS = weakref.WeakKeyDictionary()
 
 
 def decoder_of(model):
-    """The :class:`Decoder` of ``model`` (made once per model)."""
+    """The :class:`Decoder` (or :class:`Seq2SeqDecoder`) of ``model`` (made once per model)."""
     model = getattr(model, "model", model)  # the Transformer object: its Keras model
     if model not in _DECODERS:
-        _DECODERS[model] = Decoder(model)
+        seq2seq = any(layer.name == names.ENCODER_INPUT_TOKEN for layer in model.layers)
+        _DECODERS[model] = (Seq2SeqDecoder if seq2seq else Decoder)(model)
     return _DECODERS[model]
 
 
@@ -473,6 +619,15 @@ def _prompts(token_ids, segment_ids, where="token_ids"):
     return ids, segments
 
 
+def _right_padded(ids):
+    """Left-padded rows moved to the left edge (an encoder's sources start at position 0)."""
+    out = np.zeros_like(ids)
+    for index, row in enumerate(ids):
+        real = row[row != 0]
+        out[index, :len(real)] = real
+    return out
+
+
 def generate(model, token_ids, max_new_tokens=32, end_id=None, min_new_tokens=0,
              sample=False, temperature=1.0, top_k=None, top_p=None, seed=0, num_beams=1,
              segment_ids=None, new_segment_id=None, use_cache=True):
@@ -481,8 +636,8 @@ def generate(model, token_ids, max_new_tokens=32, end_id=None, min_new_tokens=0,
     Args:
         model: a language model from :func:`kerasbert.build_transformer_model` (see the
             module's text), its Keras model or its ``Transformer`` object.
-        token_ids: the prompts: a list of lists of ids (lengths may differ) or a 2-D array;
-            0 is padding and may not occur in a prompt.
+        token_ids: the prompts (a T5's: its sources): a list of lists of ids (lengths may
+            differ) or a 2-D array; 0 is padding and may not occur in a prompt.
         max_new_tokens: the most new ids per row.
         end_id: an id, or a list of ids, that ends a row (kept as its last id); None: rows
             run to ``max_new_tokens``.
@@ -522,6 +677,11 @@ def generate(model, token_ids, max_new_tokens=32, end_id=None, min_new_tokens=0,
     settings.check()
     decoder = decoder_of(model)
     ids, segments = _prompts(token_ids, segment_ids)
+    if isinstance(decoder, Seq2SeqDecoder):
+        if segment_ids is not None or new_segment_id is not None:
+            raise ValueError("segment_ids / new_segment_id: an encoder-decoder takes source "
+                             "ids alone")
+        ids = _right_padded(ids)
     if decoder.max_position is not None and \
             int((ids != 0).sum(axis=1).max()) + max_new_tokens > decoder.max_position:
         raise ValueError(f"max_new_tokens ({max_new_tokens}): the longest prompt "

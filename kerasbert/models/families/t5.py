@@ -96,8 +96,9 @@ def relative_buckets(query_positions, key_positions, bidirectional,
         >>> np.asarray(relative_buckets(np.arange(1), np.arange(5), True))[0].tolist()
         [0, 17, 18, 19, 20]
     """
-    distance = ops.expand_dims(ops.cast(query_positions, "int32"), 1) - ops.expand_dims(
-        ops.cast(key_positions, "int32"), 0)  # query - key: > 0 for keys before the query
+    # query - key: > 0 for keys before the query; positions may have a leading batch axis.
+    distance = ops.expand_dims(ops.cast(query_positions, "int32"), -1) - ops.expand_dims(
+        ops.cast(key_positions, "int32"), -2)
     bucket = 0
     if bidirectional:
         num_buckets //= 2
@@ -140,7 +141,7 @@ class RelativePositionBias(keras.layers.Layer):
                                           initializer=kernel_initializer(self))
 
     def bias(self, query_positions, key_positions):
-        """``(1, heads, queries, keys)`` for the given positions (decoding one step)."""
+        """``(1, heads, queries, keys)`` for the given 1-D positions (decoding one step)."""
         buckets = relative_buckets(query_positions, key_positions, self.bidirectional,
                                    self.num_buckets, self.max_distance)
         return ops.expand_dims(ops.take(self.embeddings, buckets, axis=1), 0)
@@ -272,7 +273,11 @@ class T5Attention(keras.layers.Layer):
             scores = scores + attention_bias(key_mask, scores.dtype)
         if allowed is not None:
             scores = scores + attention_bias(allowed, scores.dtype, axis=1)
-        probabilities = ops.cast(ops.softmax(ops.cast(scores, "float32"), axis=-1), scores.dtype)
+        # The softmax in float32, written out (Keras warns about one over a single key).
+        scores = ops.cast(scores, "float32")
+        exponents = ops.exp(scores - ops.max(scores, axis=-1, keepdims=True))
+        probabilities = ops.cast(exponents / ops.sum(exponents, axis=-1, keepdims=True),
+                                 query.dtype)
         if self.probability_dropout is not None:
             probabilities = self.probability_dropout(probabilities, training=training)
         context = ops.transpose(ops.matmul(probabilities, value), (0, 2, 1, 3))
@@ -538,6 +543,85 @@ class T5(Transformer):
         self.set_outputs(self.decode(self.encoder.output, decoder_ids))
         self.model = functional_model(self.inputs, self.output, name=name)
         self.built = True
+
+    # ------------------------------------------------------------- decoding
+    @classmethod
+    def cached_encode(cls, layers, ids):
+        """The encoder's output on ``ids`` (padding: 0), without dropout. Inference only."""
+        present = ops.not_equal(ids, 0)
+        x = layers[names.EMBEDDING_TOKEN](ids)
+        length = ops.shape(ids)[1]
+        bias = layers[names.side_name(ENCODER, RELATIVE_POSITION)].bias(ops.arange(length),
+                                                                        ops.arange(length))
+        index = 0
+        while names.side_name(ENCODER, names.attention_name(index)) in layers:
+            attention = names.side_name(ENCODER, names.attention_name(index))
+            feed_forward = names.side_name(ENCODER, names.feed_forward_name(index))
+            layer, y = layers[attention], layers[names.norm_name(attention)](x)
+            x = x + layer.attend(layer.heads(y, "query"), layer.heads(y, "key"),
+                                 layer.heads(y, "value"), bias, key_mask=present)
+            x = x + layers[feed_forward](layers[names.norm_name(feed_forward)](x))
+            index += 1
+        return layers[names.side_name(ENCODER, names.OUTPUT_NORM)](x)
+
+    @classmethod
+    def cross_caches(cls, layers, context, ids):
+        """Each decoder layer's ``(keys, values)`` of the encoder's output: computed once."""
+        caches, index = [], 0
+        while names.cross_attention_name(index) in layers:
+            layer = layers[names.cross_attention_name(index)]
+            caches.append((layer.heads(context, "key"), layer.heads(context, "value")))
+            index += 1
+        return caches
+
+    @classmethod
+    def cached_decoder_blocks(cls, layers, x, caches, slot, allowed):
+        """The decoder's layers on new tokens' states ``x`` at decoder position ``slot``,
+        their keys and values written into the self-attention caches.
+
+        Args:
+            caches: per layer ``(keys, values, cross keys, cross values, source present)``:
+                the first two ``(batch, heads, slots, head_size)``, the last the source's
+                real tokens, ``(batch, source length)``.
+            allowed: ``(batch, 1, slots)``: the slots written so far.
+
+        Returns:
+            ``(hidden states, caches)``.
+        """
+        positions = layers[names.side_name(DECODER, RELATIVE_POSITION)]
+        slots, sources = ops.shape(caches[0][0])[2], ops.shape(caches[0][2])[2]
+        here = ops.reshape(ops.cast(slot, "int32"), (1,))
+        self_bias = positions.bias(here, ops.arange(slots))
+        cross_bias = positions.bias(here, ops.arange(sources))
+        zero = ops.zeros((), "int32")
+        at = (zero, zero, ops.cast(slot, "int32"), zero)
+        written = []
+        for index, (keys, values, cross_keys, cross_values, source_present) in enumerate(caches):
+            attention = names.side_name(DECODER, names.attention_name(index))
+            cross = names.cross_attention_name(index)
+            feed_forward = names.side_name(DECODER, names.feed_forward_name(index))
+            layer, y = layers[attention], layers[names.norm_name(attention)](x)
+            keys = ops.slice_update(keys, at, ops.cast(layer.heads(y, "key"), keys.dtype))
+            values = ops.slice_update(values, at, ops.cast(layer.heads(y, "value"),
+                                                           values.dtype))
+            x = x + layer.attend(layer.heads(y, "query"), keys, values, self_bias,
+                                 allowed=allowed)
+            layer, y = layers[cross], layers[names.norm_name(cross)](x)
+            x = x + layer.attend(layer.heads(y, "query"), cross_keys, cross_values,
+                                 cross_bias if layer.position_bias else None,
+                                 key_mask=source_present)
+            x = x + layers[feed_forward](layers[names.norm_name(feed_forward)](x))
+            written.append((keys, values, cross_keys, cross_values, source_present))
+        return x, written
+
+    @classmethod
+    def cached_head(cls, layers, x):
+        """Next-token logits: the output norm and scale, then the LM head without its
+        activation."""
+        x = layers[OUTPUT_SCALE](layers[names.side_name(DECODER, names.OUTPUT_NORM)](x))
+        if OUTPUT_LM in layers:
+            return layers[OUTPUT_LM].logits(x)
+        return layers[names.EMBEDDING_TOKEN](x, reverse=True)
 
     # -------------------------------------------------------- checkpoints
     @classmethod
