@@ -12,7 +12,7 @@ import pytest
 
 from kerasbert import Tokenizer as KerasbertTokenizer
 from kerasbert.tokenizers import SpTokenizer, Tokenizer, load_vocab, save_vocab
-from peers import run_bert4keras
+from peers import run_bert4keras, run_python
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = os.path.join(ROOT, "checkpoints", "chinese_L-12_H-768_A-12", "vocab.txt")
@@ -245,6 +245,40 @@ def test_sp_tokenizer_equals_bert4keras(sp_answers, setting):
     tokens = {token for row in ours["rows"] for token in row["tokens"]}
     ids = [i for row in ours["rows"] for i in row["encoded"][0][0]]
     assert len(tokens) > 500 and ours["ids"]["unk"] in ids
+
+
+HF_T5_SCRIPT = """
+import json, sys
+import transformers
+from transformers import T5Tokenizer
+
+path, texts = json.load(sys.stdin)
+# legacy=True: the pieces of SentencePiece itself, as T5's published tokenizer gave them.
+tokenizer = T5Tokenizer(vocab_file=path, extra_ids=0, legacy=True)
+print(json.dumps({"version": transformers.__version__,
+                  "tokens": [tokenizer.tokenize(text) for text in texts],
+                  "ids": [tokenizer(text)["input_ids"] for text in texts],
+                  "pairs": [tokenizer(a, b)["input_ids"] for a, b in zip(texts, texts[1:])]}))
+"""
+
+
+@pytest.mark.peer
+def test_sp_tokenizer_equals_the_slow_t5_tokenizer_of_transformers(sp_settings):
+    oracle = os.path.join(ROOT, ".oracles", "transformers4")
+    if not os.path.isdir(os.path.join(oracle, "transformers")):
+        pytest.skip("the transformers 4.57 oracle is not installed in .oracles/transformers4 "
+                    "(make test installs it)")
+    path, keywords = sp_settings["t5"]
+    texts_ = texts() + ENGLISH
+    theirs = run_python(HF_T5_SCRIPT, stdin=json.dumps([path, texts_]), PYTHONPATH=oracle,
+                        USE_TF="0", USE_TORCH="0")
+    assert theirs["version"].startswith("4.57.")
+    ours = SpTokenizer(path, **keywords)
+    # T5's frame: the pieces, then </s>; a pair: each text with its own </s>.
+    assert [ours.tokenize(text)[:-1] for text in texts_] == theirs["tokens"]
+    assert [ours.encode(text)[0] for text in texts_] == theirs["ids"]
+    assert [ours.encode(a, b)[0] for a, b in zip(texts_, texts_[1:])] == theirs["pairs"]
+    assert len({token for row in theirs["tokens"] for token in row}) > 500
 
 
 def test_sp_tokenizer_t5_layout(sp_settings):
