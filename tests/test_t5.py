@@ -215,3 +215,18 @@ def test_t5_decodes_through_its_caches_as_without_them():
         assert cached == generate(t5, sources, max_new_tokens=6, use_cache=False, **settings)
     # A source decodes as it does alone (the batch pads it on the right).
     assert cached[1] == generate(t5, sources[1:2], max_new_tokens=6, num_beams=3, end_id=3)[0]
+
+
+def test_a_classifier_or_fine_tuning_run_on_t5_is_refused_by_name(tmp_path, capsys):
+    from kerasbert.cli.main import main
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({**config_of("t5.1.1"), "model_type": "t5.1.1",
+                                  "vocab_size": 21128}))
+    vocab = "checkpoints/chinese_L-12_H-768_A-12/vocab.txt"
+    assert main(["train", "--config", str(config), "--vocab", vocab, "--output",
+                 str(tmp_path / "run"), "--epochs", "1"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and error[0].startswith("kerasbert train: ") and \
+        "is an encoder-decoder (T5)" in error[0]
+    assert not (tmp_path / "run").exists()

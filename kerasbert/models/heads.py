@@ -109,6 +109,11 @@ def add_cls_classifier(model, num_labels, dropout_rate=0.1, activation="softmax"
             f"add_cls_classifier needs a model with one output; {model.name} has "
             f"{len(model.outputs)} (build it without the NSP/MLM heads)"
         )
+    if any(layer.name == names.ENCODER_INPUT_TOKEN for layer in model.layers):
+        raise ValueError(
+            f"add_cls_classifier needs the sequence or pooled output; {model.name} is an "
+            "encoder-decoder (T5) whose output is its decoder's next-token probabilities "
+            "(a classifier on T5 is not built; generate() decodes it)")
     # A model's layers are those its output is computed from, so a prediction head
     # among them is the head its single output comes from.
     heads = [layer.name for layer in model.layers if layer.name in PREDICTION_HEADS]
