@@ -59,8 +59,9 @@ register = keras.saving.register_keras_serializable(package=PACKAGE)
 #: bert4keras ``layers`` names kerasbert does not provide -> why, and what to use instead.
 NOT_PROVIDED = {
     "GatedAttentionUnit": "GAU-alpha models are not built; MultiHeadAttention is here",
-    "RelativePositionEmbeddingT5": "T5 (its bucketed relative positions) is not built; "
-                                   "RelativePositionEmbedding is here",
+    "RelativePositionEmbeddingT5": "bert4keras's layer is not provided; kerasbert's T5 "
+                                   "(model='t5' / 't5.1.1' / 'mt5.1.1') builds its buckets "
+                                   "with kerasbert.models.families.t5.RelativePositionBias",
     "BatchSplit": "bert4keras's data_parallel is not provided; train under "
                   "tf.distribute.MirroredStrategy",
     "BatchConcat": "bert4keras's data_parallel is not provided; train under "
@@ -602,7 +603,8 @@ class FeedForward(core_layers.FeedForward):
         if isinstance(activation, (list, tuple)):
             if len(activation) != 1:
                 raise ValueError(f"FeedForward(activation={activation!r}): a list of several "
-                                 "activations (a gated linear unit) is not built; give one")
+                                 "activations (a gated linear unit) is "
+                                 "kerasbert.models.families.t5.GatedFeedForward; give one here")
             activation = activation[0]
         super().__init__(intermediate_size=units, activation=activation, use_bias=use_bias,
                          initializer=kernel_initializer, **kwargs)
