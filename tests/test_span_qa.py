@@ -419,10 +419,11 @@ def test_the_seed_example_points_at_foo():
 @pytest.mark.peer
 def test_the_exported_graph_answers_as_the_question_answerer(google_qa_dir):
     """The ``answer`` signature of a QA export (kerasbert.serving.qa_export) on the real
-    MiniLM weights, under each setting: the same answers, offsets and scores, whole words
-    and windows included."""
+    MiniLM weights, under the settings with the most windows and with "no answer" (each
+    graph takes minutes to trace; the others differ from these in sizes alone): the same
+    answers, offsets and scores, whole words and windows included."""
     pairs = fixture_pairs() + [("Who?", "My name is Foo")]
-    for settings in SETTINGS:
+    for settings in SETTINGS[2:]:
         settings = {key: value for key, value in settings.items() if key != "top_k"}
         answer = QuestionAnswerer.from_checkpoint(google_qa_dir, **settings)
         expected = answer([q for q, _ in pairs], [c for _, c in pairs])
