@@ -51,7 +51,7 @@ def layouts():
 
     Example:
         >>> list(layouts())
-        ['bert', 'albert', 'roformer', 'electra', 'gpt2', 'openai-gpt']
+        ['bert', 'albert', 'roformer', 'electra', 'gpt2', 'openai-gpt', 't5', 'mt5']
     """
     found = {}
     for name in FAMILIES:

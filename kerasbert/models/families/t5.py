@@ -170,8 +170,8 @@ class RMSNorm(keras.layers.Layer):
 
     Example:
         >>> import numpy as np
-        >>> np.asarray(RMSNorm()(np.array([[3.0, 4.0]], "float32"))).round(4).tolist()
-        [[0.8485, 1.1314]]
+        >>> [round(float(x), 4) for x in RMSNorm()(np.array([[3.0, 4.0]], "float32"))[0]]
+        [0.8485, 1.1314]
     """
 
     def __init__(self, epsilon=EPSILON, **kwargs):
