@@ -147,6 +147,6 @@ def test_convert_refuses_a_roformer_that_rotates_values_and_a_family_it_cannot_r
                                                             "embedding_size": TINY["hidden_size"]}))
     with pytest.raises(ValueError, match=r"model_type \('nezha'\) in .*: kerasbert convert "
                                          "reads bert, albert, roformer, electra, gpt2, "
-                                         "openai-gpt models"):
+                                         "openai-gpt, t5, mt5 models"):
         convert_hf_to_google(tmp_path / "hf", tmp_path / "out" / "bert_model.ckpt")
     assert not (tmp_path / "out").exists()
