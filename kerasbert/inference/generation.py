@@ -492,7 +492,7 @@ class Seq2SeqDecoder(Decoder):
         context = self.family.cached_encode(self.layers, ids)
         caches = []
         for layer, (keys, values) in zip(
-                self.attention, self.family.cross_caches(self.layers, context, ids)):
+                self.attention, self.family.cross_caches(self.layers, context)):
             shape = (batch, layer.num_heads, extra + 1, layer.head_size)
             # The source's padding travels with the caches (beam search reorders rows).
             caches.append((tf.zeros(shape, layer.compute_dtype),

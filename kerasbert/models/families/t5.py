@@ -63,6 +63,7 @@ from kerasbert.models.layers import (
     FeedForward,
     TokenEmbedding,
     attention_bias,
+    built_activation,
     get_activation,
     kernel_initializer,
 )
@@ -406,7 +407,6 @@ class T5(Transformer):
 
     model_type = "t5"
     default_name = "t5"
-    version = "t5.1.0"
     position = "relative"
     segment_inputs = False
     head_flags = ()
@@ -442,7 +442,7 @@ class T5(Transformer):
     def feed_forward(self, name):
         if isinstance(self.config.hidden_act, (list, tuple)):
             return self.apply(layer=GatedFeedForward, intermediate_size=self.intermediate_size,
-                              activations=[built_name(act) for act in self.config.hidden_act],
+                              activations=[built_activation(act) for act in self.config.hidden_act],
                               initializer_range=self.config.initializer_range, name=name)
         return self.apply(layer=FeedForward, intermediate_size=self.intermediate_size,
                           activation=self.hidden_act, use_bias=False,
@@ -565,7 +565,7 @@ class T5(Transformer):
         return layers[names.side_name(ENCODER, names.OUTPUT_NORM)](x)
 
     @classmethod
-    def cross_caches(cls, layers, context, ids):
+    def cross_caches(cls, layers, context):
         """Each decoder layer's ``(keys, values)`` of the encoder's output: computed once."""
         caches, index = [], 0
         while names.cross_attention_name(index) in layers:
@@ -708,7 +708,6 @@ class T5_1_1(T5):
 
     model_type = "t5.1.1"
     default_name = "t5"
-    version = "t5.1.1"
     marker_layer = OUTPUT_LM
 
     def lm_head(self, x, activation):
@@ -742,23 +741,14 @@ class MT5_1_1(T5_1_1):
     """Multilingual T5 (``model="mt5.1.1"``): t5.1.1's graph, norms stored as ``rms_norm``."""
 
     model_type = "mt5.1.1"
-    version = "mt5.1.1"
     marker_layer = None  # the graph is t5.1.1's: a built model reads t5.1.1's names
     checkpoint_description = "an mT5"
     norm_scope = "rms_norm"
 
 
-def built_name(activation):
-    """One of a gated feed-forward's activations, as :func:`built_activation` names it."""
-    from kerasbert.models.layers import built_activation
-
-    return built_activation(activation)
-
 
 # ---------------------------------------------------- Hugging Face's T5 and mT5
 HF_LAYER = re.compile(r"(encoder|decoder)\.block\.(\d+)\.layer\.(\d)\.(.+)\.weight")
-HF_MODULES = {"SelfAttention": "SelfAttention", "EncDecAttention": "EncDecAttention",
-              "DenseReluDense": "DenseReluDense", "layer_norm": None}
 
 
 def hf_config(values, path):
