@@ -20,6 +20,7 @@ Example::
 """
 
 import os
+import weakref
 
 import keras
 import numpy as np
@@ -70,6 +71,32 @@ def build_tagger(options, num_tags):
                       initializer_range=bert.config.initializer_range)
 
 
+_TAG_FUNCTIONS = weakref.WeakKeyDictionary()
+
+
+def _tag_function(model):
+    """``(token_ids, segment_ids) -> tag ids`` for ``model``: the tagger and its decoding
+    (the CRF's Viterbi or the arg max) in one graph, traced once for any batch and width."""
+    if model not in _TAG_FUNCTIONS:
+        import tensorflow as tf
+
+        crf = names.CRF in {layer.name for layer in model.layers}
+        spec = tf.TensorSpec([None, None], "int32")
+
+        @tf.function(input_signature=[spec, spec])
+        def tag(token_ids, segment_ids):
+            scores = tf.cast(model([token_ids, segment_ids], training=False), "float32")
+            mask = tf.not_equal(token_ids, 0)
+            if crf:
+                return model.get_layer(names.CRF).decode(scores, mask=mask)
+            return tf.where(mask, tf.argmax(scores, -1, output_type="int32"), 0)
+
+        _TAG_FUNCTIONS[model] = tag
+    function = _TAG_FUNCTIONS[model]
+    return lambda ids, segments: function(np.asarray(ids, "int32"),
+                                          np.asarray(segments, "int32")).numpy()
+
+
 class _Inputs:
     """A run's sentences, tags and encoded arrays, all read before the directory is made."""
 
@@ -114,6 +141,7 @@ def predict_tags(model, token_ids, segment_ids, batch_size=64, progress=False):
     Rows go through the model in batches of similar length, each cut to its longest row;
     ``progress`` shows a bar over them on stderr (when it is a terminal).
     """
+    tag = _tag_function(model)
     lengths = np.count_nonzero(token_ids, axis=1)
     order = np.argsort(-lengths, kind="stable")
     tags = np.zeros(token_ids.shape, "int32")
@@ -124,8 +152,7 @@ def predict_tags(model, token_ids, segment_ids, batch_size=64, progress=False):
         rows = order[start:start + batch_size]
         width = batches.batch_width(lengths[rows], token_ids.shape[1])
         ids = token_ids[rows, :width]
-        scores = model.predict_on_batch([ids, segment_ids[rows, :width]])
-        tags[rows, :width] = decode(model, np.asarray(scores, "float32"), ids)
+        tags[rows, :width] = tag(ids, segment_ids[rows, :width])
         if bar:
             bar.on_predict_batch_end(start)
     if bar:
