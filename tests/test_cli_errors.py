@@ -601,6 +601,15 @@ CASES = [
          setup=write("cut.jsonl", JSONL_HEAD + '{"text": "好", \n')),
     case("predict-input-no-text-column", ["predict", "--model", "run", "--input", "s.tsv"],
          "s.tsv", "text", setup=write("s.tsv", "sentence\n好东西\n")),
+    case("predict-txt-blank", ["predict", "--model", "run", "--input", "blank.txt"],
+         "blank.txt", "blank", setup=write("blank.txt", "\n  \n")),
+    case("predict-txt-bad-byte", ["predict", "--model", "run", "--input", "gbk.txt"],
+         "gbk.txt", "line 2", setup=write("gbk.txt", "好东西\n".encode() + "差".encode("gbk"))),
+    case("predict-txt-with-a-column", ["predict", "--model", "run", "--input", "t.txt",
+                                       "--text-column", "review"], "t.txt", "text_column",
+         setup=write("t.txt", "好东西\n")),
+    case("evaluate-txt", ["evaluate", "--model", "run", "--data", "t.txt"], "t.txt",
+         "predict only", setup=write("t.txt", "好东西\n")),
 
     # --- export
     case("export-to-the-run", ["export", "--model", "run", "--to", "run"], "--to"),

@@ -169,6 +169,14 @@ def test_evaluate_and_predict_read_other_column_names(finished_run, tiny_run_inp
     predicted = [json.loads(line) for line in done.stdout.splitlines()]
     assert [row["text"] for row in predicted] == [text for _, text in rows]
 
+    # A plain text file, one text per line (blank lines skipped), predicts as the table.
+    plain = tmp_path / "texts.txt"
+    plain.write_text("\n".join(text for _, text in rows[:3]) + "\n\n" +
+                     "\n".join(text for _, text in rows[3:]) + "\n", encoding="utf-8")
+    done = kerasbert("predict", "--model", str(output), "--input", str(plain))
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line) for line in done.stdout.splitlines()] == predicted
+
 
 # ----------------------------------------------------------------- the shipped model's defaults
 def test_the_shipped_model_brings_its_learning_rate(tiny_run_inputs, tmp_path):

@@ -216,6 +216,7 @@ def make_parser():
         commands, "predict", "a run's predictions; one JSON line per example",
         ["kerasbert predict --model runs/reviews 这家店的菜很好吃 服务太差了",
          "kerasbert predict --model runs/reviews --input reviews.tsv > predictions.jsonl",
+         "kerasbert predict --model runs/reviews --input texts.txt   # one text per line",
          "kerasbert predict --model runs/ner 江泽民在北京会见了新华社记者。",
          "kerasbert predict --model runs/qa 这句话提到的人是谁？ 江泽民在北京会见了新华社记者。"],
         description="Runs a run's model on texts, or on a file in its task's format, and "
@@ -223,7 +224,8 @@ def make_parser():
         run=handlers.command_predict)
     _run_argument(predict)
     predict.add_argument("--input", type=_path, metavar="FILE",
-                         help="a file in the run's task's format (or give TEXTs)")
+                         help="a file in the run's task's format, or (classification "
+                              "and ner) a .txt file of one text per line; or give TEXTs")
     _column_arguments(predict)
     predict.add_argument("texts", nargs="*", metavar="TEXT",
                          help=f"what to predict on: {texts}")

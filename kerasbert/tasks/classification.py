@@ -235,6 +235,18 @@ class Run:
         return data.read_examples(path, **names, require_labels=require_labels,
                                   skip_bad_rows=o.skip_bad_rows)
 
+    def _read_texts(self, path, columns):
+        """The lines of a plain text file, for a run that classifies single texts."""
+        if columns:
+            raise data.DataError(f"columns in {path}: a .txt file has one text per line and no "
+                                 f"columns ({', '.join(sorted(columns))} given)")
+        if self.options.pair_column:
+            raise data.DataError(
+                f"data file in {path}: a .txt file holds one text per line, but this run "
+                f"classifies pairs; give a .tsv/.csv/.jsonl file with the columns "
+                f"'{self.options.text_column}' and '{self.options.pair_column}'")
+        return data.read_texts(path)
+
     def evaluate(self, path, progress=False, **columns):
         """Metrics of the model on a labelled file.
 
@@ -250,9 +262,12 @@ class Run:
                         progress=progress)
 
     def predict(self, texts=None, path=None, progress=False, **columns):
-        """``[{"text", "label", "probability"}]`` for texts, or for the rows of a file
-        (its columns as for :meth:`evaluate`)."""
-        if path is not None:
+        """``[{"text", "label", "probability"}]`` for texts, for the rows of a table (its
+        columns as for :meth:`evaluate`), or for the lines of a ``.txt`` file (one text per
+        line, blank lines skipped)."""
+        if path is not None and os.path.splitext(path)[1].lower() in data.TEXT_SUFFIXES:
+            rows = self._read_texts(path, columns)
+        elif path is not None:
             rows = self._read(path, columns, require_labels=False)
         else:
             rows = data.Examples.from_texts(list(texts))

@@ -33,6 +33,8 @@ import numpy as np
 
 FORMATS = {".tsv": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}
 TABLES = "a .tsv/.csv/.jsonl file"
+#: Plain text, one text per line: texts to predict, without labels or columns.
+TEXT_SUFFIXES = (".txt",)
 STRAY_QUOTE = "a quoted field takes in lines that read as rows of their own"
 
 logger = logging.getLogger(__name__)
@@ -143,6 +145,30 @@ def read_lines(path, what="text file"):
         if _ESCAPED_BYTE.search(line):
             raise DataError(f"bad line in {path}, line {number}: {_undecodable(line)}")
         yield number, line.rstrip("\r\n")
+
+
+def read_texts(path):
+    """Unlabelled examples of a plain text file (``.txt``): one text per line, kept as
+    written; blank lines are skipped (the others keep their line numbers).
+
+    Raises:
+        FileNotFoundError, DataError: a missing file, a directory, a line that is not
+            UTF-8, or no text at all (``data file in <path>: no text, every line is blank``).
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        ...     _ = f.write("这家店的菜很好吃\n\n服务太差了\n")
+        >>> examples = read_texts(f.name)
+        >>> examples.texts, examples.lines
+        (['这家店的菜很好吃', '服务太差了'], [1, 3])
+    """
+    path = os.fspath(path)
+    found = [(number, line) for number, line in read_lines(path, "data file") if line.strip()]
+    if not found:
+        raise DataError(f"data file in {path}: no text, every line is blank")
+    return Examples([line for _, line in found], [None] * len(found), [None] * len(found),
+                    path, [number for number, _ in found])
 
 
 def _undecodable(text):
@@ -457,8 +483,11 @@ def read_examples(path, text_column="text", pair_column=None, label_column="labe
     check_file(path)
     kind = FORMATS.get(os.path.splitext(path)[1].lower())
     if kind is None:
-        raise DataError(f"data file in {path}: unknown file type "
-                        f"{os.path.splitext(path)[1]!r}, expected {TABLES}")
+        suffix = os.path.splitext(path)[1]
+        plain = (" (a .txt file, one text per line, is read by predict only: it has no labels)"
+                 if suffix.lower() in TEXT_SUFFIXES else "")
+        raise DataError(f"data file in {path}: unknown file type {suffix!r}, expected "
+                        f"{TABLES}{plain}")
     wanted = [text_column] + ([pair_column] if pair_column else [])
     required = wanted + ([label_column] if require_labels else [])
     rows = (_json_rows(path, wanted + [label_column]) if kind == "jsonl"
