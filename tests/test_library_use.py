@@ -14,7 +14,15 @@ import zipfile
 import numpy as np
 import pytest
 
-from kerasbert.training.options import BASE_LR, MODEL_DEFAULTS_FILE, OptionError, TrainOptions
+from kerasbert.training.options import (
+    BASE_LR,
+    MODEL_DEFAULTS_FILE,
+    NerOptions,
+    OptionError,
+    QaOptions,
+    TrainOptions,
+    describe_defaults,
+)
 from peers import run_python
 
 TEXTS = ["这个好棒", "我们买了差", "书店东西好爱"]
@@ -179,24 +187,61 @@ def test_evaluate_and_predict_read_other_column_names(finished_run, tiny_run_inp
 
 
 # ----------------------------------------------------------------- the shipped model's defaults
-def test_the_shipped_model_brings_its_learning_rate(tiny_run_inputs, tmp_path):
+def test_the_shipped_model_brings_its_defaults_per_task(tiny_run_inputs, tmp_path):
     from kerasbert import shipped
 
     shipped_defaults = json.loads(open(os.path.join(shipped.model_dir(), MODEL_DEFAULTS_FILE),
                                        encoding="utf-8").read())
-    assert TrainOptions(output="x").resolved().lr == shipped_defaults["lr"] == 1e-4
-    assert TrainOptions(output="x", lr=3e-5).resolved().lr == 3e-5
+    chosen = TrainOptions(output="x").resolved()
+    assert (chosen.lr, chosen.epochs, chosen.patience) == (shipped_defaults["lr"], 3, 2)
+    assert shipped_defaults["lr"] == 1e-4
+    ner = TrainOptions(output="x", task="ner").resolved()
+    assert (ner.lr, ner.epochs, ner.patience) == (3e-4, 10, 3)
+    assert NerOptions(output="x").resolved().epochs == 10
+    assert (QaOptions(output="x").resolved().lr, QaOptions(output="x").resolved().epochs) == (
+        3e-4, 5)
+    given_ner = NerOptions(output="x", lr=3e-5, epochs=2, patience=0).resolved()
+    assert (given_ner.lr, given_ner.epochs, given_ner.patience) == (3e-5, 2, 0)
+    assert describe_defaults(NerOptions(output="x", epochs=2)) == (
+        "lr 0.0003, patience 3: the defaults of kerasbert-zh-small for --task ner (its "
+        "finetune_defaults.json)")
+    assert describe_defaults(NerOptions(output="x", epochs=2, lr=1e-4, patience=1)) is None
     given = dict(tiny_run_inputs, output="x")
-    assert TrainOptions(**given).resolved().lr == BASE_LR  # a model that carries none
+    fallback = TrainOptions(**given).resolved()  # a model that carries none
+    assert (fallback.lr, fallback.epochs, fallback.patience) == (BASE_LR, 3, 2)
+    assert describe_defaults(TrainOptions(**given)) is None
 
     model = tmp_path / "model"
     model.mkdir()
     shutil.copy(tiny_run_inputs["config"], model / "bert_config.json")
-    (model / MODEL_DEFAULTS_FILE).write_text('{"lr": 5e-5}')
-    assert TrainOptions(**dict(given, config=str(model / "bert_config.json"))).resolved().lr == 5e-5
-    (model / MODEL_DEFAULTS_FILE).write_text('{"lr": -1}')
-    with pytest.raises(OptionError, match="lr"):
-        TrainOptions(**dict(given, config=str(model / "bert_config.json"))).resolved()
-    (model / MODEL_DEFAULTS_FILE).write_text('{"lr": 1e-4, "epochs": 4}')
-    with pytest.raises(OptionError, match=f"defaults in .*{MODEL_DEFAULTS_FILE}"):
-        TrainOptions(**dict(given, config=str(model / "bert_config.json"))).resolved()
+    mine = dict(given, config=str(model / "bert_config.json"))
+    (model / MODEL_DEFAULTS_FILE).write_text('{"lr": 5e-5, "tasks": {"ner": {"epochs": 4}}}')
+    assert TrainOptions(**mine).resolved().lr == 5e-5
+    assert (TrainOptions(**mine).resolved().epochs, NerOptions(**mine).resolved().epochs) == (3, 4)
+    assert NerOptions(**mine).resolved().lr == 5e-5
+    for bad, named in [('{"lr": -1}', "lr"), ('{"tasks": {"ner": {"epochs": 0}}}', "epochs"),
+                       ('{"lr": 1e-4, "maxlen": 64}', "defaults in"),
+                       ('{"tasks": {"translation": {}}}', "defaults in"),
+                       ('{"tasks": {"ner": {"dropout": 0.2}}}', "defaults in"), ("[1]", "object")]:
+        (model / MODEL_DEFAULTS_FILE).write_text(bad)
+        with pytest.raises(OptionError, match=f"defaults in .*{MODEL_DEFAULTS_FILE}") as error:
+            NerOptions(**mine).resolved()
+        assert named in str(error.value)
+
+
+def test_a_run_that_ends_at_one_class_says_so_and_what_to_try():
+    from kerasbert.tasks.classification import TASK
+
+    def summary(confusion):
+        metrics = {"accuracy": 0.5, "macro_f1": 0.33, "confusion_matrix": confusion}
+        return {"labels": ["negative", "positive"], "best_epoch": 1, "skipped_rows": {},
+                "test": metrics}
+
+    options = TrainOptions(output="runs/x", epochs=3, lr=1e-4)
+    lines = TASK.train_report(options, summary([[0, 40], [0, 60]]))
+    said = [line for line in lines if "only one class" in line]
+    assert said == ["every test example was labelled 'positive': the model learnt only one "
+                    "class; try more epochs (--epochs, 3 now) or another rate (--lr, 0.0001 "
+                    "now), and check that the training file has enough examples of each label"]
+    assert not [line for line in TASK.train_report(options, summary([[30, 10], [5, 55]]))
+                if "only one class" in line]

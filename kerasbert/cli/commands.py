@@ -12,6 +12,7 @@ import sys
 from kerasbert.training.options import (
     TASK_OPTIONS,
     TrainOptions,
+    describe_defaults,
     for_task,
     from_arguments,
     validate,
@@ -88,6 +89,9 @@ def _run_training(train, options):
     log file or a pipe, where a bar's redraws would fill the file.
     """
     validate(options, flags=True)
+    defaults = getattr(options, "task", None) and describe_defaults(options)
+    if defaults:
+        print(defaults, flush=True)
     return options, train(options, verbose=1 if sys.stdout.isatty() else 2)
 
 

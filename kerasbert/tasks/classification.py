@@ -134,6 +134,12 @@ class Classification(Task):
         lines = [f"\n{shown} accuracy {summary[shown]['accuracy']:.4f}, "
                  f"macro-F1 {summary[shown]['macro_f1']:.4f} (best epoch "
                  f"{summary['best_epoch']})"]
+        one_class = _only_class(summary[shown], summary["labels"])
+        if one_class is not None:
+            lines.append(f"every {shown} example was labelled {one_class!r}: the model learnt "
+                         f"only one class; try more epochs (--epochs, {options.epochs} now) or "
+                         f"another rate (--lr, {options.lr:g} now), and check that the "
+                         "training file has enough examples of each label")
         skipped = {path: n for path, n in summary["skipped_rows"].items() if n}
         if skipped:
             lines.append("skipped rows: " + ", ".join(f"{n} in {path}"
@@ -149,6 +155,13 @@ class Classification(Task):
             f"  {label:<{width}}  precision {row['precision']:.4f}  recall "
             f"{row['recall']:.4f}  F1 {row['f1']:.4f}  support {row['support']}"
             for label, row in metrics["per_class"].items()]
+
+
+def _only_class(metrics, labels):
+    """The label every example of ``metrics`` was given, or None when there were several."""
+    predicted = np.asarray(metrics["confusion_matrix"]).sum(axis=0)
+    used = np.flatnonzero(predicted)
+    return labels[int(used[0])] if len(used) == 1 and len(labels) > 1 else None
 
 
 def with_probabilities(model):

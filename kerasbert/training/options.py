@@ -22,8 +22,11 @@ from kerasbert.models.families import FAMILIES
 
 # Fine-tuning defaults a model folder may carry beside its bert_config.json.
 MODEL_DEFAULTS_FILE = "finetune_defaults.json"
-MODEL_DEFAULT_KEYS = ("lr",)  # the options whose default depends on the model
 BASE_LR = 2e-5  # BERT-base's fine-tuning rate, for models that carry no defaults
+# The options whose default depends on the model and the task, and their values for a
+# model that carries none.
+FALLBACK_DEFAULTS = {"lr": BASE_LR, "epochs": 3, "patience": 2}
+MODEL_DEFAULT_KEYS = tuple(FALLBACK_DEFAULTS)
 
 
 class OptionError(ValueError):
@@ -123,6 +126,13 @@ class RunOptions:
                                   "changed since the run started")
 
 
+def task_option(name):
+    """The ``task`` field, ``name`` by default: each task's options class names its own
+    task, so ``NerOptions(...)`` trains a tagger."""
+    return option(name, "what to train (each task's own flags are listed under it below)",
+                  choices=lambda: TASKS)
+
+
 @dataclasses.dataclass(kw_only=True)
 class FinetuneOptions(RunOptions):
     """What every ``--task`` of ``kerasbert train`` takes; each task's options class adds
@@ -139,8 +149,7 @@ class FinetuneOptions(RunOptions):
     TEXTS = "texts"
     SHIPPED = "review_file"
 
-    task: str = option("classification", "what to train (each task's own flags are listed "
-                       "under it below)", choices=lambda: TASKS)
+    task: str = task_option("classification")
     train: str = option(None, "file to train on, in the task's format (default: the task's "
                         "shipped split)", metavar="FILE", input="file")
     dev: str = option(None, "file the best epoch is chosen on (required with --train)",
@@ -154,13 +163,14 @@ class FinetuneOptions(RunOptions):
     vocab: str = option(None, "vocab.txt (default: beside the config)", metavar="FILE",
                         input="file")
     lr: float = option(None, f"peak learning rate (default: the model's {MODEL_DEFAULTS_FILE} "
-                       f"beside its config, else {BASE_LR:g}; the shipped model's is 1e-4)",
-                       POSITIVE)
-    epochs: int = option(3, "passes over the training data", COUNT)
+                       f"beside its config for the task, else {BASE_LR:g})", POSITIVE)
+    epochs: int = option(None, "passes over the training data (default: the model's for the "
+                         "task, else 3)", COUNT)
     grad_accum: int = option(1, "batches whose gradients are summed per update", COUNT)
     dropout: float = option(0.1, "dropout rate of the encoder and the task's head", FRACTION)
-    patience: int = option(2, "epochs without a better dev score before stopping "
-                           "(0: never stop early)", NON_NEGATIVE_INT)
+    patience: int = option(None, "epochs without a better dev score before stopping "
+                           "(0: never stop early; default: the model's for the task, else 2)",
+                           NON_NEGATIVE_INT)
     max_train_examples: int = option(None, "use only the first N training examples", COUNT,
                                      metavar="N")
     mixed_precision: bool = option(False, "bfloat16 compute (float32 weights)")
@@ -187,8 +197,10 @@ class FinetuneOptions(RunOptions):
             raise OptionError("missing file in --dev: the best epoch is chosen on a dev file")
         if not values["vocab"]:
             values["vocab"] = os.path.join(os.path.dirname(values["config"]), "vocab.txt")
-        if values["lr"] is None:
-            values["lr"] = model_defaults(values["config"]).get("lr", BASE_LR)
+        defaults = model_defaults(values["config"], self.task)
+        for key, fallback in FALLBACK_DEFAULTS.items():
+            if values[key] is None:
+                values[key] = defaults.get(key, fallback)
         values["weights"] = "checkpoint" if values["checkpoint"] else "random"
         return type(self)(**values)
 
@@ -203,6 +215,7 @@ class ClassificationOptions(FinetuneOptions):
     FILES = "labelled TSV, CSV or JSONL with a header naming the columns"
     TEXTS = "texts to classify"
 
+    task: str = task_option("classification")
     text_column: str = option("text", "column of the text", metavar="NAME")
     pair_column: str = option(None, "column of the second text of sentence pairs",
                               metavar="NAME")
@@ -224,6 +237,7 @@ class NerOptions(FinetuneOptions):
              "'text' column; or a tagged file)")
     SHIPPED = "ner_file"
 
+    task: str = task_option("ner")
     no_crf: bool = option(False, "a softmax tagger instead of the CRF")
 
 
@@ -237,6 +251,8 @@ class QaOptions(FinetuneOptions):
              "SQuAD JSON, JSONL with 'question' and 'context', or a question, a tab and its "
              "context per line)")
     SHIPPED = "qa_file"
+
+    task: str = task_option("qa")
 
 
 #: Each ``--task``, by name, and its options class; the task itself is the module of that
@@ -291,25 +307,62 @@ def for_task(options, flags=False):
     return target(**{name: getattr(options, name) for name in names})
 
 
-def model_defaults(config_path):
-    """The fine-tuning defaults in ``finetune_defaults.json`` beside a config ({} if none).
+def model_defaults(config_path, task=None):
+    """The fine-tuning defaults in ``finetune_defaults.json`` beside a config ({} if none),
+    for ``task`` where the file gives that task its own.
+
+    The file is a JSON object of options (``lr``, ``epochs``, ``patience``) for every task,
+    and under ``"tasks"`` the values one task uses instead:
+    ``{"lr": 1e-4, "tasks": {"ner": {"lr": 3e-4, "epochs": 10}}}``.
 
     Raises:
-        OptionError: the file is not a JSON object of known options.
+        OptionError: the file is not such an object, or a value breaks its option's rule.
+
+    Example:
+        >>> from kerasbert import shipped
+        >>> config = os.path.join(shipped.model_dir(), "bert_config.json")
+        >>> model_defaults(config)["lr"], model_defaults(config, "ner")["lr"]
+        (0.0001, 0.0003)
     """
     path = os.path.join(os.path.dirname(os.fspath(config_path)), MODEL_DEFAULTS_FILE)
     if not os.path.isfile(path):
         return {}
     try:
         with open(path, encoding="utf-8") as f:
-            defaults = json.load(f)
+            found = json.load(f)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise OptionError(f"defaults in {path}: not readable JSON ({error})") from None
-    if not isinstance(defaults, dict) or not set(defaults) <= set(MODEL_DEFAULT_KEYS):
-        raise OptionError(f"defaults in {path}: must be a JSON object with only "
-                          f"{', '.join(MODEL_DEFAULT_KEYS)}")
-    validate(ClassificationOptions(output="-", **defaults))
-    return defaults
+    keys = ", ".join(MODEL_DEFAULT_KEYS)
+    tasks = found.get("tasks", {}) if isinstance(found, dict) else None
+    if (not isinstance(found, dict) or not set(found) <= {*MODEL_DEFAULT_KEYS, "tasks"}
+            or not isinstance(tasks, dict) or not set(tasks) <= set(TASKS)
+            or not all(isinstance(values, dict) and set(values) <= set(MODEL_DEFAULT_KEYS)
+                       for values in tasks.values())):
+        raise OptionError(f"defaults in {path}: must be a JSON object with only {keys}, and "
+                          f"under \"tasks\" an object of those per task ({', '.join(TASKS)})")
+    for name in (None, *tasks):
+        values = {key: value for key, value in found.items() if key != "tasks"}
+        values.update(tasks.get(name, {}))
+        try:
+            validate(TASK_OPTIONS[name or "classification"](output="-", **values))
+        except OptionError as error:
+            raise OptionError(f"defaults in {path}: {error}") from None
+    return {**{key: value for key, value in found.items() if key != "tasks"},
+            **tasks.get(task, {})}
+
+
+def describe_defaults(options):
+    """One line naming the options a run takes from its model's defaults (those not given),
+    or None: ``lr 0.0003, epochs 10, patience 3: the defaults of kerasbert-zh-small for
+    --task ner (its finetune_defaults.json)``."""
+    resolved = options.resolved()
+    found = model_defaults(resolved.config, resolved.task)
+    taken = [key for key in MODEL_DEFAULT_KEYS if getattr(options, key) is None and key in found]
+    if not taken:
+        return None
+    model = os.path.basename(os.path.dirname(os.path.abspath(resolved.config)))
+    return (f"{', '.join(f'{key} {getattr(resolved, key):g}' for key in taken)}: the defaults of "
+            f"{model} for --task {resolved.task} (its {MODEL_DEFAULTS_FILE})")
 
 
 @dataclasses.dataclass(kw_only=True)
