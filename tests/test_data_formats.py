@@ -248,6 +248,10 @@ def test_file_level_errors_are_one_line_naming_the_path(tmp_path):
     assert error_of(missing, FileNotFoundError) == f"data file in {missing}: no such file"
     odd = write(tmp_path, "a.txt", "x")
     assert error_of(odd) == (f"data file in {odd}: unknown file type '.txt', expected a "
+                             ".tsv/.csv/.jsonl file (a .txt file, one text per line, is read "
+                             "by predict only: it has no labels)")
+    odd = write(tmp_path, "a.text", "x")
+    assert error_of(odd) == (f"data file in {odd}: unknown file type '.text', expected a "
                              ".tsv/.csv/.jsonl file")
     empty = write(tmp_path, "e.csv", "\n\n")
     assert error_of(empty).startswith(f"data file in {empty}: the file is empty")

@@ -5,6 +5,7 @@ result; it returns the exit code. Nothing here parses or checks flags beyond wha
 library's own option checks do, and TensorFlow is imported only when a command runs.
 """
 
+import functools
 import json
 import os
 import sys
@@ -76,8 +77,13 @@ def command_train(args):
     from kerasbert.tasks.task import train
 
     options = for_task(from_arguments(TrainOptions, args), flags=True)
-    options, summary = _run_training(train, options)
-    for line in get_task(options.task).train_report(options, summary):
+    validate(options, flags=True)
+    defaults = describe_defaults(options)
+    # Said once the inputs are checked: a refused run prints its one error line alone.
+    options, summary = _run_training(
+        functools.partial(train, on_checked=defaults and (lambda: print(defaults, flush=True))),
+        options)
+    for line in get_task(options.task).train_report(options.resolved(), summary):
         print(line)
     return 0
 
@@ -89,9 +95,6 @@ def _run_training(train, options):
     log file or a pipe, where a bar's redraws would fill the file.
     """
     validate(options, flags=True)
-    defaults = getattr(options, "task", None) and describe_defaults(options)
-    if defaults:
-        print(defaults, flush=True)
     return options, train(options, verbose=1 if sys.stdout.isatty() else 2)
 
 

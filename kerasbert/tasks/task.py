@@ -99,7 +99,7 @@ class Task:
                              f"{self.texts_per_example} at a time")
 
 
-def train(options, callbacks=(), verbose="auto"):
+def train(options, callbacks=(), verbose="auto", on_checked=None):
     """Fine-tunes the task of ``options``; returns the run summary (also in ``metrics.json``).
 
     Everything that can be checked is checked before the first step: the options, the run
@@ -111,6 +111,8 @@ def train(options, callbacks=(), verbose="auto"):
             :class:`~kerasbert.training.options.TrainOptions` naming the task.
         callbacks: more Keras callbacks for ``fit``.
         verbose: Keras's progress output (``"auto"``, 0, 1 or 2: one line per epoch).
+        on_checked: called with no arguments once every input is checked, before anything
+            is built (``kerasbert train`` prints the defaults the run took there).
 
     Raises:
         kerasbert.training.options.OptionError: an option outside its range, or one the
@@ -135,18 +137,20 @@ def train(options, callbacks=(), verbose="auto"):
     strategy = distribute.make_strategy(strategy_name)
     directory = RunDirectory(options.output, OPTIONS_FILE, FINISHED_FILE)
     try:
-        return _train(task, options, strategy, directory, callbacks, verbose)
+        return _train(task, options, strategy, directory, callbacks, verbose, on_checked)
     finally:
         directory.release()
 
 
-def _train(task, options, strategy, directory, callbacks, verbose):
+def _train(task, options, strategy, directory, callbacks, verbose, on_checked):
     def check():
         if distribute.is_chief(strategy):
             directory.check(options, options.resume)
         return task.read_inputs(options)
 
     inputs = distribute.check_together(strategy, check)
+    if on_checked is not None:
+        on_checked()
     if options.weights == "random":  # after the checks: a refused run says only why
         log.warning("no --checkpoint: the encoder starts from RANDOM weights, not a pretrained "
                     "model (recorded as weights=random in %s); pass --checkpoint PREFIX to "

@@ -158,7 +158,7 @@ def read_texts(path):
     Example:
         >>> import tempfile
         >>> with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-        ...     _ = f.write("这家店的菜很好吃\n\n服务太差了\n")
+        ...     _ = f.write("这家店的菜很好吃\\n\\n服务太差了\\n")
         >>> examples = read_texts(f.name)
         >>> examples.texts, examples.lines
         (['这家店的菜很好吃', '服务太差了'], [1, 3])
