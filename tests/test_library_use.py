@@ -245,3 +245,32 @@ def test_a_run_that_ends_at_one_class_says_so_and_what_to_try():
                     "now), and check that the training file has enough examples of each label"]
     assert not [line for line in TASK.train_report(options, summary([[30, 10], [5, 55]]))
                 if "only one class" in line]
+
+
+@pytest.mark.slow
+def test_train_prints_the_defaults_it_took_once_the_inputs_are_checked(tiny_run_inputs, tmp_path,
+                                                                       capsys):
+    from kerasbert.cli.main import main
+
+    model = tmp_path / "tiny-model"
+    model.mkdir()
+    for key in ("config", "vocab"):
+        shutil.copy(tiny_run_inputs[key], model)
+    (model / MODEL_DEFAULTS_FILE).write_text(
+        '{"lr": 1e-2, "tasks": {"classification": {"epochs": 1, "patience": 0}}}')
+    flags = ["--config", str(model / "bert_config.json"), "--checkpoint",
+             tiny_run_inputs["checkpoint"], "--train", tiny_run_inputs["train"],
+             "--max-train-examples", "32", "--maxlen", "32", "--batch-size", "16"]
+
+    assert main(["train", "--output", str(tmp_path / "refused"), *flags, "--dev",
+                 str(tmp_path / "missing.tsv")]) == 2
+    refused = capsys.readouterr()
+    assert refused.out == "" and len(refused.err.splitlines()) == 1
+
+    assert main(["train", "--output", str(tmp_path / "run"), *flags, "--dev",
+                 tiny_run_inputs["dev"], "--epochs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == ("lr 0.01, patience 0: the defaults of tiny-model for --task "
+                                   "classification (its finetune_defaults.json)")
+    recorded = json.loads((tmp_path / "run" / "train_config.json").read_text())
+    assert (recorded["lr"], recorded["epochs"], recorded["patience"]) == (1e-2, 1, 0)
