@@ -56,6 +56,14 @@ def qa_file(split):
     return resource("peoples_daily_qa", f"{split}.json")
 
 
+def seq2seq_file(split):
+    """``train``, ``dev`` or ``test`` JSONL (``source``, ``target``) of the shipped Chinese
+    answer-generation set."""
+    if split not in SPLITS:
+        raise ValueError(f"split {split!r}: must be one of {', '.join(SPLITS)}")
+    return resource("peoples_daily_seq2seq", f"{split}.jsonl")
+
+
 def review_file(split):
     """``train``, ``dev`` or ``test`` TSV of the shipped review split."""
     if split not in SPLITS:

@@ -1,16 +1,18 @@
 """kerasbert: Chinese (and any Google) BERT on Keras 3, with bert4keras layer names.
 
 Audit and draw a model from its bert_config.json; fine-tune it from a Google checkpoint
-(or the shipped small Chinese model) for one of three tasks: text classification (the
-default), named-entity recognition with a CRF (--task ner) or span question answering
-(--task qa); evaluate a run, predict with it, export it for TF Serving, ONNX Runtime or
-LiteRT; pretrain a masked LM; convert Hugging Face weights to a Google checkpoint.
+(or the shipped small Chinese model) for one of four tasks: text classification (the
+default), named-entity recognition with a CRF (--task ner), span question answering
+(--task qa) or text generation (--task seq2seq, UniLM); evaluate a run, predict with it,
+export it for TF Serving, ONNX Runtime or LiteRT; pretrain a masked LM; convert Hugging
+Face weights to a Google checkpoint.
 
 examples:
   kerasbert train --output runs/reviews              # the shipped model and review split
   kerasbert predict --model runs/reviews 这家店的菜很好吃
   kerasbert train --task ner --output runs/ner       # the shipped People's Daily split
   kerasbert train --task qa --output runs/qa         # the shipped Chinese QA set
+  kerasbert train --task seq2seq --output runs/gen   # the shipped answer-generation set
   kerasbert audit chinese_L-12_H-768_A-12/bert_config.json --num-labels 2
   kerasbert <command> --help                         # the options of one command
 
@@ -179,6 +181,7 @@ def make_parser():
          "    --train train.tsv --dev dev.tsv --test test.tsv --epochs 3",
          "kerasbert train --task ner --output runs/ner --maxlen 160   # People's Daily NER",
          "kerasbert train --task qa --output runs/qa --maxlen 192     # Chinese span QA",
+         "kerasbert train --task seq2seq --output runs/gen   # UniLM answer generation",
          "kerasbert train --output runs/reviews --resume   # after an interruption"],
         description="Fine-tunes BERT for one task (--task) and writes a run directory: "
                     "model.keras (best dev epoch), the backbone as a Google checkpoint, "
@@ -218,14 +221,16 @@ def make_parser():
          "kerasbert predict --model runs/reviews --input reviews.tsv > predictions.jsonl",
          "kerasbert predict --model runs/reviews --input texts.txt   # one text per line",
          "kerasbert predict --model runs/ner 江泽民在北京会见了新华社记者。",
-         "kerasbert predict --model runs/qa 这句话提到的人是谁？ 江泽民在北京会见了新华社记者。"],
+         "kerasbert predict --model runs/qa 这句话提到的人是谁？ 江泽民在北京会见了新华社记者。",
+         "kerasbert predict --model runs/gen 江泽民在北京会见了新华社记者。这句话提到的人是谁？"],
         description="Runs a run's model on texts, or on a file in its task's format, and "
                     f"prints one JSON line per example ({texts}).",
         run=handlers.command_predict)
     _run_argument(predict)
     predict.add_argument("--input", type=_path, metavar="FILE",
-                         help="a file in the run's task's format, or (classification "
-                              "and ner) a .txt file of one text per line; or give TEXTs")
+                         help="a file in the run's task's format, or (classification, "
+                              "ner and seq2seq) a .txt file of one text per line; or give "
+                              "TEXTs")
     _column_arguments(predict)
     predict.add_argument("texts", nargs="*", metavar="TEXT",
                          help=f"what to predict on: {texts}")

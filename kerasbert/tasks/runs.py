@@ -1,7 +1,7 @@
 """What every task's run shares: the checks of its model files, its encoder, the files it
 writes beside ``model.keras``, and the opening of a finished run directory.
 
-Each task module (``classification``, ``ner``, ``qa``) adds its data, its head and its
+Each task module (``classification``, ``ner``, ``qa``, ``seq2seq``) adds its data, its head and its
 metrics (:class:`kerasbert.tasks.task.Task`); the model side of a run is the same for all
 of them.
 """

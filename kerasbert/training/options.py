@@ -215,6 +215,8 @@ class ClassificationOptions(FinetuneOptions):
     FILES = "labelled TSV, CSV or JSONL with a header naming the columns"
     TEXTS = "texts to classify"
 
+    # Named again (FinetuneOptions has it) because TrainOptions inherits from every task's
+    # class, this one first: its task stays classification by default.
     task: str = task_option("classification")
     text_column: str = option("text", "column of the text", metavar="NAME")
     pair_column: str = option(None, "column of the second text of sentence pairs",
@@ -255,14 +257,33 @@ class QaOptions(FinetuneOptions):
     task: str = task_option("qa")
 
 
+@dataclasses.dataclass(kw_only=True)
+class Seq2SeqOptions(FinetuneOptions):
+    """``kerasbert train --task seq2seq``: UniLM text generation (source to target) on a
+    BERT-family model and its MLM head."""
+
+    SUMMARY = ("text generation, source to target (UniLM on a BERT-family model); without "
+               "--train it takes the shipped Chinese answer-generation set")
+    FILES = "JSONL, one {\"source\": ..., \"target\": ...} object per line"
+    TEXTS = ("source texts to generate from (--input: JSONL with 'source', or plain text, a "
+             "source per line)")
+    SHIPPED = "seq2seq_file"
+
+    task: str = task_option("seq2seq")
+    max_new_tokens: int = option(32, "the most tokens generated per source, the closing "
+                                 "[SEP] included", COUNT)
+    num_beams: int = option(1, "beam search width of the generation (1: greedy)", COUNT)
+
+
 #: Each ``--task``, by name, and its options class; the task itself is the module of that
 #: name in :mod:`kerasbert.tasks`. A new task is a module there and one line here.
-TASK_OPTIONS = {"classification": ClassificationOptions, "ner": NerOptions, "qa": QaOptions}
+TASK_OPTIONS = {"classification": ClassificationOptions, "ner": NerOptions, "qa": QaOptions,
+                "seq2seq": Seq2SeqOptions}
 TASKS = tuple(TASK_OPTIONS)
 
 
 @dataclasses.dataclass(kw_only=True)
-class TrainOptions(ClassificationOptions, NerOptions, QaOptions):
+class TrainOptions(ClassificationOptions, NerOptions, QaOptions, Seq2SeqOptions):
     """Any task's options in one class, as earlier versions took them (``task`` picks the
     task). :func:`for_task` turns them into the task's own class, refusing a value the task
     would not use."""

@@ -1,0 +1,428 @@
+"""Sequence-to-sequence runs: UniLM generation on a BERT-family model, scored by ROUGE-L,
+BLEU and exact match.
+
+The model is the encoder with its MLM head and UniLM's attention mask
+(``application="unilm"``): a row is ``[CLS] source [SEP] target [SEP]``, the source in
+segment 0 (seen whole by every token) and the target in segment 1 (each token sees the
+source and the target tokens before it). The loss is the cross-entropy of each next target
+token, the closing ``[SEP]`` included, over the target tokens only. A pair longer than
+``--maxlen`` loses tokens from its longer side first (as ``Tokenizer.encode`` cuts a pair);
+the number of pairs cut is in ``metrics.json``.
+
+Generation (:func:`kerasbert.inference.generation.generate`, with its key/value cache) reads
+``[CLS] source [SEP]`` (the source cut to ``maxlen - 2`` tokens) and adds up to
+``--max-new-tokens`` tokens, greedy or by beam search (``--num-beams``), until ``[SEP]``.
+An output is scored against its target by ROUGE-L on characters (``rouge-score``, the F
+measure, averaged over pairs), corpus BLEU (``sacrebleu``, its ``zh`` tokenisation: a
+Chinese character is a word) and exact match, all in percent, case and spaces ignored. The
+best epoch is the one with the best dev ROUGE-L. The run also reports the score of copying
+each source's first characters (as many as the median training target has): the baseline a
+model must beat.
+
+The families whose MLM head can decode step by step train: BERT (RoBERTa, kerasbert-zh-small)
+and ELECTRA; ALBERT's shared layers, rotary and relative positions (RoFormer, NEZHA) and
+the generative families are refused by name.
+
+A run directory holds ``model.keras``, ``bert_model.ckpt.*`` (encoder and MLM head under
+Google's names), ``bert_config.json``, ``vocab.txt``, ``train_config.json``,
+``history.csv`` and ``metrics.json``.
+
+Example::
+
+    # the shipped kerasbert-zh-small on the shipped Chinese answer-generation set
+    summary = train(Seq2SeqOptions(output="runs/answers"))
+    summary["test"]["rouge_l"], summary["test_copy_baseline"]["rouge_l"]
+"""
+
+import dataclasses
+import json
+import os
+import statistics
+
+import keras
+import numpy as np
+from keras import ops
+
+from kerasbert.models import names
+from kerasbert.tasks.runs import (
+    check_checkpoint,
+    check_finished,
+    check_model_files,
+    load_run_model,
+    read_options,
+    run_tokenizer,
+    write_model_files,
+)
+from kerasbert.tasks.task import DevScores, Task, train
+from kerasbert.training.data import TEXT_SUFFIXES, DataError, read_lines, read_texts, unknown_keys
+from kerasbert.training.options import OptionError, Seq2SeqOptions, TrainOptions
+from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
+from kerasbert.training.rundir import RunError
+
+__all__ = ["Pair", "Run", "Seq2SeqOptions", "TASK", "TrainOptions", "UnilmLoss",
+           "copy_baseline", "generate_texts", "read_pairs", "scores", "train",
+           "training_arrays"]
+MONITOR = "val_rouge_l"
+KEYS = ("source", "target")
+#: Sources generated from at once (a compiled program per width, a multiple of 8).
+CHUNK = 256
+
+
+@dataclasses.dataclass(frozen=True)
+class Pair:
+    """A source, its target (None where a file to generate from gives none) and its line."""
+
+    source: str
+    target: str
+    line: int
+
+
+def read_pairs(path, targets=True):
+    """The pairs of a JSONL file: one object per line with a string ``source`` and, when
+    ``targets``, a string ``target`` (blank lines skipped).
+
+    Raises:
+        FileNotFoundError, DataError: a missing file, a line that is not UTF-8 or not a JSON
+            object, a missing or empty ``source`` / ``target``, an unknown key (named with
+            the file and line), or no pair at all.
+
+    Example:
+        >>> from kerasbert import shipped
+        >>> pairs = read_pairs(shipped.seq2seq_file("dev"))
+        >>> len(pairs), pairs[1].target
+        (409, '辛业江')
+    """
+    path = os.fspath(path)
+    needed = KEYS if targets else KEYS[:1]
+    pairs = []
+    for number, line in read_lines(path, "data file"):
+        if not line.strip():
+            continue
+        where = f"{path}, line {number}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise DataError(f"bad row in {where}: invalid JSON ({error.msg} at column "
+                            f"{error.colno})") from None
+        if not isinstance(row, dict):
+            raise DataError(f"bad row in {where}: expected a JSON object with "
+                            f"{' and '.join(repr(k) for k in needed)}")
+        problem = unknown_keys(row, KEYS + ("id",))
+        if problem:
+            raise DataError(f"bad row in {where}: {problem}")
+        for key in needed:
+            value = row.get(key)
+            if not isinstance(value, str) or not value.strip():
+                got = "missing" if key not in row else (
+                    "empty" if isinstance(value, str) else f"a {type(value).__name__}")
+                raise DataError(f"bad row in {where}: {key!r} must be a non-empty string "
+                                f"(got {got})")
+        target = row.get("target")
+        pairs.append(Pair(row["source"], target if isinstance(target, str) else None, number))
+    if not pairs:
+        raise DataError(f"data file in {path}: no pair, every line is blank (one JSON object "
+                        "with 'source' and 'target' per line is expected)")
+    return pairs
+
+
+def training_arrays(tokenizer, pairs, maxlen):
+    """``(token_ids, segment_ids, next_ids, cut)``: each pair as ``[CLS] source [SEP] target
+    [SEP]`` (segments 0 and 1), ``next_ids`` the id each position must predict (the next
+    target token, 0 elsewhere) and ``cut`` the number of pairs that lost tokens to
+    ``maxlen``.
+
+    Example:
+        >>> from kerasbert.text.tokenizer import Tokenizer
+        >>> tokenizer = Tokenizer("checkpoints/chinese_L-12_H-768_A-12/vocab.txt")
+        >>> ids, segments, next_ids, cut = training_arrays(
+        ...     tokenizer, [Pair("语言", "模型", 1)], 16)
+        >>> ids[0].tolist(), segments[0].tolist(), next_ids[0].tolist(), cut
+        ([101, 6427, 6241, 102, 3563, 1798, 102], [0, 0, 0, 0, 1, 1, 1], \
+[0, 0, 0, 3563, 1798, 102, 0], 0)
+    """
+    rows, cut = [], 0
+    for pair in pairs:
+        whole = tokenizer.encode(pair.source, pair.target)[0]
+        ids, segments = tokenizer.encode(pair.source, pair.target, maxlen=maxlen)
+        cut += len(ids) < len(whole)
+        rows.append((ids, segments))
+    width = max(len(ids) for ids, _ in rows)
+    token_ids = np.zeros((len(rows), width), "int32")
+    segment_ids = np.zeros((len(rows), width), "int32")
+    for k, (ids, segments) in enumerate(rows):
+        token_ids[k, :len(ids)], segment_ids[k, :len(ids)] = ids, segments
+    # Position t predicts token t + 1 where that token is in the target (segment 1).
+    next_ids = np.zeros_like(token_ids)
+    next_ids[:, :-1] = np.where(segment_ids[:, 1:] == 1, token_ids[:, 1:], 0)
+    return token_ids, segment_ids, next_ids, cut
+
+
+@keras.saving.register_keras_serializable(package=names.SERIALIZATION_PACKAGE)
+class UnilmLoss(keras.losses.Loss):
+    """The mean cross-entropy of the target tokens: ``y_true`` ``[batch, length]`` holds the
+    id each position must predict (0: not a target position), ``y_pred`` the MLM head's
+    probabilities ``[batch, length, vocab]``."""
+
+    def __init__(self, name="unilm_loss", reduction="sum_over_batch_size"):
+        super().__init__(name=name, reduction=reduction)
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        # Keras would weigh the loss by the padding mask of y_pred: the target mask is ours.
+        y_true = ops.cast(y_true, "int32")
+        weights = ops.cast(y_true > 0, "float32")
+        losses = keras.losses.sparse_categorical_crossentropy(
+            y_true, ops.cast(y_pred, "float32"))
+        return ops.sum(losses * weights) / ops.maximum(ops.sum(weights), 1.0)
+
+    def call(self, y_true, y_pred):
+        return self(y_true, y_pred)
+
+
+def _normal(text):
+    """A text as it is scored: lower case, without spaces."""
+    return "".join(text.lower().split())
+
+
+class _Characters:
+    """rouge-score's tokenizer interface: a text's characters, spaces left out."""
+
+    def tokenize(self, text):
+        return list(_normal(text))
+
+
+def scores(outputs, targets):
+    """ROUGE-L (F measure on characters, averaged), corpus BLEU (sacrebleu, ``zh``
+    tokens) and exact match of ``outputs`` against ``targets``, all in percent.
+
+    Example:
+        >>> result = scores(["江泽民", "北京"], ["江泽民", "北京市"])
+        >>> round(result["rouge_l"], 2), result["exact"], result["pairs"]
+        (90.0, 50.0, 2)
+    """
+    import sacrebleu
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=_Characters())
+    rouge = [scorer.score(target, output)["rougeL"].fmeasure if _normal(target) else 0.0
+             for output, target in zip(outputs, targets)]
+    bleu = sacrebleu.corpus_bleu([_normal(o) for o in outputs], [[_normal(t) for t in targets]],
+                                 tokenize="zh")
+    exact = [_normal(o) == _normal(t) for o, t in zip(outputs, targets)]
+    return {"rouge_l": 100 * float(np.mean(rouge)), "bleu": float(bleu.score),
+            "exact": 100 * float(np.mean(exact)), "pairs": len(targets)}
+
+
+def copy_baseline(sources, length):
+    """Each source's first ``length`` characters (spaces left out): the output of copying."""
+    return [_normal(source)[:length] for source in sources]
+
+
+def check_family(options):
+    """Raises :class:`OptionError` when the run's family cannot train UniLM and decode."""
+    from kerasbert.models.config import BertConfig
+    from kerasbert.models.families import family_class
+    from kerasbert.models.families.albert import ALBERT
+    from kerasbert.models.families.bert import BERT
+    from kerasbert.models.families.gpt import GPT
+
+    family = BertConfig.from_json_file(options.config, family=options.model).family or "bert"
+    kind = family_class(family)
+    if not issubclass(kind, BERT) or issubclass(kind, (GPT, ALBERT)) or \
+            kind.position != "absolute":
+        where = "--model" if options.model else options.config
+        raise OptionError(f"invalid family {family!r} in {where}: --task seq2seq trains UniLM "
+                          "on a BERT-family model with absolute positions (bert, roberta, "
+                          "electra); ALBERT's shared layers, rotary or relative positions and "
+                          "encoder-decoder models are not supported")
+
+
+def check_lengths(options, tokenizer):
+    """Raises :class:`OptionError` when a source of ``maxlen`` tokens and the generated ones
+    would run past the model's positions."""
+    from kerasbert.models.config import BertConfig
+
+    config = BertConfig.from_json_file(options.config, family=options.model)
+    if options.maxlen + options.max_new_tokens > config.max_position_embeddings:
+        raise OptionError(f"invalid value {options.max_new_tokens} in max_new_tokens: with "
+                          f"maxlen {options.maxlen}, generation would run past the "
+                          f"{config.max_position_embeddings} positions of {options.config}")
+
+
+def generate_texts(model, tokenizer, sources, options, progress=False):
+    """``(outputs, cut)``: the text generated for each source (see the module's text) and
+    the number of sources cut to ``maxlen``."""
+    from kerasbert.inference.generation import generate
+
+    end = tokenizer.token_to_id("[SEP]")
+    prompts, cut = [], 0
+    for source in sources:
+        whole = tokenizer.encode(source)[0]
+        ids = tokenizer.encode(source, maxlen=options.maxlen)[0]
+        cut += len(ids) < len(whole)
+        prompts.append(ids)
+    chunks = range(0, len(prompts), CHUNK)
+    if progress:
+        from tqdm import tqdm
+
+        chunks = tqdm(chunks, desc="generating", unit="chunk", leave=False)
+    outputs = []
+    for start in chunks:
+        new = generate(model, prompts[start:start + CHUNK], max_new_tokens=options.max_new_tokens,
+                       end_id=end, num_beams=options.num_beams)
+        outputs += [tokenizer.decode(ids) for ids in new]
+    return outputs, cut
+
+
+def _score_pairs(model, tokenizer, pairs, options, progress=False):
+    outputs, cut = generate_texts(model, tokenizer, [p.source for p in pairs], options, progress)
+    return {**scores(outputs, [p.target for p in pairs]), "cut_sources": cut}, outputs
+
+
+class _Inputs:
+    """A run's pairs and training arrays, all read before the directory is made."""
+
+    @classmethod
+    def read(cls, options):
+        self = cls()
+        self.tokenizer = check_model_files(options)
+        check_family(options)
+        check_lengths(options, self.tokenizer)
+        self.pairs = {"train": read_pairs(options.train)[:options.max_train_examples or None],
+                      "dev": read_pairs(options.dev)}
+        if options.test:
+            self.pairs["test"] = read_pairs(options.test)
+        check_checkpoint(options)
+        *self.arrays, self.cut = training_arrays(self.tokenizer, self.pairs["train"],
+                                                 options.maxlen)
+        self.steps = -(-len(self.arrays[0]) // options.batch_size)
+        self.copy_length = max(1, round(statistics.median(
+            len(_normal(p.target)) for p in self.pairs["train"])))
+        return self
+
+
+def _write_results(options, inputs, recorder):
+    model = load_run_model(options.output)
+    write_model_files(options, model)
+    summary = {"best_epoch": recorder.best_epoch, "train_pairs": len(inputs.pairs["train"]),
+               "train_pairs_cut": inputs.cut, "copy_length": inputs.copy_length}
+    for split in ("dev", "test"):
+        if split in inputs.pairs:
+            pairs = inputs.pairs[split]
+            summary[split], _ = _score_pairs(model, inputs.tokenizer, pairs, options)
+            summary[f"{split}_copy_baseline"] = scores(
+                copy_baseline([p.source for p in pairs], inputs.copy_length),
+                [p.target for p in pairs])
+    return summary
+
+
+def _line(result):
+    return (f"ROUGE-L {result['rouge_l']:.2f}, BLEU {result['bleu']:.2f}, exact match "
+            f"{result['exact']:.2f}")
+
+
+class Seq2Seq(Task):
+    """``--task seq2seq``: UniLM generation, chosen by dev ROUGE-L."""
+
+    name = "seq2seq"
+    monitor = MONITOR
+
+    def read_inputs(self, options):
+        return _Inputs.read(options)
+
+    def training_arrays(self, options, inputs):
+        return inputs.arrays
+
+    def build_model(self, options, inputs):
+        from kerasbert.hardware import compute_policy
+        from kerasbert.models.build import build_transformer_model
+
+        if options.mixed_precision:
+            dtype = compute_policy("mixed_bfloat16", "--mixed-precision")
+        else:
+            dtype = None
+        return build_transformer_model(options.config, options.checkpoint, model=options.model,
+                                       application="unilm", dropout_rate=options.dropout,
+                                       dtype=dtype)
+
+    def loss(self, model):
+        return UnilmLoss()
+
+    def dev_scoring(self, options, inputs):
+        def dev_rouge(model):
+            result, _ = _score_pairs(model, inputs.tokenizer, inputs.pairs["dev"], options)
+            return {MONITOR: result["rouge_l"], "val_exact": result["exact"]}
+
+        return None, [DevScores(dev_rouge)]
+
+    def write_results(self, options, inputs, recorder):
+        return _write_results(options, inputs, recorder)
+
+    def train_report(self, options, summary):
+        shown = "test" if "test" in summary else "dev"
+        lines = [f"\n{shown} {_line(summary[shown])} (best epoch {summary['best_epoch']})",
+                 f"copying each source's first {summary['copy_length']} characters: "
+                 f"{_line(summary[f'{shown}_copy_baseline'])}"]
+        if summary["train_pairs_cut"]:
+            lines.append(f"{summary['train_pairs_cut']} training pairs were longer than --maxlen "
+                         f"({options.maxlen}) and lost tokens")
+        return lines + [f"run directory: {options.output} (metrics.json, model.keras, "
+                        "bert_model.ckpt)"]
+
+    def evaluation_report(self, metrics):
+        cut = (f" ({metrics['cut_sources']} sources cut to --maxlen)"
+               if metrics["cut_sources"] else "")
+        return [f"pairs {metrics['pairs']}  {_line(metrics)}{cut}"]
+
+
+def _check_model(model, run_dir):
+    if names.MLM_ACTIVATION not in {layer.name for layer in model.layers}:
+        raise RunError(f"model in {os.path.join(run_dir, 'model.keras')}: not a seq2seq "
+                       f"model (it has no {names.MLM_ACTIVATION})")
+
+
+class Run:
+    """A finished seq2seq run directory, for evaluate / predict.
+
+    Raises:
+        RunError: not a finished run, or a missing or corrupt file (named).
+    """
+
+    def __init__(self, run_dir, accept_changed=False):
+        self.run_dir = run_dir = os.fspath(run_dir)
+        check_finished(run_dir, finished_file=FINISHED_FILE, accept_changed=accept_changed)
+        self.options = read_options(run_dir)
+        self.model = load_run_model(run_dir)
+        _check_model(self.model, run_dir)
+        self.tokenizer = run_tokenizer(run_dir, self.model)
+
+    def evaluate(self, path, progress=False):
+        """ROUGE-L, BLEU and exact match (percent) on a JSONL file of pairs, and the number
+        of sources cut to ``maxlen``."""
+        return _score_pairs(self.model, self.tokenizer, read_pairs(path), self.options,
+                            progress)[0]
+
+    def predict(self, texts=None, path=None, progress=False):
+        """``[{"source", "output"}]`` for ``texts``, or for the sources of a file: JSONL with
+        ``source`` (a ``target`` is allowed and not used) or plain ``.txt``, one source per
+        line."""
+        if path is not None:
+            if os.fspath(path).lower().endswith(TEXT_SUFFIXES):
+                texts = read_texts(path).texts
+            else:
+                texts = [pair.source for pair in read_pairs(path, targets=False)]
+        outputs, _ = generate_texts(self.model, self.tokenizer, texts, self.options, progress)
+        return [{"source": source, "output": output} for source, output in zip(texts, outputs)]
+
+    def export(self, directory, overwrite=False, format="saved_model", **options):
+        """Not yet: a seq2seq run is served through ``predict``.
+
+        Raises:
+            RunError: always, naming what is missing.
+        """
+        raise RunError(f"seq2seq run in {self.run_dir}: export of a generating model (the "
+                       "decoding loop in the graph) is not supported yet; use kerasbert "
+                       "predict")
+
+
+Seq2Seq.run_class = Run
+TASK = Seq2Seq()
