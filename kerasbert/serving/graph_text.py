@@ -364,3 +364,85 @@ def _longest_first(a, b, budget):
     a, b = tf.where(a >= b, a - cut, a), tf.where(a >= b, b, b - cut)
     excess -= cut
     return a - (excess + 1) // 2, b - excess // 2
+
+
+class TextDecoder(tf.Module):
+    """``Tokenizer.decode`` in TensorFlow ops: token ids back to readable text.
+
+    Special tokens are dropped, ``##`` pieces joined to the token before, and a space put
+    between two tokens where ``Tokenizer.decode`` puts one (never next to a CJK character,
+    after an opening bracket or a joiner, before punctuation, inside quotes, in ``2.5`` and
+    ``1,000``...): each rule reads properties of the two tokens (and, for numbers, of the
+    one before), computed per vocabulary entry when the decoder is made.
+
+    Args:
+        vocab: a ``vocab.txt``.
+
+    Example::
+
+        decode = TextDecoder("checkpoints/chinese_L-12_H-768_A-12/vocab.txt")
+        decode(tf.ragged.constant([[101, 6427, 6241, 102]])).numpy()   # [b'语言']
+    """
+
+    def __init__(self, vocab):
+        from kerasbert.text import tokenizer as rules
+        from kerasbert.text.vocab import is_cjk, is_punctuation, is_special
+
+        super().__init__(name="text_decoder")
+        token_dict = load_vocab(vocab)
+        tokens = [""] * (max(token_dict.values()) + 1)
+        for token, index in token_dict.items():
+            tokens[index] = token
+        suffix = [t.startswith("##") and len(t) > 2 for t in tokens]
+        pieces = [t[2:] if s else t for t, s in zip(tokens, suffix)]
+        last = [p[-1:] for p in pieces]
+        properties = {
+            "kept": [bool(t) and not is_special(t) for t in tokens],
+            "suffix": suffix,
+            "first_cjk": [bool(p) and is_cjk(p[0]) for p in pieces],
+            "last_glues": [bool(c) and (is_cjk(c) or c in rules._OPENERS or c in rules._JOINERS)
+                           for c in last],
+            "quote": [p == '"' for p in pieces],
+            "last_quote": [c == '"' for c in last],
+            "punctuation": [len(p) == 1 and is_punctuation(p) and p not in rules._OPENERS
+                            for p in pieces],
+            "last_wide": [bool(c) and is_punctuation(c) and not c.isascii() for c in last],
+            "apostrophe": [p == "'" for p in pieces],
+            "contraction": [p in rules._CONTRACTIONS for p in pieces],
+            "dot": [p == "." for p in pieces],
+            "separator": [p in (".", ",") for p in pieces],
+            "digits": [p.isdigit() for p in pieces],
+            "three": [len(p) == 3 for p in pieces],
+            "last_digit": [c.isdigit() for c in last],
+        }
+        self._pieces = tf.constant(pieces)
+        self._properties = {name: tf.constant(values) for name, values in properties.items()}
+
+    def __call__(self, ids):
+        """Each row's text: ``ids`` ragged (or dense, every id read) ``[batch, None]``,
+        a string ``[batch]`` comes back."""
+        if not isinstance(ids, tf.RaggedTensor):
+            ids = tf.RaggedTensor.from_tensor(ids)
+        ids = tf.cast(ids, tf.int64)
+        ids = tf.ragged.boolean_mask(ids, tf.gather(self._properties["kept"], ids))
+        flat = ids.flat_values
+        at = {name: tf.gather(values, flat) for name, values in self._properties.items()}
+        position = tf.ragged.range(ids.row_lengths()).flat_values
+        index = tf.range(tf.size(flat, out_type=tf.int64))
+
+        def before(name, steps=1):  # the property of the token ``steps`` before, in its row
+            return tf.logical_and(position >= steps,
+                                  tf.gather(at[name], tf.maximum(index - steps, 0)))
+
+        quotes = tf.cumsum(tf.cast(at["quote"], tf.int64), exclusive=True)
+        row_start = tf.gather(ids.row_splits, ids.value_rowids())
+        in_quote = tf.equal((quotes - tf.gather(tf.concat([quotes, [0]], 0), row_start)) % 2, 1)
+        numbers = (before("separator") & before("last_digit", 2) & at["digits"]
+                   & (before("dot") | at["three"]))
+        glued = (at["suffix"] | before("last_glues") | at["first_cjk"]
+                 | tf.where(at["quote"] | (before("last_quote") & in_quote), in_quote,
+                            at["punctuation"] | before("last_wide")
+                            | (before("apostrophe") & at["contraction"]) | numbers))
+        space = tf.where((position > 0) & ~glued, " ", "")
+        words = tf.strings.join([space, tf.gather(self._pieces, flat)])
+        return tf.strings.reduce_join(ids.with_flat_values(words), axis=1)

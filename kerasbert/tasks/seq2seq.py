@@ -48,6 +48,7 @@ from kerasbert.tasks.runs import (
     check_checkpoint,
     check_finished,
     check_model_files,
+    export_saved_model,
     load_run_model,
     read_options,
     run_tokenizer,
@@ -414,14 +415,13 @@ class Run:
         return [{"source": source, "output": output} for source, output in zip(texts, outputs)]
 
     def export(self, directory, overwrite=False, format="saved_model", **options):
-        """Not yet: a seq2seq run is served through ``predict``.
-
-        Raises:
-            RunError: always, naming what is missing.
-        """
-        raise RunError(f"seq2seq run in {self.run_dir}: export of a generating model (the "
-                       "decoding loop in the graph) is not supported yet; use kerasbert "
-                       "predict")
+        """Writes the model for serving, a SavedModel whose ``generate`` signature takes raw
+        sources (:mod:`kerasbert.serving.seq2seq_export`); returns the files written."""
+        settings = {"maxlen": self.options.maxlen,
+                    "max_new_tokens": self.options.max_new_tokens,
+                    "num_beams": self.options.num_beams}
+        return export_saved_model(self, "kerasbert.serving.seq2seq_export", directory,
+                                  overwrite, format, dict(options, **settings))
 
 
 Seq2Seq.run_class = Run

@@ -1,0 +1,82 @@
+"""A seq2seq run for serving: a TensorFlow SavedModel that generates text from raw text.
+
+The export has TF Serving's layout (see :mod:`kerasbert.serving.saved_model`) and two
+signatures::
+
+    serving_default   token_ids, segment_ids (int32 [batch, length])
+                      -> probabilities (float32 [batch, length, vocab]): the MLM head
+    generate          source (string [batch]) -> output (string [batch])
+
+``generate`` does what :meth:`kerasbert.tasks.seq2seq.Run.predict` does, in the graph: the
+source's WordPiece ids (:class:`~kerasbert.serving.graph_text.TextEncoder`, cut to
+``maxlen - 2``) as ``[CLS] source [SEP]`` padded on the left, the decoding loop of
+:func:`kerasbert.inference.generation.generate` with its key/value cache (greedy or beam
+search, up to ``max_new_tokens``, each row ending at ``[SEP]``), and the new ids written
+back as text (:class:`~kerasbert.serving.graph_text.TextDecoder`, as ``Tokenizer.decode``).
+
+Example::
+
+    # runs/gen: a finished run of `kerasbert train --task seq2seq`
+    from kerasbert.tasks import open_run
+
+    open_run("runs/gen").export("exported/gen")   # exported/gen/1/saved_model.pb ...
+    served = tf.saved_model.load("exported/gen/1").signatures["generate"]
+    served(source=tf.constant(["江泽民在北京会见了新华社记者。这句话提到的人是谁？"]))["output"]
+"""
+
+import os
+
+import tensorflow as tf
+
+from kerasbert.inference.generation import PAD_TO, Settings, decoder_of
+from kerasbert.serving.graph_text import TextDecoder, TextEncoder, row_concat
+from kerasbert.serving.saved_model import version_folder, write_archive
+
+
+def export(model, vocab, directory, *, maxlen, max_new_tokens, num_beams=1, version=None,
+           overwrite=False, source=None):
+    """Writes a UniLM generator as ``<directory>/<version>/``, a SavedModel for TF Serving.
+
+    Args:
+        model: the run's model (token and segment ids -> the MLM head's probabilities,
+            under UniLM's mask).
+        vocab: its ``vocab.txt``.
+        maxlen: the source is cut to ``maxlen - 2`` tokens, as the run cuts it.
+        max_new_tokens, num_beams: the run's generation settings.
+        directory, version, overwrite, source: as for
+            :func:`kerasbert.serving.saved_model.export`.
+
+    Returns and raises as :func:`kerasbert.serving.saved_model.export`.
+    """
+    directory = os.fspath(directory)
+    target = version_folder(directory, source, version, overwrite)
+    encoder = TextEncoder(os.fspath(vocab), maxlen)
+    decoder = TextDecoder(os.fspath(vocab))
+    generator = decoder_of(model)
+    settings = Settings(int(max_new_tokens), end_ids=(encoder.sep_id,),
+                        num_beams=int(num_beams))
+    settings.check()
+
+    def probabilities(token_ids, segment_ids):
+        return {"probabilities": tf.cast(model([token_ids, segment_ids], training=False),
+                                         tf.float32)}
+
+    def generate(source):
+        ids = row_concat([[encoder.cls_id], encoder.token_ids(source)[:, :maxlen - 2],
+                          [encoder.sep_id]])
+        lengths = ids.row_lengths()
+        # Padded on the left to a multiple of PAD_TO, as generate() pads its prompts.
+        width = (tf.reduce_max(tf.concat([lengths, [1]], 0)) + PAD_TO - 1) // PAD_TO * PAD_TO
+        column = tf.range(width)[None, :] - (width - lengths)[:, None]
+        prompts = tf.where(column >= 0, tf.gather(ids.to_tensor(0, shape=[ids.nrows(), width]),
+                                                  tf.maximum(column, 0), batch_dims=1), 0)
+        prompts = tf.cast(prompts, tf.int32)
+        rows = tf.shape(prompts)[0]
+        new, counts = generator.run(prompts, tf.zeros_like(prompts), tf.ones((rows,), tf.int32),
+                                    tf.constant([0, 0], tf.int32), settings)
+        return {"output": decoder(tf.RaggedTensor.from_tensor(new, lengths=counts))}
+
+    ids = tf.TensorSpec((None, None), tf.int32)
+    return write_archive(target, [model, encoder, decoder],
+                         [("serving_default", probabilities, [ids, ids]),
+                          ("generate", generate, [tf.TensorSpec((None,), tf.string)])])
