@@ -21,7 +21,6 @@ Example::
     summary["test"]["f1"]
 """
 
-import os
 
 import keras
 import numpy as np
@@ -36,20 +35,17 @@ from kerasbert.inference.span_qa import (
 from kerasbert.internals import get_keras_mask
 from kerasbert.models import names
 from kerasbert.tasks.runs import (
+    FinishedRun,
     build_encoder,
     check_checkpoint,
-    check_finished,
     check_model_files,
     export_saved_model,
     load_run_model,
-    read_options,
-    run_tokenizer,
     write_model_files,
 )
 from kerasbert.tasks.squad import read_questions, read_squad, squad_scores
 from kerasbert.tasks.task import DevScores, Task, train
 from kerasbert.training.options import QaOptions, TrainOptions
-from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
 
 __all__ = ["QaOptions", "Run", "SpanLoss", "TASK", "TrainOptions", "answer_settings", "answerer",
            "predictions", "train", "training_windows"]
@@ -206,20 +202,12 @@ class Qa(Task):
                              "QUESTION CONTEXT pairs")
 
 
-class Run:
+class Run(FinishedRun):
     """A finished span QA run directory, for evaluate / predict.
 
     Raises:
         RunError: not a finished run, or a missing or corrupt file (named).
     """
-
-    def __init__(self, run_dir, accept_changed=False):
-
-        self.run_dir = run_dir = os.fspath(run_dir)
-        check_finished(run_dir, finished_file=FINISHED_FILE, accept_changed=accept_changed)
-        self.options = read_options(run_dir)
-        self.model = load_run_model(run_dir)
-        self.tokenizer = run_tokenizer(run_dir, self.model)
 
     def evaluate(self, path, progress=False):
         """SQuAD exact match and F1 (percent) on a SQuAD JSON file."""

@@ -14,10 +14,11 @@ from kerasbert.hardware import compute_policy
 from kerasbert.models.build import build_transformer_model
 from kerasbert.models.config import BertConfig, check_maxlen, check_vocab_fits
 from kerasbert.training.options import TASK_OPTIONS, ClassificationOptions
+from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
 from kerasbert.training.rundir import TRAIN_OPTIONS_FILE as OPTIONS_FILE
 from kerasbert.training.rundir import RunError, check_finished, load_run_model, read_json
 
-__all__ = ["OPTIONS_FILE", "build_encoder", "check_checkpoint", "check_finished",
+__all__ = ["FinishedRun", "OPTIONS_FILE", "build_encoder", "check_checkpoint", "check_finished",
            "check_model_files", "load_run_model", "read_options", "run_tokenizer",
            "write_model_files"]
 
@@ -96,6 +97,26 @@ def _layers(model):
         yield layer
         if hasattr(layer, "layers"):
             yield from _layers(layer)
+
+
+class FinishedRun:
+    """What a task's ``Run`` opens first: a finished run directory's options, its model
+    (checked by :meth:`check_model`) and its tokenizer.
+
+    Raises:
+        RunError: not a finished run, or a missing or corrupt file (named).
+    """
+
+    def __init__(self, run_dir, accept_changed=False):
+        self.run_dir = run_dir = os.fspath(run_dir)
+        check_finished(run_dir, finished_file=FINISHED_FILE, accept_changed=accept_changed)
+        self.options = read_options(run_dir)
+        self.model = load_run_model(run_dir)
+        self.check_model()
+        self.tokenizer = run_tokenizer(run_dir, self.model)
+
+    def check_model(self):
+        """Raises ``RunError`` when ``self.model`` is not the task's (nothing by default)."""
 
 
 def read_options(run_dir):

@@ -45,19 +45,16 @@ from keras import ops
 
 from kerasbert.models import names
 from kerasbert.tasks.runs import (
+    FinishedRun,
     check_checkpoint,
-    check_finished,
     check_model_files,
     export_saved_model,
     load_run_model,
-    read_options,
-    run_tokenizer,
     write_model_files,
 )
 from kerasbert.tasks.task import DevScores, Task, train
 from kerasbert.training.data import TEXT_SUFFIXES, DataError, read_lines, read_texts, unknown_keys
 from kerasbert.training.options import OptionError, Seq2SeqOptions, TrainOptions
-from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
 from kerasbert.training.rundir import RunError
 
 __all__ = ["Pair", "Run", "Seq2SeqOptions", "TASK", "TrainOptions", "UnilmLoss",
@@ -375,26 +372,17 @@ class Seq2Seq(Task):
         return [f"pairs {metrics['pairs']}  {_line(metrics)}{cut}"]
 
 
-def _check_model(model, run_dir):
-    if names.MLM_ACTIVATION not in {layer.name for layer in model.layers}:
-        raise RunError(f"model in {os.path.join(run_dir, 'model.keras')}: not a seq2seq "
-                       f"model (it has no {names.MLM_ACTIVATION})")
-
-
-class Run:
-    """A finished seq2seq run directory, for evaluate / predict.
+class Run(FinishedRun):
+    """A finished seq2seq run directory, for evaluate / predict / export.
 
     Raises:
-        RunError: not a finished run, or a missing or corrupt file (named).
+        RunError: not a finished seq2seq run, or a missing or corrupt file (named).
     """
 
-    def __init__(self, run_dir, accept_changed=False):
-        self.run_dir = run_dir = os.fspath(run_dir)
-        check_finished(run_dir, finished_file=FINISHED_FILE, accept_changed=accept_changed)
-        self.options = read_options(run_dir)
-        self.model = load_run_model(run_dir)
-        _check_model(self.model, run_dir)
-        self.tokenizer = run_tokenizer(run_dir, self.model)
+    def check_model(self):
+        if names.MLM_ACTIVATION not in {layer.name for layer in self.model.layers}:
+            raise RunError(f"model in {os.path.join(self.run_dir, 'model.keras')}: not a "
+                           f"seq2seq model (it has no {names.MLM_ACTIVATION})")
 
     def evaluate(self, path, progress=False):
         """ROUGE-L, BLEU and exact match (percent) on a JSONL file of pairs, and the number
