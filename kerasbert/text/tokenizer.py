@@ -9,8 +9,11 @@ Example:
     ([101, 6427, 6241, 3563, 1798, 102], [0, 0, 0, 0, 0, 0])
 """
 
+from __future__ import annotations
+
 import os
 import re
+from collections.abc import Iterable, Sequence
 from itertools import chain
 
 import numpy as np
@@ -54,7 +57,8 @@ class Tokenizer:
         ['[CLS]', 'hi', '[UNK]', '[SEP]']
     """
 
-    def __init__(self, vocab, do_lower_case=True):
+    def __init__(self, vocab: str | os.PathLike[str] | dict[str, int],
+                 do_lower_case: bool = True) -> None:
         if isinstance(vocab, (str, os.PathLike)):
             source, token_dict = os.fspath(vocab), load_vocab(vocab)
         elif isinstance(vocab, dict):
@@ -72,12 +76,12 @@ class Tokenizer:
         self._engine = self._engine_for()
 
     @property
-    def vocab_size(self):
+    def vocab_size(self) -> int:
         """Number of tokens in the vocabulary."""
         return len(self._token_dict)
 
     @property
-    def token_dict(self):
+    def token_dict(self) -> dict[str, int]:
         """A copy of the `{token: id}` vocabulary."""
         return dict(self._token_dict)
 
@@ -122,7 +126,7 @@ class Tokenizer:
             raise ValueError(f"maxlen={maxlen!r} is too small: {what} needs maxlen >= {least} "
                              "to hold its [CLS]/[SEP] tokens")
 
-    def tokenize(self, text, maxlen=None):
+    def tokenize(self, text: str, maxlen: int | None = None) -> list[str]:
         """WordPiece tokens of `text` between [CLS] and [SEP]; unknown words are [UNK].
 
         Args:
@@ -142,8 +146,8 @@ class Tokenizer:
         ids = _encode(self._engine_for(maxlen), [text], _named("text"))[0].ids
         return [self._id_to_token[i] for i in ids]
 
-    def encode(self, first_text, second_text=None, maxlen=None, pattern="S*E*E",
-               truncate_from="right"):
+    def encode(self, first_text: str, second_text: str | None = None, maxlen: int | None = None,
+               pattern: str = "S*E*E", truncate_from: str = "right") -> tuple[list[int], list[int]]:
         """Token ids and segment ids of a text or a text pair, unpadded.
 
         Args:
@@ -193,8 +197,10 @@ class Tokenizer:
         second = [self._cls_id] * repeat_cls + b + [self._sep_id]
         return [self._cls_id] + a + [self._sep_id] + second, [0] * (len(a) + 2) + [1] * len(second)
 
-    def encode_batch(self, texts, pairs=None, maxlen=None, pattern="S*E*E",
-                     truncate_from="right", pad_to_maxlen=False):
+    def encode_batch(self, texts: Sequence[str], pairs: Sequence[str] | None = None,
+                     maxlen: int | None = None, pattern: str = "S*E*E",
+                     truncate_from: str = "right",
+                     pad_to_maxlen: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Encode many texts at once, in parallel Rust threads, into padded arrays.
 
         Args:
@@ -246,15 +252,15 @@ class Tokenizer:
                                 count=shape[0] * shape[1]).reshape(shape)
         return token_ids, np.zeros(shape, dtype=np.int32)
 
-    def token_to_id(self, token):
+    def token_to_id(self, token: str) -> int:
         """Id of `token`, or the [UNK] id if it is not in the vocabulary."""
         return self._token_dict.get(token, self._unk_id)
 
-    def tokens_to_ids(self, tokens):
+    def tokens_to_ids(self, tokens: Iterable[str]) -> list[int]:
         """`token_to_id` of each token."""
         return [self._token_dict.get(t, self._unk_id) for t in tokens]
 
-    def id_to_token(self, i):
+    def id_to_token(self, i: int) -> str:
         """Token of id `i`. Raises KeyError if `i` is not an id of the vocabulary."""
         try:
             return self._id_to_token[int(i)]
@@ -262,11 +268,11 @@ class Tokenizer:
             raise KeyError(f"id {i!r} is not in the vocabulary "
                            f"({len(self._token_dict)} tokens)") from None
 
-    def ids_to_tokens(self, ids):
+    def ids_to_tokens(self, ids: Iterable[int]) -> list[str]:
         """`id_to_token` of each id."""
         return [self.id_to_token(i) for i in ids]
 
-    def decode(self, ids):
+    def decode(self, ids: Iterable[int]) -> str:
         """Readable text: special tokens dropped, `##` pieces joined, CJK without spaces.
 
         Other words are separated by a space, punctuation attached as in prose;
@@ -290,7 +296,7 @@ class Tokenizer:
             prev = piece
         return text
 
-    def rematch(self, text, tokens):
+    def rematch(self, text: str, tokens: Sequence[str]) -> list[list[int]]:
         """Character positions in `text` of each token, e.g. to map spans back.
 
         Args:

@@ -10,9 +10,12 @@ Example:
     101
 """
 
+from __future__ import annotations
+
 import functools
 import os
 import unicodedata
+from collections.abc import Sequence
 
 from tokenizers import Regex, normalizers, pre_tokenizers
 
@@ -61,7 +64,9 @@ def is_redundant(token):
     return len(token) > 1 and any(is_cjk(c) or is_punctuation(c) for c in stem(token))
 
 
-def load_vocab(path, simplified=False, startswith=None):
+def load_vocab(path: str | os.PathLike[str], simplified: bool = False,
+               startswith: Sequence[str] | None = None,
+               ) -> dict[str, int] | tuple[dict[str, int], list[int]]:
     """Read a BERT `vocab.txt`: one token per line, the id is the 0-based line number.
 
     Args:
