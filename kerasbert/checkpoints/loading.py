@@ -213,7 +213,7 @@ def load_checkpoint(model: keras.Model,
     available = source.shapes()
     vocabulary = KeepTokens(keep_tokens, compound_tokens, source.description)
     targets, missing, mismatched = [], [], []
-    owners = {}
+    owners: dict[str, str] = {}
     family = table_family(model, available, family)
     for target in model_targets(model, family, mapping=mapping):
         owners.setdefault(target.name, f"{target.layer}.{target.attribute}")
@@ -469,7 +469,8 @@ def save_weights_as_checkpoint(model: keras.Model, prefix: str | os.PathLike[str
         >>> save_weights_as_checkpoint(bert, prefix)[:1]
         ['bert/embeddings/LayerNorm/beta']
     """
-    variables, owners = {}, {}
+    variables: dict[str, np.ndarray] = {}
+    owners: dict[str, str] = {}
     for target in model_targets(model, family, mapping=mapping):
         value = keras.ops.convert_to_numpy(target.variable)
         if target.name in TRANSPOSED_VARIABLES:

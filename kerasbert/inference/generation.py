@@ -39,7 +39,7 @@ from __future__ import annotations
 import dataclasses
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -593,7 +593,7 @@ class Seq2SeqDecoder(Decoder):
         return outputs, lengths
 
 
-_DECODERS = weakref.WeakKeyDictionary()
+_DECODERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 def decoder_of(model):
@@ -638,7 +638,8 @@ def _right_padded(ids):
 
 
 def generate(model: keras.Model | Transformer, token_ids: Sequence[Sequence[int]] | np.ndarray,
-             max_new_tokens: int = 32, end_id: int | Sequence[int] | None = None,
+             max_new_tokens: int = 32,
+             end_id: int | list[int] | tuple[int, ...] | np.ndarray | None = None,
              min_new_tokens: int = 0, sample: bool = False, temperature: float = 1.0,
              top_k: int | None = None, top_p: float | None = None, seed: int = 0,
              num_beams: int = 1, segment_ids: Sequence[Sequence[int]] | np.ndarray | None = None,

@@ -167,7 +167,7 @@ class QuestionAnswerer:
             if not _is_count(value) or (value == 0 and key != "doc_stride"):
                 rule = "a non-negative" if key == "doc_stride" else "a positive"
                 raise ValueError(f"{key} ({value!r}) must be {rule} integer")
-        if doc_stride >= max_seq_len:
+        if doc_stride >= max_seq_len:  # type: ignore[operator]  # ints, checked above
             raise ValueError(f"doc_stride ({doc_stride}) must be smaller than max_seq_len "
                              f"({max_seq_len})")
         shape = tuple(model.outputs[0].shape) if len(model.outputs) == 1 else None

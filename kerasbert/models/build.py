@@ -240,7 +240,7 @@ class _DefaultMask:
     ``build_transformer_model(application=...)`` or by an outer decorator (whose
     ``__init__`` runs first), as the outermost mask mixin does in bert4keras."""
 
-    mask = None
+    mask: type | None = None
 
     def __init__(self, *args, application="encoder", **kwargs):
         if mask_of(application).application == "encoder":

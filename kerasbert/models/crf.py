@@ -305,7 +305,7 @@ class _BoundToLayer:
     or metric without end. A saved file holds the layer's name only.
     """
 
-    attribute = None  # the layer's attribute that makes one
+    attribute: str | None = None  # the layer's attribute that makes one
 
     def _bind(self, crf, layer_name):
         self._layer = weakref.ref(crf) if crf is not None else None

@@ -15,6 +15,7 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from itertools import chain
+from typing import Any
 
 import numpy as np
 from tokenizers import Tokenizer as _Engine
@@ -72,7 +73,8 @@ class Tokenizer:
         self._unk_id, self._pad_id = token_dict["[UNK]"], token_dict["[PAD]"]
         self._cls_id, self._sep_id = token_dict["[CLS]"], token_dict["[SEP]"]
         self._frame = {"[CLS]", "[SEP]", "[PAD]", "[MASK]"}
-        self._engines, self._vanishing = {}, {}
+        self._engines: dict[tuple[Any, ...], _Engine] = {}
+        self._vanishing: dict[str, bool] = {}
         self._engine = self._engine_for()
 
     @property
@@ -230,15 +232,15 @@ class Tokenizer:
         if pad_to_maxlen and maxlen is None:
             raise ValueError("pad_to_maxlen=True needs a maxlen to pad to")
         if not texts:
-            empty = np.zeros((0, maxlen if pad_to_maxlen else 0), dtype=np.int32)
+            empty = np.zeros((0, (maxlen or 0) if pad_to_maxlen else 0), dtype=np.int32)
             return empty, empty.copy()
         if pairs is not None:
             encodings = _encode(self._engine, texts + pairs, _named_batch(len(texts)),
                                 add_special_tokens=False)
             rows = [self._pair_row(encodings[i].ids, encodings[len(texts) + i].ids, maxlen,
                                    pattern, truncate_from) for i in range(len(texts))]
-            width = maxlen if pad_to_maxlen else max(len(ids) for ids, _ in rows)
-            token_ids = np.full((len(rows), width), self._pad_id, dtype=np.int32)
+            width = (maxlen or 0) if pad_to_maxlen else max(len(ids) for ids, _ in rows)
+            token_ids: np.ndarray = np.full((len(rows), width), self._pad_id, dtype=np.int32)
             segment_ids = np.zeros((len(rows), width), dtype=np.int32)
             for i, (ids, segments) in enumerate(rows):
                 token_ids[i, :len(ids)], segment_ids[i, :len(ids)] = ids, segments
@@ -384,7 +386,7 @@ def _need_str(value, name):
         raise TypeError(f"{name} must be a str, got {type(value).__name__}: {value!r:.60}")
 
 
-def _str_list(values, name):
+def _str_list(values: Iterable[str], name: str) -> list[str]:
     if isinstance(values, str):
         raise TypeError(f"{name} must be a list of str, not a single str ({values!r:.40})")
     values = list(values)
