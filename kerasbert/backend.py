@@ -47,7 +47,7 @@ __all__ = ["K", "keras", "tf"]
 
 # Tensors are typed Any: Keras 3 has no one tensor type (symbolic KerasTensors while a model
 # is built, the backend's tensors, NumPy arrays and numbers all go in).
-F = TypeVar("F", bound=Callable[..., Any])
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 is_tf_keras = False
 do_recompute = os.environ.get("RECOMPUTE", "0").lower() in ("1", "true", "yes", "on")
@@ -104,7 +104,7 @@ class _Backend:
     stop_gradient = staticmethod(ops.stop_gradient)
 
     @staticmethod
-    def symbolic(f: F) -> F:
+    def symbolic(f: _F) -> _F:
         """Identity (bert4keras's decorator for old Keras)."""
         return f
 
@@ -676,7 +676,7 @@ def sparse_multilabel_categorical_crossentropy(y_true: Any, y_pred: Any,
     return positive + every + ops.log(rest)
 
 
-def symbolic(f: F) -> F:
+def symbolic(f: _F) -> _F:
     """Identity decorator (bert4keras's shim for old Keras)."""
     return f
 
@@ -691,7 +691,7 @@ def graph_mode_decorator(f: Callable[..., Any], *args: Any, **kwargs: Any) -> No
                               "on Keras 3; use tf.custom_gradient")
 
 
-def recompute_grad(call: F) -> F:
+def recompute_grad(call: _F) -> _F:
     """Returns ``call`` unchanged: bert4keras recomputed a layer's activations in the
     backward pass when ``RECOMPUTE=1``.
 
