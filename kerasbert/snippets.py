@@ -35,7 +35,7 @@ import queue
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -62,7 +62,7 @@ def to_array(*args: ArrayLike) -> np.ndarray | list[np.ndarray]:
     return arrays[0] if len(args) == 1 else arrays
 
 
-def is_string(s: object) -> bool:
+def is_string(s: object) -> TypeGuard[str]:
     """Whether ``s`` is a ``str``."""
     return isinstance(s, str)
 
@@ -248,7 +248,7 @@ def sequence_padding(inputs: Sequence[ArrayLike], length: int | Sequence[int] | 
 
 
 def truncate_sequences(maxlen: int, indices: int | list[int] | tuple[int, ...],
-                       *sequences: list[Any]) -> list[list[Any]]:
+                       *sequences: list[Any] | None) -> list[list[Any]]:
     """Cuts lists in place, one item at a time from the longest, until their lengths sum
     to at most ``maxlen``.
 
@@ -326,12 +326,13 @@ class open:  # noqa: N801  (bert4keras's name, shadowing the builtin on purpose)
         (3, '三\\n')
     """
 
+    # What it reads and writes is typed Any: str in text mode, bytes in binary mode.
     def __init__(self, name: str | os.PathLike[str], mode: str = "r", encoding: str | None = None,
                  errors: str = "strict", indexable: bool | str = False) -> None:
         self.name, self.encoding, self.errors = name, encoding, errors
         text: dict[str, Any] = {} if "b" in mode else {"encoding": encoding, "errors": errors}
         self.file = builtins.open(name, mode, **text)
-        self.iterator: Iterator[str | bytes] | None = None
+        self.iterator: Iterator[Any] | None = None
         if indexable:
             if is_string(indexable) and os.path.exists(indexable):
                 with builtins.open(indexable, encoding="utf-8") as f:
@@ -351,7 +352,7 @@ class open:  # noqa: N801  (bert4keras's name, shadowing the builtin on purpose)
             start = self.tell()
         self.seek(0)
 
-    def __getitem__(self, key: int) -> str | bytes:
+    def __getitem__(self, key: int) -> Any:
         self.seek(self.offsets[key])
         return self.readline()
 
@@ -361,27 +362,27 @@ class open:  # noqa: N801  (bert4keras's name, shadowing the builtin on purpose)
     def _text(self, text):
         return convert_to_unicode(text, self.encoding, self.errors) if self.encoding else text
 
-    def __iter__(self) -> Iterator[str | bytes]:
+    def __iter__(self) -> Iterator[Any]:
         for line in self.file:
             yield self._text(line)
 
-    def __next__(self) -> str | bytes:
+    def __next__(self) -> Any:
         if self.iterator is None:
             self.iterator = iter(self)
         return next(self.iterator)
 
     next = __next__
 
-    def read(self) -> str | bytes:
+    def read(self) -> Any:
         return self._text(self.file.read())
 
-    def readline(self) -> str | bytes:
+    def readline(self) -> Any:
         return self._text(self.file.readline())
 
-    def readlines(self) -> list[str | bytes]:
+    def readlines(self) -> list[Any]:
         return [self._text(line) for line in self.file.readlines()]
 
-    def write(self, text: str | bytes) -> None:
+    def write(self, text: Any) -> None:
         self.file.write(text)
 
     def flush(self) -> None:
