@@ -130,22 +130,22 @@ class Transformer:
     #: Whether its models take segment ids (``Input-Segment``) when the config has types.
     segment_inputs = True
     #: The heads the family has.
-    head_flags = ("with_pool", "with_nsp", "with_mlm")
+    head_flags: tuple[str, ...] = ("with_pool", "with_nsp", "with_mlm")
     #: Its Hugging Face layout (or :class:`HuggingFaceRecipe`), for ``kerasbert convert``;
     #: None: not convertible.
-    hf_layout = None
+    hf_layout: HuggingFaceLayout | HuggingFaceRecipe | None = None
     #: Config keys whose values only this family builds: ``(key, rule, why)``; see
     #: :func:`kerasbert.models.config.check_family`.
-    config_rules = ()
+    config_rules: tuple[tuple[Any, ...], ...] = ()
     #: The ``application=`` values this family builds (bert4keras: ELECTRA is no LM).
-    applications = ("encoder", "lm", "unilm", "prefix")
+    applications: tuple[str, ...] = ("encoder", "lm", "unilm", "prefix")
     #: A layer only this family's models have: a built model with it reads this family's
     #: checkpoint names (None: nothing tells it apart).
-    marker_layer = None
+    marker_layer: str | None = None
     #: How this family's checkpoint variables begin (a regular expression), and what to call
     #: such a checkpoint in a message, when they differ from BERT's.
-    checkpoint_pattern = None
-    checkpoint_description = None
+    checkpoint_pattern: str | None = None
+    checkpoint_description: str | None = None
 
     def __init__(self, config: BertConfig, with_pool: bool | str = False,
                  with_nsp: bool = False, with_mlm: bool | str = False,
