@@ -35,7 +35,7 @@ import zipfile
 from kerasbert import files
 from kerasbert.presets import table
 
-CHUNK = 1 << 16
+CHUNK = 1 << 13  # a connection that breaks off loses less than this
 HUB = "https://huggingface.co"
 HUB_FILES = ("config.json", "vocab.txt", "model.safetensors")
 NEEDED = ("bert_config.json", "vocab.txt", "bert_model.ckpt.index")
@@ -73,8 +73,9 @@ def download(name, path=None, progress=True, timeout=60):
         return final
     from filelock import FileLock
 
-    os.makedirs(os.path.dirname(final), exist_ok=True)
-    with FileLock(os.path.join(os.path.dirname(final), f".{name}.lock")):
+    locks = os.path.join(table.cache_home(), "locks")  # beside presets/, which holds only
+    os.makedirs(locks, exist_ok=True)                   # whole folders
+    with FileLock(os.path.join(locks, f"{name}.lock")):
         if table.is_cached(name):  # another process finished it while this one waited
             return final
         files.remove_temporaries(os.path.dirname(final))

@@ -196,7 +196,7 @@ class FinetuneOptions(RunOptions):
             split = getattr(shipped, self.SHIPPED)
             values.update(train=split("train"), dev=self.dev or split("dev"),
                           test=self.test or split("test"))
-        if not self.config:
+        if not values["config"]:
             model_dir = shipped.model_dir()
             values.update(config=os.path.join(model_dir, "bert_config.json"),
                           checkpoint=self.checkpoint or os.path.join(model_dir, "bert_model.ckpt"),
