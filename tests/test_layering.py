@@ -25,7 +25,7 @@ LAYERS = (
     # One floor, as a family's object loads its checkpoint and the loader reads the
     # families' registry: they import each other's modules, never in a circle.
     ("models, checkpoints and text", ("kerasbert.models", "kerasbert.checkpoints",
-                                      "kerasbert.text")),
+                                      "kerasbert.text", "kerasbert.presets")),
     ("the base", ("kerasbert.files", "kerasbert.disk_space", "kerasbert.quiet",
                   "kerasbert.hardware",
                   "kerasbert.shipped", "kerasbert.internals")),
