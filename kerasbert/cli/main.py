@@ -246,7 +246,8 @@ def make_parser():
         description="Writes a run's model for serving. saved_model: TF Serving's layout "
                     "<to>/<version>/ with a signature that takes raw strings (the WordPiece "
                     "tokenizer runs in the graph: 'classify' for a classification run, "
-                    "'entities' for ner, 'answer' for qa) and the int32 'serving_default'. "
+                    "'entities' for ner, 'answer' for qa, 'generate' for seq2seq) and the int32 "
+                    "'serving_default'. "
                     "onnx (classification runs): <to>/model.onnx with labels.json and "
                     "vocab.txt. litert (classification runs): <to>/model.tflite.",
         run=handlers.command_export)
