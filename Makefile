@@ -4,13 +4,14 @@
 #                     notebooks that fine-tune run under make test-notebooks
 #   make test-fast  - the tests that are neither slow nor run a peer library (a few minutes)
 #   make lint       - the linter alone (ruff, configured in ruff.toml)
+#   make docs       - the documentation site (MkDocs, mkdocs.yml) built from docs/ into site/
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL ?= 3
 
-.PHONY: demo test test-fast test-notebooks lint bench notebooks graphviz clean
+.PHONY: demo test test-fast test-notebooks lint docs bench notebooks graphviz clean
 
 $(STAMP): setup.cfg constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +62,11 @@ test-fast: $(STAMP) graphviz
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
+# The site from docs/, strict: a broken link, a missing anchor or a page left out of the nav fails
+# (tests/test_docs.py runs the same build).
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict
+
 # Executed copies of the notebooks, with their outputs, in out/notebooks/.
 notebooks: $(STAMP) graphviz
 	$(PY) notebooks/run.py --output out/notebooks
@@ -71,4 +77,4 @@ bench: $(STAMP)
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) .oracles out build *.egg-info
+	rm -rf $(VENV) .oracles out build site *.egg-info

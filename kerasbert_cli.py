@@ -19,8 +19,8 @@ COMMAND_LINE_MODULES = ("kerasbert.training.options", "kerasbert.cli.commands",
                         "kerasbert.cli.main")
 # Modules those import from packages that must still load as usual later (kerasbert.models
 # holds the rest of the model code): loaded alone, their package left alone. The families
-# name --model's choices; the module imports nothing of kerasbert.
-STANDALONE_MODULES = ("kerasbert.models.families",)
+# and the presets name --model's choices; neither module imports anything of kerasbert.
+STANDALONE_MODULES = ("kerasbert.models.families", "kerasbert.presets.table")
 
 
 def _load_alone(name):

@@ -1,4 +1,5 @@
-"""The README's count of bert4keras's public names that kerasbert provides, recomputed.
+"""The count of bert4keras's public names that kerasbert provides (docs/bert4keras.md),
+recomputed.
 
 bert4keras 0.11.5's modules are read as source (``ast``: top-level functions, classes and
 assignments not starting with ``_``), never imported, since bert4keras must not share a
@@ -14,7 +15,7 @@ import os
 import pytest
 
 MODULES = ("backend", "layers", "models", "optimizers", "snippets", "tokenizers")
-# The README's figures ("Coming from bert4keras").
+# The figures of docs/bert4keras.md ("Coming from bert4keras").
 PROVIDED = {"backend": 30, "layers": 18, "models": 17, "optimizers": 23, "snippets": 25,
             "tokenizers": 5}
 REFUSED = {"BatchConcat", "BatchSplit", "GatedAttentionUnit", "RelativePositionEmbeddingT5",

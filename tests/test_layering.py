@@ -25,7 +25,7 @@ LAYERS = (
     # One floor, as a family's object loads its checkpoint and the loader reads the
     # families' registry: they import each other's modules, never in a circle.
     ("models, checkpoints and text", ("kerasbert.models", "kerasbert.checkpoints",
-                                      "kerasbert.text")),
+                                      "kerasbert.text", "kerasbert.presets")),
     ("the base", ("kerasbert.files", "kerasbert.disk_space", "kerasbert.quiet",
                   "kerasbert.hardware",
                   "kerasbert.shipped", "kerasbert.internals")),
@@ -174,12 +174,12 @@ def test_the_floors_refuse_what_the_house_rule_refuses(module, target):
     assert floor(target) < floor(module)
 
 
-def test_the_readme_layout_names_every_module():
-    """The README's Layout block names every module of the package (by file name, under the
-    folder it sits in), and no module that is gone."""
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
-        readme = f.read()
-    block = readme.split("## Layout", 1)[1].split("```", 2)[1]
+def test_the_layout_page_names_every_module():
+    """The Layout block of docs/architecture.md names every module of the package (by file
+    name, under the folder it sits in), and no module that is gone."""
+    with open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8") as f:
+        page = f.read()
+    block = page.split("## Layout", 1)[1].split("```", 2)[1]
     # Up to the package's last line: below it are the console script, tests/ and bench/.
     block = block.split("\nkerasbert_cli.py", 1)[0]
     named = set()
@@ -194,5 +194,5 @@ def test_the_readme_layout_names_every_module():
         if "resources" in os.path.relpath(folder, ROOT).split(os.sep):
             continue  # the data's own build scripts
         modules.update(name for name in names if name.endswith(".py") and name != "__init__.py")
-    assert sorted(modules - named) == [], "modules the README's Layout leaves out"
-    assert sorted(named - modules) == [], "README names modules that are gone"
+    assert sorted(modules - named) == [], "modules docs/architecture.md's Layout leaves out"
+    assert sorted(named - modules) == [], "docs/architecture.md names modules that are gone"

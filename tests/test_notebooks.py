@@ -1,5 +1,5 @@
-"""Every notebook in notebooks/ is stored clean, is described in the README, and runs top to
-bottom. What is checked comes from the folder itself, so a notebook added there is checked
+"""Every notebook in notebooks/ is stored clean, is described in docs/notebooks.md, and runs
+top to bottom. What is checked comes from the folder itself, so a notebook added there is checked
 without a change here."""
 
 import glob
@@ -35,8 +35,8 @@ def test_notebook_is_stored_valid_and_without_outputs(path):
 
 
 @pytest.mark.parametrize("path", FOUND, ids=os.path.basename)
-def test_notebook_is_described_in_the_readme(path):
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+def test_notebook_is_described_in_the_docs(path):
+    with open(os.path.join(ROOT, "docs", "notebooks.md"), encoding="utf-8") as f:
         assert f"`{os.path.basename(path)}`" in f.read()
 
 

@@ -265,7 +265,7 @@ def test_shipped_checkpoint_predicts_masked_dev_characters():
     texts = read_corpus(["kerasbert/resources/reviews/dev.tsv"])[:64]
     ids, _ = tokenizer.encode_batch(texts, maxlen=128)
     result = evaluate_mlm(bert.model, ids, Masker.for_vocab(tokenizer.token_dict))
-    # Chance is 1 / vocab_size (about 0.0002); the README records the whole dev split.
+    # Chance is 1 / vocab_size (about 0.0002); docs/pretraining.md records the whole dev split.
     assert result["masked_tokens"] > 300 and result["accuracy"] > 0.25
     size = sum(os.path.getsize(os.path.join(SHIPPED, f)) for f in os.listdir(SHIPPED))
     assert size < 26 * 2**20

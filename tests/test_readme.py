@@ -74,6 +74,9 @@ def why_not_run(block):
     """The reason a block is not run, or None."""
     if block.not_run:
         return f"not run: {block.not_run}"
+    first = FIRST_OF.get((block.language, block.code), block)
+    if first is not block:
+        return f"the same code as {first.name}, which runs it"
     if block.language == "bash":
         others = [c for c in shell_commands(block.code) if not c.startswith(COMMANDS)]
         if others:
@@ -82,6 +85,11 @@ def why_not_run(block):
 
 
 BLOCKS = [block for document in DOCUMENTS for block in read_blocks(document)]
+# A block shown on two pages (the README's tour repeats a page's commands) runs once, where it
+# first appears; what it runs is the same code in the same fresh copy of the repository.
+FIRST_OF = {}
+for _block in BLOCKS:
+    FIRST_OF.setdefault((_block.language, _block.code), _block)
 
 
 def copy_of_repository(target):

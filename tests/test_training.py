@@ -70,7 +70,7 @@ def test_accumulated_run_follows_the_schedule_in_updates():
 def test_a_seeded_pipeline_is_endless_so_fit_keeps_one_iterator():
     """``kerasbert train`` gives ``fit`` an endless pipeline and ``steps_per_epoch``: Keras
     then keeps one data iterator for the run instead of making one per epoch (which
-    stalls every epoch boundary, see README → Speed → Training)."""
+    stalls every epoch boundary, see docs/benchmarks.md, Training)."""
     from kerasbert.training.batches import make_dataset
 
     tokens = np.arange(1, 1 + 10 * 4, dtype="int32").reshape(10, 4)

@@ -196,3 +196,29 @@ def command_convert(args):
     if done.skipped:
         print(f"left out (no Google name): {', '.join(done.skipped)}")
     return 0
+
+
+def command_download(args):
+    from kerasbert.presets.download import download
+
+    print(download(args.name, progress=not args.quiet))
+    return 0
+
+
+def command_presets(args):
+    from kerasbert.presets import table
+
+    rows = [("name", "family", "size", "licence", "source", "cached")]
+    for preset in table.load().values():
+        cached = table.is_cached(preset.name)
+        size = (_folder_mb(table.preset_dir(preset.name)) if cached else preset.size_mb)
+        rows.append((preset.name, preset.family, f"{size:.0f} MB" if size else "-",
+                     preset.licence, preset.source, "yes" if cached else "no"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    return 0
+
+
+def _folder_mb(folder):
+    return sum(os.path.getsize(os.path.join(folder, name)) for name in os.listdir(folder)) / 1e6

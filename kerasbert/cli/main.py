@@ -14,6 +14,8 @@ examples:
   kerasbert train --task qa --output runs/qa         # the shipped Chinese QA set
   kerasbert train --task seq2seq --output runs/gen   # the shipped answer-generation set
   kerasbert audit chinese_L-12_H-768_A-12/bert_config.json --num-labels 2
+  kerasbert presets                                  # well-known checkpoints by name
+  kerasbert train --model chinese-base --train my.csv --dev dev.csv --output runs/x
   kerasbert <command> --help                         # the options of one command
 
 A failure ends with exit code 2 and one line on stderr,
@@ -35,7 +37,8 @@ from kerasbert.cli.commands import UsageError
 from kerasbert.models.families import FAMILIES
 from kerasbert.training.options import TASK_OPTIONS, add_arguments, add_task_arguments
 
-COMMANDS = ("audit", "plot", "train", "pretrain", "evaluate", "predict", "export", "convert")
+COMMANDS = ("audit", "plot", "train", "pretrain", "evaluate", "predict", "export", "convert",
+            "download", "presets")
 FORMATS = ("saved_model", "onnx", "litert")
 
 
@@ -243,7 +246,8 @@ def make_parser():
         description="Writes a run's model for serving. saved_model: TF Serving's layout "
                     "<to>/<version>/ with a signature that takes raw strings (the WordPiece "
                     "tokenizer runs in the graph: 'classify' for a classification run, "
-                    "'entities' for ner, 'answer' for qa) and the int32 'serving_default'. "
+                    "'entities' for ner, 'answer' for qa, 'generate' for seq2seq) and the int32 "
+                    "'serving_default'. "
                     "onnx (classification runs): <to>/model.onnx with labels.json and "
                     "vocab.txt. litert (classification runs): <to>/model.tflite.",
         run=handlers.command_export)
@@ -281,6 +285,26 @@ def make_parser():
     convert.add_argument("--overwrite", action="store_true",
                          help="replace an earlier conversion at --to: the checkpoint's files, "
                               "bert_config.json and vocab.txt (never other files)")
+    download = _command(
+        commands, "download", "download a preset into the cache; prints its folder",
+        ["kerasbert download chinese-base",
+         "KERASBERT_HOME=/data/kerasbert kerasbert download chinese-roberta-wwm-ext"],
+        description="Downloads a preset (see kerasbert presets) into the cache "
+                    "(KERASBERT_HOME, else the user cache folder), resuming an interrupted "
+                    "download and checking it before it is moved into place; a Hugging Face "
+                    "repository is converted to a Google checkpoint once. Prints the folder "
+                    "(bert_config.json, vocab.txt, bert_model.ckpt).",
+        run=handlers.command_download)
+    download.add_argument("name", type=_path, metavar="NAME", help="the preset's name")
+    download.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    _command(
+        commands, "presets", "list the presets: name, family, size, licence, source, cached",
+        ["kerasbert presets"],
+        description="Lists the well-known checkpoints kerasbert downloads by name, with "
+                    "their family, size (published, or in the cache), licence, source and "
+                    "whether they are already in the cache.",
+        run=handlers.command_presets)
     return parser
 
 

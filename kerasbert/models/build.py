@@ -79,7 +79,9 @@ def build_transformer_model(
 
     Args:
         config_path: a ``bert_config.json`` / Hugging Face ``config.json`` path, a
-            :class:`BertConfig`, or a dict of Google keys.
+            :class:`BertConfig`, a dict of Google keys, or a preset's name
+            (``"chinese-roberta-wwm-ext"``, :mod:`kerasbert.presets`): its cached config
+            and checkpoint, downloaded on first use.
         checkpoint_path: a Google checkpoint to load: a prefix
             (``.../bert_model.ckpt``), a directory holding one, or a dict of arrays.
         model: the family, as bert4keras names it: ``"bert"``, ``"roberta"`` (BERT's
@@ -132,6 +134,7 @@ def build_transformer_model(
         >>> lm.get_layer("Attention-UniLM-Mask").name, lm.output.shape
         ('Attention-UniLM-Mask', (None, None, 100))
     """
+    config_path, checkpoint_path = _preset_paths(config_path, checkpoint_path)
     for keyword in REFUSED:
         if overrides.get(keyword) not in (None, False):
             raise ValueError(f"{keyword}={overrides[keyword]!r}: not supported; "
@@ -192,6 +195,22 @@ def build_transformer_model(
         raise
     settle(deferred)  # what the checkpoint did not fill: dropout seeds, a non-strict load's gaps
     return built.model if return_keras_model else built
+
+
+def _preset_paths(config_path, checkpoint_path):
+    """A preset's name (not a path) -> its cached config and checkpoint (downloaded on
+    first use); anything else as it is."""
+    if not isinstance(config_path, str) or os.path.exists(config_path):
+        return config_path, checkpoint_path
+    from kerasbert.presets import table
+
+    if not table.is_preset(config_path):
+        return config_path, checkpoint_path
+    from kerasbert.presets.download import download
+
+    folder = download(config_path)
+    return (os.path.join(folder, "bert_config.json"),
+            checkpoint_path or os.path.join(folder, "bert_model.ckpt"))
 
 
 def _registered_family(cls):

@@ -16,7 +16,7 @@ only where TensorFlow is the backend (other backends get Keras's own expressions
   Keras draws a float per element: half the random numbers, and the draw is most of
   dropout's cost. Inference reaches none of the last three.
 
-``python -m bench train`` measures what they gain (README, "Training"). With the fast
+``python -m bench train`` measures what they gain (docs/benchmarks.md, "Training"). With the fast
 paths off (``KERASBERT_FAST=0``, :func:`kerasbert.internals.fast_paths`) every backend
 gets Keras's own expressions.
 """

@@ -12,9 +12,9 @@ with two signatures:
 
 ``classify`` runs the WordPiece tokenizer inside the graph
 (:class:`kerasbert.serving.graph_text.TextEncoder`) and gives exactly the ids of
-:class:`kerasbert.text.tokenizer.Tokenizer`. NER and span QA runs are written the same way,
-with their own signatures (:mod:`kerasbert.serving.ner_export`,
-:mod:`kerasbert.serving.qa_export`).
+:class:`kerasbert.text.tokenizer.Tokenizer`. NER, span QA and seq2seq runs are written the same
+way, with their own signatures (:mod:`kerasbert.serving.ner_export`,
+:mod:`kerasbert.serving.qa_export`, :mod:`kerasbert.serving.seq2seq_export`).
 
 An exporter takes a model, its vocabulary and its settings (labels, ``maxlen``), not a
 run: a task's run passes its own (:meth:`kerasbert.tasks.classification.Run.export`).

@@ -11,7 +11,7 @@ Example::
 
     # the shipped kerasbert-zh-small on the shipped reviews (7.3 minutes on 2 CPU cores)
     summary = train(ClassificationOptions(output="runs/reviews", epochs=3))
-    round(summary["test"]["accuracy"], 3)   # 0.85, as in `make demo` (README.md)
+    round(summary["test"]["accuracy"], 3)   # 0.841, as in `make demo` (README.md)
 """
 
 import dataclasses

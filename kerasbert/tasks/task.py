@@ -39,7 +39,8 @@ class Task:
 
     Attributes:
         name: the ``--task`` value.
-        monitor: the logged dev score whose best epoch is kept (``val_accuracy``).
+        monitor: the logged dev score whose best epoch is kept (``val_accuracy``,
+            ``val_entity_f1``, ``val_f1``, ``val_rouge_l``).
         run_class: the task's ``Run``, which opens a finished run directory.
         columns: whether its files have columns (``--text-column`` and the others).
         texts_per_example: how many ``TEXT`` arguments of ``predict`` make one example.

@@ -107,7 +107,7 @@ class StopAtStep(keras.callbacks.Callback):
 
 
 class RunRecorder(keras.callbacks.Callback):
-    """Records each epoch, keeps ``model.keras`` at the best dev accuracy, stops early.
+    """Records each epoch, keeps ``model.keras`` at the best dev score, stops early.
 
     The history of the epochs before ``first_epoch`` is read from ``history.json``
     when the recorder is made (a resumed run); later epochs there are dropped: they
@@ -115,8 +115,10 @@ class RunRecorder(keras.callbacks.Callback):
 
     Args:
         run_dir: the run directory.
-        patience: epochs without a better dev accuracy before training stops (0: never).
-        monitor: the logged metric to maximise; None only records the history.
+        patience: epochs without a better dev score before training stops (0: never).
+        monitor: the logged metric to maximise (the task's dev score: accuracy for
+            classification, entity F1 for NER, F1 for QA, ROUGE-L for seq2seq); None only
+            records the history.
         first_epoch: the epoch training starts at (a resumed run's restored epoch).
         save_model: makes the model saved as ``model.keras`` from the trained one
             (default :func:`inference_model`).

@@ -19,6 +19,7 @@ import math
 import os
 
 from kerasbert.models.families import FAMILIES
+from kerasbert.presets.table import names as preset_names
 
 # Fine-tuning defaults a model folder may carry beside its bert_config.json.
 MODEL_DEFAULTS_FILE = "finetune_defaults.json"
@@ -150,6 +151,11 @@ class FinetuneOptions(RunOptions):
     SHIPPED = "review_file"
 
     task: str = task_option("classification")
+    model: str = option(None, f"model family, as bert4keras names it ({', '.join(FAMILIES)}), or "
+                        "a preset (see kerasbert presets; downloaded on first use, its config, "
+                        "checkpoint and vocab are the run's) (default: the config's model_type, "
+                        "else bert)", choices=lambda: (*FAMILIES, *preset_names()),
+                        metavar="FAMILY|PRESET")
     train: str = option(None, "file to train on, in the task's format (default: the task's "
                         "shipped split)", metavar="FILE", input="file")
     dev: str = option(None, "file the best epoch is chosen on (required with --train)",
@@ -184,11 +190,13 @@ class FinetuneOptions(RunOptions):
         from kerasbert import shipped
 
         values = dataclasses.asdict(self)
+        if self.model and self.model not in FAMILIES:
+            values.update(_preset_values(self))
         if not self.train:
             split = getattr(shipped, self.SHIPPED)
             values.update(train=split("train"), dev=self.dev or split("dev"),
                           test=self.test or split("test"))
-        if not self.config:
+        if not values["config"]:
             model_dir = shipped.model_dir()
             values.update(config=os.path.join(model_dir, "bert_config.json"),
                           checkpoint=self.checkpoint or os.path.join(model_dir, "bert_model.ckpt"),
@@ -203,6 +211,23 @@ class FinetuneOptions(RunOptions):
                 values[key] = defaults.get(key, fallback)
         values["weights"] = "checkpoint" if values["checkpoint"] else "random"
         return type(self)(**values)
+
+
+def _preset_values(options):
+    """The family, config, checkpoint and vocab of the preset ``--model`` names (downloaded
+    on first use)."""
+    from kerasbert.presets.download import download
+    from kerasbert.presets.table import get
+
+    given = [flag(name) for name in ("config", "checkpoint", "vocab") if getattr(options, name)]
+    if given:
+        raise OptionError(f"conflicting options in --model and {' and '.join(given)}: the preset "
+                          f"{options.model} brings its own config, checkpoint and vocab")
+    folder = download(options.model)
+    return {"model": get(options.model).family,
+            "config": os.path.join(folder, "bert_config.json"),
+            "checkpoint": os.path.join(folder, "bert_model.ckpt"),
+            "vocab": os.path.join(folder, "vocab.txt")}
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -1,0 +1,2 @@
+"""Presets: well-known checkpoints by name (:mod:`.table`), downloaded into a cache
+(:mod:`.download`)."""

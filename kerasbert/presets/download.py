@@ -1,0 +1,258 @@
+"""Downloads a preset into the cache, never leaving a broken file in its place.
+
+A preset's folder (``<cache>/presets/<name>``: ``bert_config.json``, ``vocab.txt``,
+``bert_model.ckpt.*``, ``finetune_defaults.json``, ``preset.json``) appears whole or not at
+all. A Google zip is fetched with ``requests`` into ``<cache>/downloads/<name>/`` as a
+``.part`` file (resumed with an HTTP Range where an interrupted download left one), checked
+(the table's SHA-256, else the server's MD5 ETag, and its length), unpacked into a temporary
+folder beside the preset's and renamed into place. A Hugging Face repository is fetched with
+``huggingface_hub`` (which resumes, and honours ``HF_ENDPOINT``), each file checked against
+the hub's SHA-256 ETag, converted once to the Google format
+(:func:`kerasbert.checkpoints.convert.convert_hf_to_google`) the same way. A
+``filelock.FileLock`` per preset lets two processes ask for the same one: the second waits,
+then finds it cached.
+
+Every failure is a :class:`DownloadError` naming the preset and the URL; the preset's folder
+is then left as it was (absent), and only the resumable ``.part`` stays in ``downloads/``.
+
+Example:
+    >>> try:
+    ...     download("no-such-model")
+    ... except ValueError as error:
+    ...     print(str(error).split(";")[0])
+    preset 'no-such-model' in .../presets.json: unknown
+"""
+
+import hashlib
+import json
+import os
+import posixpath
+import re
+import shutil
+import sys
+import zipfile
+
+from kerasbert import files
+from kerasbert.presets import table
+
+CHUNK = 1 << 13  # a connection that breaks off loses less than this
+HUB = "https://huggingface.co"
+HUB_FILES = ("config.json", "vocab.txt", "model.safetensors")
+NEEDED = ("bert_config.json", "vocab.txt", "bert_model.ckpt.index")
+MARKER = "preset.json"  # what the folder is and where it came from, written last
+
+
+class DownloadError(ValueError):
+    """A preset could not be downloaded: ``preset <name> in <url>: <why>``."""
+
+
+def _fail(preset, url, why):
+    return DownloadError(f"preset {preset.name} in {url}: {why}")
+
+
+def download(name, path=None, progress=True, timeout=60):
+    """The cached folder of preset ``name``, downloaded (and converted) on first use.
+
+    Args:
+        name: a preset of the table (:mod:`kerasbert.presets.table`).
+        path: the table file; None: ``$KERASBERT_PRESETS`` or the shipped one.
+        progress: draw a tqdm progress bar on stderr.
+        timeout: seconds to wait for the server before giving up.
+
+    Returns:
+        The folder holding ``bert_config.json``, ``vocab.txt`` and ``bert_model.ckpt``.
+
+    Raises:
+        ValueError: ``name`` is no preset.
+        DownloadError: no connection, an HTTP error, a checksum or length mismatch, a full
+            disk, a zip or repository without the expected files (named, with the URL).
+    """
+    preset = table.get(name, path)
+    final = table.preset_dir(name)
+    if table.is_cached(name):
+        return final
+    from filelock import FileLock
+
+    locks = os.path.join(table.cache_home(), "locks")  # beside presets/, which holds only
+    os.makedirs(locks, exist_ok=True)                   # whole folders
+    with FileLock(os.path.join(locks, f"{name}.lock")):
+        if table.is_cached(name):  # another process finished it while this one waited
+            return final
+        files.remove_temporaries(os.path.dirname(final))
+        staging = os.path.join(table.cache_home(), "downloads", name)
+        if preset.kind == "zip":
+            _from_zip(preset, final, staging, progress, timeout)
+        else:
+            _from_hub(preset, final, staging)
+        shutil.rmtree(staging, ignore_errors=True)
+    return final
+
+
+# ---------------------------------------------------------------- a Google zip at a URL
+def _from_zip(preset, final, staging, progress, timeout):
+    url = preset.zip
+    part = os.path.join(staging, posixpath.basename(url) + ".part")
+    os.makedirs(staging, exist_ok=True)
+    etag = _fetch(preset, url, part, progress, timeout)
+    _verify(preset, url, part, etag)
+    _unpack(preset, url, part, final)
+
+
+def _fetch(preset, url, part, progress, timeout):
+    """Fetches ``url`` into ``part``, resuming what is there; returns the server's ETag."""
+    import requests
+    from tqdm import tqdm
+
+    meta_path = part + ".json"
+    meta = _read_json(meta_path) if os.path.exists(part) else {}
+    have = os.path.getsize(part) if meta.get("url") == url else 0
+    headers = {}
+    if have:
+        # If-Range: the server sends the whole file again (200) if it changed since.
+        headers = {"Range": f"bytes={have}-", **({"If-Range": meta["etag"]}
+                                                  if meta.get("etag") else {})}
+    try:
+        with requests.get(url, headers=headers, stream=True, timeout=timeout) as response:
+            if response.status_code == 416 and have:  # the .part is already whole
+                return meta.get("etag")
+            if response.status_code >= 400:
+                raise _fail(preset, url, f"HTTP {response.status_code} {response.reason}")
+            start = have if response.status_code == 206 else 0
+            if response.status_code == 206 and not response.headers.get(
+                    "Content-Range", "").startswith(f"bytes {have}-"):
+                raise _fail(preset, url, "the server resumed at another byte; run again")
+            length = response.headers.get("Content-Length")
+            total = start + int(length) if length else None
+            etag = response.headers.get("ETag")
+            files.write_json(meta_path, {"url": url, "etag": etag, "total": total})
+            with open(part, "ab" if start else "wb") as f, tqdm(
+                    total=total, initial=start, unit="B", unit_scale=True, desc=preset.name,
+                    file=sys.stderr, disable=not progress) as bar:
+                for chunk in response.iter_content(CHUNK):
+                    f.write(chunk)
+                    bar.update(len(chunk))
+    except requests.RequestException as error:
+        raise _fail(preset, url, f"no connection or the download broke off ({_first(error)}); "
+                                 "run again to resume") from None
+    except OSError as error:  # a full disk, an unwritable cache
+        raise _fail(preset, url, f"cannot write {part}: {error.strerror or error}") from None
+    if total is not None and os.path.getsize(part) != total:
+        raise _fail(preset, url, f"got {os.path.getsize(part)} of {total} bytes; run again to "
+                                 "resume")
+    return etag
+
+
+def _verify(preset, url, part, etag):
+    """Checks the download against the table's SHA-256, else an MD5 ETag; a mismatch
+    removes it (the next try starts over)."""
+    quoted = (etag or "").strip('"')
+    if preset.sha256:
+        kind, expected = "sha256", preset.sha256.lower()
+    elif re.fullmatch(r"[0-9a-f]{32}", quoted):  # Google Storage's ETag of a plain upload
+        kind, expected = "md5", quoted
+    else:
+        return
+    found = _digest(part, kind)
+    if found != expected:
+        _remove(part, part + ".json")
+        raise _fail(preset, url, f"checksum mismatch: {kind} {found}, expected {expected}; "
+                                 "the download is removed")
+
+
+def _unpack(preset, url, archive, final):
+    """Extracts the folder of the zip that holds ``bert_config.json`` into ``final``."""
+    try:
+        with zipfile.ZipFile(archive) as zipped:
+            members = [m for m in zipped.namelist() if not m.endswith("/")]
+            configs = [m for m in members if posixpath.basename(m) == "bert_config.json"]
+            inside = [m for m in members
+                      if configs and posixpath.dirname(m) == posixpath.dirname(configs[0])]
+            missing = [n for n in NEEDED if n not in {posixpath.basename(m) for m in inside}]
+            if len(configs) != 1 or missing:
+                raise _fail(preset, url, f"the zip lacks {', '.join(missing)} (it holds "
+                                         f"{len(members)} files); the download is removed")
+            with files.atomic_directory(final) as temporary:
+                for member in inside:  # base names only: nothing lands outside the folder
+                    with zipped.open(member) as source, open(
+                            os.path.join(temporary, posixpath.basename(member)), "wb") as out:
+                        shutil.copyfileobj(source, out)
+                _finish(temporary, preset, url)
+    except DownloadError:
+        _remove(archive, archive + ".json")
+        raise
+    except (zipfile.BadZipFile, EOFError) as error:
+        _remove(archive, archive + ".json")
+        raise _fail(preset, url, f"not a readable zip ({error}); the download is "
+                                 "removed") from None
+    except OSError as error:
+        raise _fail(preset, url, f"cannot unpack into {os.path.dirname(final)}: "
+                                 f"{error.strerror or error}") from None
+
+
+# ------------------------------------------------------------- a Hugging Face repository
+def _from_hub(preset, final, staging):
+    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
+
+    from kerasbert.checkpoints.convert import convert_hf_to_google
+
+    endpoint = (os.environ.get("HF_ENDPOINT") or HUB).rstrip("/")
+    for filename in HUB_FILES:
+        url = hf_hub_url(preset.hf, filename, revision=preset.revision, endpoint=endpoint)
+        try:
+            etag = get_hf_file_metadata(url).etag
+            local = hf_hub_download(preset.hf, filename, revision=preset.revision,
+                                    local_dir=staging, endpoint=endpoint)
+        except Exception as error:  # the hub's errors have no common base: name each
+            raise _fail(preset, url, f"{type(error).__name__}: {_first(error)}") from None
+        # The hub's ETag of a large (LFS) file is its SHA-256.
+        if etag and re.fullmatch(r"[0-9a-f]{64}", etag.strip('"')):
+            found = _digest(local, "sha256")
+            if found != etag.strip('"'):
+                shutil.rmtree(staging, ignore_errors=True)
+                raise _fail(preset, url, f"checksum mismatch: sha256 {found}, expected "
+                                         f"{etag.strip(chr(34))}; the download is removed")
+    url = f"{endpoint}/{preset.hf}"
+    try:
+        with files.atomic_directory(final) as temporary:
+            convert_hf_to_google(staging, os.path.join(temporary, "bert_model.ckpt"))
+            _finish(temporary, preset, url)
+    except (ValueError, OSError) as error:
+        raise _fail(preset, url, f"cannot convert it: {_first(error)}") from None
+
+
+# ---------------------------------------------------------------------------- helpers
+def _finish(folder, preset, url):
+    """Writes the fine-tuning defaults and the marker into the folder about to be moved."""
+    defaults = table.finetune_defaults(preset)
+    if defaults:
+        files.write_json(os.path.join(folder, "finetune_defaults.json"), defaults)
+    files.write_json(os.path.join(folder, MARKER), {
+        "name": preset.name, "source": url, "family": preset.family,
+        "licence": preset.licence})
+
+
+def _digest(path, kind):
+    found = hashlib.new(kind)
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            found.update(block)
+    return found.hexdigest()
+
+
+def _read_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def _remove(*paths):
+    for path in paths:
+        if os.path.exists(path):
+            os.remove(path)
+
+
+def _first(error):
+    """An exception's message on one line."""
+    return " ".join(str(error).split()) or type(error).__name__

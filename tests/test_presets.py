@@ -1,0 +1,330 @@
+"""Presets and their downloads, without the internet: a local HTTP server serves a tiny
+Google zip and a tiny Hugging Face repository (the hub's headers, for ``huggingface_hub``
+with ``HF_ENDPOINT`` pointed at it), and breaks in the ways a real download breaks.
+
+The test writes its own preset table (``KERASBERT_PRESETS``) whose URLs are the server's;
+the shipped table's published URLs are never contacted.
+"""
+
+import hashlib
+import http.server
+import io
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, TINY
+from kerasbert.presets import table
+from kerasbert.presets.download import DownloadError, download
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+class Server(http.server.ThreadingHTTPServer):
+    """Serves ``files`` (path -> bytes) with ETag, Content-Length and Range; ``drop``: paths
+    whose next full GET breaks off half-way; ``slow``: paths sent 4 KB at a time, slowly."""
+
+    daemon_threads = True
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.files, self.etags, self.drop, self.slow, self.log = {}, {}, set(), set(), []
+        self.url = f"http://127.0.0.1:{self.server_address[1]}"
+
+    def add(self, path, data, etag=None):
+        self.files[path] = data
+        self.etags[path] = etag or hashlib.md5(data).hexdigest()
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_HEAD(self):
+        self.answer(body=False)
+
+    def do_GET(self):
+        self.answer(body=True)
+
+    def answer(self, body):
+        server, path = self.server, self.path.split("?")[0]
+        server.log.append((self.command, path, self.headers.get("Range")))
+        if path not in server.files:
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        data, etag = server.files[path], server.etags[path]
+        start = 0
+        wanted = self.headers.get("Range")
+        if wanted and self.headers.get("If-Range", f'"{etag}"') == f'"{etag}"':
+            start = int(wanted.split("=")[1].split("-")[0])
+        self.send_response(206 if start else 200)
+        if start:
+            self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+        self.send_header("Content-Length", str(len(data) - start))
+        self.send_header("ETag", f'"{etag}"')
+        self.send_header("X-Repo-Commit", COMMIT)
+        self.send_header("Accept-Ranges", "bytes")
+        self.end_headers()
+        if not body:
+            return
+        if path in server.drop and not start:
+            server.drop.discard(path)
+            self.wfile.write(data[:len(data) // 2])
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+            return
+        step = 4096 if path in server.slow else len(data)
+        for at in range(start, len(data), step):
+            self.wfile.write(data[at:at + step])
+            if path in server.slow:
+                self.wfile.flush()
+                time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    """A tiny Google checkpoint folder, and its zip; a tiny Hugging Face repository."""
+    import keras
+
+    from kerasbert import build_transformer_model, save_weights_as_checkpoint
+    from test_convert import hf_directory, hf_weights
+
+    root = tmp_path_factory.mktemp("tiny")
+    folder = root / "tiny_L-2_H-16"
+    folder.mkdir()
+    (folder / "bert_config.json").write_text(json.dumps(TINY))
+    (folder / "vocab.txt").write_text("".join(f"token{i}\n" for i in range(TINY["vocab_size"])))
+    keras.utils.set_random_seed(0)
+    save_weights_as_checkpoint(build_transformer_model(dict(TINY)),
+                               str(folder / "bert_model.ckpt"))
+
+    def zipped(leave_out=()):
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            for name in sorted(os.listdir(folder)):
+                if name not in leave_out:
+                    archive.write(folder / name, f"tiny_L-2_H-16/{name}")
+        return buffer.getvalue()
+
+    hub = hf_directory(root / "hub", hf_weights(np.random.default_rng(0)))
+    return {"folder": folder, "zip": zipped(), "no_config": zipped({"bert_config.json"}),
+            "hub": hub}
+
+
+@pytest.fixture
+def server(tiny_model, tmp_path, monkeypatch):
+    """The server, a table of presets on it (KERASBERT_PRESETS), an empty cache."""
+    served = Server()
+    thread = threading.Thread(target=served.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    served.add("/tiny.zip", tiny_model["zip"])
+    served.add("/drop/tiny.zip", tiny_model["zip"])
+    served.add("/slow/tiny.zip", tiny_model["zip"])
+    served.slow.add("/slow/tiny.zip")
+    served.add("/no_config.zip", tiny_model["no_config"])
+    for repo in ("org/tiny", "org/tampered"):
+        for name in ("config.json", "vocab.txt", "model.safetensors"):
+            data = (tiny_model["hub"] / name).read_bytes()
+            etag = hashlib.sha256(data).hexdigest() if name.endswith("safetensors") else None
+            served.add(f"/{repo}/resolve/main/{name}", data, etag)
+    served.etags["/org/tampered/resolve/main/model.safetensors"] = "f" * 64
+    url = served.url
+    presets = {
+        "tiny": {"zip": f"{url}/tiny.zip", "family": "bert", "licence": "Apache-2.0",
+                 "finetune": {"lr": 5e-5, "epochs": 2}},
+        "tiny-drop": {"zip": f"{url}/drop/tiny.zip", "family": "bert"},
+        "tiny-slow": {"zip": f"{url}/slow/tiny.zip", "family": "bert"},
+        "tiny-sha": {"zip": f"{url}/tiny.zip", "family": "bert", "sha256": "0" * 64},
+        "tiny-404": {"zip": f"{url}/gone.zip", "family": "bert"},
+        "tiny-no-config": {"zip": f"{url}/no_config.zip", "family": "bert"},
+        "tiny-refused": {"zip": f"http://127.0.0.1:{_closed_port()}/tiny.zip", "family": "bert"},
+        "tiny-hub": {"hf": "org/tiny", "family": "bert"},
+        "tiny-tampered": {"hf": "org/tampered", "family": "bert"},
+    }
+    path = tmp_path / "presets.json"
+    path.write_text(json.dumps({"presets": presets}))
+    monkeypatch.setenv("KERASBERT_PRESETS", str(path))
+    monkeypatch.setenv("KERASBERT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HF_ENDPOINT", url)
+    served.table = str(path)
+    served.home = tmp_path / "home"
+    yield served
+    served.shutdown()
+    served.server_close()
+
+
+def _closed_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _checkpoint(prefix):
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(str(prefix))
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+
+
+def assert_untouched(server, name):
+    """Nothing of ``name`` in presets/: no folder, no temporary beside it."""
+    presets = server.home / "presets"
+    assert not os.path.exists(presets / name)
+    assert [n for n in (os.listdir(presets) if presets.exists() else ()) if name in n] == []
+
+
+def test_a_zip_preset_downloads_once_and_builds(server, tiny_model):
+    from kerasbert import build_transformer_model
+
+    folder = download("tiny", progress=False)
+    assert folder == str(server.home / "presets" / "tiny")
+    assert {"bert_config.json", "vocab.txt", "bert_model.ckpt.index", "preset.json",
+            "finetune_defaults.json"} <= set(os.listdir(folder))
+    assert json.load(open(os.path.join(folder, "finetune_defaults.json"))) == {
+        "lr": 5e-5, "epochs": 2}
+    assert not os.path.exists(server.home / "downloads" / "tiny")  # the zip is gone
+    gets = len(server.log)
+    assert download("tiny") == folder and len(server.log) == gets  # cached: no request
+    model = build_transformer_model("tiny")  # a preset's name, anywhere a model is asked for
+    original = _checkpoint(tiny_model["folder"] / "bert_model.ckpt")
+    word = model.get_layer("Embedding-Token").get_weights()[0]
+    np.testing.assert_array_equal(word, original["bert/embeddings/word_embeddings"])
+
+
+def test_a_dropped_connection_resumes_to_the_right_file(server, tiny_model):
+    server.drop.add("/drop/tiny.zip")
+    with pytest.raises(DownloadError, match=r"preset tiny-drop in http://127\.0\.0\.1:\d+/drop/"
+                                            r"tiny\.zip: .*run again to resume"):
+        download("tiny-drop", progress=False)
+    assert_untouched(server, "tiny-drop")
+    part = server.home / "downloads" / "tiny-drop" / "tiny.zip.part"
+    got = part.stat().st_size
+    assert 0 < got < len(tiny_model["zip"])
+    folder = download("tiny-drop", progress=False)
+    assert server.log[-1] == ("GET", "/drop/tiny.zip", f"bytes={got}-")  # resumed, not again
+    assert (open(os.path.join(folder, "bert_model.ckpt.index"), "rb").read()
+            == (tiny_model["folder"] / "bert_model.ckpt.index").read_bytes())
+
+
+@pytest.mark.parametrize("name, why", [
+    ("tiny-sha", r"checksum mismatch: sha256 [0-9a-f]{64}, expected 0{64}"),
+    ("tiny-404", r"HTTP 404"),
+    ("tiny-no-config", r"the zip lacks bert_config\.json"),
+    ("tiny-refused", r"no connection or the download broke off"),
+])
+def test_a_failed_download_names_the_preset_and_url_and_leaves_the_cache(server, name, why):
+    url = table.get(name).zip
+    with pytest.raises(DownloadError, match=rf"^preset {name} in {url}: {why}"):
+        download(name, progress=False)
+    assert_untouched(server, name)
+    # A refused checksum or zip is removed: the next try starts over.
+    if name in ("tiny-sha", "tiny-no-config"):
+        assert not os.listdir(server.home / "downloads" / name)
+
+
+def test_the_command_line_says_a_failure_in_one_line(server, capsys):
+    from kerasbert.cli.main import main
+
+    assert main(["download", "tiny-404"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"kerasbert download: preset tiny-404 in {server.url}/gone.zip: HTTP 404 " \
+                  "Not Found\n"
+    assert main(["download", "--quiet", "tiny"]) == 0
+    assert capsys.readouterr().out == f"{server.home / 'presets' / 'tiny'}\n"
+    assert main(["presets"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["name", "family", "size", "licence", "source", "cached"]
+    rows = {line.split()[0]: line.split() for line in lines[1:]}
+    assert rows["tiny"][-1] == "yes" and rows["tiny-404"][-1] == "no"
+
+
+def test_train_takes_a_preset_for_model(server):
+    from kerasbert.training.options import ClassificationOptions, OptionError
+
+    resolved = ClassificationOptions(model="tiny", output="runs/x").resolved()
+    folder = server.home / "presets" / "tiny"
+    assert (resolved.model, resolved.config, resolved.checkpoint, resolved.lr,
+            resolved.epochs) == ("bert", str(folder / "bert_config.json"),
+                                 str(folder / "bert_model.ckpt"), 5e-5, 2)
+    with pytest.raises(OptionError, match="conflicting options in --model and --config"):
+        ClassificationOptions(model="tiny", config="x.json", output="runs/x").resolved()
+
+
+def test_a_hub_repository_is_converted_once(server, tiny_model):
+    from kerasbert.checkpoints.convert import convert_hf_to_google
+
+    folder = download("tiny-hub", progress=False)
+    assert {"bert_config.json", "vocab.txt", "bert_model.ckpt.index"} <= set(os.listdir(folder))
+    reference = server.home.parent / "reference" / "bert_model.ckpt"
+    convert_hf_to_google(tiny_model["hub"], reference)
+    got, expected = _checkpoint(os.path.join(folder, "bert_model.ckpt")), _checkpoint(reference)
+    assert sorted(got) == sorted(expected)
+    for name in expected:
+        np.testing.assert_array_equal(got[name], expected[name])
+    assert not os.path.exists(server.home / "downloads" / "tiny-hub")
+
+
+def test_a_hub_file_whose_sha256_differs_is_refused(server):
+    with pytest.raises(DownloadError, match=rf"^preset tiny-tampered in {server.url}/org/tampered/"
+                                            r"resolve/main/model\.safetensors: checksum mismatch"):
+        download("tiny-tampered", progress=False)
+    assert_untouched(server, "tiny-tampered")
+
+
+def test_two_downloads_of_one_preset_make_one_good_copy(server, tiny_model):
+    results, errors = [], []
+
+    def fetch():
+        try:
+            results.append(download("tiny-slow", progress=False))
+        except Exception as error:  # reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=fetch) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == [] and len(set(results)) == 1 and len(results) == 2
+    assert [entry for entry in server.log if entry[0] == "GET"] == [
+        ("GET", "/slow/tiny.zip", None)]  # the second waited, then found it cached
+    assert (open(os.path.join(results[0], "bert_model.ckpt.index"), "rb").read()
+            == (tiny_model["folder"] / "bert_model.ckpt.index").read_bytes())
+
+
+@pytest.mark.slow
+def test_a_killed_download_command_resumes(server, tiny_model):
+    env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    command = [sys.executable, "-m", "kerasbert.cli.main", "download", "tiny-slow"]
+    part = server.home / "downloads" / "tiny-slow" / "tiny.zip.part"
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline and (not part.exists() or part.stat().st_size < 8192):
+        time.sleep(0.02)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(10)
+    got = part.stat().st_size
+    assert 0 < got < len(tiny_model["zip"])
+    assert_untouched(server, "tiny-slow")
+    result = subprocess.run(command + ["--quiet"], cwd=ROOT, env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert (result.returncode, result.stdout) == (0, f"{server.home / 'presets' / 'tiny-slow'}\n")
+    ranges = [r for method, path, r in server.log if method == "GET" and r]
+    assert len(ranges) == 1 and int(ranges[0].split("=")[1].rstrip("-")) >= got
+    assert ((server.home / "presets" / "tiny-slow" / "bert_model.ckpt.index").read_bytes()
+            == (tiny_model["folder"] / "bert_model.ckpt.index").read_bytes())
