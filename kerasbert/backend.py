@@ -27,7 +27,11 @@ Example:
     (2, 3, 5)
 """
 
+from __future__ import annotations
+
 import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NoReturn, TypeVar
 
 import keras
 import numpy as np
@@ -40,6 +44,10 @@ import_tensorflow()
 import tensorflow as tf  # noqa: E402  (bert4keras's scripts import tf from here)
 
 __all__ = ["K", "keras", "tf"]
+
+# Tensors are typed Any: Keras 3 has no one tensor type (symbolic KerasTensors while a model
+# is built, the backend's tensors, NumPy arrays and numbers all go in).
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 is_tf_keras = False
 do_recompute = os.environ.get("RECOMPUTE", "0").lower() in ("1", "true", "yes", "on")
@@ -77,6 +85,11 @@ class _Backend:
     """``keras.backend`` as Keras 2 had it: ``K.sum(x, axis=None, keepdims=False)``,
     ``K.switch(condition, then, else)``, ``K.cumsum(x, axis=0)`` ... on ``keras.ops``."""
 
+    # set below, from the module's functions of the same names
+    reshape: Callable[..., Any]
+    flatten: Callable[..., Any]
+    where: Callable[..., Any]
+
     # values, variables and settings
     eval = get_value = staticmethod(ops.convert_to_numpy)
     floatx, epsilon = staticmethod(keras.config.floatx), staticmethod(keras.config.epsilon)
@@ -91,62 +104,64 @@ class _Backend:
     stop_gradient = staticmethod(ops.stop_gradient)
 
     @staticmethod
-    def symbolic(f):
+    def symbolic(f: _F) -> _F:
         """Identity (bert4keras's decorator for old Keras)."""
         return f
 
     @staticmethod
-    def set_value(x, value):
+    def set_value(x: Any, value: Any) -> None:
         x.assign(value)
 
     @staticmethod
-    def batch_get_value(tensors):
+    def batch_get_value(tensors: Iterable[Any]) -> list[np.ndarray]:
         return [ops.convert_to_numpy(t) for t in tensors]
 
     @staticmethod
-    def batch_set_value(tuples):
+    def batch_set_value(tuples: Iterable[tuple[Any, Any]]) -> None:
         for x, value in tuples:
             x.assign(value)
 
     @staticmethod
-    def update(x, new_x):
+    def update(x: Any, new_x: Any) -> Any:
         return x.assign(new_x)
 
     @staticmethod
-    def update_add(x, increment):
+    def update_add(x: Any, increment: Any) -> Any:
         return x.assign_add(increment)
 
     @staticmethod
-    def update_sub(x, decrement):
+    def update_sub(x: Any, decrement: Any) -> Any:
         return x.assign_sub(decrement)
 
     @staticmethod
-    def variable(value, dtype=None, name=None, constraint=None):
+    def variable(value: Any, dtype: str | None = None, name: str | None = None,
+                 constraint: Any = None) -> keras.Variable:
         if constraint is not None:
             raise NotImplementedError("K.variable(constraint=...): Keras 3 variables take no "
                                       "constraint; constrain the layer's weight instead")
         return keras.Variable(value, dtype=dtype or keras.config.floatx(), name=name)
 
     @staticmethod
-    def constant(value, dtype=None, shape=None, name=None):
+    def constant(value: Any, dtype: str | None = None, shape: Sequence[int] | None = None,
+                 name: str | None = None) -> Any:
         value = np.full(shape, value) if shape is not None else value
         return ops.convert_to_tensor(value, dtype=dtype or keras.config.floatx())
 
     @staticmethod
-    def count_params(x):
+    def count_params(x: Any) -> int:
         return int(np.prod(x.shape))
 
     @staticmethod
-    def dtype(x):
+    def dtype(x: Any) -> str:
         return keras.backend.standardize_dtype(x.dtype)
 
     @staticmethod
-    def int_shape(x):
+    def int_shape(x: Any) -> tuple[int | None, ...]:
         """The static shape, None where unknown."""
         return tuple(x.shape)
 
     @staticmethod
-    def ndim(x):
+    def ndim(x: Any) -> int:
         return len(x.shape)
 
     # reductions and element-wise math
@@ -166,20 +181,20 @@ class _Backend:
     less, less_equal = staticmethod(ops.less), staticmethod(ops.less_equal)
 
     @staticmethod
-    def sqrt(x):
+    def sqrt(x: Any) -> Any:
         """Square root, negative values taken as 0 (Keras 2's)."""
         return ops.sqrt(ops.maximum(x, 0))
 
     @staticmethod
-    def cumsum(x, axis=0):
+    def cumsum(x: Any, axis: int = 0) -> Any:
         return ops.cumsum(x, axis=axis)
 
     @staticmethod
-    def cumprod(x, axis=0):
+    def cumprod(x: Any, axis: int = 0) -> Any:
         return ops.cumprod(x, axis=axis)
 
     @staticmethod
-    def clip(x, min_value, max_value):
+    def clip(x: Any, min_value: float | None, max_value: float | None) -> Any:
         if isinstance(min_value, (int, float)) and isinstance(max_value, (int, float)):
             max_value = max(max_value, min_value)
         return ops.clip(x, -np.inf if min_value is None else min_value,
@@ -204,35 +219,35 @@ class _Backend:
     map_fn = staticmethod(lambda fn, elems, name=None, dtype=None: ops.map(fn, elems))
 
     @staticmethod
-    def ones(shape, dtype=None, name=None):
+    def ones(shape: Sequence[int], dtype: str | None = None, name: str | None = None) -> Any:
         return ops.ones(shape, dtype=dtype or keras.config.floatx())
 
     @staticmethod
-    def zeros(shape, dtype=None, name=None):
+    def zeros(shape: Sequence[int], dtype: str | None = None, name: str | None = None) -> Any:
         return ops.zeros(shape, dtype=dtype or keras.config.floatx())
 
     @staticmethod
-    def eye(size, dtype=None, name=None):
+    def eye(size: int, dtype: str | None = None, name: str | None = None) -> Any:
         return ops.eye(size, dtype=dtype or keras.config.floatx())
 
     @staticmethod
-    def arange(start, stop=None, step=1, dtype="int32"):
+    def arange(start: int, stop: int | None = None, step: int = 1, dtype: str = "int32") -> Any:
         if stop is None and start < 0:
             start = 0
         result = ops.arange(start, stop, step)
         return result if dtype == "int32" else ops.cast(result, dtype)
 
     @staticmethod
-    def batch_flatten(x):
+    def batch_flatten(x: Any) -> Any:
         return ops.reshape(x, (-1, int(np.prod(x.shape[1:]))))
 
     @staticmethod
-    def repeat(x, n):
+    def repeat(x: Any, n: int) -> Any:
         """``(batch, dim)`` -> ``(batch, n, dim)``."""
         return ops.repeat(ops.expand_dims(x, 1), n, axis=1)
 
     @staticmethod
-    def dot(x, y):
+    def dot(x: Any, y: Any) -> Any:
         """numpy's ``dot``: ``x``'s last axis with ``y``'s second to last."""
         xs, ys = _letters(len(x.shape)), _letters(len(y.shape), "abcdefghijklm")
         ys[-2 if len(ys) > 1 else 0] = xs[-1]
@@ -240,7 +255,7 @@ class _Backend:
         return ops.einsum(f"{''.join(xs)},{''.join(ys)}->{''.join(out)}", x, y)
 
     @staticmethod
-    def batch_dot(x, y, axes=None):
+    def batch_dot(x: Any, y: Any, axes: int | Sequence[int] | None = None) -> Any:
         """Per batch row, ``x``'s axis ``axes[0]`` with ``y``'s ``axes[1]`` (Keras 2's
         shapes: two rank-2 inputs give ``(batch, 1)``)."""
         nx, ny = len(x.shape), len(y.shape)
@@ -258,7 +273,7 @@ class _Backend:
         return ops.expand_dims(result, 1) if nx == ny == 2 else result
 
     @staticmethod
-    def switch(condition, then_expression, else_expression):
+    def switch(condition: Any, then_expression: Any, else_expression: Any) -> Any:
         """``then`` where ``condition``, else ``else``; callables are called; a condition of
         lower rank applies to whole rows."""
         then = then_expression() if callable(then_expression) else then_expression
@@ -269,7 +284,7 @@ class _Backend:
         return ops.where(condition, then, other)
 
     @staticmethod
-    def in_train_phase(x, alt, training=None):
+    def in_train_phase(x: Any, alt: Any, training: bool | None = None) -> Any:
         if training is None:
             raise NoKeras3Counterpart("K.in_train_phase needs training=True or False: Keras 3 "
                                       "has no global learning phase")
@@ -277,11 +292,12 @@ class _Backend:
         return x if training else alt
 
     @staticmethod
-    def in_test_phase(x, alt, training=None):
+    def in_test_phase(x: Any, alt: Any, training: bool | None = None) -> Any:
         return _Backend.in_train_phase(alt, x, training)
 
     @staticmethod
-    def function(inputs, outputs, updates=None, name=None, **kwargs):
+    def function(inputs: Any, outputs: Any, updates: Any = None, name: str | None = None,
+                 **kwargs: Any) -> Callable[[Any], Any]:
         """A callable from input values to output values (numpy), for symbolic inputs and
         outputs of one functional graph."""
         if updates or not all(map(keras.backend.is_keras_tensor, list(inputs) + list(outputs))):
@@ -303,31 +319,34 @@ class _Backend:
     elu = staticmethod(lambda x, alpha=1.0: keras.activations.elu(x, alpha=alpha))
 
     @staticmethod
-    def relu(x, alpha=0.0, max_value=None, threshold=0.0):
+    def relu(x: Any, alpha: float = 0.0, max_value: float | None = None,
+             threshold: float = 0.0) -> Any:
         return keras.activations.relu(x, negative_slope=alpha, max_value=max_value,
                                       threshold=threshold)
 
     @staticmethod
-    def hard_sigmoid(x):
+    def hard_sigmoid(x: Any) -> Any:
         """Keras 2's ``clip(0.2 x + 0.5, 0, 1)`` (Keras 3's slope is 1/6)."""
         return ops.clip(x * 0.2 + 0.5, 0.0, 1.0)
 
     @staticmethod
-    def l2_normalize(x, axis=None):
+    def l2_normalize(x: Any, axis: int | None = None) -> Any:
         return x * ops.rsqrt(ops.maximum(ops.sum(ops.square(x), axis=axis, keepdims=True),
                                          1e-12))
 
     @staticmethod
-    def categorical_crossentropy(target, output, from_logits=False, axis=-1):
+    def categorical_crossentropy(target: Any, output: Any, from_logits: bool = False,
+                                 axis: int = -1) -> Any:
         return ops.categorical_crossentropy(target, output, from_logits=from_logits, axis=axis)
 
     @staticmethod
-    def sparse_categorical_crossentropy(target, output, from_logits=False, axis=-1):
+    def sparse_categorical_crossentropy(target: Any, output: Any, from_logits: bool = False,
+                                        axis: int = -1) -> Any:
         return ops.sparse_categorical_crossentropy(target, output, from_logits=from_logits,
                                                    axis=axis)
 
     @staticmethod
-    def binary_crossentropy(target, output, from_logits=False):
+    def binary_crossentropy(target: Any, output: Any, from_logits: bool = False) -> Any:
         if from_logits:
             return ops.binary_crossentropy(target, output, from_logits=True)
         eps = keras.config.epsilon()  # Keras 2 clips, then adds epsilon inside the logs
@@ -335,33 +354,38 @@ class _Backend:
         return -(target * ops.log(output + eps) + (1 - target) * ops.log(1 - output + eps))
 
     @staticmethod
-    def bias_add(x, bias, data_format=None):
+    def bias_add(x: Any, bias: Any, data_format: str | None = None) -> Any:
         return x + bias
 
     # random values
     @staticmethod
-    def random_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
+    def random_normal(shape: Sequence[int], mean: float = 0.0, stddev: float = 1.0,
+                      dtype: str | None = None, seed: int | None = None) -> Any:
         return keras.random.normal(shape, mean, stddev, dtype or keras.config.floatx(), seed)
 
     @staticmethod
-    def random_uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None):
+    def random_uniform(shape: Sequence[int], minval: float = 0.0, maxval: float = 1.0,
+                       dtype: str | None = None, seed: int | None = None) -> Any:
         return keras.random.uniform(shape, minval, maxval, dtype or keras.config.floatx(), seed)
 
     @staticmethod
-    def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
+    def truncated_normal(shape: Sequence[int], mean: float = 0.0, stddev: float = 1.0,
+                         dtype: str | None = None, seed: int | None = None) -> Any:
         return keras.random.truncated_normal(shape, mean, stddev,
                                              dtype or keras.config.floatx(), seed)
 
     @staticmethod
-    def random_binomial(shape, p=0.0, dtype=None, seed=None):
+    def random_binomial(shape: Sequence[int], p: float = 0.0, dtype: str | None = None,
+                        seed: int | None = None) -> Any:
         draw = keras.random.uniform(shape, seed=seed)
         return ops.cast(draw < p, dtype or keras.config.floatx())
 
     @staticmethod
-    def dropout(x, level, noise_shape=None, seed=None):
+    def dropout(x: Any, level: float, noise_shape: Sequence[int] | None = None,
+                seed: int | None = None) -> Any:
         return keras.random.dropout(x, level, noise_shape=noise_shape, seed=seed)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         reason = _REFUSED.get(name, "use keras.ops")
         raise NoKeras3Counterpart(f"K.{name} has no Keras 3 counterpart in "
                                   f"kerasbert.backend.K: {reason}")
@@ -371,32 +395,32 @@ K = _Backend()
 
 
 # ------------------------------------------------------- bert4keras's own backend functions
-def gelu_erf(x):
+def gelu_erf(x: Any) -> Any:
     """GELU by the error function: ``0.5 x (1 + erf(x / sqrt 2))``."""
     return keras.activations.gelu(x, approximate=False)
 
 
-def gelu_tanh(x):
+def gelu_tanh(x: Any) -> Any:
     """GELU's tanh approximation."""
     return keras.activations.gelu(x, approximate=True)
 
 
 
 
-def swish(x):
+def swish(x: Any) -> Any:
     return keras.activations.silu(x)
 
 
-def leaky_relu(x, alpha=0.2):
+def leaky_relu(x: Any, alpha: float = 0.2) -> Any:
     return keras.activations.leaky_relu(x, negative_slope=alpha)
 
 
-def get_available_gpus():
+def get_available_gpus() -> list[str]:
     """The names of the visible GPUs."""
     return [device.name for device in tf.config.list_logical_devices("GPU")]
 
 
-def piecewise_linear(t, schedule, from_zero=True):
+def piecewise_linear(t: Any, schedule: Mapping[int, float], from_zero: bool = True) -> Any:
     """The piecewise linear function through ``schedule`` (``{step: value}``), flat after
     its last step; from ``(0, 0)`` when ``from_zero`` and the schedule does not start at 0.
 
@@ -414,7 +438,8 @@ def piecewise_linear(t, schedule, from_zero=True):
     return ops.where(t >= points[-1][0], ops.ones_like(t) * points[-1][1], value)
 
 
-def search_layer(inputs, name, exclude_from=None):
+def search_layer(inputs: keras.layers.Layer, name: str,
+                 exclude_from: set[int] | None = None) -> keras.layers.Layer | None:
     """The layer called ``name`` in ``inputs`` (a model, searched through nested models,
     or a layer), or None.
 
@@ -439,7 +464,7 @@ def search_layer(inputs, name, exclude_from=None):
     return None
 
 
-def align(tensor, axes, ndim=None):
+def align(tensor: Any, axes: Sequence[int], ndim: int | None = None) -> Any:
     """``tensor`` with size-1 axes added so that its axis i becomes axis ``axes[i]`` of a
     rank-``ndim`` tensor (a batch ``expand_dims``).
 
@@ -460,7 +485,7 @@ def align(tensor, axes, ndim=None):
     return tensor
 
 
-def reshape(tensor, *args):
+def reshape(tensor: Any, *args: Any) -> Any:
     """``reshape(x, shape)``, or ``reshape(x, shape1, axis1, shape2, axis2, ...)``: each
     ``axis`` split into ``shape`` (one -1 allowed)."""
     if len(args) == 1:
@@ -474,24 +499,26 @@ def reshape(tensor, *args):
     return ops.reshape(tensor, [d for group in dims for d in group])
 
 
-def flatten(tensor, start=None, end=None):
+def flatten(tensor: Any, start: int | None = None, end: int | None = None) -> Any:
     """``tensor`` with axes ``start`` to ``end`` (exclusive) merged into one."""
     start, end = start or 0, end or len(tensor.shape)
     dims = [d if d is not None else ops.shape(tensor)[i] for i, d in enumerate(tensor.shape)]
     return ops.reshape(tensor, dims[:start] + [-1] + dims[end:])
 
 
-def dtype(x):
+def dtype(x: Any) -> str | None:
     """``x``'s dtype as a string, or None for what has none (a Python number)."""
     return keras.backend.standardize_dtype(x.dtype) if hasattr(x, "dtype") else None
 
 
-def where(cond, x, y):
+def where(cond: Any, x: Any, y: Any) -> Any:
     """``ops.where`` with ``cond`` made bool (broadcasting, numbers as tensors)."""
     return ops.where(ops.cast(cond, "bool"), x, y)
 
 
-def sequence_masking(x, mask=None, value=0, axis=None, bias=None, return_mask=False):
+def sequence_masking(x: Any, mask: Any = None, value: float | str = 0,
+                     axis: int | list[int] | None = None, bias: Any = None,
+                     return_mask: bool = False) -> Any:
     """``x`` with ``value`` where ``mask`` (``(batch, length)``) is False, along ``axis``
     (1 by default; a list masks each); ``bias`` is added, or a bool bias joins the mask.
 
@@ -527,9 +554,9 @@ def sequence_masking(x, mask=None, value=0, axis=None, bias=None, return_mask=Fa
     return (x, mask) if return_mask else x
 
 
-def batch_gather(params, indices):
+def batch_gather(params: Any, indices: Any) -> Any:
     """``params[b, indices[b, ...]]`` for each batch row (``tf.gather`` with batch dims)."""
-    if not dtype(indices).startswith("int"):
+    if not dtype(indices).startswith("int"):  # type: ignore[union-attr]  # a tensor
         indices = ops.cast(indices, "int32")
     rank = len(indices.shape)
     trailing = tuple(ops.shape(params)[rank:])
@@ -538,23 +565,26 @@ def batch_gather(params, indices):
     return ops.take_along_axis(params, spread, axis=rank - 1)
 
 
-def pool1d(x, pool_size, strides=1, padding="valid", data_format=None, pool_mode="max"):
+def pool1d(x: Any, pool_size: int, strides: int = 1, padding: str = "valid",
+           data_format: str | None = None, pool_mode: str = "max") -> Any:
     """Pooling over the length of ``(batch, length, dim)``: ``"max"`` or ``"avg"``."""
     pool = ops.max_pool if pool_mode == "max" else ops.average_pool
     return pool(x, pool_size, strides, padding, data_format or "channels_last")
 
 
-def divisible_temporal_padding(x, n):
+def divisible_temporal_padding(x: Any, n: int) -> Any:
     """``(batch, length, dim)`` padded after its end to a length divisible by ``n``."""
     missing = (n - ops.shape(x)[1] % n) % n
     return ops.pad(x, [[0, 0], [0, missing], [0, 0]])
 
 
-def root_mean_square(x, axis=None, keepdims=False):
+def root_mean_square(x: Any, axis: int | Sequence[int] | None = None,
+                     keepdims: bool = False) -> Any:
     return ops.sqrt(ops.mean(ops.square(x), axis=axis, keepdims=keepdims))
 
 
-def attention_normalize(a, mask=None, axis=-1, method="softmax", bias=None):
+def attention_normalize(a: Any, mask: Any = None, axis: int = -1, method: str = "softmax",
+                        bias: Any = None) -> Any:
     """Attention scores to weights: ``"softmax"``, ``"squared_relu"``, ``"softmax_plus"``."""
     a, mask = sequence_masking(a, mask, -np.inf, axis, bias, True)
     if method == "softmax":
@@ -571,7 +601,7 @@ def attention_normalize(a, mask=None, axis=-1, method="softmax", bias=None):
     return a
 
 
-def sinusoidal_embeddings(pos, dim, base=10000):
+def sinusoidal_embeddings(pos: Any, dim: int, base: float = 10000) -> Any:
     """Interleaved ``[sin(p w0), cos(p w0), sin(p w1), ...]``, ``w_i = base^(-2i/dim)``.
 
     Raises:
@@ -588,13 +618,13 @@ def sinusoidal_embeddings(pos, dim, base=10000):
 class Sinusoidal(keras.initializers.Initializer):
     """Initializer of a ``(positions, dim)`` weight to the sinusoid table."""
 
-    def __call__(self, shape, dtype=None):
+    def __call__(self, shape: tuple[int, int], dtype: str | None = None) -> Any:
         size, dim = shape
         return ops.cast(sinusoidal_embeddings(ops.arange(size), dim),
                         dtype or keras.config.floatx())
 
 
-def apply_rotary_position_embeddings(sinusoidal, *tensors):
+def apply_rotary_position_embeddings(sinusoidal: Any, *tensors: Any) -> Any:
     """RoPE: each tensor ``(batch, length, ..., dim)`` rotated by the sinusoid table
     ``(batch, length, dim)``, pair by pair.
 
@@ -615,7 +645,7 @@ def apply_rotary_position_embeddings(sinusoidal, *tensors):
     return rotated[0] if len(rotated) == 1 else rotated
 
 
-def multilabel_categorical_crossentropy(y_true, y_pred):
+def multilabel_categorical_crossentropy(y_true: Any, y_pred: Any) -> Any:
     """Multi-label loss from https://kexue.fm/archives/7359: ``y_true`` 0/1 (or soft),
     ``y_pred`` raw scores (no sigmoid); predict the classes scoring above 0."""
     kept = ops.not_equal(y_pred, -np.inf)
@@ -626,7 +656,8 @@ def multilabel_categorical_crossentropy(y_true, y_pred):
             + ops.logsumexp(ops.concatenate([positive, zeros], axis=-1), axis=-1))
 
 
-def sparse_multilabel_categorical_crossentropy(y_true, y_pred, mask_zero=False):
+def sparse_multilabel_categorical_crossentropy(y_true: Any, y_pred: Any,
+                                               mask_zero: bool = False) -> Any:
     """The loss above with ``y_true`` as the indices of the positive classes
     (``(..., num_positive)``); ``mask_zero`` takes index 0 as padding."""
     zeros = ops.zeros_like(y_pred[..., :1])
@@ -645,12 +676,12 @@ def sparse_multilabel_categorical_crossentropy(y_true, y_pred, mask_zero=False):
     return positive + every + ops.log(rest)
 
 
-def symbolic(f):
+def symbolic(f: _F) -> _F:
     """Identity decorator (bert4keras's shim for old Keras)."""
     return f
 
 
-def graph_mode_decorator(f, *args, **kwargs):
+def graph_mode_decorator(f: Callable[..., Any], *args: Any, **kwargs: Any) -> NoReturn:
     """Refused: bert4keras's bridge to TensorFlow 1's graph-mode custom gradients.
 
     Raises:
@@ -660,7 +691,7 @@ def graph_mode_decorator(f, *args, **kwargs):
                               "on Keras 3; use tf.custom_gradient")
 
 
-def recompute_grad(call):
+def recompute_grad(call: _F) -> _F:
     """Returns ``call`` unchanged: bert4keras recomputed a layer's activations in the
     backward pass when ``RECOMPUTE=1``.
 

@@ -32,6 +32,11 @@ Example:
     TensorShape([1, 2, 5, 5])
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
+
 import keras
 import numpy as np
 from keras import activations, initializers, ops  # noqa: F401  (bert4keras's names)
@@ -55,6 +60,10 @@ from kerasbert.models import layers as core_layers
 #: ``PositionEmbedding``, ``FeedForward``, ``ConditionalRandomField``) under ``kerasbert``.
 PACKAGE = "kerasbert.layers"
 register = keras.saving.register_keras_serializable(package=PACKAGE)
+# Tensors are typed Any: symbolic (keras.KerasTensor) while a model is built, the backend's
+# own tensors (or NumPy arrays) when it runs.
+_F = TypeVar("_F", bound=Callable[..., Any])
+_Activation = str | Callable[..., Any]
 
 #: bert4keras ``layers`` names kerasbert does not provide -> why, and what to use instead.
 NOT_PROVIDED = {
@@ -69,14 +78,14 @@ NOT_PROVIDED = {
 }
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> NoReturn:
     if name in NOT_PROVIDED:
         raise NotProvided(f"kerasbert.layers.{name} (bert4keras.layers.{name}) is not "
                           f"provided: {NOT_PROVIDED[name]}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def integerize_shape(func):
+def integerize_shape(func: _F) -> _F:
     """bert4keras's decorator of ``build``: Keras 3's shapes are already ints and None, so
     ``func`` comes back as it is."""
     return func
@@ -109,7 +118,7 @@ class Layer(keras.layers.Layer):
         True
     """
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.supports_masking = True
 
@@ -124,16 +133,16 @@ class GlobalMaxPooling1D(keras.layers.GlobalMaxPooling1D):
         1.0
     """
 
-    def __init__(self, data_format="channels_last", **kwargs):
+    def __init__(self, data_format: str = "channels_last", **kwargs: Any) -> None:
         super().__init__(data_format=data_format, **kwargs)
         self.supports_masking = True
 
-    def call(self, inputs, mask=None):
+    def call(self, inputs: Any, mask: Any = None) -> Any:
         axis = 1 if self.data_format == "channels_last" else 2
         inputs = sequence_masking(inputs, mask, -np.inf, axis)
         return ops.max(inputs, axis=axis, keepdims=self.keepdims)
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         return None
 
 
@@ -156,18 +165,18 @@ class Embedding(keras.layers.Embedding):
 
     MODES = ("embedding", "dense")
 
-    def __init__(self, input_dim, output_dim, **kwargs):
+    def __init__(self, input_dim: int, output_dim: int, **kwargs: Any) -> None:
         super().__init__(input_dim, output_dim, **kwargs)
         self.supports_masking = True  # the dense mode passes its input's mask on
 
-    def call(self, inputs, mode="embedding"):
+    def call(self, inputs: Any, mode: str = "embedding") -> Any:
         if mode not in self.MODES:
             raise ValueError(f"{self.name}: mode={mode!r} is not one of {self.MODES}")
         if mode == "embedding":
             return super().call(inputs)
         return ops.matmul(inputs, ops.transpose(ops.cast(self.embeddings, inputs.dtype)))
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         if len(inputs.shape) != 2:
             return mask
         mask = super().compute_mask(inputs, mask)
@@ -175,7 +184,7 @@ class Embedding(keras.layers.Embedding):
             return None
         return ops.concatenate([ops.ones_like(mask[:, :1]), mask[:, 1:]], axis=1)
 
-    def compute_output_spec(self, inputs, mode="embedding"):
+    def compute_output_spec(self, inputs: Any, mode: str = "embedding") -> Any:
         if mode == "dense":
             return keras.KerasTensor((*inputs.shape[:-1], self.input_dim), dtype=inputs.dtype)
         return keras.KerasTensor((*inputs.shape, self.output_dim), dtype=self.compute_dtype)
@@ -200,8 +209,12 @@ class ScaleOffset(Layer):
         TensorShape([1, 3, 4])
     """
 
-    def __init__(self, scale=True, offset=True, conditional=False, hidden_units=None,
-                 hidden_activation="linear", hidden_initializer="glorot_uniform", **kwargs):
+    def __init__(self, scale: bool | float | None = True, offset: bool | float | None = True,
+                 conditional: bool = False,
+                 hidden_units: int | None = None,
+                 hidden_activation: str | Callable[..., Any] = "linear",
+                 hidden_initializer: str | keras.initializers.Initializer = "glorot_uniform",
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.scale = scale
         self.offset = offset
@@ -210,8 +223,8 @@ class ScaleOffset(Layer):
         self.hidden_activation = activations.get(hidden_activation)
         self.hidden_initializer = initializers.get(hidden_initializer)
 
-    def build(self, input_shape):
-        condition_shape = None
+    def build(self, input_shape: Any) -> None:
+        condition_shape: Any = None
         if self.conditional:
             input_shape, condition_shape = input_shape
         dim = input_shape[-1]
@@ -236,7 +249,7 @@ class ScaleOffset(Layer):
                 dense.build(condition_shape)
                 setattr(self, f"{kind}_dense", dense)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         condition = None
         if self.conditional:
             inputs, condition = inputs
@@ -255,13 +268,13 @@ class ScaleOffset(Layer):
             inputs = inputs + beta
         return inputs
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         return _first(mask) if self.conditional else mask
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> Any:
         return input_shape[0] if self.conditional else input_shape
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "scale": self.scale, "offset": self.offset,
                 "conditional": self.conditional, "hidden_units": self.hidden_units,
                 "hidden_activation": activations.serialize(self.hidden_activation),
@@ -290,13 +303,14 @@ class LayerNormalization(ScaleOffset):
         ['beta', 'gamma', 'kernel', 'kernel', 'kernel']
     """
 
-    def __init__(self, zero_mean=True, unit_variance=True, epsilon=None, **kwargs):
+    def __init__(self, zero_mean: bool = True, unit_variance: bool = True,
+                 epsilon: float | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.zero_mean = zero_mean
         self.unit_variance = unit_variance
         self.epsilon = epsilon or keras.config.epsilon()
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         x = inputs[0] if self.conditional else inputs
         if self.zero_mean:
             x = x - ops.mean(x, axis=-1, keepdims=True)
@@ -305,7 +319,7 @@ class LayerNormalization(ScaleOffset):
             x = ops.divide_no_nan(x, ops.sqrt(variance + self.epsilon))
         return super().call([x, inputs[1]] if self.conditional else x)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "zero_mean": self.zero_mean,
                 "unit_variance": self.unit_variance, "epsilon": self.epsilon}
 
@@ -320,10 +334,10 @@ class Concatenate1D(Layer):
         TensorShape([1, 5, 4])
     """
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         return ops.concatenate(inputs, axis=1)
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         if mask is None or all(m is None for m in mask):
             return None
         return ops.concatenate([ops.ones_like(x[..., 0], dtype="bool") if m is None
@@ -363,9 +377,12 @@ class MultiHeadAttention(Layer):
         TensorShape([1, 5, 16])
     """
 
-    def __init__(self, heads, head_size, out_dim=None, key_size=None, use_bias=True,
-                 normalization="softmax", attention_scale=True, attention_dropout=None,
-                 return_attention_scores=False, kernel_initializer="glorot_uniform", **kwargs):
+    def __init__(self, heads: int, head_size: int, out_dim: int | None = None,
+                 key_size: int | None = None, use_bias: bool = True, normalization: str = "softmax",
+                 attention_scale: bool = True, attention_dropout: float | None = None,
+                 return_attention_scores: bool = False,
+                 kernel_initializer: str | keras.initializers.Initializer = "glorot_uniform",
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.heads = heads
         self.head_size = head_size
@@ -380,7 +397,7 @@ class MultiHeadAttention(Layer):
         self.dropout = (keras.layers.Dropout(attention_dropout, dtype=self.dtype_policy)
                         if attention_dropout else None)
 
-    def build(self, input_shape):
+    def build(self, input_shape: Any) -> None:
         widths = {"q_dense": self.key_size * self.heads, "k_dense": self.key_size * self.heads,
                   "v_dense": self.head_size * self.heads, "o_dense": self.out_dim}
         fan_in = {"q_dense": input_shape[0], "k_dense": input_shape[1],
@@ -392,7 +409,8 @@ class MultiHeadAttention(Layer):
             dense.build(fan_in[name])
             setattr(self, name, dense)
 
-    def call(self, inputs, mask=None, a_bias=None, p_bias=None, training=None):
+    def call(self, inputs: Any, mask: Any = None, a_bias: Any = None, p_bias: Any = None,
+             training: bool | None = None) -> Any:
         q, k, v = inputs[:3]
         q_mask, v_mask = (None, None) if mask is None else (mask[0], mask[2])
         # (batch, length, heads, size)
@@ -404,7 +422,8 @@ class MultiHeadAttention(Layer):
         o = self.o_dense(ops.reshape(o, (*ops.shape(o)[:2], self.heads * self.head_size)))
         return [o, a] if self.return_attention_scores else o
 
-    def pay_attention_to(self, inputs, mask=None, a_bias=None, p_bias=None, training=None):
+    def pay_attention_to(self, inputs: Any, mask: Any = None, a_bias: Any = None,
+                         p_bias: Any = None, training: bool | None = None) -> Any:
         """Scaled dot-product attention of the projected heads, ``(batch, length, heads,
         size)`` each: returns the context (same layout) and the scores (``(batch, heads,
         q_len, k_len)``). Override it to make another attention, as in bert4keras."""
@@ -433,11 +452,11 @@ class MultiHeadAttention(Layer):
             o = o + ops.einsum("bhjk,jkd->bjhd", weights, position_bias)
         return o, a
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         mask = _first(mask)
         return [mask, None] if self.return_attention_scores else mask
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "heads": self.heads, "head_size": self.head_size,
                 "out_dim": self.out_dim, "key_size": self.key_size, "use_bias": self.use_bias,
                 "normalization": self.normalization, "attention_scale": self.attention_scale,
@@ -464,8 +483,10 @@ class PositionEmbedding(Layer):
         TensorShape([2, 5, 16])
     """
 
-    def __init__(self, input_dim, output_dim, merge_mode="add", hierarchical=None,
-                 embeddings_initializer="zeros", custom_position_ids=False, **kwargs):
+    def __init__(self, input_dim: int, output_dim: int, merge_mode: str = "add",
+                 hierarchical: bool | float | None = None,
+                 embeddings_initializer: str | keras.initializers.Initializer = "zeros",
+                 custom_position_ids: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.input_dim = input_dim
         self.output_dim = output_dim
@@ -474,12 +495,12 @@ class PositionEmbedding(Layer):
         self.embeddings_initializer = initializers.get(embeddings_initializer)
         self.custom_position_ids = custom_position_ids
 
-    def build(self, input_shape):
+    def build(self, input_shape: Any) -> None:
         self.embeddings = self.add_weight(name="embeddings",
                                           shape=(self.input_dim, self.output_dim),
                                           initializer=self.embeddings_initializer)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         if self.custom_position_ids:
             inputs, position_ids = inputs
             position_ids = ops.cast(position_ids, "int32")
@@ -497,10 +518,10 @@ class PositionEmbedding(Layer):
             embeddings = ops.expand_dims(table[:ops.shape(inputs)[1]], 0)
         return _merged(inputs, embeddings, self.merge_mode, not self.custom_position_ids)
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         return _first(mask)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "input_dim": self.input_dim,
                 "output_dim": self.output_dim, "merge_mode": self.merge_mode,
                 "hierarchical": self.hierarchical,
@@ -519,13 +540,14 @@ class SinusoidalPositionEmbedding(Layer):
         TensorShape([1, 5, 8])
     """
 
-    def __init__(self, output_dim, merge_mode="add", custom_position_ids=False, **kwargs):
+    def __init__(self, output_dim: int, merge_mode: str = "add", custom_position_ids: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.output_dim = output_dim
         self.merge_mode = merge_mode
         self.custom_position_ids = custom_position_ids
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         if self.custom_position_ids:
             inputs, position_ids = inputs
         else:
@@ -533,10 +555,10 @@ class SinusoidalPositionEmbedding(Layer):
         embeddings = ops.cast(sinusoidal_embeddings(position_ids, self.output_dim), inputs.dtype)
         return _merged(inputs, embeddings, self.merge_mode, not self.custom_position_ids)
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         return _first(mask)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "output_dim": self.output_dim,
                 "merge_mode": self.merge_mode, "custom_position_ids": self.custom_position_ids}
 
@@ -553,21 +575,23 @@ class RelativePositionEmbedding(Layer):
         TensorShape([5, 5, 8])
     """
 
-    def __init__(self, input_dim, output_dim, embeddings_initializer="zeros", **kwargs):
+    def __init__(self, input_dim: int, output_dim: int,
+                 embeddings_initializer: str | keras.initializers.Initializer = "zeros",
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.input_dim = input_dim
         self.output_dim = output_dim
         self.embeddings_initializer = initializers.get(embeddings_initializer)
 
-    def build(self, input_shape):
+    def build(self, input_shape: Any) -> None:
         self.embeddings = self.add_weight(name="embeddings",
                                           shape=(self.input_dim, self.output_dim),
                                           initializer=self.embeddings_initializer)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         return ops.take(self.embeddings, self.compute_position_ids(inputs), axis=0)
 
-    def compute_position_ids(self, inputs):
+    def compute_position_ids(self, inputs: Any) -> Any:
         """``(q_len, v_len)`` row ids of the table."""
         q, v = inputs
         distance = (ops.expand_dims(ops.arange(ops.shape(v)[1], dtype="int32"), 0)
@@ -575,10 +599,10 @@ class RelativePositionEmbedding(Layer):
         farthest = (self.input_dim - 1) // 2
         return ops.clip(distance, -farthest, farthest) + farthest
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         return _first(mask)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "input_dim": self.input_dim,
                 "output_dim": self.output_dim,
                 "embeddings_initializer": initializers.serialize(self.embeddings_initializer)}
@@ -598,8 +622,12 @@ class FeedForward(core_layers.FeedForward):
         TensorShape([1, 5, 16])
     """
 
-    def __init__(self, units, activation="relu", use_bias=True,
-                 kernel_initializer="glorot_uniform", **kwargs):
+    def __init__(
+            self, units: int,
+            activation: _Activation | list[_Activation] | tuple[_Activation, ...] = "relu",
+            use_bias: bool = True,
+            kernel_initializer: str | keras.initializers.Initializer = "glorot_uniform",
+            **kwargs: Any) -> None:
         if isinstance(activation, (list, tuple)):
             if len(activation) != 1:
                 raise ValueError(f"FeedForward(activation={activation!r}): a list of several "
@@ -611,7 +639,7 @@ class FeedForward(core_layers.FeedForward):
         self.units = units
         self.kernel_initializer = initializers.get(kernel_initializer)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         config = super().get_config()
         for key in ("intermediate_size", "initializer_range", "initializer"):
             config.pop(key, None)
@@ -658,45 +686,47 @@ class ConditionalRandomField(core_crf.ConditionalRandomField):
         (3, 3)
     """
 
-    def call(self, inputs, mask=None):
+    def call(self, inputs: Any, mask: Any = None) -> Any:
         return sequence_masking(inputs, mask, -np.inf, 1)
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         return None
 
-    def log_likelihood(self, tags, emissions, mask=None):
+    def log_likelihood(self, tags: Any, emissions: Any, mask: Any = None) -> Any:
         """``[batch]`` log-probabilities of ``tags``; ``mask`` defaults to the positions
         that are not ``-inf``."""
         mask = _scores_mask(emissions) if mask is None else mask
         emissions = ops.where(ops.expand_dims(ops.cast(mask, "bool"), -1), emissions, 0.0)
         return core_crf.crf_log_likelihood(tags, emissions, self.trans, mask)
 
-    def decode(self, emissions, mask=None):
+    def decode(self, emissions: Any, mask: Any = None) -> Any:
         """int32 ``[batch, length]`` Viterbi paths, 0 at padding (``-inf`` positions)."""
         mask = _scores_mask(emissions) if mask is None else mask
         emissions = ops.where(ops.expand_dims(ops.cast(mask, "bool"), -1), emissions, 0.0)
         return core_crf.viterbi_decode(emissions, self.trans, mask)
 
-    def sparse_loss(self, y_true, y_pred):
+    def sparse_loss(self, y_true: Any, y_pred: Any) -> Any:
         """``-log p(tags)`` per sequence; ``y_true`` integer tags."""
         return -self.log_likelihood(_tags_like(y_true, y_pred), y_pred)
 
-    def dense_loss(self, y_true, y_pred):
+    def dense_loss(self, y_true: Any, y_pred: Any) -> Any:
         """``-log p(tags)`` per sequence; ``y_true`` one-hot tags."""
         return self.sparse_loss(ops.argmax(y_true, axis=-1), y_pred)
 
-    def sparse_accuracy(self, y_true, y_pred):
+    # bert4keras's methods, where the model code's layer has properties (its loss and metric
+    # objects): a signature of their own by design.
+    def sparse_accuracy(self, y_true: Any, y_pred: Any) -> Any:  # type: ignore[override]
         """The share of real tokens whose best emission is the tag; ``y_true`` integers."""
         right = ops.equal(_tags_like(y_true, y_pred),
                           ops.cast(ops.argmax(y_pred, axis=2), "int32"))
         return _masked_mean(ops.cast(right, "float32"), _scores_mask(y_pred))
 
-    def dense_accuracy(self, y_true, y_pred):
+    def dense_accuracy(self, y_true: Any, y_pred: Any) -> Any:
         """:meth:`sparse_accuracy` of one-hot ``y_true``."""
         return self.sparse_accuracy(ops.argmax(y_true, axis=2), y_pred)
 
     @property
-    def loss(self):
+    def loss(self) -> Callable[[Any, Any], Any]:  # type: ignore[override]
         """:meth:`sparse_loss` (the model code's ``crf.loss`` reads a Keras mask this layer
         does not give)."""
         return self.sparse_loss
@@ -719,12 +749,13 @@ class MaximumEntropyMarkovModel(Layer):
         TensorShape([1, 4, 3])
     """
 
-    def __init__(self, lr_multiplier=1, hidden_dim=None, **kwargs):
+    def __init__(self, lr_multiplier: float = 1, hidden_dim: int | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.lr_multiplier = lr_multiplier
         self.hidden_dim = hidden_dim
 
-    def build(self, input_shape):
+    def build(self, input_shape: Any) -> None:
         tags = input_shape[-1]
         glorot = initializers.GlorotUniform()
 
@@ -741,13 +772,13 @@ class MaximumEntropyMarkovModel(Layer):
     l_trans = property(lambda self: self._l_trans * self.lr_multiplier)
     r_trans = property(lambda self: self._r_trans * self.lr_multiplier)
 
-    def call(self, inputs, mask=None):
+    def call(self, inputs: Any, mask: Any = None) -> Any:
         return sequence_masking(inputs, mask, -np.inf, 1)
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         return None
 
-    def reverse_sequence(self, inputs, mask=None):
+    def reverse_sequence(self, inputs: Any, mask: Any = None) -> Any:
         """Each of ``inputs`` with the first ``sum(mask)`` positions of each row reversed
         (all of them without a mask); padding stays at the end."""
         if mask is None:
@@ -778,37 +809,37 @@ class MaximumEntropyMarkovModel(Layer):
         history = ops.concatenate([y_pred[:, :1], history[:, :-1]], axis=1)
         return y_true, mask, (y_pred + history) / 2
 
-    def basic_loss(self, y_true, y_pred, go_backwards=False):
+    def basic_loss(self, y_true: Any, y_pred: Any, go_backwards: bool = False) -> Any:
         """The mean cross-entropy over real tokens, one direction; ``y_true`` integers."""
         y_true, mask, scores = self._scores(y_true, y_pred, go_backwards)
         scores = ops.where(ops.expand_dims(mask, -1), scores, 0.0)
         loss = ops.sparse_categorical_crossentropy(y_true, scores, from_logits=True)
         return _masked_mean(loss, mask)
 
-    def sparse_loss(self, y_true, y_pred):
+    def sparse_loss(self, y_true: Any, y_pred: Any) -> Any:
         """Both directions' :meth:`basic_loss`, averaged; ``y_true`` integer tags."""
         return (self.basic_loss(y_true, y_pred) + self.basic_loss(y_true, y_pred, True)) / 2
 
-    def dense_loss(self, y_true, y_pred):
+    def dense_loss(self, y_true: Any, y_pred: Any) -> Any:
         """:meth:`sparse_loss` of one-hot ``y_true``."""
         return self.sparse_loss(ops.argmax(y_true, axis=2), y_pred)
 
-    def basic_accuracy(self, y_true, y_pred, go_backwards=False):
+    def basic_accuracy(self, y_true: Any, y_pred: Any, go_backwards: bool = False) -> Any:
         """The share of real tokens whose best averaged score is the tag, one direction."""
         y_true, mask, scores = self._scores(y_true, y_pred, go_backwards)
         right = ops.equal(y_true, ops.cast(ops.argmax(scores, axis=2), "int32"))
         return _masked_mean(ops.cast(right, "float32"), mask)
 
-    def sparse_accuracy(self, y_true, y_pred):
+    def sparse_accuracy(self, y_true: Any, y_pred: Any) -> Any:
         """Both directions' :meth:`basic_accuracy`, averaged; ``y_true`` integer tags."""
         return (self.basic_accuracy(y_true, y_pred)
                 + self.basic_accuracy(y_true, y_pred, True)) / 2
 
-    def dense_accuracy(self, y_true, y_pred):
+    def dense_accuracy(self, y_true: Any, y_pred: Any) -> Any:
         """:meth:`sparse_accuracy` of one-hot ``y_true``."""
         return self.sparse_accuracy(ops.argmax(y_true, axis=2), y_pred)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "lr_multiplier": self.lr_multiplier,
                 "hidden_dim": self.hidden_dim}
 
@@ -832,8 +863,10 @@ class GlobalPointer(Layer):
         TensorShape([1, 3, 5, 5])
     """
 
-    def __init__(self, heads, head_size, RoPE=True, use_bias=True, tril_mask=True,  # noqa: N803
-                 kernel_initializer="lecun_normal", **kwargs):
+    def __init__(self, heads: int, head_size: int, RoPE: bool = True, use_bias: bool = True,
+                 tril_mask: bool = True,
+                 kernel_initializer: str | keras.initializers.Initializer = "lecun_normal",
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.heads = heads
         self.head_size = head_size
@@ -849,7 +882,7 @@ class GlobalPointer(Layer):
         dense.build(input_shape)
         return dense
 
-    def build(self, input_shape):
+    def build(self, input_shape: Any) -> None:
         self.dense = self._dense(self.head_size * self.heads * 2, input_shape, "dense")
 
     def _rotated(self, qw, kw):
@@ -859,7 +892,7 @@ class GlobalPointer(Layer):
         table = ops.cast(sinusoidal_embeddings(positions, self.head_size), qw.dtype)
         return apply_rotary_position_embeddings(table, qw, kw)
 
-    def call(self, inputs, mask=None):
+    def call(self, inputs: Any, mask: Any = None) -> Any:
         x = self.dense(inputs)
         # (batch, length, heads, 2 * head_size): each head's query, then its key
         x = ops.reshape(x, (*ops.shape(x)[:2], self.heads, 2 * self.head_size))
@@ -874,10 +907,10 @@ class GlobalPointer(Layer):
             upper = ops.expand_dims(positions, 0) >= ops.expand_dims(positions, 1)  # end >= start
         return sequence_masking(logits, mask, -np.inf, [2, 3], upper)
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         return None
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "heads": self.heads, "head_size": self.head_size,
                 "RoPE": self.RoPE, "use_bias": self.use_bias, "tril_mask": self.tril_mask,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer)}
@@ -898,12 +931,12 @@ class EfficientGlobalPointer(GlobalPointer):
         [(16, 16), (16,), (16, 6), (6,)]
     """
 
-    def build(self, input_shape):
+    def build(self, input_shape: Any) -> None:
         self.p_dense = self._dense(self.head_size * 2, input_shape, "p_dense")
         self.q_dense = self._dense(self.heads * 2, (*input_shape[:-1], self.head_size * 2),
                                    "q_dense")
 
-    def call(self, inputs, mask=None):
+    def call(self, inputs: Any, mask: Any = None) -> Any:
         x = self.p_dense(inputs)
         qw, kw = self._rotated(x[..., ::2], x[..., 1::2])
         logits = ops.einsum("bmd,bnd->bmn", qw, kw) / self.head_size**0.5
@@ -930,17 +963,17 @@ class Loss(Layer):
         >>> model.compile(optimizer="sgd")
     """
 
-    def __init__(self, output_axis=None, **kwargs):
+    def __init__(self, output_axis: int | list[int] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.output_axis = output_axis
 
-    def call(self, inputs, mask=None):
+    def call(self, inputs: Any, mask: Any = None) -> Any:
         # bert4keras's inputs are float32 (Keras 2's Input default) and its scripts multiply
         # losses by the token and segment ids as they come: integer ids are given as floats.
         self.add_loss(self.compute_loss(_as_floats(inputs), mask))
         return self._chosen(inputs)
 
-    def compute_loss(self, inputs, mask=None):
+    def compute_loss(self, inputs: Any, mask: Any = None) -> Any:
         """The loss (a scalar tensor) of ``inputs``; ``mask``: their masks (a list for a
         list of inputs, None where an input has none)."""
         raise NotImplementedError(f"{type(self).__name__} must define "
@@ -953,10 +986,10 @@ class Loss(Layer):
             return [values[i] for i in self.output_axis]
         return values[self.output_axis]
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         return self._chosen(mask)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "output_axis": self.output_axis}
 
 

@@ -38,8 +38,12 @@ Example:
     0.01
 """
 
+from __future__ import annotations
+
 import copy
 import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import keras
 import numpy as np
@@ -91,13 +95,14 @@ class PiecewiseLinearRate(keras.optimizers.schedules.LearningRateSchedule):
         [0.0, 0.05, 0.1, 0.075, 0.05]
     """
 
-    def __init__(self, learning_rate, schedule):
+    def __init__(self, learning_rate: float | keras.optimizers.schedules.LearningRateSchedule,
+                 schedule: Mapping[int | str, float]) -> None:
         if not schedule:
             raise ValueError(f"lr_schedule must name at least one step; Received: {schedule!r}")
         self.learning_rate = _deserialize_rate(learning_rate)
         self.schedule = {int(step): float(value) for step, value in schedule.items()}
 
-    def __call__(self, step):
+    def __call__(self, step: Any) -> Any:
         rate = self.learning_rate
         if callable(rate):
             rate = rate(step)
@@ -117,10 +122,10 @@ class RelativeStepRate(keras.optimizers.schedules.LearningRateSchedule):
         [0.01, 0.005]
     """
 
-    def __init__(self, scale=1.0):
+    def __init__(self, scale: float = 1.0) -> None:
         self.scale = float(scale)
 
-    def __call__(self, step):
+    def __call__(self, step: Any) -> Any:
         step = ops.cast(step, keras.config.floatx()) + 1.0
         return self.scale * ops.minimum(1.0 / ops.sqrt(step), 0.01)
 
@@ -172,9 +177,10 @@ class _Optimizer(keras.optimizers.Optimizer):
     kept per variable, and one update whose new value the extensions may change."""
 
     #: keyword -> bert4keras's default; each extension class declares its own.
-    _EXTENSION_OPTIONS = {}
+    _EXTENSION_OPTIONS: dict[str, Any] = {}
 
-    def __init__(self, learning_rate, **kwargs):
+    def __init__(self, learning_rate: float | keras.optimizers.schedules.LearningRateSchedule,
+                 **kwargs: Any) -> None:
         for name, why in REFUSED_KEYWORDS.items():
             if kwargs.pop(name, None):
                 raise ValueError(f"{type(self).__name__} does not take {name}=: {why}")
@@ -190,7 +196,7 @@ class _Optimizer(keras.optimizers.Optimizer):
             name: _serialize_rate(given.get(name)) if name == "learning_rate" else given.get(name)
             for name in ("learning_rate", "gradient_accumulation_steps")
             if arguments.get(name) is not given.get(name)}
-        self._kerasbert_slots = None
+        self._kerasbert_slots: Any = None  # a _Slots once built
 
     @classmethod
     def _extension_options(cls):
@@ -205,7 +211,7 @@ class _Optimizer(keras.optimizers.Optimizer):
         """The keyword arguments of ``keras.optimizers.Optimizer``; extensions change them."""
         return arguments
 
-    def build(self, variables):
+    def build(self, variables: Sequence[keras.Variable]) -> None:
         if self.built:
             return
         super().build(variables)
@@ -236,7 +242,7 @@ class _Optimizer(keras.optimizers.Optimizer):
     def _slot(self, name, index):
         return self._kerasbert_slots.slots[name][index]
 
-    def update_step(self, gradient, variable, learning_rate):
+    def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:
         index = self._kerasbert_slots.index(variable)
         gradient = ops.cast(ops.convert_to_tensor(gradient), variable.dtype)
         learning_rate = ops.cast(learning_rate, variable.dtype)
@@ -261,7 +267,7 @@ class _Optimizer(keras.optimizers.Optimizer):
     def _step(self, dtype):
         return ops.cast(self.iterations + 1, dtype)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         config = super().get_config()
         config.update({name: getattr(self, name) for name in self._extension_options()})
         config.update(self._kerasbert_given)
@@ -286,8 +292,10 @@ class Adam(_Optimizer):
         1e-06
     """
 
-    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
-                 bias_correction=True, **kwargs):
+    def __init__(self,
+                 learning_rate: float | keras.optimizers.schedules.LearningRateSchedule = 0.001,
+                 beta_1: float = 0.9, beta_2: float = 0.999, epsilon: float = 1e-6,
+                 bias_correction: bool = True, **kwargs: Any) -> None:
         super().__init__(learning_rate, **kwargs)
         self.beta_1 = beta_1
         self.beta_2 = beta_2
@@ -354,7 +362,7 @@ class Adam(_Optimizer):
         )
         return True
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "beta_1": self.beta_1, "beta_2": self.beta_2,
                 "epsilon": self.epsilon, "bias_correction": self.bias_correction}
 
@@ -374,7 +382,9 @@ class Lion(_Optimizer):
         0.95
     """
 
-    def __init__(self, learning_rate=3e-4, beta_1=0.95, beta_2=0.98, **kwargs):
+    def __init__(self,
+                 learning_rate: float | keras.optimizers.schedules.LearningRateSchedule = 3e-4,
+                 beta_1: float = 0.95, beta_2: float = 0.98, **kwargs: Any) -> None:
         super().__init__(learning_rate, **kwargs)
         self.beta_1 = beta_1
         self.beta_2 = beta_2
@@ -390,7 +400,7 @@ class Lion(_Optimizer):
         self.assign(m, beta_2 * m + (1.0 - beta_2) * gradient)
         return variable - learning_rate * direction
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "beta_1": self.beta_1, "beta_2": self.beta_2}
 
 
@@ -418,9 +428,13 @@ class AdaFactor(_Optimizer):
         128
     """
 
-    def __init__(self, learning_rate=1e-3, beta1=0.0, beta2=None, epsilon1=1e-30, epsilon2=1e-3,
-                 multiply_by_parameter_scale=True, clipping_threshold=1.0,
-                 min_dim_size_to_factor=128, exclude_from_parameter_scale=None, **kwargs):
+    def __init__(
+            self,
+            learning_rate: float | keras.optimizers.schedules.LearningRateSchedule | None = 1e-3,
+            beta1: float = 0.0, beta2: float | None = None, epsilon1: float = 1e-30,
+            epsilon2: float = 1e-3, multiply_by_parameter_scale: bool = True,
+            clipping_threshold: float | None = 1.0, min_dim_size_to_factor: int = 128,
+            exclude_from_parameter_scale: Sequence[str] | None = None, **kwargs: Any) -> None:
         rate = learning_rate
         if rate is None:
             rate = RelativeStepRate(1.0 if multiply_by_parameter_scale else 0.05)
@@ -436,16 +450,17 @@ class AdaFactor(_Optimizer):
         self.min_dim_size_to_factor = min_dim_size_to_factor
         self.exclude_from_parameter_scale = list(exclude_from_parameter_scale or [])
 
-    def factored_shape(self, shape):
+    def factored_shape(
+            self, shape: Sequence[int]) -> tuple[tuple[int, ...], int, tuple[int, ...], int] | None:
         """``(row shape, its reduced axis, column shape, its reduced axis)`` of a variable
         of ``shape`` whose second moments are factored, else None."""
         if len(shape) < 2:
             return None
-        shape = np.array(shape)
-        order = shape.argpartition(-2)
-        if shape[order[-2]] < self.min_dim_size_to_factor:
+        dims = np.array(shape)
+        order = dims.argpartition(-2)
+        if dims[order[-2]] < self.min_dim_size_to_factor:
             return None
-        rows, columns = shape.copy(), shape.copy()
+        rows, columns = dims.copy(), dims.copy()
         rows[order[-1]] = 1
         columns[order[-2]] = 1
         return tuple(rows), int(order[-1]), tuple(columns), int(order[-2])
@@ -496,7 +511,7 @@ class AdaFactor(_Optimizer):
             update = update * ops.maximum(root_mean_square(variable), self.epsilon2)
         return variable - learning_rate * update
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "beta1": self.beta1, "beta2": self.beta2,
                 "epsilon1": self.epsilon1, "epsilon2": self.epsilon2,
                 "multiply_by_parameter_scale": self.multiply_by_parameter_scale,
@@ -505,7 +520,8 @@ class AdaFactor(_Optimizer):
                 "exclude_from_parameter_scale": list(self.exclude_from_parameter_scale)}
 
 
-def export_to_custom_objects(base_extend_with):
+def export_to_custom_objects(base_extend_with: Callable[[type[_Optimizer]], type[_Optimizer]],
+                             ) -> Callable[..., type[_Optimizer]]:
     """Makes ``base_extend_with(BaseOptimizer) -> class`` bert4keras's
     ``extend_with_*(BaseOptimizer, name=None)``: the new class is named ``name`` (or after
     the base and the extension) and registered for ``keras.saving.load_model``.
@@ -517,7 +533,7 @@ def export_to_custom_objects(base_extend_with):
     what = "".join(word.title() for word in
                    base_extend_with.__name__.replace("extend_with_", "").split("_"))
 
-    def extend_with(BaseOptimizer, name=None):
+    def extend_with(BaseOptimizer: type[_Optimizer], name: str | None = None) -> type[_Optimizer]:
         if not (isinstance(BaseOptimizer, type) and issubclass(BaseOptimizer, _Optimizer)):
             raise TypeError(
                 f"{base_extend_with.__name__} extends an optimizer class of kerasbert.optimizers "
@@ -536,6 +552,8 @@ def export_to_custom_objects(base_extend_with):
     return extend_with
 
 
+# Each extend_with_* below is replaced by export_to_custom_objects's extend_with, whose
+# signature is typed (a class of its own is no type a checker can follow).
 @export_to_custom_objects
 def extend_with_weight_decay(BaseOptimizer):
     """``BaseOptimizer`` whose update also subtracts ``learning_rate * weight_decay_rate *
@@ -670,7 +688,7 @@ def extend_with_lookahead(BaseOptimizer):
             super()._build_slots(slots)
             self._add_slots(slots, "slow", initial=ops.convert_to_tensor)
 
-        def update_step(self, gradient, variable, learning_rate):
+        def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:
             super().update_step(gradient, variable, learning_rate)
             slow = self._slot("slow", self._kerasbert_slots.index(variable))
             now = ops.equal(self.iterations % self.steps_per_slow_update, 0)
@@ -730,12 +748,12 @@ def extend_with_exponential_moving_average(BaseOptimizer):
             super()._build_slots(slots)
             self._add_slots(slots, "ema")
 
-        def update_step(self, gradient, variable, learning_rate):
+        def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:
             super().update_step(gradient, variable, learning_rate)
             ema = self._slot("ema", self._kerasbert_slots.index(variable))
             self.assign(ema, self.ema_momentum * ema + (1.0 - self.ema_momentum) * variable)
 
-        def apply_ema_weights(self, bias_correction=True):
+        def apply_ema_weights(self, bias_correction: bool = True) -> None:
             """Keeps the model's weights, then gives it the moving averages (divided by
             ``1 - ema_momentum ** updates`` with ``bias_correction``)."""
             slots = self._ema_slots("apply_ema_weights")
@@ -748,7 +766,7 @@ def extend_with_exponential_moving_average(BaseOptimizer):
             for variable, ema in zip(slots.variables, slots.slots["ema"]):
                 variable.assign(ops.convert_to_numpy(ema) / scale)
 
-        def reset_old_weights(self):
+        def reset_old_weights(self) -> None:
             """Gives the model back the weights that ``apply_ema_weights`` kept."""
             slots = self._ema_slots("reset_old_weights")
             if slots.old_weights is None:

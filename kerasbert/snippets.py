@@ -24,6 +24,8 @@ Example:
            [4, 0, 0]])
 """
 
+from __future__ import annotations
+
 import builtins
 import itertools
 import json
@@ -32,28 +34,35 @@ import os
 import queue
 import re
 import unicodedata
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from kerasbert.inference.decoding import (  # noqa: F401 (bert4keras's names)
     AutoRegressiveDecoder,
     softmax,
 )
 
+if TYPE_CHECKING:  # annotations only; the module loads TensorFlow where it needs it
+    import tensorflow as tf
+
 log = logging.getLogger(__name__)
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 is_py2 = False
 uniout = None  # bert4keras's Python 2 printing hook: nothing to do on Python 3
 
 
 # ------------------------------------------------------------------ text and small helpers
-def to_array(*args):
+def to_array(*args: ArrayLike) -> np.ndarray | list[np.ndarray]:
     """``np.array`` of each argument; one argument gives one array, several a list."""
     arrays = [np.array(a) for a in args]
     return arrays[0] if len(args) == 1 else arrays
 
 
-def is_string(s):
+def is_string(s: object) -> TypeGuard[str]:
     """Whether ``s`` is a ``str``."""
     return isinstance(s, str)
 
@@ -62,7 +71,7 @@ def is_string(s):
 _HALF_WIDTH = {0x3000: 0x20, **{cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F)}}
 
 
-def strQ2B(ustring):  # noqa: N802  (bert4keras's name)
+def strQ2B(ustring: str) -> str:  # noqa: N802  (bert4keras's name)
     """Full-width letters, digits, symbols and spaces as their half-width forms.
 
     Example:
@@ -72,12 +81,12 @@ def strQ2B(ustring):  # noqa: N802  (bert4keras's name)
     return ustring.translate(_HALF_WIDTH)
 
 
-def string_matching(s, keywords):
+def string_matching(s: str, keywords: Iterable[str]) -> bool:
     """Whether any of the regular expressions ``keywords`` matches in ``s``."""
     return any(re.search(k, s) for k in keywords)
 
 
-def convert_to_unicode(text, encoding="utf-8", errors="ignore"):
+def convert_to_unicode(text: str | bytes, encoding: str = "utf-8", errors: str = "ignore") -> str:
     """``text`` as ``str``: bytes are decoded, anything else is returned as it is."""
     return text.decode(encoding, errors=errors) if isinstance(text, bytes) else text
 
@@ -85,18 +94,18 @@ def convert_to_unicode(text, encoding="utf-8", errors="ignore"):
 convert_to_str = convert_to_unicode  # the same on Python 3
 
 
-def lowercase_and_normalize(text):
+def lowercase_and_normalize(text: str) -> str:
     """Lowercased, decomposed (NFD), without non-spacing marks: ``"Ça"`` -> ``"ca"``."""
     text = unicodedata.normalize("NFD", text.lower())
     return "".join(ch for ch in text if unicodedata.category(ch) != "Mn")
 
 
-def is_one_of(x, ys):
+def is_one_of(x: object, ys: Iterable[object]) -> bool:
     """Whether ``x`` is one of ``ys`` by identity (``in`` would compare tensors)."""
     return any(x is y for y in ys)
 
 
-def insert_arguments(**arguments):
+def insert_arguments(**arguments: Any) -> Callable[[_F], _F]:
     """Decorator of a method (``__init__``): each keyword of ``arguments`` becomes an
     attribute of ``self``, from the call if given there (and taken out), else the default."""
     def decorator(method):
@@ -108,7 +117,7 @@ def insert_arguments(**arguments):
     return decorator
 
 
-def delete_arguments(*arguments):
+def delete_arguments(*arguments: str) -> Callable[[_F], _F]:
     """Decorator of a method that refuses the keywords ``arguments`` with a TypeError."""
     def decorator(method):
         def wrapper(self, *args, **kwargs):
@@ -121,7 +130,8 @@ def delete_arguments(*arguments):
     return decorator
 
 
-def longest_common_substring(source, target):
+def longest_common_substring(source: Sequence[Any],
+                             target: Sequence[Any]) -> tuple[int, tuple[int, int, int, int]]:
     """The longest common contiguous run of two sequences.
 
     Returns:
@@ -145,7 +155,8 @@ def longest_common_substring(source, target):
     return best, span
 
 
-def longest_common_subsequence(source, target):
+def longest_common_subsequence(source: Sequence[Any],
+                               target: Sequence[Any]) -> tuple[int, list[tuple[int, int]]]:
     """The longest common (not necessarily contiguous) subsequence of two sequences.
 
     Returns:
@@ -160,7 +171,8 @@ def longest_common_subsequence(source, target):
         for j, t in enumerate(target, 1):
             table[i, j] = (table[i - 1, j - 1] + 1 if s == t
                            else max(table[i, j - 1], table[i - 1, j]))
-    pairs, i, j = [], len(source) - 1, len(target) - 1
+    pairs: list[tuple[int, int]] = []
+    i, j = len(source) - 1, len(target) - 1
     while len(pairs) < table[-1, -1]:
         if source[i] == target[j]:
             pairs.append((i, j))
@@ -172,7 +184,7 @@ def longest_common_subsequence(source, target):
     return int(table[-1, -1]), pairs[::-1]
 
 
-def orthogonally_resize(a, new_shape, window=2):
+def orthogonally_resize(a: np.ndarray, new_shape: Sequence[int], window: int = 2) -> np.ndarray:
     """``a`` resized to ``new_shape``: a grown axis repeats blocks of ``window`` entries, a
     shrunk one is cut; the result keeps ``a``'s Frobenius norm.
 
@@ -197,7 +209,8 @@ def orthogonally_resize(a, new_shape, window=2):
 
 
 # ------------------------------------------------------------------------------ sequences
-def sequence_padding(inputs, length=None, value=0, seq_dims=1, mode="post"):
+def sequence_padding(inputs: Sequence[ArrayLike], length: int | Sequence[int] | None = None,
+                     value: float = 0, seq_dims: int = 1, mode: str = "post") -> np.ndarray:
     """Pads (and cuts) sequences to one length and stacks them into an array.
 
     Args:
@@ -223,8 +236,8 @@ def sequence_padding(inputs, length=None, value=0, seq_dims=1, mode="post"):
     if length is None:
         length = np.max([a.shape[:seq_dims] for a in arrays], axis=0)
     elif np.ndim(length) == 0:
-        length = [length] * seq_dims
-    length = [int(n) for n in length[:seq_dims]]
+        length = [length] * seq_dims  # type: ignore[list-item]  # an int here
+    length = [int(n) for n in length[:seq_dims]]  # type: ignore[index]  # a sequence here
     dtype = np.result_type(*{a.dtype for a in arrays})
     out = np.full((len(arrays), *length, *arrays[0].shape[seq_dims:]), value, dtype=dtype)
     for row, a in zip(out, arrays):
@@ -234,7 +247,8 @@ def sequence_padding(inputs, length=None, value=0, seq_dims=1, mode="post"):
     return out
 
 
-def truncate_sequences(maxlen, indices, *sequences):
+def truncate_sequences(maxlen: int, indices: int | list[int] | tuple[int, ...],
+                       *sequences: list[Any] | None) -> list[list[Any]]:
     """Cuts lists in place, one item at a time from the longest, until their lengths sum
     to at most ``maxlen``.
 
@@ -251,18 +265,19 @@ def truncate_sequences(maxlen, indices, *sequences):
         >>> truncate_sequences(4, -1, a, b)
         [[1, 2], [5, 6]]
     """
-    sequences = [s for s in sequences if s]
+    kept = [s for s in sequences if s]
     if not isinstance(indices, (list, tuple)):
-        indices = [indices] * len(sequences)
-    lengths = [len(s) for s in sequences]
+        indices = [indices] * len(kept)
+    lengths = [len(s) for s in kept]
     while sum(lengths) > maxlen:
         longest = int(np.argmax(lengths))  # the first of equally long ones
-        sequences[longest].pop(indices[longest])
+        kept[longest].pop(indices[longest])
         lengths[longest] -= 1
-    return sequences
+    return kept
 
 
-def text_segmentate(text, maxlen, seps="\n", strips=None):
+def text_segmentate(text: str, maxlen: int, seps: str = "\n",
+                    strips: str | None = None) -> list[str]:
     """Splits ``text`` into pieces of at most about ``maxlen`` characters.
 
     It splits at the first separator of ``seps`` and joins neighbouring pieces while they
@@ -311,11 +326,13 @@ class open:  # noqa: N801  (bert4keras's name, shadowing the builtin on purpose)
         (3, '三\\n')
     """
 
-    def __init__(self, name, mode="r", encoding=None, errors="strict", indexable=False):
+    # What it reads and writes is typed Any: str in text mode, bytes in binary mode.
+    def __init__(self, name: str | os.PathLike[str], mode: str = "r", encoding: str | None = None,
+                 errors: str = "strict", indexable: bool | str = False) -> None:
         self.name, self.encoding, self.errors = name, encoding, errors
-        text = {} if "b" in mode else {"encoding": encoding, "errors": errors}
+        text: dict[str, Any] = {} if "b" in mode else {"encoding": encoding, "errors": errors}
         self.file = builtins.open(name, mode, **text)
-        self.iterator = None
+        self.iterator: Iterator[Any] | None = None
         if indexable:
             if is_string(indexable) and os.path.exists(indexable):
                 with builtins.open(indexable, encoding="utf-8") as f:
@@ -326,7 +343,7 @@ class open:  # noqa: N801  (bert4keras's name, shadowing the builtin on purpose)
                     with builtins.open(indexable, "w", encoding="utf-8") as f:
                         json.dump(self.offsets, f)
 
-    def create_indexes(self):
+    def create_indexes(self) -> None:
         """Records where each line starts."""
         log.info("indexing the lines of %s", self.name)
         self.offsets, start = [], self.tell()
@@ -335,55 +352,55 @@ class open:  # noqa: N801  (bert4keras's name, shadowing the builtin on purpose)
             start = self.tell()
         self.seek(0)
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: int) -> Any:
         self.seek(self.offsets[key])
         return self.readline()
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.offsets)
 
     def _text(self, text):
         return convert_to_unicode(text, self.encoding, self.errors) if self.encoding else text
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         for line in self.file:
             yield self._text(line)
 
-    def __next__(self):
+    def __next__(self) -> Any:
         if self.iterator is None:
             self.iterator = iter(self)
         return next(self.iterator)
 
     next = __next__
 
-    def read(self):
+    def read(self) -> Any:
         return self._text(self.file.read())
 
-    def readline(self):
+    def readline(self) -> Any:
         return self._text(self.file.readline())
 
-    def readlines(self):
+    def readlines(self) -> list[Any]:
         return [self._text(line) for line in self.file.readlines()]
 
-    def write(self, text):
+    def write(self, text: Any) -> None:
         self.file.write(text)
 
-    def flush(self):
+    def flush(self) -> None:
         self.file.flush()
 
-    def close(self):
+    def close(self) -> None:
         self.file.close()
 
-    def tell(self):
+    def tell(self) -> int:
         return self.file.tell()
 
-    def seek(self, offset=0):
+    def seek(self, offset: int = 0) -> int:
         return self.file.seek(offset)
 
-    def __enter__(self):
+    def __enter__(self) -> open:
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
 
@@ -406,8 +423,10 @@ def _work(func, seeds, inbox, outbox):
             outbox.put((i, _Failed(error)))
 
 
-def parallel_apply_generator(func, iterable, workers, max_queue_size, dummy=False,
-                             random_seeds=True):
+def parallel_apply_generator(
+        func: Callable[[Any], Any], iterable: Iterable[Any], workers: int, max_queue_size: int,
+        dummy: bool = False,
+        random_seeds: bool | Sequence[int | None] | None = True) -> Iterator[tuple[int, Any]]:
     """Applies ``func`` to each item in worker processes (threads if ``dummy``), yielding
     ``(index, result)`` as results come, in any order.
 
@@ -430,8 +449,10 @@ def parallel_apply_generator(func, iterable, workers, max_queue_size, dummy=Fals
 
         # fork: the workers inherit func, which may be a lambda or a closure.
         context = multiprocessing.get_context("fork")
-        Pool, Queue = context.Pool, context.Queue  # noqa: N806
-    inbox, outbox, seeds = Queue(max_queue_size), Queue(), Queue()
+        Pool, Queue = context.Pool, context.Queue  # type: ignore[misc, assignment]  # noqa: N806
+    inbox: Any = Queue(max_queue_size)
+    outbox: Any = Queue()
+    seeds: Any = Queue()
     if random_seeds is True:
         random_seeds = [None] * workers
     for seed in random_seeds or ():
@@ -466,8 +487,10 @@ def parallel_apply_generator(func, iterable, workers, max_queue_size, dummy=Fals
         pool.terminate()
 
 
-def parallel_apply(func, iterable, workers, max_queue_size, callback=None, dummy=False,
-                   random_seeds=True, unordered=True):
+def parallel_apply(func: Callable[[Any], Any], iterable: Iterable[Any], workers: int,
+                   max_queue_size: int, callback: Callable[[Any], Any] | None = None,
+                   dummy: bool = False, random_seeds: bool | Sequence[int | None] | None = True,
+                   unordered: bool = True) -> list[Any] | None:
     """``func`` of each item, computed by ``workers`` processes (threads if ``dummy``).
 
     Returns:
@@ -478,8 +501,8 @@ def parallel_apply(func, iterable, workers, max_queue_size, callback=None, dummy
         >>> parallel_apply(abs, [-1, 2, -3], 2, 4, dummy=True, unordered=False)
         [1, 2, 3]
     """
-    results = parallel_apply_generator(func, iterable, workers, max_queue_size, dummy,
-                                       random_seeds)
+    results: Iterable[tuple[int, Any]] = parallel_apply_generator(
+        func, iterable, workers, max_queue_size, dummy, random_seeds)
     if callback is not None:
         for _, value in results:
             callback(value)
@@ -515,7 +538,7 @@ def _spec(array):
     return tf.TensorSpec(shape[:array.ndim], dtype)
 
 
-_WITH_NEXT = {}  # dataset class -> its subclass that also answers next()
+_WITH_NEXT: dict[type, type] = {}  # dataset class -> its subclass that also answers next()
 
 
 def _next_batch(dataset):
@@ -575,14 +598,17 @@ class DataGenerator:
         (2, [[1, 1, 0], [2, 2, 2]])
     """
 
-    def __init__(self, data, batch_size=32, buffer_size=None):
+    def __init__(self, data: Iterable[Any], batch_size: int = 32,
+                 buffer_size: int | None = None) -> None:
         self.data = data
         self.batch_size = batch_size
-        self.steps = -(-len(data) // batch_size) if hasattr(data, "__len__") else None
+        self.steps = (-(-len(data) // batch_size)  # type: ignore[arg-type]  # has a length
+                      if hasattr(data, "__len__") else None)
         self.buffer_size = buffer_size or batch_size * 1000
 
-    def __len__(self):
-        return self.steps
+    def __len__(self) -> int:
+        # None for data without a length: len() then raises TypeError, as in bert4keras.
+        return self.steps  # type: ignore[return-value]
 
     def _shuffled(self):
         if self.steps is not None:
@@ -599,7 +625,7 @@ class DataGenerator:
         while buffer:
             yield buffer.pop(np.random.randint(len(buffer)))
 
-    def sample(self, random=False):
+    def sample(self, random: bool = False) -> Iterator[tuple[bool, Any]]:
         """Yields ``(is_end, example)``: each example, shuffled if ``random``, with True
         for the last one."""
         items = self._shuffled() if random else iter(self.data)
@@ -611,7 +637,7 @@ class DataGenerator:
             previous = item
         yield True, previous
 
-    def __iter__(self, random=False):
+    def __iter__(self, random: bool = False) -> Iterator[Any]:
         raise NotImplementedError("a DataGenerator subclass writes __iter__(self, random=False)")
 
     def _forever(self, random, inputs_only=False):
@@ -619,19 +645,20 @@ class DataGenerator:
             for batch in self.__iter__(random):
                 yield batch[0] if inputs_only else batch
 
-    def forfit(self, random=True):
+    def forfit(self, random: bool = True) -> tf.data.Dataset:
         """The batches without end, for ``model.fit(generator.forfit(),
         steps_per_epoch=len(generator), epochs=...)``: an endless ``tf.data.Dataset``
         whose lengths may vary from batch to batch; ``next()`` on it gives a batch."""
         return _endless_dataset(lambda: self._forever(random), _keras_structure)
 
-    def fortest(self, random=False):
+    def fortest(self, random: bool = False) -> tf.data.Dataset:
         """The inputs of the batches without end, for ``model.predict(generator.fortest(),
         steps=len(generator))``; as ``forfit``."""
         return _endless_dataset(lambda: self._forever(random, inputs_only=True),
                                 lambda x: (_keras_structure(x),))
 
-    def to_dataset(self, types, shapes, names=None, padded_batch=False):
+    def to_dataset(self, types: Any, shapes: Any, names: str | Sequence[Any] | None = None,
+                   padded_batch: bool = False) -> tf.data.Dataset:
         """A ``tf.data.Dataset`` of what ``__iter__`` yields (examples, or batches),
         batched (padded if ``padded_batch``) by ``batch_size``.
 
@@ -711,14 +738,15 @@ class ViterbiDecoder:
         [0, 1, 1]
     """
 
-    def __init__(self, trans, starts=None, ends=None):
+    def __init__(self, trans: np.ndarray, starts: Sequence[int] | None = None,
+                 ends: Sequence[int] | None = None) -> None:
         self.trans = trans
         self.num_labels = len(trans)
         labels = range(self.num_labels)
         self.non_starts = [] if starts is None else [i for i in labels if i not in starts]
         self.non_ends = [] if ends is None else [i for i in labels if i not in ends]
 
-    def decode(self, nodes):
+    def decode(self, nodes: ArrayLike) -> np.ndarray:
         """The best path of ``nodes`` (``(length, num_labels)`` scores), as label ids."""
         nodes = np.asarray(nodes)
         nodes = nodes.astype(np.result_type(nodes.dtype, np.float32))  # a copy
@@ -739,7 +767,7 @@ class WebServing:
     """Refused: bert4keras's ``WebServing`` ran a ``bottle`` server inside a TensorFlow 1
     session. Export the model (``kerasbert export``) and serve it with TF Serving."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise NotImplementedError(
             "kerasbert.snippets.WebServing is not provided: it served through a TensorFlow 1 "
             "session; export the model with `kerasbert export` and serve the SavedModel")

@@ -26,10 +26,14 @@ Example:
     ([101, 6427, 6241, 3563, 1798, 102, 8815, 8716, 102], [0, 0, 0, 0, 0, 0, 1, 1, 1])
 """
 
+from __future__ import annotations
+
 import functools
 import os
 import re
 import unicodedata
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, overload
 
 import sentencepiece
 from tokenizers import Regex, models, normalizers, pre_tokenizers
@@ -59,7 +63,24 @@ _CONTRACTION = re.compile("' (re|m|s|t|ve|d|ll) ")
 _DECIMAL = re.compile(r"(\d\.) (\d)")
 
 
-def load_vocab(dict_path, encoding="utf-8", simplified=False, startswith=None):
+@overload
+def load_vocab(dict_path: str | os.PathLike[str], encoding: str = "utf-8",
+               simplified: Literal[False] = False,
+               startswith: Sequence[str] | None = None) -> dict[str, int]: ...
+@overload
+def load_vocab(dict_path: str | os.PathLike[str], encoding: str = "utf-8", *,
+               simplified: Literal[True],
+               startswith: Sequence[str] | None = None) -> tuple[dict[str, int], list[int]]: ...
+@overload
+def load_vocab(dict_path: str | os.PathLike[str], encoding: str, simplified: Literal[True],
+               startswith: Sequence[str] | None = None) -> tuple[dict[str, int], list[int]]: ...
+@overload
+def load_vocab(dict_path: str | os.PathLike[str], encoding: str = "utf-8", simplified: bool = False,
+               startswith: Sequence[str] | None = None,
+               ) -> dict[str, int] | tuple[dict[str, int], list[int]]: ...
+def load_vocab(dict_path: str | os.PathLike[str], encoding: str = "utf-8", simplified: bool = False,
+               startswith: Sequence[str] | None = None,
+               ) -> dict[str, int] | tuple[dict[str, int], list[int]]:
     """bert4keras's vocabulary reader: a token per line (its first field), ids by line.
 
     Args:
@@ -81,7 +102,7 @@ def load_vocab(dict_path, encoding="utf-8", simplified=False, startswith=None):
         >>> len(token_dict), keep_tokens[:5]
         (13584, [0, 100, 101, 102, 106])
     """
-    token_dict = {}
+    token_dict: dict[str, int] = {}
     with open(dict_path, encoding=encoding) as reader:
         for lineno, line in enumerate(reader, 1):
             fields = line.split()
@@ -95,7 +116,8 @@ def load_vocab(dict_path, encoding="utf-8", simplified=False, startswith=None):
     return token_dict
 
 
-def save_vocab(dict_path, token_dict, encoding="utf-8"):
+def save_vocab(dict_path: str | os.PathLike[str], token_dict: Mapping[str, int],
+               encoding: str = "utf-8") -> None:
     """Writes ``token_dict`` as a ``vocab.txt``: its tokens in id order, one per line."""
     with open(dict_path, "w", encoding=encoding) as writer:
         for token, _ in sorted(token_dict.items(), key=lambda item: item[1]):
@@ -112,15 +134,18 @@ class TokenizerBase:
         token_translate: ``{token: replacement}`` applied after tokenizing.
     """
 
-    def __init__(self, token_start="[CLS]", token_end="[SEP]", pre_tokenize=None,
-                 token_translate=None):
-        self._token_pad, self._token_unk, self._token_mask = "[PAD]", "[UNK]", "[MASK]"
+    def __init__(self, token_start: str | None = "[CLS]", token_end: str | None = "[SEP]",
+                 pre_tokenize: Callable[[str], Iterable[str]] | None = None,
+                 token_translate: Mapping[str, str] | None = None) -> None:
+        self._token_pad: str | None = "[PAD]"
+        self._token_unk: str | None = "[UNK]"
+        self._token_mask: str | None = "[MASK]"
         self._token_start, self._token_end = token_start, token_end
         self._pre_tokenize = pre_tokenize
         self._token_translate = token_translate or {}
         self._token_translate_inv = {v: k for k, v in self._token_translate.items()}
 
-    def tokenize(self, text, maxlen=None):
+    def tokenize(self, text: str, maxlen: int | None = None) -> list[str]:
         """The tokens of ``text`` between ``token_start`` and ``token_end``; with ``maxlen``
         at most that many (cut before the end token)."""
         tokens = [self._token_translate.get(t) or t for t in self._tokenize(text)]
@@ -132,22 +157,25 @@ class TokenizerBase:
             truncate_sequences(maxlen, -(self._token_end is not None) - 1, tokens)
         return tokens
 
-    def token_to_id(self, token):
+    def token_to_id(self, token: str) -> int:
         raise NotImplementedError
 
-    def tokens_to_ids(self, tokens):
+    def tokens_to_ids(self, tokens: Iterable[str]) -> list[int]:
         """``token_to_id`` of each token."""
         return [self.token_to_id(token) for token in tokens]
 
-    def id_to_token(self, i):
+    def id_to_token(self, i: int) -> str:
         raise NotImplementedError
 
-    def ids_to_tokens(self, ids):
+    def ids_to_tokens(self, ids: Iterable[int]) -> list[str]:
         """``id_to_token`` of each id."""
         return [self.id_to_token(i) for i in ids]
 
-    def encode(self, first_text, second_text=None, maxlen=None, pattern="S*E*E",
-               truncate_from="right"):
+    def encode(self, first_text: str | Sequence[str],
+               second_text: str | Sequence[str] | None = None, maxlen: int | None = None,
+               pattern: str = "S*E*E",
+               truncate_from: Literal["right", "left"] | int = "right",
+               ) -> tuple[list[int], list[int]]:
         """Token ids and segment ids of a text, or of a pair.
 
         Args:
@@ -184,7 +212,7 @@ class TokenizerBase:
             segment_ids += [1] * len(second)
         return token_ids, segment_ids
 
-    def decode(self, ids):
+    def decode(self, ids: Iterable[int]) -> str:
         raise NotImplementedError
 
     def _tokenize(self, text):
@@ -228,9 +256,12 @@ class Tokenizer(TokenizerBase):
         [2, 4, 1, 1, 3]
     """
 
-    def __init__(self, token_dict, do_lower_case=False, word_maxlen=200, **kwargs):
+    _token_unk_id: int  # set by __init__ (with the other ids of the frame tokens)
+
+    def __init__(self, token_dict: str | dict[str, int],
+                 do_lower_case: bool = False, word_maxlen: int = 200, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if is_string(token_dict):
+        if isinstance(token_dict, str):
             token_dict = load_vocab(token_dict)
         self._do_lower_case = do_lower_case
         self._token_dict = token_dict
@@ -252,15 +283,15 @@ class Tokenizer(TokenizerBase):
             pre_tokenizers.Split(Regex(" +"), behavior="removed"),
             pre_tokenizers.Split(alone, behavior="isolated")])
 
-    def token_to_id(self, token):
+    def token_to_id(self, token: str) -> int:
         """The token's id, or [UNK]'s."""
         return self._token_dict.get(token, self._token_unk_id)
 
-    def id_to_token(self, i):
+    def id_to_token(self, i: int) -> str:
         """The token of id ``i`` (KeyError if none)."""
         return self._token_dict_inv[i]
 
-    def decode(self, ids, tokens=None):
+    def decode(self, ids: Iterable[int], tokens: Sequence[str] | None = None) -> str:
         """Readable text: frame tokens dropped, ``##`` pieces joined, CJK unspaced.
 
         Example:
@@ -313,7 +344,7 @@ class Tokenizer(TokenizerBase):
                 rows.append([self._token_dict_inv[i] for i in encoding.ids])
         return rows
 
-    def rematch(self, text, tokens):
+    def rematch(self, text: str, tokens: Sequence[str]) -> list[list[int]]:
         """The positions in ``text`` of each token's characters (``[]`` for special tokens),
         as bert4keras gives them: positions count in the lowercased text when lowercasing.
 
@@ -334,7 +365,8 @@ class Tokenizer(TokenizerBase):
             ch = "".join(c for c in ch if not (c in "\x00\ufffd" or self._is_control(c)))
             normalized += ch
             positions += [i] * len(ch)
-        mapping, offset = [], 0
+        mapping: list[list[int]] = []
+        offset = 0
         for token in tokens:
             if self._is_special(token):
                 mapping.append([])
@@ -414,7 +446,7 @@ class SpTokenizer(TokenizerBase):
         '这本书很好看,'
     """
 
-    def __init__(self, sp_model_path, **kwargs):
+    def __init__(self, sp_model_path: str | os.PathLike[str], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.sp_model = _load_sentencepiece(sp_model_path)
         pad_id = self.sp_model.pad_id()
@@ -426,15 +458,15 @@ class SpTokenizer(TokenizerBase):
             if token is not None:
                 setattr(self, f"_token_{name}_id", self.token_to_id(token))
 
-    def token_to_id(self, token):
+    def token_to_id(self, token: str) -> int:
         """The piece's id, or the unknown piece's."""
         return self.sp_model.piece_to_id(token)
 
-    def id_to_token(self, i):
+    def id_to_token(self, i: int) -> str:
         """The piece of id ``i``; ``""`` from ``vocab_size`` on (IndexError below 0)."""
         return self.sp_model.id_to_piece(i) if i < self._vocab_size else ""
 
-    def decode(self, ids):
+    def decode(self, ids: Iterable[int]) -> str:
         """The text of ``ids`` as the model writes it back: control pieces (``</s>``,
         ``<pad>``) dropped, the unknown piece as `` ⁇ ``, ``token_translate`` undone."""
         tokens = [self._token_translate_inv.get(t) or t for t in self.ids_to_tokens(ids)]

@@ -123,6 +123,8 @@ def test_the_wheel_carries_the_shipped_model_and_review_split(installed):
                    "kerasbert/resources/kerasbert-zh-small/vocab.txt",
                    "kerasbert/resources/kerasbert-zh-small/finetune_defaults.json",
                    "kerasbert/resources/reviews/train.tsv", "kerasbert/resources/reviews/test.tsv",
+                   # PEP 561: type checkers read the installed package's annotations.
+                   "kerasbert/py.typed",
                    "kerasbert_cli.py"):
         assert needed in names
     assert not [name for name in names if name.startswith(("tests/", "bench/", "notebooks/"))]

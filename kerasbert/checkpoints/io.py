@@ -5,10 +5,13 @@ A checkpoint is a prefix ``.../bert_model.ckpt`` with two files beside it,
 knows nothing of models; :mod:`kerasbert.checkpoints.loading` maps variables to layers.
 """
 
+from __future__ import annotations
+
 import contextlib
 import glob
 import os
 import re
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -227,7 +230,8 @@ def open_source(checkpoint):
     return FileSource(checkpoint)
 
 
-def write_checkpoint(variables, prefix):
+def write_checkpoint(variables: Mapping[str, np.ndarray],
+                     prefix: str | os.PathLike[str]) -> str:
     """Writes ``{Google name: array}`` as a TensorFlow checkpoint, atomically.
 
     The files are written under a hidden temporary prefix in the same directory and

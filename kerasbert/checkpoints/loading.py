@@ -5,13 +5,19 @@ name, never by position (Keras 3 ``LayerNormalization`` creates ``gamma`` before
 ``beta``; bert4keras's positional table lists ``beta`` first).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import logging
 import math
+import os
 import re
+from collections.abc import Sequence
+from typing import Any
 
 import keras
 import numpy as np
+from numpy.typing import DTypeLike
 
 from kerasbert.checkpoints.io import (
     CheckpointError,
@@ -137,22 +143,26 @@ class LoadReport:
     """
 
     checkpoint: str
-    loaded: list
-    missing: list
-    unused: list
+    loaded: list[str]
+    missing: list[str]
+    unused: list[str]
     mismatched: list
 
     @property
-    def ok(self):
+    def ok(self) -> bool:
         return not self.missing and not self.mismatched
 
-    def __str__(self):
+    def __str__(self) -> str:
         return (f"{self.checkpoint}: {len(self.loaded)} loaded, {len(self.missing)} missing, "
                 f"{len(self.mismatched)} mismatched, {len(self.unused)} unused")
 
 
-def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_tokens=None,
-                    streaming=False, family=None, mapping=None):
+def load_checkpoint(model: keras.Model,
+                    checkpoint: str | os.PathLike[str] | dict[str, np.ndarray],
+                    strict: bool = True, keep_tokens: Sequence[int] | None = None,
+                    compound_tokens: Sequence[Any] | None = None, streaming: bool = False,
+                    family: str | None = None,
+                    mapping: dict[str, dict[str, str]] | None = None) -> LoadReport:
     """Loads a Google BERT checkpoint into a model built by kerasbert, by name.
 
     Everything is read and checked before the first assignment, so a load that
@@ -203,7 +213,7 @@ def load_checkpoint(model, checkpoint, strict=True, keep_tokens=None, compound_t
     available = source.shapes()
     vocabulary = KeepTokens(keep_tokens, compound_tokens, source.description)
     targets, missing, mismatched = [], [], []
-    owners = {}
+    owners: dict[str, str] = {}
     family = table_family(model, available, family)
     for target in model_targets(model, family, mapping=mapping):
         owners.setdefault(target.name, f"{target.layer}.{target.attribute}")
@@ -421,7 +431,9 @@ def _missing_hint(missing, available):
         sorted({name.split("/")[0] for name in available})[:5])
 
 
-def save_weights_as_checkpoint(model, prefix, dtype=None, family=None, mapping=None):
+def save_weights_as_checkpoint(model: keras.Model, prefix: str | os.PathLike[str],
+                               dtype: DTypeLike | None = None, family: str | None = None,
+                               mapping: dict[str, dict[str, str]] | None = None) -> list[str]:
     """Writes the model's weights as a Google checkpoint (``bert/...`` names).
 
     The files are readable by ``tf.train.load_checkpoint``, Google's BERT code,
@@ -457,7 +469,8 @@ def save_weights_as_checkpoint(model, prefix, dtype=None, family=None, mapping=N
         >>> save_weights_as_checkpoint(bert, prefix)[:1]
         ['bert/embeddings/LayerNorm/beta']
     """
-    variables, owners = {}, {}
+    variables: dict[str, np.ndarray] = {}
+    owners: dict[str, str] = {}
     for target in model_targets(model, family, mapping=mapping):
         value = keras.ops.convert_to_numpy(target.variable)
         if target.name in TRANSPOSED_VARIABLES:

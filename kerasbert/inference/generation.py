@@ -34,12 +34,21 @@ Example:
     True
 """
 
+from __future__ import annotations
+
 import dataclasses
 import weakref
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kerasbert.models import names
+
+if TYPE_CHECKING:  # annotations only
+    import keras
+
+    from kerasbert.models.families.base import Transformer
 
 #: Prompts are padded on the left to a multiple of this many ids (fewer compiled programs).
 PAD_TO = 8
@@ -584,7 +593,7 @@ class Seq2SeqDecoder(Decoder):
         return outputs, lengths
 
 
-_DECODERS = weakref.WeakKeyDictionary()
+_DECODERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 def decoder_of(model):
@@ -628,9 +637,13 @@ def _right_padded(ids):
     return out
 
 
-def generate(model, token_ids, max_new_tokens=32, end_id=None, min_new_tokens=0,
-             sample=False, temperature=1.0, top_k=None, top_p=None, seed=0, num_beams=1,
-             segment_ids=None, new_segment_id=None, use_cache=True):
+def generate(model: keras.Model | Transformer, token_ids: Sequence[Sequence[int]] | np.ndarray,
+             max_new_tokens: int = 32,
+             end_id: int | list[int] | tuple[int, ...] | np.ndarray | None = None,
+             min_new_tokens: int = 0, sample: bool = False, temperature: float = 1.0,
+             top_k: int | None = None, top_p: float | None = None, seed: int = 0,
+             num_beams: int = 1, segment_ids: Sequence[Sequence[int]] | np.ndarray | None = None,
+             new_segment_id: int | None = None, use_cache: bool = True) -> list[list[int]]:
     """New token ids for each prompt, from a kerasbert language model.
 
     Args:

@@ -17,10 +17,13 @@ On this backend's CPU kernels, XLA is off by default: oneDNN's GEMMs, which Tens
 uses without XLA, are the faster ones (see ``bench/``).
 """
 
+from __future__ import annotations
+
 import math
 
 import keras
 import numpy as np
+from numpy.typing import ArrayLike
 
 from kerasbert.hardware import compute_policy
 
@@ -91,7 +94,8 @@ class Predictor:
         1
     """
 
-    def __init__(self, model, jit_compile=False, bucket=DEFAULT_BUCKET, dtype_policy=None):
+    def __init__(self, model: keras.Model, jit_compile: bool = False, bucket: int = DEFAULT_BUCKET,
+                 dtype_policy: str | None = None) -> None:
         if not isinstance(bucket, int) or bucket < 1:
             raise ValueError(f"bucket must be a positive integer, received bucket={bucket!r}")
         dtype_policy = compute_policy(dtype_policy, "Predictor(dtype_policy=...)")
@@ -124,7 +128,8 @@ class Predictor:
         return tf.function(self._forward, input_signature=signature,
                            jit_compile=self.jit_compile)
 
-    def __call__(self, token_ids, segment_ids=None):
+    def __call__(self, token_ids: ArrayLike,
+                 segment_ids: ArrayLike | None = None) -> np.ndarray | list[np.ndarray]:
         """Runs the model on one batch.
 
         Args:

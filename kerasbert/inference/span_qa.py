@@ -17,7 +17,11 @@ Example::
     # {'score': 0.98..., 'start': 11, 'end': 14, 'answer': 'Foo'}
 """
 
+from __future__ import annotations
+
 import os
+from collections.abc import Sequence
+from typing import Any
 
 import keras
 import numpy as np
@@ -49,7 +53,8 @@ from kerasbert.training.rundir import (
 RUN_MAX_ANSWER_LEN = 30
 
 
-def add_span_head(model, initializer_range=0.02, dtype=None):
+def add_span_head(model: keras.Model, initializer_range: float = 0.02,
+                  dtype: str | keras.DTypePolicy | None = None) -> keras.Model:
     """Adds ``Span-Dense`` (H -> 2) on the sequence output: start and end logits per token.
 
     Args:
@@ -134,9 +139,11 @@ class QuestionAnswerer:
         (['answer', 'end', 'score', 'start'], True)
     """
 
-    def __init__(self, model, tokenizer=None, max_seq_len=None, doc_stride=None,
-                 max_question_len=64, max_answer_len=None, align_to_words=True, batch_size=32,
-                 handle_impossible_answer=None):
+    def __init__(self, model: keras.Model | str | os.PathLike[str],
+                 tokenizer: Tokenizer | None = None, max_seq_len: int | None = None,
+                 doc_stride: int | None = None, max_question_len: int = 64,
+                 max_answer_len: int | None = None, align_to_words: bool = True,
+                 batch_size: int = 32, handle_impossible_answer: bool | None = None) -> None:
         if isinstance(model, (str, os.PathLike)):
             if tokenizer is not None:
                 raise TypeError("QuestionAnswerer(directory) reads the directory's vocab.txt: "
@@ -160,7 +167,7 @@ class QuestionAnswerer:
             if not _is_count(value) or (value == 0 and key != "doc_stride"):
                 rule = "a non-negative" if key == "doc_stride" else "a positive"
                 raise ValueError(f"{key} ({value!r}) must be {rule} integer")
-        if doc_stride >= max_seq_len:
+        if doc_stride >= max_seq_len:  # type: ignore[operator]  # ints, checked above
             raise ValueError(f"doc_stride ({doc_stride}) must be smaller than max_seq_len "
                              f"({max_seq_len})")
         shape = tuple(model.outputs[0].shape) if len(model.outputs) == 1 else None
@@ -181,7 +188,8 @@ class QuestionAnswerer:
         self._predict = Predictor(model)
 
     @classmethod
-    def from_checkpoint(cls, directory, do_lower_case=True, **options):
+    def from_checkpoint(cls, directory: str | os.PathLike[str], do_lower_case: bool = True,
+                        **options: Any) -> QuestionAnswerer:
         """A QuestionAnswerer for a Google checkpoint directory with a span head.
 
         Args:
@@ -204,7 +212,8 @@ class QuestionAnswerer:
         """
         return cls(*_checkpoint_model(os.fspath(directory), do_lower_case), **options)
 
-    def __call__(self, question, context, top_k=1, progress=False):
+    def __call__(self, question: str | Sequence[str], context: str | Sequence[str],
+                 top_k: int = 1, progress: bool = False) -> dict[str, Any] | list[Any]:
         """The best answer(s) to each question, from its context.
 
         Args:

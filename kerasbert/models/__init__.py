@@ -18,6 +18,8 @@ Example:
     (None, None, 100)
 """
 
+from typing import NoReturn
+
 from kerasbert.models.build import (
     LM_Mask,
     Transformer,
@@ -58,7 +60,7 @@ class NotProvided(ImportError):
     Python's "cannot import name")."""
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> NoReturn:
     if name in NOT_PROVIDED:
         raise NotProvided(f"kerasbert.models.{name} (bert4keras.models.{name}) is not "
                           f"provided: {NOT_PROVIDED[name]}")

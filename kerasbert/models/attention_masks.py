@@ -26,10 +26,17 @@ Example:
            [1, 1, 1, 1]])
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import keras
 from keras import ops
 
 from kerasbert.models import names
+
+# A mask's apply() takes the Transformer being built, typed Any: its module
+# (models.families.base) imports this one, and an import back would close a circle.
 
 KINDS = ("lm", "unilm", "prefix")
 
@@ -86,11 +93,11 @@ class Bidirectional:
 
     application = "encoder"
 
-    def apply(self, transformer):
+    def apply(self, transformer: Any) -> None:
         """No layer: the padding mask alone."""
         return None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Bidirectional()"
 
 
@@ -100,12 +107,12 @@ class Causal:
     application = "lm"
     layer_name = names.ATTENTION_LM_MASK
 
-    def apply(self, transformer):
+    def apply(self, transformer: Any) -> keras.KerasTensor:
         """The ``Attention-LM-Mask`` layer on ``transformer``'s token ids."""
         return transformer.apply(inputs=transformer.inputs[0], layer=AttentionMask, kind="lm",
                                  name=self.layer_name)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Causal()"
 
 
@@ -116,7 +123,7 @@ class UniLM:
     application = "unilm"
     layer_name = names.ATTENTION_UNILM_MASK
 
-    def apply(self, transformer):
+    def apply(self, transformer: Any) -> keras.KerasTensor:
         """The ``Attention-UniLM-Mask`` layer on ``transformer``'s segment ids.
 
         Raises:
@@ -128,7 +135,7 @@ class UniLM:
         return transformer.apply(inputs=transformer.inputs[1], layer=AttentionMask,
                                  kind="unilm", name=self.layer_name)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "UniLM()"
 
 
@@ -143,18 +150,18 @@ class PrefixLM:
     application = "prefix"
     layer_name = names.ATTENTION_PREFIX_LM_MASK
 
-    def __init__(self, length):
+    def __init__(self, length: int) -> None:
         if isinstance(length, bool) or not isinstance(length, int) or length < 0:
             raise ValueError(f"PrefixLM length ({length!r}): must be a non-negative integer")
         self.length = length
 
-    def apply(self, transformer):
+    def apply(self, transformer: Any) -> keras.KerasTensor:
         """The ``Attention-Prefix-LM-Mask`` layer on ``transformer``'s token ids."""
         return transformer.apply(inputs=transformer.inputs[0], layer=AttentionMask,
                                  kind="prefix", prefix_length=self.length,
                                  name=self.layer_name)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"PrefixLM({self.length})"
 
 

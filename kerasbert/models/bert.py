@@ -5,12 +5,20 @@ The graph of each family is its class in :mod:`kerasbert.models.families` (BERT'
 its position table, and counts a config's parameters without building it.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import os
+from typing import TYPE_CHECKING, Any
 
 from kerasbert.models.audit import expected_rows
-from kerasbert.models.config import check_maxlen
+from kerasbert.models.config import BertConfig, check_maxlen
 from kerasbert.models.families import variant_of
+
+if TYPE_CHECKING:  # annotations only
+    import keras
+
+    from kerasbert.models.families.base import Transformer
 
 # The keys that set the number of parameters, quoted when a model is too large.
 SIZE_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "intermediate_size",
@@ -18,9 +26,11 @@ SIZE_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "intermediate_siz
 BYTES_PER_WEIGHT = 4  # float32 variables, also under mixed precision
 
 
-def build_bert(config, with_pool=False, with_nsp=False, with_mlm=False, sequence_length=None,
-               name=None, dtype=None, family="bert", with_discriminator=False,
-               application="encoder", **family_options):
+def build_bert(config: BertConfig, with_pool: bool | str = False, with_nsp: bool = False,
+               with_mlm: bool | str = False, sequence_length: int | None = None,
+               name: str | None = None, dtype: str | keras.DTypePolicy | None = None,
+               family: str | type[Transformer] = "bert", with_discriminator: bool | str = False,
+               application: str | Any = "encoder", **family_options: Any) -> keras.Model:
     """Builds the functional graph of a BERT-family model for a :class:`BertConfig`.
 
     Args:

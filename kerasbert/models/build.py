@@ -13,8 +13,12 @@ bert4keras's class decorators are here too: :func:`extend_with_language_model` a
 :class:`UniLM_Mask`.
 """
 
+from __future__ import annotations
+
 import inspect
 import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from kerasbert.models.attention_masks import Causal, UniLM, mask_of
 from kerasbert.models.bert import make_transformer
@@ -22,6 +26,10 @@ from kerasbert.models.config import BertConfig
 from kerasbert.models.deferred import deferred_weights, forget, settle
 from kerasbert.models.families import FAMILIES, family_class, variant_of
 from kerasbert.models.families.base import Transformer
+
+if TYPE_CHECKING:  # annotations only
+    import keras
+    import numpy as np
 
 __all__ = ["REFUSED", "LM_Mask", "Transformer", "UniLM_Mask", "build_transformer_model",
            "extend_with_language_model", "extend_with_unified_language_model", "resolve_config"]
@@ -57,11 +65,16 @@ FIXED = {
 LOAD_ALIASES = {"ignore_invalid_weights": "strict"}
 
 
-def build_transformer_model(config_path=None, checkpoint_path=None, model=None, with_pool=False,
-                            with_nsp=False, with_mlm=False, keep_tokens=None,
-                            return_keras_model=True, compound_tokens=None, sequence_length=None,
-                            name=None, strict=True, dtype=None, with_discriminator=False,
-                            application="encoder", **overrides):
+def build_transformer_model(
+        config_path: str | os.PathLike[str] | BertConfig | dict[str, Any] | None = None,
+        checkpoint_path: str | os.PathLike[str] | dict[str, np.ndarray] | None = None,
+        model: str | type[Transformer] | None = None, with_pool: bool | str = False,
+        with_nsp: bool = False, with_mlm: bool | str = False,
+        keep_tokens: Sequence[int] | None = None, return_keras_model: bool = True,
+        compound_tokens: Sequence[Any] | None = None, sequence_length: int | None = None,
+        name: str | None = None, strict: bool = True,
+        dtype: str | keras.DTypePolicy | None = None, with_discriminator: bool | str = False,
+        application: str | Any = "encoder", **overrides: Any) -> keras.Model | Transformer:
     """Builds a BERT-family model from its config, bert4keras style.
 
     Args:
@@ -246,7 +259,7 @@ class _DefaultMask:
     ``build_transformer_model(application=...)`` or by an outer decorator (whose
     ``__init__`` runs first), as the outermost mask mixin does in bert4keras."""
 
-    mask = None
+    mask: type | None = None
 
     def __init__(self, *args, application="encoder", **kwargs):
         if mask_of(application).application == "encoder":
@@ -268,7 +281,7 @@ class UniLM_Mask(_DefaultMask):
     mask = UniLM
 
 
-def extend_with_language_model(BaseModel):
+def extend_with_language_model(BaseModel: type[Transformer]) -> type[Transformer]:
     """bert4keras's class decorator: ``BaseModel`` (a family class, or a subclass of one)
     as a causal language model, for ``build_transformer_model(..., model=...)``.
 
@@ -287,7 +300,7 @@ def extend_with_language_model(BaseModel):
         f"{BaseModel.__name__} with a causal mask (extend_with_language_model).")})
 
 
-def extend_with_unified_language_model(BaseModel):
+def extend_with_unified_language_model(BaseModel: type[Transformer]) -> type[Transformer]:
     """bert4keras's class decorator: ``BaseModel`` with UniLM's seq2seq mask (segment 0 the
     source, segment 1 the target), for ``build_transformer_model(..., model=...)``.
 

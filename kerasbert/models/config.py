@@ -10,12 +10,15 @@ describe another model family (see :func:`check_family`), which are refused.
 vocabulary or a sequence length that does not fit the model before the first step.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import functools
 import json
 import math
 import numbers
 import os
+from typing import Any
 
 import keras
 
@@ -144,12 +147,13 @@ class BertConfig:
     #: The model family the config is read for (``model=``); not a key of the file.
     family: str = dataclasses.field(default="bert", compare=False, repr=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.validate()
 
     # ------------------------------------------------------------------ reading
     @classmethod
-    def from_dict(cls, values, source="<dict>", family=None, **overrides):
+    def from_dict(cls, values: dict[str, Any], source: str = "<dict>",
+                  family: str | None = None, **overrides: Any) -> BertConfig:
         """Builds a config from a dict of Google (or Hugging Face) keys.
 
         Args:
@@ -189,7 +193,8 @@ class BertConfig:
         return cls(**known, extra=extra, source=source, family=family)
 
     @classmethod
-    def from_json_file(cls, path, family=None, **overrides):
+    def from_json_file(cls, path: str | os.PathLike[str], family: str | None = None,
+                       **overrides: Any) -> BertConfig:
         """Reads ``bert_config.json`` (Google) or ``config.json`` (Hugging Face).
 
         Raises:
@@ -213,7 +218,7 @@ class BertConfig:
         return cls.from_dict(values, source=path, family=family, **overrides)
 
     # ------------------------------------------------------------------ writing
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """The config as Google's JSON object, unknown keys included."""
         values = {
             f.name: getattr(self, f.name)
@@ -222,19 +227,19 @@ class BertConfig:
         }
         return {**values, **self.extra}
 
-    def to_json_file(self, path):
+    def to_json_file(self, path: str | os.PathLike[str]) -> None:
         """Writes the config as ``bert_config.json`` (atomically)."""
         write_text(path, json.dumps(self.to_dict(), indent=2, sort_keys=True,
                                     ensure_ascii=False) + "\n")
 
-    def replace(self, **overrides):
+    def replace(self, **overrides: Any) -> BertConfig:
         """A copy with some keys replaced (Google names or bert4keras aliases)."""
         return BertConfig.from_dict(self.to_dict(), source=self.source, family=self.family,
                                     **overrides)
 
     # ---------------------------------------------------------------- derived
     @property
-    def head_size(self):
+    def head_size(self) -> int:
         """``attention_head_size`` where the family's heads may have their own width (T5's
         ``d_kv``), else ``hidden_size / num_attention_heads``."""
         if self.extra.get("attention_head_size") and self._family_attribute("free_head_size"):
@@ -245,17 +250,17 @@ class BertConfig:
         return self.family in FAMILIES and getattr(family_class(self.family), name, False)
 
     @property
-    def embedding_size(self):
+    def embedding_size(self) -> int:
         """The width of the embeddings: ``embedding_size`` (ALBERT, ELECTRA) or the hidden size."""
         return self.extra.get("embedding_size") or self.hidden_size
 
     @property
-    def max_relative_position(self):
+    def max_relative_position(self) -> int:
         """NEZHA's clipping distance of relative positions (64 in its checkpoints)."""
         return self.extra.get("max_relative_position", 64)
 
     # ------------------------------------------------------------- validation
-    def validate(self):
+    def validate(self) -> None:
         """Checks every value; the message names key, value, rule and file."""
         where = f"in {self.source}"
         check_family(self.to_dict(), where, self.family)

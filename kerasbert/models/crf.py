@@ -23,13 +23,19 @@ the restored objects are unbound (a saved file cannot point at a layer) and ask 
 compiled again: ``model.compile(loss=model.get_layer("CRF").loss, ...)``.
 """
 
+from __future__ import annotations
+
 import weakref
+from typing import Any
 
 import keras
 from keras import ops
 
 from kerasbert.internals import get_keras_mask
 from kerasbert.models import names
+
+# Tensors are typed Any: symbolic (keras.KerasTensor) while the graph is built, the
+# backend's own tensors when it runs.
 
 PACKAGE = names.SERIALIZATION_PACKAGE
 #: The tag :func:`viterbi_decode` writes at padding positions.
@@ -224,14 +230,14 @@ class ConditionalRandomField(keras.layers.Layer):
         0
     """
 
-    def __init__(self, lr_multiplier=1.0, **kwargs):
+    def __init__(self, lr_multiplier: float = 1.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not lr_multiplier > 0:
             raise ValueError(f"lr_multiplier must be positive; received {lr_multiplier!r}")
         self.lr_multiplier = lr_multiplier
         self.supports_masking = True
 
-    def build(self, input_shape):
+    def build(self, input_shape: tuple[int | None, ...]) -> None:
         num_tags = input_shape[-1]
         if num_tags is None:
             raise ValueError(f"{self.name}: the last axis of the emissions (the number of "
@@ -242,46 +248,47 @@ class ConditionalRandomField(keras.layers.Layer):
             initializer=lambda shape, dtype=None: glorot(shape, dtype) / self.lr_multiplier)
 
     @property
-    def trans(self):
+    def trans(self) -> Any:
         """The transition matrix ``[num_tags, num_tags]`` (bert4keras's name)."""
         if self.lr_multiplier == 1:
             return self.transitions
         return ops.multiply(self.transitions, self.lr_multiplier)
 
-    def call(self, inputs, mask=None):
+    def call(self, inputs: Any, mask: Any = None) -> Any:
         return inputs
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         return mask
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: tuple[int | None, ...],
+                             ) -> tuple[int | None, ...]:
         return input_shape
 
-    def compute_output_spec(self, inputs, mask=None):
+    def compute_output_spec(self, inputs: Any, mask: Any = None) -> keras.KerasTensor:
         # A new symbolic tensor: returning the input itself would rewrite its history.
         return keras.KerasTensor(inputs.shape, dtype=inputs.dtype)
 
-    def log_likelihood(self, tags, emissions, mask=None):
+    def log_likelihood(self, tags: Any, emissions: Any, mask: Any = None) -> Any:
         """``[batch]`` log-probabilities of ``tags``; ``mask`` defaults to the Keras mask
         of ``emissions`` (see :func:`crf_log_likelihood`)."""
         return crf_log_likelihood(tags, emissions, self.trans, _mask_of(emissions, mask))
 
-    def decode(self, emissions, mask=None):
+    def decode(self, emissions: Any, mask: Any = None) -> Any:
         """int32 ``[batch, length]`` best paths, 0 at padding; ``mask`` defaults to the Keras
         mask of ``emissions`` (see :func:`viterbi_decode`)."""
         return viterbi_decode(emissions, self.trans, _mask_of(emissions, mask))
 
     @property
-    def loss(self):
+    def loss(self) -> CRFLoss:
         """A :class:`CRFLoss` for ``model.compile(loss=crf.loss)``."""
         return CRFLoss(self)
 
     @property
-    def sparse_accuracy(self):
+    def sparse_accuracy(self) -> CRFAccuracy:
         """A :class:`CRFAccuracy` for ``model.compile(metrics=[crf.sparse_accuracy])``."""
         return CRFAccuracy(self)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "lr_multiplier": self.lr_multiplier}
 
 
@@ -298,7 +305,7 @@ class _BoundToLayer:
     or metric without end. A saved file holds the layer's name only.
     """
 
-    attribute = None  # the layer's attribute that makes one
+    attribute: str | None = None  # the layer's attribute that makes one
 
     def _bind(self, crf, layer_name):
         self._layer = weakref.ref(crf) if crf is not None else None

@@ -5,6 +5,11 @@ Each ``apply_*`` function adds its layers to a functional graph under constructi
 the names are bert4keras's (see :mod:`kerasbert.models.names`).
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
 import keras
 
 from kerasbert.models import names
@@ -69,8 +74,10 @@ def apply_mlm(sequence, config, token_embedding, activation="softmax", dtype=Non
     return keras.layers.Activation(activation, name=names.MLM_ACTIVATION, dtype=dtype)(x)
 
 
-def add_cls_classifier(model, num_labels, dropout_rate=0.1, activation="softmax",
-                       initializer_range=0.02, dtype=None):
+def add_cls_classifier(model: keras.Model, num_labels: int, dropout_rate: float = 0.1,
+                       activation: str | Callable[..., Any] = "softmax",
+                       initializer_range: float = 0.02,
+                       dtype: str | keras.DTypePolicy | None = None) -> keras.Model:
     """Adds a classifier on the [CLS] vector: ``CLS-token`` → dropout → ``dense_output``.
 
     On a model whose output is the sequence, ``CLS-token`` takes its first vector;
@@ -139,8 +146,9 @@ def add_cls_classifier(model, num_labels, dropout_rate=0.1, activation="softmax"
     return functional_model(model.inputs, outputs, name=f"{model.name}_classifier")
 
 
-def add_tagger(model, num_tags, crf=True, dropout_rate=0.1, initializer_range=0.02,
-               lr_multiplier=CRF_LR_MULTIPLIER, dtype=None):
+def add_tagger(model: keras.Model, num_tags: int, crf: bool = True, dropout_rate: float = 0.1,
+               initializer_range: float = 0.02, lr_multiplier: float = CRF_LR_MULTIPLIER,
+               dtype: str | keras.DTypePolicy | None = None) -> keras.Model:
     """A tagger on ``model``'s sequence output: ``Tagger-Dropout``, ``Tagger-Dense`` and,
     with ``crf``, ``CRF``.
 
@@ -176,6 +184,6 @@ def add_tagger(model, num_tags, crf=True, dropout_rate=0.1, initializer_range=0.
     return functional_model(model.inputs, x, name=f"{model.name}_tagger")
 
 
-def add_crf_tagger(model, num_tags, **options):
+def add_crf_tagger(model: keras.Model, num_tags: int, **options: Any) -> keras.Model:
     """:func:`add_tagger` with its CRF (bert4keras's sequence-labelling example)."""
     return add_tagger(model, num_tags, crf=True, **options)

@@ -9,9 +9,13 @@ Example:
     ([101, 6427, 6241, 3563, 1798, 102], [0, 0, 0, 0, 0, 0])
 """
 
+from __future__ import annotations
+
 import os
 import re
+from collections.abc import Iterable, Sequence
 from itertools import chain
+from typing import Any
 
 import numpy as np
 from tokenizers import Tokenizer as _Engine
@@ -54,7 +58,8 @@ class Tokenizer:
         ['[CLS]', 'hi', '[UNK]', '[SEP]']
     """
 
-    def __init__(self, vocab, do_lower_case=True):
+    def __init__(self, vocab: str | os.PathLike[str] | dict[str, int],
+                 do_lower_case: bool = True) -> None:
         if isinstance(vocab, (str, os.PathLike)):
             source, token_dict = os.fspath(vocab), load_vocab(vocab)
         elif isinstance(vocab, dict):
@@ -68,16 +73,17 @@ class Tokenizer:
         self._unk_id, self._pad_id = token_dict["[UNK]"], token_dict["[PAD]"]
         self._cls_id, self._sep_id = token_dict["[CLS]"], token_dict["[SEP]"]
         self._frame = {"[CLS]", "[SEP]", "[PAD]", "[MASK]"}
-        self._engines, self._vanishing = {}, {}
+        self._engines: dict[tuple[Any, ...], _Engine] = {}
+        self._vanishing: dict[str, bool] = {}
         self._engine = self._engine_for()
 
     @property
-    def vocab_size(self):
+    def vocab_size(self) -> int:
         """Number of tokens in the vocabulary."""
         return len(self._token_dict)
 
     @property
-    def token_dict(self):
+    def token_dict(self) -> dict[str, int]:
         """A copy of the `{token: id}` vocabulary."""
         return dict(self._token_dict)
 
@@ -122,7 +128,7 @@ class Tokenizer:
             raise ValueError(f"maxlen={maxlen!r} is too small: {what} needs maxlen >= {least} "
                              "to hold its [CLS]/[SEP] tokens")
 
-    def tokenize(self, text, maxlen=None):
+    def tokenize(self, text: str, maxlen: int | None = None) -> list[str]:
         """WordPiece tokens of `text` between [CLS] and [SEP]; unknown words are [UNK].
 
         Args:
@@ -142,8 +148,8 @@ class Tokenizer:
         ids = _encode(self._engine_for(maxlen), [text], _named("text"))[0].ids
         return [self._id_to_token[i] for i in ids]
 
-    def encode(self, first_text, second_text=None, maxlen=None, pattern="S*E*E",
-               truncate_from="right"):
+    def encode(self, first_text: str, second_text: str | None = None, maxlen: int | None = None,
+               pattern: str = "S*E*E", truncate_from: str = "right") -> tuple[list[int], list[int]]:
         """Token ids and segment ids of a text or a text pair, unpadded.
 
         Args:
@@ -193,8 +199,10 @@ class Tokenizer:
         second = [self._cls_id] * repeat_cls + b + [self._sep_id]
         return [self._cls_id] + a + [self._sep_id] + second, [0] * (len(a) + 2) + [1] * len(second)
 
-    def encode_batch(self, texts, pairs=None, maxlen=None, pattern="S*E*E",
-                     truncate_from="right", pad_to_maxlen=False):
+    def encode_batch(self, texts: Sequence[str], pairs: Sequence[str] | None = None,
+                     maxlen: int | None = None, pattern: str = "S*E*E",
+                     truncate_from: str = "right",
+                     pad_to_maxlen: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Encode many texts at once, in parallel Rust threads, into padded arrays.
 
         Args:
@@ -224,15 +232,15 @@ class Tokenizer:
         if pad_to_maxlen and maxlen is None:
             raise ValueError("pad_to_maxlen=True needs a maxlen to pad to")
         if not texts:
-            empty = np.zeros((0, maxlen if pad_to_maxlen else 0), dtype=np.int32)
+            empty = np.zeros((0, (maxlen or 0) if pad_to_maxlen else 0), dtype=np.int32)
             return empty, empty.copy()
         if pairs is not None:
             encodings = _encode(self._engine, texts + pairs, _named_batch(len(texts)),
                                 add_special_tokens=False)
             rows = [self._pair_row(encodings[i].ids, encodings[len(texts) + i].ids, maxlen,
                                    pattern, truncate_from) for i in range(len(texts))]
-            width = maxlen if pad_to_maxlen else max(len(ids) for ids, _ in rows)
-            token_ids = np.full((len(rows), width), self._pad_id, dtype=np.int32)
+            width = (maxlen or 0) if pad_to_maxlen else max(len(ids) for ids, _ in rows)
+            token_ids: np.ndarray = np.full((len(rows), width), self._pad_id, dtype=np.int32)
             segment_ids = np.zeros((len(rows), width), dtype=np.int32)
             for i, (ids, segments) in enumerate(rows):
                 token_ids[i, :len(ids)], segment_ids[i, :len(ids)] = ids, segments
@@ -246,15 +254,15 @@ class Tokenizer:
                                 count=shape[0] * shape[1]).reshape(shape)
         return token_ids, np.zeros(shape, dtype=np.int32)
 
-    def token_to_id(self, token):
+    def token_to_id(self, token: str) -> int:
         """Id of `token`, or the [UNK] id if it is not in the vocabulary."""
         return self._token_dict.get(token, self._unk_id)
 
-    def tokens_to_ids(self, tokens):
+    def tokens_to_ids(self, tokens: Iterable[str]) -> list[int]:
         """`token_to_id` of each token."""
         return [self._token_dict.get(t, self._unk_id) for t in tokens]
 
-    def id_to_token(self, i):
+    def id_to_token(self, i: int) -> str:
         """Token of id `i`. Raises KeyError if `i` is not an id of the vocabulary."""
         try:
             return self._id_to_token[int(i)]
@@ -262,11 +270,11 @@ class Tokenizer:
             raise KeyError(f"id {i!r} is not in the vocabulary "
                            f"({len(self._token_dict)} tokens)") from None
 
-    def ids_to_tokens(self, ids):
+    def ids_to_tokens(self, ids: Iterable[int]) -> list[str]:
         """`id_to_token` of each id."""
         return [self.id_to_token(i) for i in ids]
 
-    def decode(self, ids):
+    def decode(self, ids: Iterable[int]) -> str:
         """Readable text: special tokens dropped, `##` pieces joined, CJK without spaces.
 
         Other words are separated by a space, punctuation attached as in prose;
@@ -290,7 +298,7 @@ class Tokenizer:
             prev = piece
         return text
 
-    def rematch(self, text, tokens):
+    def rematch(self, text: str, tokens: Sequence[str]) -> list[list[int]]:
         """Character positions in `text` of each token, e.g. to map spans back.
 
         Args:
@@ -378,7 +386,7 @@ def _need_str(value, name):
         raise TypeError(f"{name} must be a str, got {type(value).__name__}: {value!r:.60}")
 
 
-def _str_list(values, name):
+def _str_list(values: Iterable[str], name: str) -> list[str]:
     if isinstance(values, str):
         raise TypeError(f"{name} must be a list of str, not a single str ({values!r:.40})")
     values = list(values)

@@ -10,9 +10,13 @@ Example:
     101
 """
 
+from __future__ import annotations
+
 import functools
 import os
 import unicodedata
+from collections.abc import Sequence
+from typing import Literal, overload
 
 from tokenizers import Regex, normalizers, pre_tokenizers
 
@@ -61,7 +65,19 @@ def is_redundant(token):
     return len(token) > 1 and any(is_cjk(c) or is_punctuation(c) for c in stem(token))
 
 
-def load_vocab(path, simplified=False, startswith=None):
+@overload
+def load_vocab(path: str | os.PathLike[str], simplified: Literal[False] = False,
+               startswith: Sequence[str] | None = None) -> dict[str, int]: ...
+@overload
+def load_vocab(path: str | os.PathLike[str], simplified: Literal[True],
+               startswith: Sequence[str] | None = None) -> tuple[dict[str, int], list[int]]: ...
+@overload
+def load_vocab(path: str | os.PathLike[str], simplified: bool = False,
+               startswith: Sequence[str] | None = None,
+               ) -> dict[str, int] | tuple[dict[str, int], list[int]]: ...
+def load_vocab(path: str | os.PathLike[str], simplified: bool = False,
+               startswith: Sequence[str] | None = None,
+               ) -> dict[str, int] | tuple[dict[str, int], list[int]]:
     """Read a BERT `vocab.txt`: one token per line, the id is the 0-based line number.
 
     Args:
@@ -90,7 +106,8 @@ def load_vocab(path, simplified=False, startswith=None):
         (13584, [0, 100, 101, 102])
     """
     path = os.fspath(path)
-    token_dict, line_of = {}, {}
+    token_dict: dict[str, int] = {}
+    line_of: dict[str, int] = {}
     with open_input(path, "vocab", "vocab.txt") as reader:
         for lineno, raw in enumerate(reader, 1):
             try:

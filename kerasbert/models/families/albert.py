@@ -10,6 +10,8 @@ Audit: V·E, T·E, P·E, 2·E, ``Embedding-Mapping`` E·H+H, the shared attentio
 feed-forward block counted once.
 """
 
+from __future__ import annotations
+
 from kerasbert.models import names
 from kerasbert.models.checkpoint_names import attention_variables, norm
 from kerasbert.models.families.base import HuggingFaceLayout, layer_names
@@ -40,7 +42,7 @@ class ALBERT(BERT):
     default_name = "albert"
     factorised = True
     shared_layers = True
-    marker_layer = names.SHARED_ATTENTION
+    marker_layer: str | None = names.SHARED_ATTENTION
     checkpoint_pattern = r"bert/encoder/transformer/group_\d+/"
     checkpoint_description = "an ALBERT"
     hf_layout = HuggingFaceLayout(
@@ -64,7 +66,7 @@ class ALBERT(BERT):
         ("embeddings.position_ids", "predictions.decoder.weight", "predictions.decoder.bias"))
 
     @classmethod
-    def checkpoint_table(cls, num_hidden_layers):
+    def checkpoint_table(cls, num_hidden_layers: int) -> dict[str, dict[str, str]]:
         """BERT's embeddings and heads, ``Embedding-Mapping`` and the one shared block.
 
         Example:

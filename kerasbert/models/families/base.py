@@ -17,15 +17,26 @@ the family's module adds its Google variable table (:meth:`Transformer.checkpoin
 its Hugging Face layout (:class:`HuggingFaceLayout`) and its audit formulas.
 """
 
+from __future__ import annotations
+
 import dataclasses
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import keras
+import numpy as np
+from numpy.typing import DTypeLike
 
 from kerasbert.models import names
 from kerasbert.models.attention_masks import mask_of
 from kerasbert.models.kernels import Dropout
 from kerasbert.models.layers import built_activation, truncated_normal
 from kerasbert.models.model import functional_model
+
+if TYPE_CHECKING:  # annotations only
+    from kerasbert.checkpoints.loading import LoadReport
+    from kerasbert.models.config import BertConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,26 +130,30 @@ class Transformer:
     #: Whether its models take segment ids (``Input-Segment``) when the config has types.
     segment_inputs = True
     #: The heads the family has.
-    head_flags = ("with_pool", "with_nsp", "with_mlm")
+    head_flags: tuple[str, ...] = ("with_pool", "with_nsp", "with_mlm")
     #: Its Hugging Face layout (or :class:`HuggingFaceRecipe`), for ``kerasbert convert``;
     #: None: not convertible.
-    hf_layout = None
+    hf_layout: HuggingFaceLayout | HuggingFaceRecipe | None = None
     #: Config keys whose values only this family builds: ``(key, rule, why)``; see
     #: :func:`kerasbert.models.config.check_family`.
-    config_rules = ()
+    config_rules: tuple[tuple[Any, ...], ...] = ()
     #: The ``application=`` values this family builds (bert4keras: ELECTRA is no LM).
-    applications = ("encoder", "lm", "unilm", "prefix")
+    applications: tuple[str, ...] = ("encoder", "lm", "unilm", "prefix")
     #: A layer only this family's models have: a built model with it reads this family's
     #: checkpoint names (None: nothing tells it apart).
-    marker_layer = None
+    marker_layer: str | None = None
     #: How this family's checkpoint variables begin (a regular expression), and what to call
     #: such a checkpoint in a message, when they differ from BERT's.
-    checkpoint_pattern = None
-    checkpoint_description = None
+    checkpoint_pattern: str | None = None
+    checkpoint_description: str | None = None
 
-    def __init__(self, config, with_pool=False, with_nsp=False, with_mlm=False,
-                 with_discriminator=False, application="encoder", sequence_length=None,
-                 keep_tokens=None, compound_tokens=None, name=None, dtype=None, family=None):
+    def __init__(self, config: BertConfig, with_pool: bool | str = False,
+                 with_nsp: bool = False, with_mlm: bool | str = False,
+                 with_discriminator: bool | str = False, application: str | Any = "encoder",
+                 sequence_length: int | None = None, keep_tokens: Sequence[int] | None = None,
+                 compound_tokens: Sequence[Any] | None = None, name: str | None = None,
+                 dtype: str | keras.DTypePolicy | None = None,
+                 family: str | None = None) -> None:
         self.config = config
         self.attention_mask = mask_of(application)
         if self.attention_mask.application not in self.applications:
@@ -158,12 +173,12 @@ class Transformer:
         self.name = name
         self.dtype = dtype
         self.family = family or self.default_name
-        self.layers = {}
+        self.layers: dict[str, keras.layers.Layer] = {}
         self.prefix = ""
-        self.attention_bias = None
-        self.position_bias = None
+        self.attention_bias: Any = None
+        self.position_bias: Any = None
         self.built = False
-        self.model = None
+        self.model: keras.Model | None = None
 
     # ------------------------------------------------------- bert4keras's names
     vocab_size = property(lambda self: self.config.vocab_size)
@@ -182,13 +197,14 @@ class Transformer:
         lambda self: self.config.type_vocab_size if self.segment_inputs else 0)
 
     @property
-    def initializer(self):
+    def initializer(self) -> keras.initializers.Initializer:
         """The initializer of every weight matrix: BERT's truncated normal with the
         config's ``initializer_range`` (bert4keras: 0.02)."""
         return truncated_normal(self.config.initializer_range)
 
     # ------------------------------------------------------------- building
-    def apply(self, inputs=None, layer=None, arguments=None, **kwargs):
+    def apply(self, inputs: Any = None, layer: Any = None,
+              arguments: dict[str, Any] | None = None, **kwargs: Any) -> Any:
         """Calls the layer named ``kwargs["name"]`` on ``inputs``, making it first (from
         ``layer`` and ``kwargs``) if no layer has that name yet: the same name reuses the
         same layer. A dropout of rate 0 is left out (``inputs`` come back), as in bert4keras.
@@ -215,12 +231,12 @@ class Transformer:
             return self.layers[name]
         return self.layers[name](inputs, **(arguments or {}))
 
-    def dropout(self, inputs, name, rate=None):
+    def dropout(self, inputs: Any, name: str, rate: float | None = None) -> Any:
         """``inputs`` through a dropout named ``name`` (the config's rate by default)."""
         rate = self.config.hidden_dropout_prob if rate is None else rate
         return self.apply(inputs=inputs, layer=Dropout, rate=rate, name=name)
 
-    def build(self, **kwargs):
+    def build(self, **kwargs: Any) -> None:
         """Makes the graph: inputs, :meth:`call`, outputs, ``self.model``.
 
         Raises:
@@ -239,51 +255,52 @@ class Transformer:
             self.layers.setdefault(layer.name, layer)
         self.built = True
 
-    def call(self, inputs):
+    def call(self, inputs: list[keras.KerasTensor]) -> keras.KerasTensor | list[keras.KerasTensor]:
         """Embeddings, then each encoder layer, then the heads."""
         outputs = self.apply_embeddings(inputs)
         for index in range(self.num_hidden_layers):
             outputs = self.apply_main_layers(outputs, index)
         return self.apply_final_layers(outputs)
 
-    def get_inputs(self):
+    def get_inputs(self) -> keras.KerasTensor | list[keras.KerasTensor]:
         raise NotImplementedError
 
-    def apply_embeddings(self, inputs):
+    def apply_embeddings(self, inputs: list[keras.KerasTensor]) -> keras.KerasTensor:
         raise NotImplementedError
 
-    def apply_main_layers(self, inputs, index):
+    def apply_main_layers(self, inputs: keras.KerasTensor, index: int) -> keras.KerasTensor:
         raise NotImplementedError
 
-    def apply_final_layers(self, inputs):
+    def apply_final_layers(
+            self, inputs: keras.KerasTensor) -> keras.KerasTensor | list[keras.KerasTensor]:
         raise NotImplementedError
 
-    def compute_attention_bias(self, inputs=None):
+    def compute_attention_bias(self, inputs: Any = None) -> keras.KerasTensor | None:
         """The attention mask every layer takes besides padding (None: padding alone),
         made once from :attr:`attention_mask`."""
         if self.attention_bias is None:
             self.attention_bias = self.attention_mask.apply(self)
         return self.attention_bias
 
-    def compute_position_bias(self, inputs=None):
+    def compute_position_bias(self, inputs: Any = None) -> Any:
         """The position table every attention layer takes (NEZHA, RoFormer), or None."""
         return self.position_bias
 
-    def set_inputs(self, inputs):
+    def set_inputs(self, inputs: keras.KerasTensor | Sequence[keras.KerasTensor]) -> None:
         self.inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
         self.input = self.inputs if len(self.inputs) > 1 else self.inputs[0]
 
-    def set_outputs(self, outputs):
+    def set_outputs(self, outputs: keras.KerasTensor | Sequence[keras.KerasTensor]) -> None:
         self.outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
         self.output = self.outputs if len(self.outputs) > 1 else self.outputs[0]
 
     # ------------------------------------------------------------ checkpoints
     @classmethod
-    def checkpoint_table(cls, num_hidden_layers):
+    def checkpoint_table(cls, num_hidden_layers: int) -> dict[str, dict[str, str]]:
         """``{layer name: {weight attribute: Google variable name}}`` of the family."""
         raise NotImplementedError
 
-    def variable_mapping(self):
+    def variable_mapping(self) -> dict[str, dict[str, str]]:
         """This model's table: ``{layer name: {weight attribute: Google variable name}}``.
 
         bert4keras lists each layer's names in the order of its weights; here each name is
@@ -291,8 +308,10 @@ class Transformer:
         """
         return self.checkpoint_table(self.num_hidden_layers)
 
-    def load_weights_from_checkpoint(self, checkpoint, mapping=None, strict=True,
-                                     streaming=False):
+    def load_weights_from_checkpoint(
+            self, checkpoint: str | os.PathLike[str] | dict[str, np.ndarray],
+            mapping: dict[str, dict[str, str]] | None = None, strict: bool = True,
+            streaming: bool = False) -> LoadReport:
         """Loads a Google checkpoint by this model's table (or ``mapping``), with its
         keep / compound tokens; see :func:`kerasbert.checkpoints.loading.load_checkpoint`.
 
@@ -307,7 +326,9 @@ class Transformer:
             mapping=mapping or self.variable_mapping())
         return self.load_report
 
-    def save_weights_as_checkpoint(self, filename, mapping=None, dtype=None):
+    def save_weights_as_checkpoint(self, filename: str | os.PathLike[str],
+                                   mapping: dict[str, dict[str, str]] | None = None,
+                                   dtype: DTypeLike | None = None) -> list[str]:
         """Writes the weights under Google's names, by this model's table (or
         ``mapping``); see :func:`kerasbert.checkpoints.loading.save_weights_as_checkpoint`.
 
@@ -319,7 +340,7 @@ class Transformer:
         return save_weights_as_checkpoint(self.model, filename, dtype=dtype, family=self.family,
                                           mapping=mapping or self.variable_mapping())
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"<{type(self).__name__} {self.family} L={self.num_hidden_layers} "
                 f"H={self.hidden_size} application={self.attention_mask.application!r}>")
 

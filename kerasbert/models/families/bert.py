@@ -16,6 +16,8 @@ what differs by overriding a step (``apply_embeddings``, ``attention_layer``...)
 class attributes below.
 """
 
+from __future__ import annotations
+
 import keras
 
 from kerasbert.models import names
@@ -30,7 +32,12 @@ from kerasbert.models.checkpoint_names import (
     dense,
     norm,
 )
-from kerasbert.models.families.base import HuggingFaceLayout, Transformer, layer_names
+from kerasbert.models.families.base import (
+    HuggingFaceLayout,
+    HuggingFaceRecipe,
+    Transformer,
+    layer_names,
+)
 from kerasbert.models.heads import apply_mlm, apply_nsp, apply_pooler
 from kerasbert.models.kernels import Dropout
 from kerasbert.models.layers import (
@@ -91,7 +98,7 @@ class BERT(Transformer):
     #: BERT's masked-LM head (``MLM-Dense``, ``MLM-Norm``, ``MLM-Bias``), which pretraining
     #: trains.
     masked_lm = True
-    hf_layout = HuggingFaceLayout(
+    hf_layout: HuggingFaceLayout | HuggingFaceRecipe | None = HuggingFaceLayout(
         "bert.", "bert", {**hf_embedding_modules("bert"), **HF_HEADS},
         HF_LAYER, "bert/encoder/layer_{index}", HF_LAYER_MODULES, HF_PLAIN,
         ("embeddings.position_ids",) + HF_TIED)
@@ -115,7 +122,7 @@ class BERT(Transformer):
         return layer_names(index, shared=self.shared_layers)
 
     # ----------------------------------------------------------------- graph
-    def get_inputs(self):
+    def get_inputs(self) -> keras.KerasTensor | list[keras.KerasTensor]:
         """``Input-Token``, and ``Input-Segment`` when the config has segment types."""
         inputs = [self.apply(layer=keras.Input, shape=(self.sequence_length,),
                              name=names.INPUT_TOKEN)]
@@ -124,7 +131,7 @@ class BERT(Transformer):
                                      name=names.INPUT_SEGMENT))
         return inputs
 
-    def apply_embeddings(self, inputs):
+    def apply_embeddings(self, inputs: list[keras.KerasTensor]) -> keras.KerasTensor:
         """Token (+ segment) (+ position) embeddings, norm, dropout (and the mapping to the
         hidden size where the embeddings are narrower)."""
         x = self.token_and_segment(inputs)
@@ -189,7 +196,7 @@ class BERT(Transformer):
         return self.apply(inputs=self.apply(inputs=[x, y], name=names.add_name(block)),
                           name=names.norm_name(block))
 
-    def apply_main_layers(self, inputs, index):
+    def apply_main_layers(self, inputs: keras.KerasTensor, index: int) -> keras.KerasTensor:
         """Encoder layer ``index``: attention, then feed-forward, each a post-norm residual."""
         attention, feed_forward = self.layer_names(index)
         extra = [bias for bias in (self.compute_position_bias(inputs),
@@ -203,7 +210,8 @@ class BERT(Transformer):
         x = self.residual(inputs, attention, [inputs, *extra] if extra else inputs)
         return self.residual(x, feed_forward, x)
 
-    def apply_final_layers(self, inputs):
+    def apply_final_layers(
+            self, inputs: keras.KerasTensor) -> keras.KerasTensor | list[keras.KerasTensor]:
         """The heads asked for: pooler (NSP), MLM; bert4keras's outputs: no head → the
         sequence, one head → that head, several → a list."""
         heads = self.heads(inputs)
@@ -251,7 +259,7 @@ class BERT(Transformer):
 
     # ------------------------------------------------------------ checkpoints
     @classmethod
-    def checkpoint_table(cls, num_hidden_layers):
+    def checkpoint_table(cls, num_hidden_layers: int) -> dict[str, dict[str, str]]:
         """BERT's table ``{layer name: {weight attribute: Google variable name}}``.
 
         Example:

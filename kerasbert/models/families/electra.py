@@ -8,6 +8,8 @@ bert4keras), and no language-model application.
 Audit: factorised embeddings; ``Discriminator-Dense`` H·H+H, ``-Prediction`` H+1.
 """
 
+from __future__ import annotations
+
 from kerasbert.models import names
 from kerasbert.models.checkpoint_names import dense
 from kerasbert.models.families.base import HuggingFaceLayout
@@ -49,7 +51,7 @@ class ELECTRA(BERT):
         return [self.dense(x, 1, names.DISCRIMINATOR_PREDICTION, activation=activation)]
 
     @classmethod
-    def checkpoint_table(cls, num_hidden_layers):
+    def checkpoint_table(cls, num_hidden_layers: int) -> dict[str, dict[str, str]]:
         """BERT's table under ``electra/``, the projection and the discriminator.
 
         Example:

@@ -17,7 +17,10 @@ Audit: BERT's rows without ``Embedding-Norm`` and without heads (the output matr
 ``Embedding-Token``, counted once).
 """
 
+from __future__ import annotations
+
 import re
+from typing import TYPE_CHECKING, Any
 
 import keras
 import numpy as np
@@ -27,6 +30,9 @@ from kerasbert.models.attention_masks import Causal
 from kerasbert.models.families.base import HuggingFaceRecipe
 from kerasbert.models.families.bert import BERT
 from kerasbert.models.layers import PositionEmbedding
+
+if TYPE_CHECKING:  # annotations only
+    from kerasbert.models.config import BertConfig
 
 # ------------------------------------ Hugging Face's Conv1D families (OpenAI GPT, GPT-2)
 HF_NORM = {"weight": "gamma", "bias": "beta"}
@@ -142,9 +148,10 @@ class GPT(BERT):
     checkpoint_pattern = r"gpt/"
     checkpoint_description = "a GPT"
     masked_lm = False
-    applications = ("encoder", "lm", "unilm")
+    applications: tuple[str, ...] = ("encoder", "lm", "unilm")
 
-    def __init__(self, config, final_activation="softmax", application="encoder", **kwargs):
+    def __init__(self, config: BertConfig, final_activation: str = "softmax",
+                 application: str | Any = "encoder", **kwargs: Any) -> None:
         # bert4keras's GPT is a language model whatever application= says, but UniLM's.
         if application == "encoder":
             application = Causal()
@@ -181,7 +188,7 @@ class GPT(BERT):
         return layers[names.EMBEDDING_TOKEN](x, reverse=True)
 
     @classmethod
-    def checkpoint_table(cls, num_hidden_layers):
+    def checkpoint_table(cls, num_hidden_layers: int) -> dict[str, dict[str, str]]:
         """BERT's table under ``gpt/``, ``encoder`` read as ``transformer``.
 
         Example:

@@ -22,6 +22,8 @@ side by side and its ``Conv1D`` weights are already ``[in, out]``.
 Audit: GPT's rows without ``Embedding-Segment`` (no segment input), plus ``Output-Norm``.
 """
 
+from __future__ import annotations
+
 import keras
 
 from kerasbert.models import names
@@ -77,7 +79,7 @@ class GPT2(GPT):
     def norm(self, name):
         return self.apply(layer=keras.layers.LayerNormalization, epsilon=EPSILON, name=name)
 
-    def apply_embeddings(self, inputs):
+    def apply_embeddings(self, inputs: list[keras.KerasTensor]) -> keras.KerasTensor:
         """Token and position embeddings added (no norm, no dropout: bert4keras's GPT2)."""
         return self.mapped(self.token_and_position(inputs))
 
@@ -88,7 +90,7 @@ class GPT2(GPT):
         y = self.dropout(y, names.dropout_name(block))
         return self.apply(inputs=[x, y], layer=Add, name=names.add_name(block))
 
-    def apply_main_layers(self, inputs, index):
+    def apply_main_layers(self, inputs: keras.KerasTensor, index: int) -> keras.KerasTensor:
         """Layer ``index``: norm, attention, residual; norm, feed-forward, residual."""
         attention, feed_forward = self.layer_names(index)
         mask = self.compute_attention_bias()
@@ -99,7 +101,8 @@ class GPT2(GPT):
         x = self.pre_norm_residual(inputs, attention, [mask] if mask is not None else ())
         return self.pre_norm_residual(x, feed_forward)
 
-    def apply_final_layers(self, inputs):
+    def apply_final_layers(
+            self, inputs: keras.KerasTensor) -> keras.KerasTensor | list[keras.KerasTensor]:
         """``Output-Norm``, ``Output-Dropout``, then GPT's tied head."""
         x = self.norm(names.OUTPUT_NORM)(inputs)
         x = self.dropout(x, names.OUTPUT_DROPOUT)
@@ -124,7 +127,7 @@ class GPT2(GPT):
         return super().cached_head(layers, layers[names.OUTPUT_NORM](x))
 
     @classmethod
-    def checkpoint_table(cls, num_hidden_layers):
+    def checkpoint_table(cls, num_hidden_layers: int) -> dict[str, dict[str, str]]:
         """GPT's table with each block's norm read before it, and ``gpt/output/LayerNorm``.
 
         Example:

@@ -18,6 +18,8 @@ Audit: token and position embeddings, ``Embedding-Norm``, and per layer the atte
 feed-forward and its two norms.
 """
 
+from __future__ import annotations
+
 import keras
 
 from kerasbert.models import names
@@ -50,11 +52,11 @@ class GPT2ML(GPT):
     def norm(self, name):
         return self.apply(layer=keras.layers.LayerNormalization, epsilon=EPSILON, name=name)
 
-    def apply_embeddings(self, inputs):
+    def apply_embeddings(self, inputs: list[keras.KerasTensor]) -> keras.KerasTensor:
         """Token and position embeddings added, then ``Embedding-Norm`` (no dropout)."""
         return self.mapped(self.norm(names.EMBEDDING_NORM)(self.token_and_position(inputs)))
 
-    def apply_main_layers(self, inputs, index):
+    def apply_main_layers(self, inputs: keras.KerasTensor, index: int) -> keras.KerasTensor:
         """Attention with a residual sum; norm, feed-forward, residual sum, norm."""
         attention, feed_forward = self.layer_names(index)
         mask = self.compute_attention_bias()
@@ -85,7 +87,7 @@ class GPT2ML(GPT):
         return x, written
 
     @classmethod
-    def checkpoint_table(cls, num_hidden_layers):
+    def checkpoint_table(cls, num_hidden_layers: int) -> dict[str, dict[str, str]]:
         """The gpt2-ml project's names.
 
         Example:

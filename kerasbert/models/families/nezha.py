@@ -8,6 +8,10 @@ Audit: no ``Embedding-Position``; the fixed relative table (2m+1)·d (d = H/A), 
 bert4keras counts as a weight.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 from kerasbert.models import names
 from kerasbert.models.families.bert import BERT
 from kerasbert.models.positions import RelativePositions
@@ -21,7 +25,7 @@ class NEZHA(BERT):
     position = "relative"
     hf_layout = None  # Hugging Face has no NEZHA
 
-    def compute_position_bias(self, inputs=None):
+    def compute_position_bias(self, inputs: Any = None) -> Any:
         """``Embedding-Relative-Position`` of the embeddings' length (made once)."""
         if self.position_bias is None:
             self.position_bias = self.apply(

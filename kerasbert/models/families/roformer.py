@@ -10,6 +10,10 @@ Audit: no ``Embedding-Position``; RoFormer-v2: 4·H·H attention, 2·H·I feed-f
 norm rows, its head ``Output-Mapping`` H·E (bias-free) or nothing.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import keras
 
 from kerasbert.models import names
@@ -33,7 +37,7 @@ class RoFormer(BERT):
     default_name = "roformer"
     position = "rotary"
     factorised = True
-    hf_layout = HuggingFaceLayout(
+    hf_layout: HuggingFaceLayout | None = HuggingFaceLayout(
         "roformer.", "bert",
         {**hf_embedding_modules("bert"), **HF_HEADS,
          "embeddings_project": "bert/encoder/embedding_hidden_mapping_in"},
@@ -42,7 +46,7 @@ class RoFormer(BERT):
         ("embeddings.embed_positions.weight", "encoder.embed_positions.weight") + HF_TIED,
         optional=(names.EMBEDDING_POSITION,))
 
-    def compute_position_bias(self, inputs=None):
+    def compute_position_bias(self, inputs: Any = None) -> Any:
         """``Embedding-Rotary-Position`` of the embeddings' length (made once)."""
         if self.position_bias is None:
             self.position_bias = self.apply(inputs=inputs, layer=RotaryPositions,

@@ -46,8 +46,11 @@ Audit (A = heads · head size): ``Embedding-Token`` V·H; each side's relative t
 attention 4·H·A; each norm H; feed-forward 2·H·I (gated: 3·H·I); ``Decoder-Output-LM`` V·H.
 """
 
+from __future__ import annotations
+
 import math
 import re
+from typing import TYPE_CHECKING, Any
 
 import keras
 import numpy as np
@@ -68,6 +71,9 @@ from kerasbert.models.layers import (
     kernel_initializer,
 )
 from kerasbert.models.model import functional_model
+
+if TYPE_CHECKING:  # annotations only
+    from kerasbert.models.config import BertConfig
 
 PACKAGE = names.SERIALIZATION_PACKAGE
 register = keras.saving.register_keras_serializable(package=PACKAGE)
@@ -415,18 +421,20 @@ class T5(Transformer):
     free_head_size = True
     #: Whether ``hidden_act`` may be a list (a gated feed-forward).
     gated_activations = True
-    marker_layer = OUTPUT_LM_ACTIVATION
+    marker_layer: str | None = OUTPUT_LM_ACTIVATION
     checkpoint_pattern = r"(encoder|decoder)/block_\d+/"
     checkpoint_description = "a T5"
     #: The Mesh TensorFlow name of its norms (mT5: ``rms_norm``).
     norm_scope = "layer_norm"
 
-    def __init__(self, config, with_lm=True, cross_position_bias=None, **kwargs):
+    def __init__(self, config: BertConfig, with_lm: bool = True,
+                 cross_position_bias: bool | None = None, **kwargs: Any) -> None:
         super().__init__(config, **kwargs)
         self.with_lm = with_lm
         self.cross_position_bias = (config.extra.get("cross_position_bias", True)
                                     if cross_position_bias is None else cross_position_bias)
-        self.encoder = self.decoder = None
+        self.encoder: keras.Model | None = None
+        self.decoder: keras.Model | None = None
 
     # ------------------------------------------------------------- layers
     def norm(self, name):
@@ -520,7 +528,7 @@ class T5(Transformer):
         return self.apply(inputs=x, layer=keras.layers.Activation, activation=activation,
                           name=OUTPUT_LM_ACTIVATION)
 
-    def build(self, **kwargs):
+    def build(self, **kwargs: Any) -> None:
         """The encoder, the decoder, and the model joining them (``.model``)."""
         if kwargs:
             raise ValueError(f"Transformer.build: {', '.join(sorted(kwargs))} not supported")
@@ -625,7 +633,7 @@ class T5(Transformer):
 
     # -------------------------------------------------------- checkpoints
     @classmethod
-    def checkpoint_table(cls, num_hidden_layers):
+    def checkpoint_table(cls, num_hidden_layers: int) -> dict[str, dict[str, str]]:
         """Mesh TensorFlow's names, as bert4keras reads them.
 
         Example:
@@ -708,7 +716,7 @@ class T5_1_1(T5):
 
     model_type = "t5.1.1"
     default_name = "t5"
-    marker_layer = OUTPUT_LM
+    marker_layer: str | None = OUTPUT_LM
 
     def lm_head(self, x, activation):
         return self.apply(inputs=x, layer=OutputProjection, vocab_size=self.vocab_size,
