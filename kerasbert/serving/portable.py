@@ -22,7 +22,7 @@ Example::
     # ['exported/reviews-onnx/model.onnx', 'exported/reviews-onnx/labels.json',
     #  'exported/reviews-onnx/vocab.txt']
     predict = onnx_runner("exported/reviews-onnx/model.onnx")
-    predict(*run.tokenizer.encode_batch(["这本书写得真好"], maxlen=128)).shape   # (1, 2)
+    predict(*run.tokenizer.encode_batch(["这本书很好"], maxlen=128)).shape   # (1, 2)
 """
 
 import contextlib
