@@ -45,10 +45,11 @@ demo: $(STAMP) graphviz
 	    --num-labels 2 --layers 2 -o out/chinese_base_2_layers.png
 	$(VENV)/bin/kerasbert train --output $(RUN) --epochs 3
 
-# What CI runs (.ci/run): the linter first, then every test, slow and peer ones included.
+# What CI runs (.ci/run): the linter first, then every test, slow and peer ones included;
+# the 60 slowest are listed at the end, to keep the suite's time in view.
 test: $(STAMP) graphviz
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q -m "not training_notebook"
+	$(PY) -m pytest -q -m "not training_notebook" --durations=60
 
 # The notebooks that fine-tune, top to bottom (about 15 minutes on 2 cores without AVX-512).
 test-notebooks: $(STAMP) graphviz
