@@ -16,6 +16,8 @@ import pytest
 
 from kerasbert.training.options import (
     BASE_LR,
+    FALLBACK_DEFAULTS,
+    MODEL_DEFAULT_KEYS,
     MODEL_DEFAULTS_FILE,
     NerOptions,
     OptionError,
@@ -193,22 +195,28 @@ def test_the_shipped_model_brings_its_defaults_per_task(tiny_run_inputs, tmp_pat
     shipped_defaults = json.loads(open(os.path.join(shipped.model_dir(), MODEL_DEFAULTS_FILE),
                                        encoding="utf-8").read())
     chosen = TrainOptions(output="x").resolved()
-    assert (chosen.lr, chosen.epochs, chosen.patience) == (shipped_defaults["lr"], 3, 2)
+    assert (chosen.lr, chosen.epochs, chosen.patience, chosen.maxlen, chosen.batch_size) == (
+        shipped_defaults["lr"], 3, 2, 128, 32)
     assert shipped_defaults["lr"] == 1e-4
+    assert tuple(FALLBACK_DEFAULTS) == MODEL_DEFAULT_KEYS  # a fallback for every key
     ner = TrainOptions(output="x", task="ner").resolved()
-    assert (ner.lr, ner.epochs, ner.patience) == (3e-4, 10, 3)
+    assert (ner.lr, ner.epochs, ner.patience, ner.maxlen) == (3e-4, 10, 3, 160)
     assert NerOptions(output="x").resolved().epochs == 10
-    assert (QaOptions(output="x").resolved().lr, QaOptions(output="x").resolved().epochs) == (
-        3e-4, 5)
-    given_ner = NerOptions(output="x", lr=3e-5, epochs=2, patience=0).resolved()
-    assert (given_ner.lr, given_ner.epochs, given_ner.patience) == (3e-5, 2, 0)
-    assert describe_defaults(NerOptions(output="x", epochs=2)) == (
-        "lr 0.0003, patience 3: the defaults of kerasbert-zh-small for --task ner (its "
-        "finetune_defaults.json)")
-    assert describe_defaults(NerOptions(output="x", epochs=2, lr=1e-4, patience=1)) is None
+    qa = QaOptions(output="x").resolved()
+    assert (qa.lr, qa.epochs, qa.maxlen, qa.batch_size) == (3e-4, 5, 192, 32)
+    given_ner = NerOptions(output="x", lr=3e-5, epochs=2, patience=0, maxlen=64,
+                           batch_size=8).resolved()
+    assert (given_ner.lr, given_ner.epochs, given_ner.patience, given_ner.maxlen,
+            given_ner.batch_size) == (3e-5, 2, 0, 64, 8)
+    assert describe_defaults(NerOptions(output="x", epochs=2, batch_size=16)) == (
+        "lr 0.0003, patience 3, maxlen 160: the defaults of kerasbert-zh-small for --task ner "
+        "(its finetune_defaults.json)")
+    assert describe_defaults(NerOptions(output="x", epochs=2, lr=1e-4, patience=1, maxlen=64,
+                                        batch_size=16)) is None
     given = dict(tiny_run_inputs, output="x")
     fallback = TrainOptions(**given).resolved()  # a model that carries none
-    assert (fallback.lr, fallback.epochs, fallback.patience) == (BASE_LR, 3, 2)
+    assert (fallback.lr, fallback.epochs, fallback.patience, fallback.batch_size) == (
+        BASE_LR, 3, 2, 32)
     assert describe_defaults(TrainOptions(**given)) is None
 
     model = tmp_path / "model"
@@ -220,7 +228,8 @@ def test_the_shipped_model_brings_its_defaults_per_task(tiny_run_inputs, tmp_pat
     assert (TrainOptions(**mine).resolved().epochs, NerOptions(**mine).resolved().epochs) == (3, 4)
     assert NerOptions(**mine).resolved().lr == 5e-5
     for bad, named in [('{"lr": -1}', "lr"), ('{"tasks": {"ner": {"epochs": 0}}}', "epochs"),
-                       ('{"lr": 1e-4, "maxlen": 64}', "defaults in"),
+                       ('{"lr": 1e-4, "maxlen": 2}', "maxlen"),
+                       ('{"lr": 1e-4, "warmup": 0.2}', "defaults in"),
                        ('{"tasks": {"translation": {}}}', "defaults in"),
                        ('{"tasks": {"ner": {"dropout": 0.2}}}', "defaults in"), ("[1]", "object")]:
         (model / MODEL_DEFAULTS_FILE).write_text(bad)

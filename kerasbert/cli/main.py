@@ -182,8 +182,8 @@ def make_parser():
          "kerasbert train --output runs/news --config chinese_L-12_H-768_A-12/bert_config.json \\",
          "    --checkpoint chinese_L-12_H-768_A-12/bert_model.ckpt \\",
          "    --train train.tsv --dev dev.tsv --test test.tsv --epochs 3",
-         "kerasbert train --task ner --output runs/ner --maxlen 160   # People's Daily NER",
-         "kerasbert train --task qa --output runs/qa --maxlen 192     # Chinese span QA",
+         "kerasbert train --task ner --output runs/ner       # People's Daily NER",
+         "kerasbert train --task qa --output runs/qa         # Chinese span QA",
          "kerasbert train --task seq2seq --output runs/gen   # UniLM answer generation",
          "kerasbert train --output runs/reviews --resume   # after an interruption"],
         description="Fine-tunes BERT for one task (--task) and writes a run directory: "

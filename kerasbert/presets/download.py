@@ -225,7 +225,7 @@ def _finish(folder, preset, url):
     """Writes the fine-tuning defaults and the marker into the folder about to be moved."""
     defaults = table.finetune_defaults(preset)
     if defaults:
-        files.write_json(os.path.join(folder, "finetune_defaults.json"), defaults)
+        files.write_json(os.path.join(folder, table.DEFAULTS_FILE), defaults)
     files.write_json(os.path.join(folder, MARKER), {
         "name": preset.name, "source": url, "family": preset.family,
         "licence": preset.licence})

@@ -25,9 +25,11 @@ TABLE_ENV = "KERASBERT_PRESETS"  # another table of the same form
 HOME_ENV = "KERASBERT_HOME"  # the cache folder
 KEYS = {"zip", "hf", "revision", "family", "licence", "description", "size_mb", "sha256",
         "finetune"}
-# The fine-tuning defaults a preset's folder carries as finetune_defaults.json (the keys
-# kerasbert.training.options.model_defaults reads); maxlen and batch_size are shown only.
-DEFAULT_KEYS = ("lr", "epochs")
+#: The file a model folder carries its fine-tuning defaults in (a preset's folder gets one
+#: from the table's ``finetune``), and the options it may set; the values a model without
+#: one takes are in :data:`kerasbert.training.options.FALLBACK_DEFAULTS`.
+DEFAULTS_FILE = "finetune_defaults.json"
+DEFAULT_KEYS = ("lr", "epochs", "patience", "maxlen", "batch_size")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,10 +146,10 @@ def is_cached(name):
 
 
 def finetune_defaults(preset):
-    """The ``finetune_defaults.json`` a preset's folder carries: its lr and epochs.
+    """The ``finetune_defaults.json`` a preset's folder carries (:data:`DEFAULT_KEYS`).
 
     Example:
         >>> finetune_defaults(get("chinese-base"))
-        {'lr': 2e-05, 'epochs': 3}
+        {'lr': 2e-05, 'epochs': 3, 'maxlen': 128, 'batch_size': 32}
     """
     return {key: preset.finetune[key] for key in DEFAULT_KEYS if key in preset.finetune}

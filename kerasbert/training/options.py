@@ -19,15 +19,14 @@ import math
 import os
 
 from kerasbert.models.families import FAMILIES
+from kerasbert.presets.table import DEFAULT_KEYS as MODEL_DEFAULT_KEYS
+from kerasbert.presets.table import DEFAULTS_FILE as MODEL_DEFAULTS_FILE
 from kerasbert.presets.table import names as preset_names
 
-# Fine-tuning defaults a model folder may carry beside its bert_config.json.
-MODEL_DEFAULTS_FILE = "finetune_defaults.json"
 BASE_LR = 2e-5  # BERT-base's fine-tuning rate, for models that carry no defaults
-# The options whose default depends on the model and the task, and their values for a
-# model that carries none.
-FALLBACK_DEFAULTS = {"lr": BASE_LR, "epochs": 3, "patience": 2}
-MODEL_DEFAULT_KEYS = tuple(FALLBACK_DEFAULTS)
+#: The options whose default depends on the model and the task (those a model folder's
+#: finetune_defaults.json may set), and their values for a model that carries none.
+FALLBACK_DEFAULTS = {"lr": BASE_LR, "epochs": 3, "patience": 2, "maxlen": 128, "batch_size": 32}
 
 
 class OptionError(ValueError):
@@ -168,6 +167,10 @@ class FinetuneOptions(RunOptions):
                              metavar="PREFIX", input="checkpoint")
     vocab: str = option(None, "vocab.txt (default: beside the config)", metavar="FILE",
                         input="file")
+    maxlen: int = option(None, "tokens per sequence, [CLS] and [SEP] included (default: the "
+                         "model's for the task, else 128)", SEQUENCE_LENGTH)
+    batch_size: int = option(None, "sequences per batch (default: the model's for the task, "
+                             "else 32)", COUNT)
     lr: float = option(None, f"peak learning rate (default: the model's {MODEL_DEFAULTS_FILE} "
                        f"beside its config for the task, else {BASE_LR:g})", POSITIVE)
     epochs: int = option(None, "passes over the training data (default: the model's for the "
@@ -357,7 +360,8 @@ def model_defaults(config_path, task=None):
     """The fine-tuning defaults in ``finetune_defaults.json`` beside a config ({} if none),
     for ``task`` where the file gives that task its own.
 
-    The file is a JSON object of options (``lr``, ``epochs``, ``patience``) for every task,
+    The file is a JSON object of options (:data:`MODEL_DEFAULT_KEYS`: ``lr``, ``epochs``,
+    ``patience``, ``maxlen``, ``batch_size``) for every task,
     and under ``"tasks"`` the values one task uses instead:
     ``{"lr": 1e-4, "tasks": {"ner": {"lr": 3e-4, "epochs": 10}}}``.
 
