@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL ?= 3
 
-.PHONY: demo test test-fast test-notebooks lint docs bench notebooks graphviz clean
+.PHONY: demo test test-fast test-notebooks lint docs bench notebooks graphviz chromium clean
 
 $(STAMP): setup.cfg constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,18 @@ graphviz:
 	         "or 'brew install graphviz' (macOS); plots are skipped until then."; \
 	  fi; }
 
+# Headless Chromium renders every page of the site in tests/test_docs.py (a slow test, so
+# make test needs it, make test-fast does not); under CI a missing one fails that test.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get install -y -q chromium >/dev/null 2>&1 || \
+	     (apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null)); \
+	  else \
+	    echo "chromium is missing: install it with 'sudo apt-get install chromium' (Debian/Ubuntu);" \
+	         "the test that renders the docs pages in a browser is skipped until then (fails under CI)."; \
+	  fi; }
+
 RUN := runs/demo-$(shell date +%Y%m%d-%H%M%S)
 
 # The main job: audit and draw Chinese BERT-base, then fine-tune the shipped kerasbert-zh-small
@@ -47,7 +59,7 @@ demo: $(STAMP) graphviz
 
 # What CI runs (.ci/run): the linter first, then every test, slow and peer ones included;
 # the 60 slowest are listed at the end, to keep the suite's time in view.
-test: $(STAMP) graphviz
+test: $(STAMP) graphviz chromium
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q -m "not training_notebook" --durations=60
 

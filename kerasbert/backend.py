@@ -392,6 +392,9 @@ class _Backend:
 
 
 K = _Backend()
+"""Keras 2's ``keras.backend`` functions that bert4keras scripts call (``K.sum``,
+``K.batch_dot``, ``K.int_shape``...), each on ``keras.ops``; a name Keras 3 has nothing for
+raises :class:`NoKeras3Counterpart`, saying what to use."""
 
 
 # ------------------------------------------------------- bert4keras's own backend functions
@@ -408,10 +411,12 @@ def gelu_tanh(x: Any) -> Any:
 
 
 def swish(x: Any) -> Any:
+    """Swish (SiLU): ``x * sigmoid(x)``."""
     return keras.activations.silu(x)
 
 
 def leaky_relu(x: Any, alpha: float = 0.2) -> Any:
+    """Leaky ReLU with slope ``alpha`` below zero (bert4keras's default 0.2)."""
     return keras.activations.leaky_relu(x, negative_slope=alpha)
 
 
@@ -580,6 +585,7 @@ def divisible_temporal_padding(x: Any, n: int) -> Any:
 
 def root_mean_square(x: Any, axis: int | Sequence[int] | None = None,
                      keepdims: bool = False) -> Any:
+    """``sqrt(mean(x ** 2))`` over ``axis``."""
     return ops.sqrt(ops.mean(ops.square(x), axis=axis, keepdims=keepdims))
 
 

@@ -436,7 +436,7 @@ def parallel_apply_generator(
             seeds; False or None leaves the generator as it was.
 
     Raises:
-        the exception ``func`` raised on an item.
+        Exception: the exception ``func`` raised on an item.
 
     Example:
         >>> sorted(parallel_apply_generator(abs, [-1, 2, -3], 2, 4, dummy=True))
