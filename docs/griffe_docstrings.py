@@ -8,10 +8,13 @@ rewritten here, before parsing, so that no docstring changes for the site's sake
   ``>>>`` lines as Markdown, where an output like ``['beta', 'gamma']`` reads as a link);
 - Sphinx roles (``:func:`load_checkpoint```) become code: Markdown has no roles;
 - ``a, b: text`` in Args documents several parameters at once; Griffe checks each name
-  against the signature only when it stands alone, so each gets its own entry.
+  against the signature only when it stands alone, so each gets its own entry;
+- ``Example::`` and an indented block is reST's literal block (code that is shown, not run):
+  it becomes a fenced Python block.
 """
 
 import re
+import textwrap
 
 import griffe
 
@@ -19,6 +22,7 @@ _EXAMPLE = re.compile(r"^(\s*)Example:\s*$", re.MULTILINE)
 _ROLE = re.compile(r":(?:func|class|data|mod|meth|attr|exc|obj):`(~?)([^`]+)`")
 _ARGS = re.compile(r"^(\s*)(Args|Arguments|Parameters):\s*$")
 _GROUP = re.compile(r"^(\s+)(\*{0,2}\w+(?:,\s*\*{0,2}\w+)+):\s(.*)$")
+_LITERAL = re.compile(r"^(\s*)(\S.*)::\s*$")
 
 
 def _role(match: re.Match) -> str:
@@ -52,6 +56,31 @@ def _split_groups(text: str) -> str:
     return "\n".join(out + pending)
 
 
+def _literal_blocks(text: str) -> str:
+    """``Title::``, a blank line and an indented block -> ``Title:`` and a fenced block."""
+    lines, out, index = text.split("\n"), [], 0
+    while index < len(lines):
+        line, index = lines[index], index + 1
+        title = _LITERAL.match(line)
+        if not title or index >= len(lines) or lines[index].strip():
+            out.append(line)
+            continue
+        indent = len(title.group(1))
+        block = []
+        while index < len(lines) and (not lines[index].strip() or
+                                      len(lines[index]) - len(lines[index].lstrip()) > indent):
+            block.append(lines[index])
+            index += 1
+        while block and not block[-1].strip():
+            index -= 1  # the blank lines after the block stay where they were
+            block.pop()
+        body = textwrap.dedent("\n".join(block[1:])).split("\n")
+        margin = title.group(1)
+        out += [f"{margin}{title.group(2)}:", "", f"{margin}```python",
+                *[f"{margin}{line}" if line else "" for line in body], f"{margin}```"]
+    return "\n".join(out)
+
+
 class GoogleDocstrings(griffe.Extension):
     """Rewrites each docstring as the module docstring above says, before it is parsed."""
 
@@ -59,4 +88,4 @@ class GoogleDocstrings(griffe.Extension):
         if obj.docstring is None:
             return
         text = _EXAMPLE.sub(r"\1Examples:", obj.docstring.value)
-        obj.docstring.value = _split_groups(_ROLE.sub(_role, text))
+        obj.docstring.value = _literal_blocks(_split_groups(_ROLE.sub(_role, text)))
