@@ -19,6 +19,8 @@ import subprocess
 import sys
 import tempfile
 import threading
+import urllib.parse
+import urllib.request
 
 import pytest
 
@@ -106,6 +108,19 @@ def pages():
                   if name.endswith(".md"))
 
 
+def test_every_picture_a_page_shows_exists():
+    """A missing picture is no warning of mkdocs, even in strict mode."""
+    docs = os.path.join(ROOT, "docs")
+    missing = []
+    for page in pages():
+        with open(os.path.join(docs, page), encoding="utf-8") as f:
+            for target in re.findall(r"!\[[^\]]*\]\(([^)\s]+)", f.read()):
+                path = os.path.join(docs, os.path.dirname(page), target)
+                if not os.path.isfile(path):
+                    missing.append(f"{page}: {target}")
+    assert missing == []
+
+
 def test_every_page_is_in_the_nav():
     with open(os.path.join(ROOT, "mkdocs.yml"), encoding="utf-8") as f:
         config = f.read()
@@ -190,6 +205,13 @@ def test_every_page_renders_in_a_real_browser(site, served, tmp_path):
             failures.append(f"{page}: no title {served_title!r} or no heading in its DOM")
         if not re.search(r'<html[^>]*class="[^"]*\bjs\b', dom):
             failures.append(f"{page}: the theme's script did not run")
+        for source in re.findall(r'<img[^>]*\ssrc="([^"]+)"', dom):
+            try:
+                with urllib.request.urlopen(urllib.parse.urljoin(served + path, source),
+                                            timeout=30) as reply:
+                    assert reply.read(8)
+            except (OSError, AssertionError) as error:
+                failures.append(f"{page}: its picture {source} does not load: {error}")
         with Image.open(shot) as picture:
             rgb = picture.convert("RGB")
         colours = rgb.getcolors(maxcolors=WINDOW[0] * WINDOW[1])
