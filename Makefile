@@ -25,27 +25,27 @@ $(STAMP): setup.cfg constraints.txt
 	    'transformers==4.57.*' 'huggingface_hub>=0.34,<1.0' 'tokenizers>=0.22,<=0.23.0'
 	touch $(STAMP)
 
+# $(call system-package,COMMANDS,PACKAGE,MESSAGE): when none of COMMANDS is on PATH, installs
+# the Debian PACKAGE with apt-get as root, or else prints MESSAGE (what to install, what waits).
+system-package = $(foreach command,$(1),command -v $(command) >/dev/null 2>&1 ||) { \
+  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+    (apt-get install -y -q $(2) >/dev/null 2>&1 || \
+     (apt-get update -q >/dev/null && apt-get install -y -q $(2) >/dev/null)); \
+  else \
+    echo "$(3)"; \
+  fi; }
+
 graphviz:
-	@command -v dot >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    (apt-get install -y -q graphviz >/dev/null 2>&1 || \
-	     (apt-get update -q >/dev/null && apt-get install -y -q graphviz >/dev/null)); \
-	  else \
-	    echo "graphviz is missing: install it with 'sudo apt-get install graphviz' (Debian/Ubuntu)" \
-	         "or 'brew install graphviz' (macOS); plots are skipped until then."; \
-	  fi; }
+	@$(call system-package,dot,graphviz,graphviz is missing: install it with 'sudo apt-get \
+	  install graphviz' (Debian/Ubuntu) or 'brew install graphviz' (macOS); plots are skipped \
+	  until then.)
 
 # Headless Chromium renders every page of the site in tests/test_docs.py (a slow test, so
 # make test needs it, make test-fast does not); under CI a missing one fails that test.
 chromium:
-	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    (apt-get install -y -q chromium >/dev/null 2>&1 || \
-	     (apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null)); \
-	  else \
-	    echo "chromium is missing: install it with 'sudo apt-get install chromium' (Debian/Ubuntu);" \
-	         "the test that renders the docs pages in a browser is skipped until then (fails under CI)."; \
-	  fi; }
+	@$(call system-package,chromium chromium-browser,chromium,chromium is missing: install \
+	  it with 'sudo apt-get install chromium' (Debian/Ubuntu); the test that renders the docs \
+	  pages in a browser is skipped until then (fails under CI).)
 
 RUN := runs/demo-$(shell date +%Y%m%d-%H%M%S)
 
