@@ -6,14 +6,20 @@ rewritten here, before parsing, so that no docstring changes for the site's sake
 
 - ``Example:`` opens the examples (Griffe knows only ``Examples:``, and would render the
   ``>>>`` lines as Markdown, where an output like ``['beta', 'gamma']`` reads as a link);
-- Sphinx roles (``:func:`load_checkpoint```) become code: Markdown has no roles;
+- Sphinx roles (``:func:`load_checkpoint```) become code: Markdown has no roles. Each must
+  name an object first: one of the package as Python finds it from the docstring (its scope,
+  its module's imports, a full ``kerasbert.`` path, a relative ``.module``), or one outside
+  it (the standard library, builtins, the dependencies below). A role that names nothing is
+  a warning, so the strict build fails on it;
 - ``a, b: text`` in Args documents several parameters at once; Griffe checks each name
   against the signature only when it stands alone, so each gets its own entry;
 - ``Example::`` and an indented block is reST's literal block (code that is shown, not run):
   it becomes a fenced Python block.
 """
 
+import builtins
 import re
+import sys
 import textwrap
 
 import griffe
@@ -23,6 +29,11 @@ _ROLE = re.compile(r":(?:func|class|data|mod|meth|attr|exc|obj):`(~?)([^`]+)`")
 _ARGS = re.compile(r"^(\s*)(Args|Arguments|Parameters):\s*$")
 _GROUP = re.compile(r"^(\s+)(\*{0,2}\w+(?:,\s*\*{0,2}\w+)+):\s(.*)$")
 _LITERAL = re.compile(r"^(\s*)(\S.*)::\s*$")
+# Where a role may point outside the package: what its modules import, by their usual names.
+_OUTSIDE = {"keras", "tf", "tensorflow", "np", "numpy", "tokenizers", "sentencepiece",
+            "transformers", "bert4keras", "onnxruntime", "tf2onnx", "ai_edge_litert",
+            "huggingface_hub", "sklearn", "matplotlib", "seqeval", "filelock", "platformdirs",
+            "tqdm", "requests", "safetensors", "h5py"}
 
 
 def _role(match: re.Match) -> str:
@@ -81,11 +92,56 @@ def _literal_blocks(text: str) -> str:
     return "\n".join(out)
 
 
+def _member(root: griffe.Object, dotted: str):
+    """``root``'s member at the dotted path, or None."""
+    for part in dotted.split("."):
+        members = getattr(root, "members", {})
+        if part not in members:
+            return None
+        root = members[part]
+    return root
+
+
+def _names_something(obj: griffe.Object, package: griffe.Module, target: str) -> bool:
+    target = target.strip().removesuffix("()")
+    if target.startswith("."):  # relative to the package the docstring is in
+        module = obj.module
+        start = module if module.is_init_module else module.parent
+        return _member(start, target.lstrip(".")) is not None
+    first = target.split(".")[0]
+    if first in _OUTSIDE or first in sys.stdlib_module_names or hasattr(builtins, first):
+        return True
+    if first == package.name:
+        return target == first or _member(package, target.split(".", 1)[1]) is not None
+    node = obj
+    while node is not None:  # the docstring's scope, from the object out to the package
+        if _member(node, target) is not None:
+            return True
+        imported = node.imports.get(first) if node.is_module else None
+        if imported is not None:
+            return _names_something(node, package, imported + target[len(first):])
+        node = node.parent
+    return False
+
+
 class GoogleDocstrings(griffe.Extension):
     """Rewrites each docstring as the module docstring above says, before it is parsed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.roles: list[tuple[griffe.Object, str]] = []
 
     def on_instance(self, *, obj: griffe.Object, **kwargs) -> None:
         if obj.docstring is None:
             return
+        self.roles += [(obj, match.group(2)) for match in _ROLE.finditer(obj.docstring.value)]
         text = _EXAMPLE.sub(r"\1Examples:", obj.docstring.value)
         obj.docstring.value = _literal_blocks(_split_groups(_ROLE.sub(_role, text)))
+
+    def on_package(self, *, pkg: griffe.Module, **kwargs) -> None:
+        """Once the whole package is read: every role names something."""
+        for obj, target in self.roles:
+            if obj.package is pkg and not _names_something(obj, pkg, target):
+                griffe.logger.warning(f"{obj.relative_filepath}:{obj.docstring.lineno}: "
+                                      f"{obj.path}'s docstring names {target}, which is not "
+                                      "found from there")

@@ -444,9 +444,10 @@ class _WarningLines(logging.Handler):
 def one_line(error):
     """An exception as one line: ``<what> in <where>: <why>`` where the error says so.
 
-    A full disk is ``no space in <folder>: ...``: kerasbert's own :class:`NoSpace` as it is,
-    another error that says so (untranslated ``ENOSPC``, h5py's or TensorFlow's wording)
-    with its file's folder where it names one.
+    A full disk is ``no space in <folder>: ...``: kerasbert's own
+    :class:`~kerasbert.disk_space.NoSpace` as it is, another error that says so
+    (untranslated ``ENOSPC``, h5py's or TensorFlow's wording) with its file's folder where
+    it names one.
     """
     from kerasbert.disk_space import NoSpace, free_space, is_no_space
 

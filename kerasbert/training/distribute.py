@@ -135,9 +135,9 @@ def check_together(strategy, check):
     """Runs ``check()`` on every worker and returns its value; if it fails on any
     worker, every worker stops.
 
-    The failing worker raises its own error; the others raise a :class:`RunError`
-    that quotes it and names the worker. Without this, a worker whose checks passed
-    would wait for the failed one forever.
+    The failing worker raises its own error; the others raise a
+    :class:`~kerasbert.training.rundir.RunError` that quotes it and names the worker.
+    Without this, a worker whose checks passed would wait for the failed one forever.
     """
     from kerasbert.training.rundir import RunError
 
@@ -192,7 +192,8 @@ def worker_run(strategy, run, options):
     """Yields the ``(run, options)`` this process trains with.
 
     The chief (and a run on one machine) gets them as given, and sends the other
-    workers what a resumed run reads: :meth:`RunDirectory.resume_files`. Another worker
+    workers what a resumed run reads:
+    :meth:`~kerasbert.training.rundir.RunDirectory.resume_files`. Another worker
     gets a new temporary folder, removed on exit, that holds a copy of those files, and
     options naming it as ``output``; it resumes exactly when the chief does.
 
