@@ -5,7 +5,8 @@ a front door.
 link to a page that does not exist, an anchor that no heading makes, a page under docs/ left out
 of the nav, and in the API reference (docs/api/, generated from the docstrings by mkdocstrings)
 an object that does not exist, a cross-reference or a Sphinx role (in any docstring of the
-package) that names none, or a parameter a docstring names that the signature lacks. The pages' code runs in tests/test_readme.py.
+package) that names none, or a parameter a docstring names that the signature lacks. The
+pages' code runs in tests/test_readme.py.
 """
 
 import functools
