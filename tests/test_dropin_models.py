@@ -61,6 +61,7 @@ def theirs(tmp_path_factory):
         jobs = json.loads({json.dumps(json.dumps(jobs))})
         out = {{}}
         for case, job in jobs.items():
+            K.clear_session()  # a new graph per model: one graph of them all slows each step
             bert = M.build_transformer_model(job["dir"] + "/bert_config.json",
                                              model=eval(job["expression"]),
                                              return_keras_model=False, **job["keywords"])

@@ -66,6 +66,7 @@ def theirs(tmp_path_factory):
         source, target = np.array({SOURCE}), np.array({TARGET})
         out = {{}}
         for version, directory in jobs.items():
+            K.clear_session()  # a new graph per model: one graph of them all slows each step
             t5 = build_transformer_model(directory + "/config.json", model=version,
                                          return_keras_model=False, with_lm="linear")
             rng = np.random.default_rng(0)
