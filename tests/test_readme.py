@@ -9,7 +9,10 @@ environment's ``python`` and ``kerasbert`` first on ``PATH``. A block that canno
     <!-- not run: needs the Google checkpoint (400 MB download) -->
 
 and is reported as skipped with that reason (``pytest -ra`` lists them). Any other block that
-fails, fails the test.
+fails, fails the test. A comment just after a block says what its output must show, a regular
+expression per line, each searched for in what the block prints::
+
+    <!-- prints: "entities": \[\{"type" -->
 """
 
 import dataclasses
@@ -27,6 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCUMENTS = ["README.md"] + sorted(
     os.path.relpath(path, ROOT) for path in glob.glob(os.path.join(ROOT, "docs", "*.md")))
 NOT_RUN = re.compile(r"<!--\s*not run:\s*(?P<reason>.+?)\s*-->", re.DOTALL)
+PRINTS = re.compile(r"<!--\s*prints:\s*(?P<patterns>.+?)\s*-->", re.DOTALL)
 COMMANDS = ("kerasbert ", "python ")
 TIMEOUT = 300  # seconds per block
 # Left out of the copy: what git ignores in this checkout, when it is not a git checkout.
@@ -41,6 +45,7 @@ class Block:
     language: str
     code: str
     not_run: str = None  # the reason, when the block is marked
+    prints: tuple = ()  # regular expressions its output must match
 
     @property
     def name(self):
@@ -52,14 +57,18 @@ def read_blocks(document):
     with open(os.path.join(ROOT, document), encoding="utf-8") as f:
         tokens = MarkdownIt().parse(f.read())
     blocks = []
-    for previous, token in zip([None] + tokens, tokens):
+    for previous, token, following in zip([None] + tokens, tokens, tokens[1:] + [None]):
         language = token.info.split()[0] if token.type == "fence" and token.info else ""
         if language not in ("python", "bash"):
             continue
         marker = (NOT_RUN.search(previous.content)
                   if previous is not None and previous.type == "html_block" else None)
+        shows = (PRINTS.search(following.content)
+                 if following is not None and following.type == "html_block" else None)
+        patterns = tuple(line.strip() for line in shows["patterns"].splitlines()
+                         if line.strip()) if shows else ()
         blocks.append(Block(document, token.map[0] + 1, language, token.content,
-                            marker["reason"] if marker else None))
+                            marker["reason"] if marker else None, patterns))
     return blocks
 
 
@@ -132,6 +141,13 @@ def test_block_runs_as_written(block, tmp_path):
     if result.returncode != 0:
         pytest.fail(f"{block.name} ({block.language}) exited {result.returncode}:\n{block.code}"
                     f"--- stderr (end) ---\n{result.stderr[-3000:]}", pytrace=False)
+    # What every page that shows this code says it prints.
+    patterns = {pattern for other in BLOCKS if (other.language, other.code) ==
+                (block.language, block.code) for pattern in other.prints}
+    missing = [pattern for pattern in sorted(patterns) if not re.search(pattern, result.stdout)]
+    if missing:
+        pytest.fail(f"{block.name} printed nothing that matches {missing}:\n"
+                    f"{result.stdout[-3000:]}", pytrace=False)
 
 
 def test_the_readme_has_code_that_runs():
@@ -145,3 +161,11 @@ def test_every_not_run_mark_is_just_before_a_block(document):
         marks = len(NOT_RUN.findall(f.read()))
     assert marks == sum(1 for block in BLOCKS if block.document == document and block.not_run), \
         f"{document}: a '<!-- not run: ... -->' comment is not right before a python/bash block"
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_every_prints_mark_is_just_after_a_block(document):
+    with open(os.path.join(ROOT, document), encoding="utf-8") as f:
+        marks = len(PRINTS.findall(f.read()))
+    assert marks == sum(1 for block in BLOCKS if block.document == document and block.prints), \
+        f"{document}: a '<!-- prints: ... -->' comment is not right after a python/bash block"
