@@ -1,4 +1,4 @@
-"""The code in README.md and docs/*.md runs as written.
+r"""The code in README.md and docs/*.md runs as written.
 
 Every fenced ``python`` block, and every ``bash`` block whose commands are all ``kerasbert ...``
 or ``python ...``, runs in a fresh process from a temporary copy of the repository (so what a
