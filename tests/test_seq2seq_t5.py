@@ -8,6 +8,7 @@ import random
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from conftest import ROOT
@@ -155,6 +156,14 @@ def test_a_t5_run_learns_to_copy_and_fresh_processes_evaluate_and_predict_it(
     assert not (output / "vocab.txt").exists()
     names = tf.train.load_checkpoint(str(output / "bert_model.ckpt")).get_variable_to_shape_map()
     assert sorted(names) == written
+    run = open_run(output)
+    rebuilt = build_transformer_model(str(output / "bert_config.json"),
+                                      str(output / "bert_model.ckpt"))
+    encoder_ids, decoder_ids, _, _ = training_arrays(run.tokenizer, read_pairs(inputs["test"]),
+                                                     12)
+    np.testing.assert_allclose(rebuilt.predict([encoder_ids, decoder_ids], verbose=0),
+                               run.model.predict([encoder_ids, decoder_ids], verbose=0),
+                               atol=1e-6, rtol=0)
 
     code, out, err = cli("evaluate", "--model", output, "--data", inputs["test"], "--json")
     assert code == 0, err
@@ -162,7 +171,7 @@ def test_a_t5_run_learns_to_copy_and_fresh_processes_evaluate_and_predict_it(
     code, out, err = cli("predict", "--model", output, "--input", inputs["test"])
     assert code == 0, err
     rows = [json.loads(line) for line in out.splitlines()]
-    assert rows == open_run(output).predict(path=inputs["test"])
+    assert rows == run.predict(path=inputs["test"])
     targets = [pair.target for pair in read_pairs(inputs["test"])]
     assert sum(row["output"] == target for row, target in zip(rows, targets)) > 0.8 * len(rows)
 

@@ -228,8 +228,8 @@ def copy_baseline(sources, length):
 
 
 def check_family(options):
-    """Raises :class:`OptionError` when the run's family cannot train UniLM and decode, or
-    is not a T5, or its tokenizer flags do not fit it
+    """Raises :class:`OptionError` when the run's family is neither a BERT family that can
+    train UniLM and decode nor a T5, or when its tokenizer flags do not fit it
     (:func:`kerasbert.tasks.seq2seq_t5.check_tokenizer_flags`); returns whether it is a T5.
     """
     from kerasbert.models.config import BertConfig
@@ -248,7 +248,8 @@ def check_family(options):
         raise OptionError(f"invalid family {family!r} in {where}: --task seq2seq trains UniLM "
                           "on a BERT-family model with absolute positions (bert, roberta, "
                           "electra) or a T5 (t5, t5.1.1, mt5.1.1); ALBERT's shared layers, "
-                          "rotary or relative positions and GPT are not supported")
+                          "RoFormer's rotary and NEZHA's relative positions and GPT are not "
+                          "supported")
     seq2seq_t5.check_tokenizer_flags(options, family, encoder_decoder)
     return encoder_decoder
 
