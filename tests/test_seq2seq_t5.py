@@ -193,6 +193,8 @@ def test_a_t5_run_learns_to_copy_and_fresh_processes_evaluate_and_predict_it(
     (["--sp-model", "{sp}"], "invalid option in --sp-model: bert (from {bert}) reads text "
                              "through vocab.txt (--vocab); a SentencePiece model is for the "
                              "T5 families (t5, t5.1.1, mt5.1.1)"),
+    (["--config", "{t5}", "--sp-model", "{t5}"],
+     "sentencepiece model in {t5}: not a SentencePiece model file"),
     (["--task", "ner", "--sp-model", "{sp}"],
      "invalid flag in --sp-model: --task ner does not use it (only --task seq2seq)"),
 ])

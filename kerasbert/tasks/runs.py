@@ -36,19 +36,20 @@ def check_model_files(options):
             ``maxlen`` beyond the position table (each naming the file or flag).
     """
     config = BertConfig.from_json_file(options.config, family=options.model)
-    vocab = getattr(options, "sp_model", None) or options.vocab
-    tokenizer = _tokenizer(vocab)
+    sp_model = getattr(options, "sp_model", None)
+    vocab = sp_model or options.vocab
+    tokenizer = _tokenizer(vocab, pieces=bool(sp_model))
     check_maxlen(config, options.maxlen)
     check_vocab_fits(config, tokenizer.vocab_size, vocab)
     return tokenizer
 
 
-def _tokenizer(path):
-    """The tokenizer of a ``vocab.txt``, or of a SentencePiece ``.model`` (T5's)."""
+def _tokenizer(path, pieces):
+    """The tokenizer of a ``vocab.txt``, or with ``pieces`` of a SentencePiece model (T5's)."""
     from kerasbert.text.pieces import SentencePieceText
     from kerasbert.text.tokenizer import Tokenizer
 
-    return SentencePieceText(path) if path.endswith(".model") else Tokenizer(path)
+    return SentencePieceText(path) if pieces else Tokenizer(path)
 
 
 def check_checkpoint(options):
@@ -106,9 +107,10 @@ def run_tokenizer(run_dir, model):
     from kerasbert.models.names import EMBEDDING_TOKEN
 
     path = os.path.join(run_dir, SP_MODEL_FILE)
-    if not os.path.exists(path):
+    pieces = os.path.exists(path)
+    if not pieces:
         path = os.path.join(run_dir, "vocab.txt")
-    tokenizer = _tokenizer(path)
+    tokenizer = _tokenizer(path, pieces)
     rows = next((layer.input_dim for layer in _layers(model) if layer.name == EMBEDDING_TOKEN),
                 None)
     if rows is not None and tokenizer.vocab_size > rows:

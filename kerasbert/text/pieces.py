@@ -54,7 +54,13 @@ class SentencePieceText:
 
     def __init__(self, path):
         self.path = os.fspath(path)
-        self.model = load_sentencepiece(self.path)
+        if not os.path.isfile(self.path):
+            raise FileNotFoundError(f"sentencepiece model in {self.path}: no such file")
+        try:
+            self.model = load_sentencepiece(self.path)
+        except ValueError:
+            raise ValueError(f"sentencepiece model in {self.path}: not a SentencePiece model "
+                             "file") from None
         self.vocab_size = self.model.get_piece_size()
         self.end_id = self.model.eos_id()
         if self.model.pad_id() != 0 or self.end_id < 0:
