@@ -2,6 +2,7 @@
 the command line in fresh processes (train, evaluate, predict), and the refusals."""
 
 import csv
+import dataclasses
 import json
 import os
 import random
@@ -14,7 +15,7 @@ import pytest
 from conftest import ROOT
 from kerasbert import build_transformer_model, shipped
 from kerasbert.cli.main import main
-from kerasbert.tasks.seq2seq import Pair, read_pairs
+from kerasbert.tasks.seq2seq import Pair, generate_texts, read_pairs
 from kerasbert.tasks.seq2seq_t5 import training_arrays
 from kerasbert.text.pieces import SentencePieceText
 from kerasbert.tokenizers import SpTokenizer
@@ -174,6 +175,10 @@ def test_a_t5_run_learns_to_copy_and_fresh_processes_evaluate_and_predict_it(
     assert rows == run.predict(path=inputs["test"])
     targets = [pair.target for pair in read_pairs(inputs["test"])]
     assert sum(row["output"] == target for row, target in zip(rows, targets)) > 0.8 * len(rows)
+    # Beam search generates from the same run, through the same T5 cache.
+    beams, _ = generate_texts(run.model, run.tokenizer, targets[:4] + ["的了李在是"],
+                              dataclasses.replace(run.options, num_beams=3))
+    assert beams[-1] == "李"
 
     assert main(["export", "--model", str(output), "--to", str(tmp_path / "served")]) == 2
     error = capsys.readouterr().err.strip().splitlines()
