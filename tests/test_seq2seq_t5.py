@@ -117,6 +117,17 @@ def test_teacher_forcing_rows_start_the_decoder_at_0_and_end_the_labels_with_the
     assert cut == 1
 
 
+def test_a_t5_keras_model_is_written_in_all_of_bert4keras_s_t5_names(tmp_path):
+    from kerasbert import save_weights_as_checkpoint
+
+    t5 = build_transformer_model(t5_config(60), return_keras_model=False)
+    expected = t5.save_weights_as_checkpoint(str(tmp_path / "t5" / "model.ckpt"))
+    # A run saves the Keras model, whose encoder layers are "Encoder-Transformer-i-...".
+    assert save_weights_as_checkpoint(t5.model, str(tmp_path / "keras" / "model.ckpt"),
+                                      family="t5.1.1") == expected
+    assert "encoder/block_001/layer_001/DenseReluDense/wi_1/kernel" in expected
+
+
 def cli(*args):
     """``kerasbert ARGS`` in a fresh process: ``(exit code, stdout, stderr)``."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", CI="1",
