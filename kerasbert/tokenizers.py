@@ -35,11 +35,12 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, overload
 
-import sentencepiece
+import sentencepiece  # noqa: F401 (SpTokenizer's example trains a model with it)
 from tokenizers import Regex, models, normalizers, pre_tokenizers
 from tokenizers import Tokenizer as _Engine
 
 from kerasbert.snippets import is_string, lowercase_and_normalize, open, truncate_sequences
+from kerasbert.text.pieces import load_sentencepiece
 from kerasbert.text.vocab import (
     _char_class,
     is_cjk,
@@ -448,7 +449,7 @@ class SpTokenizer(TokenizerBase):
 
     def __init__(self, sp_model_path: str | os.PathLike[str], **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.sp_model = _load_sentencepiece(sp_model_path)
+        self.sp_model = load_sentencepiece(sp_model_path)
         pad_id = self.sp_model.pad_id()
         self._token_pad = self.sp_model.id_to_piece(pad_id) if pad_id >= 0 else None
         self._token_unk = self.sp_model.id_to_piece(self.sp_model.unk_id())
@@ -486,17 +487,3 @@ class SpTokenizer(TokenizerBase):
     def _is_decodable(self, i):
         """Whether id ``i`` is a piece that decodes to text."""
         return i < self._vocab_size and not self._is_special(i)
-
-
-def _load_sentencepiece(path):
-    """The ``SentencePieceProcessor`` of the model file at ``path``, or an error naming it."""
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"SpTokenizer: no SentencePiece model file at {path!r}")
-    model = sentencepiece.SentencePieceProcessor()
-    try:
-        model.Load(path)
-    except (RuntimeError, OSError) as error:  # OSError from releases before 0.2
-        raise ValueError(f"SpTokenizer: {path!r} is not a SentencePiece model "
-                         f"(sentencepiece: {error})") from None
-    return model

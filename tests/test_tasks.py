@@ -39,7 +39,7 @@ def test_each_task_has_only_its_own_flags_and_the_shared_ones_work_for_all():
     assert own == {"classification": {"text_column", "pair_column", "label_column",
                                        "strategy", "skip_bad_rows"},
                    "ner": {"no_crf"}, "qa": set(),
-                   "seq2seq": {"max_new_tokens", "num_beams"}}
+                   "seq2seq": {"max_new_tokens", "num_beams", "sp_model"}}
     assert {"grad_accum", "mixed_precision", "jit_compile"} <= fields(FinetuneOptions)
     ner = for_task(TrainOptions(output="x", task="ner", grad_accum=8, mixed_precision=True))
     assert type(ner) is NerOptions and (ner.grad_accum, ner.mixed_precision) == (8, True)

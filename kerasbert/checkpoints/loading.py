@@ -101,7 +101,9 @@ def model_targets(model, family=None, available=(), mapping=None):
     """
     layers = _layers_by_name(model)
     num_layers = 0
-    while names.attention_name(num_layers) in layers:
+    # An encoder-decoder (T5) names its encoder's layers "Encoder-Transformer-i-...".
+    while names.attention_name(num_layers) in layers or names.side_name(
+            names.ENCODER, names.attention_name(num_layers)) in layers:
         num_layers += 1
     targets = []
     if mapping is None:

@@ -18,26 +18,38 @@ from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
 from kerasbert.training.rundir import TRAIN_OPTIONS_FILE as OPTIONS_FILE
 from kerasbert.training.rundir import RunError, check_finished, load_run_model, read_json
 
+#: A T5 run's SentencePiece model, as Google's T5 checkpoints name it.
+SP_MODEL_FILE = "spiece.model"
 __all__ = ["FinishedRun", "OPTIONS_FILE", "build_encoder", "check_checkpoint", "check_finished",
-           "check_model_files", "load_run_model", "read_options", "run_tokenizer",
-           "write_model_files"]
+           "check_model_files", "is_encoder_decoder", "load_run_model", "read_options",
+           "run_tokenizer", "write_model_files"]
 
 
 def check_model_files(options):
-    """Reads the run's config and vocabulary and checks them against each other and
-    ``maxlen``; returns the :class:`~kerasbert.text.tokenizer.Tokenizer`.
+    """Reads the run's config and vocabulary (a T5's: its SentencePiece model,
+    ``options.sp_model``) and checks them against each other and ``maxlen``; returns the
+    :class:`~kerasbert.text.tokenizer.Tokenizer` (a T5's:
+    :class:`~kerasbert.text.pieces.SentencePieceText`).
 
     Raises:
         ValueError: a bad config or vocabulary, a vocabulary larger than ``vocab_size``, or
             ``maxlen`` beyond the position table (each naming the file or flag).
     """
+    config = BertConfig.from_json_file(options.config, family=options.model)
+    sp_model = getattr(options, "sp_model", None)
+    vocab = sp_model or options.vocab
+    tokenizer = _tokenizer(vocab, pieces=bool(sp_model))
+    check_maxlen(config, options.maxlen)
+    check_vocab_fits(config, tokenizer.vocab_size, vocab)
+    return tokenizer
+
+
+def _tokenizer(path, pieces):
+    """The tokenizer of a ``vocab.txt``, or with ``pieces`` of a SentencePiece model (T5's)."""
+    from kerasbert.text.pieces import SentencePieceText
     from kerasbert.text.tokenizer import Tokenizer
 
-    config = BertConfig.from_json_file(options.config, family=options.model)
-    tokenizer = Tokenizer(options.vocab)
-    check_maxlen(config, options.maxlen)
-    check_vocab_fits(config, tokenizer.vocab_size, options.vocab)
-    return tokenizer
+    return SentencePieceText(path) if pieces else Tokenizer(path)
 
 
 def check_checkpoint(options):
@@ -58,31 +70,47 @@ def build_encoder(options):
 
 
 def write_model_files(options, model):
-    """Writes ``bert_config.json``, ``vocab.txt`` and ``bert_model.ckpt`` (the fine-tuned
-    weights under Google's names) into the run directory."""
+    """Writes ``bert_config.json``, ``vocab.txt`` (a T5's: its SentencePiece model as
+    ``spiece.model``) and ``bert_model.ckpt`` (the fine-tuned weights under Google's names;
+    a T5's under Mesh TensorFlow's, as bert4keras writes them) into the run directory."""
     from kerasbert.checkpoints.loading import save_weights_as_checkpoint
 
     output = options.output
-    BertConfig.from_json_file(options.config, family=options.model).to_json_file(
-        os.path.join(output, "bert_config.json"))
-    files.copy_file(options.vocab, os.path.join(output, "vocab.txt"))
-    save_weights_as_checkpoint(model, os.path.join(output, "bert_model.ckpt"))
+    config = BertConfig.from_json_file(options.config, family=options.model)
+    config.to_json_file(os.path.join(output, "bert_config.json"))
+    sp_model = getattr(options, "sp_model", None)
+    files.copy_file(sp_model or options.vocab,
+                    os.path.join(output, SP_MODEL_FILE if sp_model else "vocab.txt"))
+    # t5.1.1 and mT5 have the same layers: the family says whose variable names to write.
+    save_weights_as_checkpoint(model, os.path.join(output, "bert_model.ckpt"),
+                               family=config.family if is_encoder_decoder(config) else None)
+
+
+def is_encoder_decoder(config):
+    """Whether a :class:`~kerasbert.models.config.BertConfig`'s family is T5's (``t5``,
+    ``t5.1.1``, ``mt5.1.1``)."""
+    from kerasbert.models.families import family_class
+    from kerasbert.models.families.t5 import T5
+
+    return issubclass(family_class(config.family or "bert"), T5)
 
 
 def run_tokenizer(run_dir, model):
-    """The tokenizer of a run's ``vocab.txt``, refused when it has more ids than ``model`` has
-    embedding rows (a vocabulary replaced after training would fail in the middle of a
-    batch).
+    """The tokenizer of a run's ``vocab.txt`` (a T5 run's: its ``spiece.model``), refused
+    when it has more ids than ``model`` has embedding rows (a vocabulary replaced after
+    training would fail in the middle of a batch).
 
     Raises:
         RunError: ``vocab in runs/x/vocab.txt: 120 tokens, but the model has 100 embedding
             rows; ...``.
     """
     from kerasbert.models.names import EMBEDDING_TOKEN
-    from kerasbert.text.tokenizer import Tokenizer
 
-    path = os.path.join(run_dir, "vocab.txt")
-    tokenizer = Tokenizer(path)
+    path = os.path.join(run_dir, SP_MODEL_FILE)
+    pieces = os.path.exists(path)
+    if not pieces:
+        path = os.path.join(run_dir, "vocab.txt")
+    tokenizer = _tokenizer(path, pieces)
     rows = next((layer.input_dim for layer in _layers(model) if layer.name == EMBEDDING_TOKEN),
                 None)
     if rows is not None and tokenizer.vocab_size > rows:

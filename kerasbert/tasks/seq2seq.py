@@ -1,7 +1,7 @@
-"""Sequence-to-sequence runs: UniLM generation on a BERT-family model, scored by ROUGE-L,
-BLEU and exact match.
+"""Sequence-to-sequence runs: UniLM generation on a BERT-family model, or a T5
+encoder-decoder, scored by ROUGE-L, BLEU and exact match.
 
-The model is the encoder with its MLM head and UniLM's attention mask
+UniLM: the model is the encoder with its MLM head and UniLM's attention mask
 (``application="unilm"``): a row is ``[CLS] source [SEP] target [SEP]``, the source in
 segment 0 (seen whole by every token) and the target in segment 1 (each token sees the
 source and the target tokens before it). The loss is the cross-entropy of each next target
@@ -9,9 +9,16 @@ token, the closing ``[SEP]`` included, over the target tokens only. A pair longe
 ``--maxlen`` loses tokens from its longer side first (as ``Tokenizer.encode`` cuts a pair);
 the number of pairs cut is in ``metrics.json``.
 
+T5 (``--model t5``, ``t5.1.1`` or ``mt5.1.1``, or the config's ``model_type``; its
+SentencePiece model in ``--sp-model``): the encoder reads ``source </s>``, the decoder
+``0 target`` (teacher forcing, 0 is T5's start id), and the loss is the same cross-entropy
+of each next id of ``target </s>`` (:mod:`kerasbert.tasks.seq2seq_t5`). Each side is cut
+to ``--maxlen`` ids; the pairs cut are counted as for UniLM.
+
 Generation (:func:`kerasbert.inference.generation.generate`, with its key/value cache) reads
-``[CLS] source [SEP]`` (the source cut to ``maxlen - 2`` tokens) and adds up to
-``--max-new-tokens`` tokens, greedy or by beam search (``--num-beams``), until ``[SEP]``.
+``[CLS] source [SEP]`` (the source cut to ``maxlen - 2`` tokens; T5: ``source </s>`` cut to
+``maxlen`` ids, through the encoder once) and adds up to ``--max-new-tokens`` tokens, greedy
+or by beam search (``--num-beams``), until ``[SEP]`` (T5: ``</s>``).
 An output is scored against its target by ROUGE-L on characters (``rouge-score``, the F
 measure, averaged over pairs), corpus BLEU (``sacrebleu``, its ``zh`` tokenisation: a
 Chinese character is a word) and exact match, all in percent, case and spaces ignored. The
@@ -19,13 +26,15 @@ best epoch is the one with the best dev ROUGE-L. The run also reports the score 
 each source's first characters (as many as the median training target has): the baseline a
 model must beat.
 
-The families whose MLM head can decode step by step train: BERT (RoBERTa, kerasbert-zh-small)
-and ELECTRA; ALBERT's shared layers, rotary and relative positions (RoFormer, NEZHA) and
-the generative families are refused by name.
+The families that train: BERT (RoBERTa, kerasbert-zh-small) and ELECTRA, whose MLM head can
+decode step by step, and T5; ALBERT's shared layers, rotary and relative positions
+(RoFormer, NEZHA) and GPT are refused by name.
 
 A run directory holds ``model.keras``, ``bert_model.ckpt.*`` (encoder and MLM head under
-Google's names), ``bert_config.json``, ``vocab.txt``, ``train_config.json``,
-``history.csv`` and ``metrics.json``.
+Google's names; T5's weights under bert4keras's Mesh TensorFlow names),
+``bert_config.json``, ``vocab.txt`` (T5: ``spiece.model``), ``train_config.json``,
+``history.csv`` and ``metrics.json``. A T5 run is not exported (its tokenizer is not in
+TensorFlow's graph): ``export`` refuses it.
 
 Example::
 
@@ -44,15 +53,18 @@ import numpy as np
 from keras import ops
 
 from kerasbert.models import names
+from kerasbert.tasks import seq2seq_t5
 from kerasbert.tasks.runs import (
     FinishedRun,
     check_checkpoint,
     check_model_files,
     export_saved_model,
+    is_encoder_decoder,
     load_run_model,
     write_model_files,
 )
 from kerasbert.tasks.task import DevScores, Task, train
+from kerasbert.text.pieces import SentencePieceText
 from kerasbert.training.data import TEXT_SUFFIXES, DataError, read_lines, read_texts, unknown_keys
 from kerasbert.training.options import OptionError, Seq2SeqOptions, TrainOptions
 from kerasbert.training.rundir import RunError
@@ -159,7 +171,7 @@ def training_arrays(tokenizer, pairs, maxlen):
 class UnilmLoss(keras.losses.Loss):
     """The mean cross-entropy of the target tokens: ``y_true`` ``[batch, length]`` holds the
     id each position must predict (0: not a target position), ``y_pred`` the MLM head's
-    probabilities ``[batch, length, vocab]``."""
+    (T5: the decoder's) probabilities ``[batch, length, vocab]``."""
 
     def __init__(self, name="unilm_loss", reduction="sum_over_batch_size"):
         super().__init__(name=name, reduction=reduction)
@@ -216,30 +228,40 @@ def copy_baseline(sources, length):
 
 
 def check_family(options):
-    """Raises :class:`OptionError` when the run's family cannot train UniLM and decode."""
+    """Raises :class:`OptionError` when the run's family is neither a BERT family that can
+    train UniLM and decode nor a T5, or when its tokenizer flags do not fit it
+    (:func:`kerasbert.tasks.seq2seq_t5.check_tokenizer_flags`); returns whether it is a T5.
+    """
     from kerasbert.models.config import BertConfig
     from kerasbert.models.families import family_class
     from kerasbert.models.families.albert import ALBERT
     from kerasbert.models.families.bert import BERT
     from kerasbert.models.families.gpt import GPT
 
-    family = BertConfig.from_json_file(options.config, family=options.model).family or "bert"
+    config = BertConfig.from_json_file(options.config, family=options.model)
+    family = config.family or "bert"
     kind = family_class(family)
-    if not issubclass(kind, BERT) or issubclass(kind, (GPT, ALBERT)) or \
-            kind.position != "absolute":
+    encoder_decoder = is_encoder_decoder(config)
+    if not encoder_decoder and (not issubclass(kind, BERT) or issubclass(kind, (GPT, ALBERT))
+                                or kind.position != "absolute"):
         where = "--model" if options.model else options.config
         raise OptionError(f"invalid family {family!r} in {where}: --task seq2seq trains UniLM "
                           "on a BERT-family model with absolute positions (bert, roberta, "
-                          "electra); ALBERT's shared layers, rotary or relative positions and "
-                          "encoder-decoder models are not supported")
+                          "electra) or a T5 (t5, t5.1.1, mt5.1.1); ALBERT's shared layers, "
+                          "RoFormer's rotary and NEZHA's relative positions and GPT are not "
+                          "supported")
+    seq2seq_t5.check_tokenizer_flags(options, family, encoder_decoder)
+    return encoder_decoder
 
 
-def check_lengths(options, tokenizer):
+def check_lengths(options):
     """Raises :class:`OptionError` when a source of ``maxlen`` tokens and the generated ones
     would run past the model's positions."""
     from kerasbert.models.config import BertConfig
 
     config = BertConfig.from_json_file(options.config, family=options.model)
+    if is_encoder_decoder(config):  # relative positions: no table to run past
+        return
     if options.maxlen + options.max_new_tokens > config.max_position_embeddings:
         raise OptionError(f"invalid value {options.max_new_tokens} in max_new_tokens: with "
                           f"maxlen {options.maxlen}, generation would run past the "
@@ -251,12 +273,10 @@ def generate_texts(model, tokenizer, sources, options, progress=False):
     the number of sources cut to ``maxlen``."""
     from kerasbert.inference.generation import generate
 
-    end = tokenizer.token_to_id("[SEP]")
     prompts, cut = [], 0
     for source in sources:
-        whole = tokenizer.encode(source)[0]
-        ids = tokenizer.encode(source, maxlen=options.maxlen)[0]
-        cut += len(ids) < len(whole)
+        ids = _encoded(tokenizer, source, options.maxlen)
+        cut += len(ids) < len(_encoded(tokenizer, source))
         prompts.append(ids)
     chunks = range(0, len(prompts), CHUNK)
     if progress:
@@ -266,9 +286,24 @@ def generate_texts(model, tokenizer, sources, options, progress=False):
     outputs = []
     for start in chunks:
         new = generate(model, prompts[start:start + CHUNK], max_new_tokens=options.max_new_tokens,
-                       end_id=end, num_beams=options.num_beams)
+                       end_id=_end_id(tokenizer), num_beams=options.num_beams)
         outputs += [tokenizer.decode(ids) for ids in new]
     return outputs, cut
+
+
+def _encoded(tokenizer, text, maxlen=None):
+    """A source's ids as the model reads it: ``[CLS] text [SEP]`` (UniLM), or the pieces and
+    ``</s>`` (T5, whose tokenizer is a :class:`SentencePieceText`)."""
+    if isinstance(tokenizer, SentencePieceText):
+        return tokenizer.encode(text, maxlen)
+    return tokenizer.encode(text, maxlen=maxlen)[0]
+
+
+def _end_id(tokenizer):
+    """The id that ends a generated text: ``[SEP]`` (UniLM) or ``</s>`` (T5)."""
+    if isinstance(tokenizer, SentencePieceText):
+        return tokenizer.end_id
+    return tokenizer.token_to_id("[SEP]")
 
 
 def _score_pairs(model, tokenizer, pairs, options, progress=False):
@@ -282,16 +317,16 @@ class _Inputs:
     @classmethod
     def read(cls, options):
         self = cls()
+        self.encoder_decoder = check_family(options)
         self.tokenizer = check_model_files(options)
-        check_family(options)
-        check_lengths(options, self.tokenizer)
+        check_lengths(options)
         self.pairs = {"train": read_pairs(options.train)[:options.max_train_examples or None],
                       "dev": read_pairs(options.dev)}
         if options.test:
             self.pairs["test"] = read_pairs(options.test)
         check_checkpoint(options)
-        *self.arrays, self.cut = training_arrays(self.tokenizer, self.pairs["train"],
-                                                 options.maxlen)
+        rows = seq2seq_t5.training_arrays if self.encoder_decoder else training_arrays
+        *self.arrays, self.cut = rows(self.tokenizer, self.pairs["train"], options.maxlen)
         self.steps = -(-len(self.arrays[0]) // options.batch_size)
         self.copy_length = max(1, round(statistics.median(
             len(_normal(p.target)) for p in self.pairs["train"])))
@@ -319,7 +354,7 @@ def _line(result):
 
 
 class Seq2Seq(Task):
-    """``--task seq2seq``: UniLM generation, chosen by dev ROUGE-L."""
+    """``--task seq2seq``: UniLM or T5 generation, chosen by dev ROUGE-L."""
 
     name = "seq2seq"
     monitor = MONITOR
@@ -338,9 +373,10 @@ class Seq2Seq(Task):
             dtype = compute_policy("mixed_bfloat16", "--mixed-precision")
         else:
             dtype = None
+        # T5's decoder is a language model already; UniLM is BERT under UniLM's mask.
+        mask = {} if inputs.encoder_decoder else {"application": "unilm"}
         return build_transformer_model(options.config, options.checkpoint, model=options.model,
-                                       application="unilm", dropout_rate=options.dropout,
-                                       dtype=dtype)
+                                       dropout_rate=options.dropout, dtype=dtype, **mask)
 
     def loss(self, model):
         return UnilmLoss()
@@ -380,9 +416,11 @@ class Run(FinishedRun):
     """
 
     def check_model(self):
-        if names.MLM_ACTIVATION not in {layer.name for layer in self.model.layers}:
+        layers = {layer.name for layer in self.model.layers}
+        if names.MLM_ACTIVATION not in layers and names.DECODER_INPUT_TOKEN not in layers:
             raise RunError(f"model in {os.path.join(self.run_dir, 'model.keras')}: not a "
-                           f"seq2seq model (it has no {names.MLM_ACTIVATION})")
+                           f"seq2seq model (it has no {names.MLM_ACTIVATION} and no "
+                           f"{names.DECODER_INPUT_TOKEN})")
 
     def evaluate(self, path, progress=False):
         """ROUGE-L, BLEU and exact match (percent) on a JSONL file of pairs, and the number
@@ -404,7 +442,16 @@ class Run(FinishedRun):
 
     def export(self, directory, overwrite=False, format="saved_model", **options):
         """Writes the model for serving, a SavedModel whose ``generate`` signature takes raw
-        sources (:mod:`kerasbert.serving.seq2seq_export`); returns the files written."""
+        sources (:mod:`kerasbert.serving.seq2seq_export`); returns the files written.
+
+        Raises:
+            RunError: a T5 run (its SentencePiece tokenizer is not in the graph), or a
+                format other than ``saved_model``.
+        """
+        if isinstance(self.tokenizer, SentencePieceText):
+            raise RunError(f"invalid run in --model: {self.run_dir} is a T5 seq2seq run, which "
+                           "does not export (its SentencePiece tokenizer is not built into "
+                           "the graph); kerasbert predict generates from it")
         settings = {"maxlen": self.options.maxlen,
                     "max_new_tokens": self.options.max_new_tokens,
                     "num_beams": self.options.num_beams}

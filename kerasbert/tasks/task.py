@@ -58,7 +58,8 @@ class Task:
         raise NotImplementedError
 
     def training_arrays(self, options, inputs):
-        """The arrays of the training set: token ids, segment ids, targets."""
+        """The arrays of the training set: token ids, segment ids, targets (a T5's: encoder
+        ids, decoder ids, targets)."""
         raise NotImplementedError
 
     def build_model(self, options, inputs):

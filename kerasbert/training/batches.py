@@ -42,11 +42,23 @@ def batch_width(lengths, limit, pad_multiple=8):
     return int(min(width, limit))
 
 
+def row_lengths(*matrices):
+    """Each row's length: one past the last position where any of ``matrices`` is not 0
+    (a T5 row's decoder ids start with id 0 and may run past its encoder ids)."""
+    lengths = 0
+    for matrix in matrices:
+        present = np.asarray(matrix) != 0
+        last = present.shape[1] - np.argmax(present[:, ::-1], axis=1)
+        lengths = np.maximum(lengths, np.where(present.any(axis=1), last, 0))
+    return lengths
+
+
 def make_dataset(token_ids, segment_ids, labels=None, batch_size=32, seed=None, first_epoch=0,
                  pad_multiple=8):
     """A ``tf.data.Dataset`` of ``((token_ids, segment_ids), labels)`` batches; ``labels``
     has one id (or a row of ids) per sequence, or one per token (the shape of
-    ``token_ids``: cut with the tokens).
+    ``token_ids``: cut with the tokens). A T5's are its encoder ids, decoder ids and
+    labels; a row is as long as the longest of them (:func:`row_lengths`).
 
     Batches are cut to their longest row, rounded up to ``pad_multiple`` (dynamic
     padding: few distinct shapes, so few retraces). Without a ``seed``: one pass in
@@ -58,9 +70,9 @@ def make_dataset(token_ids, segment_ids, labels=None, batch_size=32, seed=None, 
 
     import tensorflow as tf
 
-    lengths = np.count_nonzero(token_ids, axis=1)
     labels = None if labels is None else np.asarray(labels)
     per_token = labels is not None and labels.shape[1:] == token_ids.shape[1:]
+    lengths = row_lengths(token_ids, segment_ids, *([labels] if per_token else []))
     epochs = itertools.count(first_epoch) if seed is not None else [0]
 
     def generate():

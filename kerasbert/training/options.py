@@ -206,7 +206,7 @@ class FinetuneOptions(RunOptions):
                           vocab=self.vocab or os.path.join(model_dir, "vocab.txt"))
         if not values["dev"]:
             raise OptionError("missing file in --dev: the best epoch is chosen on a dev file")
-        if not values["vocab"]:
+        if not values["vocab"] and not values.get("sp_model"):
             values["vocab"] = os.path.join(os.path.dirname(values["config"]), "vocab.txt")
         defaults = model_defaults(values["config"], self.task)
         for key, fallback in FALLBACK_DEFAULTS.items():
@@ -287,11 +287,13 @@ class QaOptions(FinetuneOptions):
 
 @dataclasses.dataclass(kw_only=True)
 class Seq2SeqOptions(FinetuneOptions):
-    """``kerasbert train --task seq2seq``: UniLM text generation (source to target) on a
-    BERT-family model and its MLM head."""
+    """``kerasbert train --task seq2seq``: text generation (source to target), UniLM on a
+    BERT-family model and its MLM head, or a T5 encoder-decoder (``t5``, ``t5.1.1``,
+    ``mt5.1.1``) with its SentencePiece model (``sp_model``)."""
 
-    SUMMARY = ("text generation, source to target (UniLM on a BERT-family model); without "
-               "--train it takes the shipped Chinese answer-generation set")
+    SUMMARY = ("text generation, source to target (UniLM on a BERT-family model, or a T5 "
+               "encoder-decoder with --sp-model); without --train it takes the shipped "
+               "Chinese answer-generation set")
     FILES = "JSONL, one {\"source\": ..., \"target\": ...} object per line"
     TEXTS = ("source texts to generate from (--input: JSONL with 'source', or plain text, a "
              "source per line)")
@@ -299,8 +301,11 @@ class Seq2SeqOptions(FinetuneOptions):
 
     task: str = task_option("seq2seq")
     max_new_tokens: int = option(32, "the most tokens generated per source, the closing "
-                                 "[SEP] included", COUNT)
+                                 "[SEP] (T5: </s>) included", COUNT)
     num_beams: int = option(1, "beam search width of the generation (1: greedy)", COUNT)
+    sp_model: str = option(None, "SentencePiece .model file of a T5 family (t5, t5.1.1, "
+                           "mt5.1.1), its tokenizer instead of --vocab", metavar="FILE",
+                           input="file")
 
 
 #: Each ``--task``, by name, and its options class; the task itself is the module of that
