@@ -156,16 +156,12 @@ def test_the_readme_has_code_that_runs():
 
 
 @pytest.mark.parametrize("document", DOCUMENTS)
-def test_every_not_run_mark_is_just_before_a_block(document):
+def test_every_mark_sits_by_a_block(document):
+    """Each ``not run`` comment is right before a block and each ``prints`` right after one."""
     with open(os.path.join(ROOT, document), encoding="utf-8") as f:
-        marks = len(NOT_RUN.findall(f.read()))
-    assert marks == sum(1 for block in BLOCKS if block.document == document and block.not_run), \
+        text = f.read()
+    mine = [block for block in BLOCKS if block.document == document]
+    assert len(NOT_RUN.findall(text)) == sum(1 for block in mine if block.not_run), \
         f"{document}: a '<!-- not run: ... -->' comment is not right before a python/bash block"
-
-
-@pytest.mark.parametrize("document", DOCUMENTS)
-def test_every_prints_mark_is_just_after_a_block(document):
-    with open(os.path.join(ROOT, document), encoding="utf-8") as f:
-        marks = len(PRINTS.findall(f.read()))
-    assert marks == sum(1 for block in BLOCKS if block.document == document and block.prints), \
+    assert len(PRINTS.findall(text)) == sum(1 for block in mine if block.prints), \
         f"{document}: a '<!-- prints: ... -->' comment is not right after a python/bash block"
