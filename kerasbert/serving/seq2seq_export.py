@@ -14,6 +14,13 @@ source's WordPiece ids (:class:`~kerasbert.serving.graph_text.TextEncoder`, cut 
 search, up to ``max_new_tokens``, each row ending at ``[SEP]``), and the new ids written
 back as text (:class:`~kerasbert.serving.graph_text.TextDecoder`, as ``Tokenizer.decode``).
 
+A T5 run's export does what its ``predict`` does: the source's pieces by its SentencePiece
+model in the graph (``tensorflow_text.SentencepieceTokenizer``, the SentencePiece library
+that :class:`~kerasbert.text.pieces.SentencePieceText` runs), cut to ``maxlen - 1`` and
+closed by ``</s>``, padded on the right; the encoder once and the decoder through its caches;
+the new ids written back as text by the same model. Its ``serving_default`` takes
+``source_ids`` and ``target_ids`` and gives the decoder's probabilities.
+
 Example::
 
     # runs/gen: a finished run of `kerasbert train --task seq2seq`
@@ -28,19 +35,20 @@ import os
 
 import tensorflow as tf
 
-from kerasbert.inference.generation import PAD_TO, Settings, decoder_of
+from kerasbert.inference.generation import PAD_TO, Seq2SeqDecoder, Settings, decoder_of
 from kerasbert.serving.graph_text import TextDecoder, TextEncoder, row_concat
 from kerasbert.serving.saved_model import version_folder, write_archive
 
 
 def export(model, vocab, directory, *, maxlen, max_new_tokens, num_beams=1, version=None,
            overwrite=False, source=None):
-    """Writes a UniLM generator as ``<directory>/<version>/``, a SavedModel for TF Serving.
+    """Writes a UniLM or T5 generator as ``<directory>/<version>/``, a SavedModel for TF
+    Serving.
 
     Args:
         model: the run's model (token and segment ids -> the MLM head's probabilities,
-            under UniLM's mask).
-        vocab: its ``vocab.txt``.
+            under UniLM's mask; or T5's source and target ids -> the decoder's).
+        vocab: its ``vocab.txt`` (T5: its SentencePiece ``.model``).
         maxlen: the source is cut to ``maxlen - 2`` tokens, as the run cuts it.
         max_new_tokens, num_beams: the run's generation settings.
         directory, version, overwrite, source: as for
@@ -50,6 +58,8 @@ def export(model, vocab, directory, *, maxlen, max_new_tokens, num_beams=1, vers
     """
     directory = os.fspath(directory)
     target = version_folder(directory, source, version, overwrite)
+    if isinstance(decoder_of(model), Seq2SeqDecoder):
+        return _export_t5(model, os.fspath(vocab), target, maxlen, max_new_tokens, num_beams)
     encoder = TextEncoder(os.fspath(vocab), maxlen)
     decoder = TextDecoder(os.fspath(vocab))
     generator = decoder_of(model)
@@ -78,5 +88,44 @@ def export(model, vocab, directory, *, maxlen, max_new_tokens, num_beams=1, vers
 
     ids = tf.TensorSpec((None, None), tf.int32)
     return write_archive(target, [model, encoder, decoder],
+                         [("serving_default", probabilities, [ids, ids]),
+                          ("generate", generate, [tf.TensorSpec((None,), tf.string)])])
+
+
+def _export_t5(model, sp_model, target, maxlen, max_new_tokens, num_beams):
+    """A T5 generator's SavedModel into ``target``, its SentencePiece model in the graph."""
+    import tensorflow_text
+
+    from kerasbert.text.pieces import SentencePieceText
+
+    text = SentencePieceText(sp_model)  # refuses a model T5 cannot read
+    with open(sp_model, "rb") as f:
+        pieces = tensorflow_text.SentencepieceTokenizer(model=f.read(), out_type=tf.int32)
+    generator = decoder_of(model)
+    settings = Settings(int(max_new_tokens), end_ids=(text.end_id,), num_beams=int(num_beams))
+    settings.check()
+
+    def probabilities(source_ids, target_ids):
+        return {"probabilities": tf.cast(model([source_ids, target_ids], training=False),
+                                         tf.float32)}
+
+    def generate(source):
+        ids = row_concat([tf.cast(pieces.tokenize(source), tf.int64)[:, :maxlen - 1],
+                          [text.end_id]])
+        # Padded on the right to a multiple of PAD_TO, as generate() pads an encoder's sources.
+        width = (tf.reduce_max(tf.concat([ids.row_lengths(), [1]], 0)) + PAD_TO - 1) \
+            // PAD_TO * PAD_TO
+        prompts = tf.cast(ids.to_tensor(0, shape=[ids.nrows(), width]), tf.int32)
+        rows = tf.shape(prompts)[0]
+        new, counts = generator.run(prompts, tf.zeros_like(prompts), tf.zeros((rows,), tf.int32),
+                                    tf.constant([0, 0], tf.int32), settings)
+        new = tf.RaggedTensor.from_tensor(new, lengths=counts)
+        # Ids past the model's pieces (a head wider than its vocabulary) are left out, as
+        # SentencePieceText.decode leaves them out.
+        new = tf.ragged.boolean_mask(new, new < text.vocab_size)
+        return {"output": pieces.detokenize(new)}
+
+    ids = tf.TensorSpec((None, None), tf.int32)
+    return write_archive(target, [model, pieces],
                          [("serving_default", probabilities, [ids, ids]),
                           ("generate", generate, [tf.TensorSpec((None,), tf.string)])])

@@ -163,9 +163,10 @@ def read_options(run_dir):
     return kind(**{key: value for key, value in saved.items() if key in names})
 
 
-def export_saved_model(run, module, directory, overwrite, format, options):
+def export_saved_model(run, module, directory, overwrite, format, options, vocab=None):
     """A run's ``export``, for the tasks that export a SavedModel only: ``module``'s
-    ``export`` (e.g. ``"kerasbert.serving.ner_export"``).
+    ``export`` (e.g. ``"kerasbert.serving.ner_export"``), given the run's ``vocab.txt`` or
+    ``vocab`` (a T5 run's SentencePiece model).
 
     Raises:
         RunError: ``format`` is not ``saved_model`` (named with the task's runs).
@@ -176,5 +177,5 @@ def export_saved_model(run, module, directory, overwrite, format, options):
         raise RunError(f"invalid value {format!r} in --format: {run.options.task} runs export "
                        "as saved_model only (ONNX and LiteRT take classification runs)")
     export = importlib.import_module(module).export
-    return export(run.model, os.path.join(run.run_dir, "vocab.txt"), directory,
+    return export(run.model, vocab or os.path.join(run.run_dir, "vocab.txt"), directory,
                   overwrite=overwrite, source=run.run_dir, **options)

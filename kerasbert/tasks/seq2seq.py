@@ -33,8 +33,8 @@ decode step by step, and T5; ALBERT's shared layers, rotary and relative positio
 A run directory holds ``model.keras``, ``bert_model.ckpt.*`` (encoder and MLM head under
 Google's names; T5's weights under bert4keras's Mesh TensorFlow names),
 ``bert_config.json``, ``vocab.txt`` (T5: ``spiece.model``), ``train_config.json``,
-``history.csv`` and ``metrics.json``. A T5 run is not exported (its tokenizer is not in
-TensorFlow's graph): ``export`` refuses it.
+``history.csv`` and ``metrics.json``. ``export`` writes a SavedModel that generates from
+raw text, the tokenizer in the graph (T5's SentencePiece model too).
 
 Example::
 
@@ -445,18 +445,14 @@ class Run(FinishedRun):
         sources (:mod:`kerasbert.serving.seq2seq_export`); returns the files written.
 
         Raises:
-            RunError: a T5 run (its SentencePiece tokenizer is not in the graph), or a
-                format other than ``saved_model``.
+            RunError: a format other than ``saved_model``.
         """
-        if isinstance(self.tokenizer, SentencePieceText):
-            raise RunError(f"invalid run in --model: {self.run_dir} is a T5 seq2seq run, which "
-                           "does not export (its SentencePiece tokenizer is not built into "
-                           "the graph); kerasbert predict generates from it")
         settings = {"maxlen": self.options.maxlen,
                     "max_new_tokens": self.options.max_new_tokens,
                     "num_beams": self.options.num_beams}
+        vocab = self.tokenizer.path if isinstance(self.tokenizer, SentencePieceText) else None
         return export_saved_model(self, "kerasbert.serving.seq2seq_export", directory,
-                                  overwrite, format, dict(options, **settings))
+                                  overwrite, format, dict(options, **settings), vocab=vocab)
 
 
 Seq2Seq.run_class = Run
