@@ -3,7 +3,7 @@
 Audit and draw a model from its bert_config.json; fine-tune it from a Google checkpoint
 (or the shipped small Chinese model) for one of four tasks: text classification (the
 default), named-entity recognition with a CRF (--task ner), span question answering
-(--task qa) or text generation (--task seq2seq, UniLM); evaluate a run, predict with it,
+(--task qa) or text generation (--task seq2seq: UniLM or T5); evaluate a run, predict with it,
 export it for TF Serving, ONNX Runtime or LiteRT; pretrain a masked LM; convert Hugging
 Face weights to a Google checkpoint.
 
