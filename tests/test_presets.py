@@ -11,6 +11,7 @@ import http.server
 import io
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -328,3 +329,32 @@ def test_a_killed_download_command_resumes(server, tiny_model):
     assert len(ranges) == 1 and int(ranges[0].split("=")[1].rstrip("-")) >= got
     assert ((server.home / "presets" / "tiny-slow" / "bert_model.ckpt.index").read_bytes()
             == (tiny_model["folder"] / "bert_model.ckpt.index").read_bytes())
+
+
+def test_a_full_disk_is_one_line_and_the_download_resumes_once_there_is_room(
+        server, tiny_model, tmp_path, monkeypatch, capsys):
+    """The cache on a small tmpfs: the zip does not fit, the command says so in one line and
+    leaves no preset folder; with room made, the next run resumes the same bytes."""
+    from kerasbert.cli.main import main
+    from test_disk_full import resize, tmpfs
+
+    size = len(tiny_model["zip"])
+    assert size > 16 * 1024  # more than the disk below holds
+    with tmpfs(tmp_path / "small", "8k") as home:
+        monkeypatch.setenv("KERASBERT_HOME", str(home))
+        server.home = home
+        assert main(["download", "--quiet", "tiny"]) == 2
+        error = capsys.readouterr().err.strip().splitlines()
+        assert len(error) == 1 and re.fullmatch(
+            r"kerasbert download: preset tiny in http://127\.0\.0\.1:\d+/tiny\.zip: cannot "
+            r"write .*tiny\.zip\.part: No space left on device", error[0]), error
+        assert_untouched(server, "tiny")
+        part = home / "downloads" / "tiny" / "tiny.zip.part"
+        got = part.stat().st_size
+        assert 0 < got < size
+        resize(home, f"{4 * size // 1024 + 256}k")
+        folder = download("tiny", progress=False)
+        assert server.log[-1][2] == f"bytes={got}-"  # resumed, not fetched again
+        for name in ("bert_config.json", "vocab.txt", "bert_model.ckpt.index"):
+            assert (tiny_model["folder"] / name).read_bytes() == open(
+                os.path.join(folder, name), "rb").read()
