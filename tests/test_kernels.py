@@ -9,7 +9,13 @@ from keras.src.backend import set_keras_mask
 
 from kerasbert import BertConfig, add_cls_classifier, build_transformer_model
 from kerasbert.models import layers, names
-from kerasbert.models.kernels import Dropout, token_rows, training_activation
+from kerasbert.models.kernels import (
+    Dropout,
+    affine,
+    separate_products,
+    token_rows,
+    training_activation,
+)
 from kerasbert.training.optimizer import AdamW, make_optimizer
 from tests.conftest import TINY
 
@@ -117,6 +123,30 @@ def test_xla_computes_every_row():
 
     compiled = tf.function(masked_call, jit_compile=True)
     assert np.abs(compiled(tf.ones((3, 6, 4)), mask).numpy()).min() > 0
+
+
+def test_separate_products_keeps_the_product_out_of_xla_fusions():
+    """Within separate_products an XLA program holds the product and its bias apart (an
+    optimization barrier between them), with the same numbers; outside it, and after it,
+    nothing changes."""
+    rng = np.random.default_rng(0)
+    rows, kernel, bias = (tf.constant(rng.standard_normal(shape), "float32")
+                          for shape in ((3, 16), (16, 8), (8,)))
+
+    def hlo_and_value():
+        compiled = tf.function(lambda r: affine(r, kernel, bias), jit_compile=True)
+        return (compiled.experimental_get_compiler_ir(rows)(stage="hlo"),
+                compiled(rows).numpy())
+
+    plain_hlo, plain = hlo_and_value()
+    with separate_products():
+        separate_hlo, separate = hlo_and_value()
+    after_hlo, _ = hlo_and_value()
+    assert "opt-barrier" in separate_hlo
+    assert "opt-barrier" not in plain_hlo and "opt-barrier" not in after_hlo
+    np.testing.assert_allclose(separate, plain, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(plain, rows.numpy() @ kernel.numpy() + bias.numpy(), rtol=1e-5,
+                               atol=1e-5)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])

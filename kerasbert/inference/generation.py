@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kerasbert.models import names
+from kerasbert.models import kernels, names
 
 if TYPE_CHECKING:  # annotations only
     import keras
@@ -712,8 +712,9 @@ def generate(model: keras.Model | Transformer, token_ids: Sequence[Sequence[int]
         logger, level = tf.get_logger(), tf.get_logger().level
         logger.setLevel("ERROR")
         try:
-            outputs, lengths = decoder.compiled_run(settings)(
-                tf.constant(ids), tf.constant(segments), tf.constant(new_segments), seed)
+            with kernels.separate_products():
+                outputs, lengths = decoder.compiled_run(settings)(
+                    tf.constant(ids), tf.constant(segments), tf.constant(new_segments), seed)
         finally:
             logger.setLevel(level)
         outputs, lengths = outputs.numpy(), lengths.numpy()
