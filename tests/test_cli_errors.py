@@ -275,6 +275,11 @@ CASES = [
     case("train-unknown-flag", train_cmd("--frobnicate"), "--frobnicate"),
     case("train-misspelt-flag", train_cmd("--learning-rate", "0.1"), "--learning-rate"),
     case("train-missing-output", train_cmd(output=None), "--output"),
+    # The unknown flag is named first, not the missing one it hides.
+    case("train-unknown-flag-and-missing-output", train_cmd("--frobnicate", output=None),
+         "unknown argument in --frobnicate"),
+    case("convert-unknown-flag-and-missing-to", ["convert", "--from-hf", "hf", "--frobnicate"],
+         "unknown argument in --frobnicate"),
     case("train-flag-without-value", train_cmd("--lr"), "--lr"),
     case("train-ambiguous-abbreviation", train_cmd("--s", "1"), "--s"),
     case("switch-given-a-value", train_cmd("--skip-bad-rows", "yes"), "yes"),

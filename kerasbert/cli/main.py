@@ -308,6 +308,33 @@ def make_parser():
     return parser
 
 
+def _parse(parser, words, prefix):
+    """The parsed ``words``; an unknown flag is named first, before a missing one (argparse
+    reports a missing required flag before it looks at the rest)."""
+    def unknown_argument(unknown):
+        return UsageError(f"unknown argument in {' '.join(unknown)}: not an argument of "
+                          f"{prefix} (see {prefix} --help)")
+
+    try:
+        args, unknown = parser.parse_known_args(words)
+    except UsageError as error:
+        missing = re.match(r"missing argument in (.+): required", str(error))
+        flags = missing[1].split(", ") if missing else []
+        if not flags or not all(flag.startswith("-") for flag in flags):
+            raise
+        try:  # again, with a stand-in value for each missing flag
+            _, unknown = parser.parse_known_args(
+                words + [word for flag in flags for word in (flag.split("/")[0], "x")])
+        except UsageError:
+            raise error from None
+        if unknown:
+            raise unknown_argument(unknown) from None
+        raise
+    if unknown:
+        raise unknown_argument(unknown)
+    return args
+
+
 def main(argv=None):
     """Runs one command; returns its exit code (2 on any failure, with one line on stderr)."""
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -322,11 +349,7 @@ def main(argv=None):
     terminate = _on_sigterm()
     args = None
     try:
-        parser = make_parser()
-        args, unknown = parser.parse_known_args([word for word in argv if word != "--debug"])
-        if unknown:
-            raise UsageError(f"unknown argument in {' '.join(unknown)}: not an argument of "
-                             f"{prefix} (see {prefix} --help)")
+        args = _parse(make_parser(), [word for word in argv if word != "--debug"], prefix)
         code = args.run(args)
         warnings.flush()
         return code
