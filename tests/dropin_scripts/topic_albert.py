@@ -118,7 +118,7 @@ model.summary()
 
 model.compile(
     loss='sparse_categorical_crossentropy',
-    optimizer=Adam(2e-3),
+    optimizer=Adam(1e-3),
     metrics=['sparse_categorical_accuracy'],
 )
 
