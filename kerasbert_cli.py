@@ -3,9 +3,9 @@
 ``import kerasbert`` loads TensorFlow and Keras, so that every object a saved kerasbert
 model refers to is registered as soon as the package is imported. The command line must
 not pay those seconds to print its help or to refuse a bad flag. The console script
-therefore starts here: it loads the modules that define the command line,
-``kerasbert.training.options`` and ``kerasbert.cli`` (none imports TensorFlow), without
-running the package's ``__init__``; the package is imported as usual once a command runs a
+therefore starts here: it loads the modules that define the command line and print its
+errors, ``kerasbert.training.options`` and ``kerasbert.cli`` (none imports TensorFlow),
+without running the package's ``__init__``; the package is imported as usual once a command runs a
 model.
 """
 
@@ -19,8 +19,11 @@ COMMAND_LINE_MODULES = ("kerasbert.training.options", "kerasbert.cli.commands",
                         "kerasbert.cli.main")
 # Modules those import from packages that must still load as usual later (kerasbert.models
 # holds the rest of the model code): loaded alone, their package left alone. The families
-# and the presets name --model's choices; neither module imports anything of kerasbert.
-STANDALONE_MODULES = ("kerasbert.models.families", "kerasbert.presets.table")
+# and the presets name --model's choices; disk_space is read by the error printer (a full
+# disk is one line of its own), so that refusing a flag loads no TensorFlow either. None of
+# the three imports anything of kerasbert.
+STANDALONE_MODULES = ("kerasbert.models.families", "kerasbert.presets.table",
+                      "kerasbert.disk_space")
 
 
 def _load_alone(name):

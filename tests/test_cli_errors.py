@@ -280,6 +280,8 @@ CASES = [
          "unknown argument in --frobnicate"),
     case("convert-unknown-flag-and-missing-to", ["convert", "--from-hf", "hf", "--frobnicate"],
          "unknown argument in --frobnicate"),
+    case("plot-unknown-flag-and-missing-config", ["plot", "--frobnicate", "-o", "m.png"],
+         "unknown argument in --frobnicate"),
     case("train-flag-without-value", train_cmd("--lr"), "--lr"),
     case("train-ambiguous-abbreviation", train_cmd("--s", "1"), "--s"),
     case("switch-given-a-value", train_cmd("--skip-bad-rows", "yes"), "yes"),
@@ -726,6 +728,25 @@ def test_a_real_process_writes_one_line(argv, expected, sandbox):
     assert len(done.stderr.splitlines()) == 1, f"stderr is not one line: {done.stderr!r}"
     assert done.stderr.startswith("kerasbert train: ") and expected in done.stderr
     assert not differences(before, snapshot(sandbox.parent))
+
+
+@pytest.mark.parametrize("argv", [
+    ["train", "--frobnicate"], ["train", "--output", "out", "--epochs", "many"],
+    ["plot", "--frobnicate"], ["convert"], ["trian"],
+], ids=" ".join)
+def test_refusing_arguments_loads_no_tensorflow(argv, tmp_path):
+    """A usage error from the console script is one line within a second: the command line
+    and its error printer load without TensorFlow."""
+    probe = ("import sys, kerasbert_cli\n"
+             "code = kerasbert_cli.main(sys.argv[1:])\n"
+             "sys.stderr.write('tensorflow loaded\\n' if 'tensorflow' in sys.modules else '')\n"
+             "sys.exit(code)\n")
+    done = subprocess.run([sys.executable, "-c", probe, *argv], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.splitlines()) == 1, f"not one line: {done.stderr!r}"
+    assert re.fullmatch(r"kerasbert( \w+)?: \S.* in \S.*: \S.*", done.stderr.strip())
+    assert not os.listdir(tmp_path)
 
 
 @pytest.mark.slow

@@ -46,7 +46,10 @@ class _Parser(argparse.ArgumentParser):
     """argparse, with its errors raised (one line, from :func:`main`) instead of printed."""
 
     def error(self, message):
-        raise UsageError(_usage_message(message, self.prog))
+        error = UsageError(_usage_message(message, self.prog))
+        required = re.fullmatch(r"the following arguments are required: (.+)", message)
+        error.missing = required[1].split(", ") if required else []  # for _parse
+        raise error
 
 
 def _usage_message(message, prog):
@@ -311,27 +314,23 @@ def make_parser():
 def _parse(parser, words, prefix):
     """The parsed ``words``; an unknown flag is named first, before a missing one (argparse
     reports a missing required flag before it looks at the rest)."""
-    def unknown_argument(unknown):
-        return UsageError(f"unknown argument in {' '.join(unknown)}: not an argument of "
-                          f"{prefix} (see {prefix} --help)")
-
     try:
         args, unknown = parser.parse_known_args(words)
     except UsageError as error:
-        missing = re.match(r"missing argument in (.+): required", str(error))
-        flags = missing[1].split(", ") if missing else []
-        if not flags or not all(flag.startswith("-") for flag in flags):
+        missing = getattr(error, "missing", [])
+        if not missing:
             raise
-        try:  # again, with a stand-in value for each missing flag
-            _, unknown = parser.parse_known_args(
-                words + [word for flag in flags for word in (flag.split("/")[0], "x")])
+        # Again, with a stand-in value for each missing flag or positional argument.
+        stand_ins = [word for name in missing
+                     for word in ((name.split("/")[0], "x") if name.startswith("-") else ("x",))]
+        try:
+            _, unknown = parser.parse_known_args(words + stand_ins)
         except UsageError:
             raise error from None
-        if unknown:
-            raise unknown_argument(unknown) from None
-        raise
+        if not unknown:
+            raise
     if unknown:
-        raise unknown_argument(unknown)
+        raise UsageError(_usage_message(f"unrecognized arguments: {' '.join(unknown)}", prefix))
     return args
 
 

@@ -79,9 +79,10 @@ def separate_products():
 
     XLA's CPU compiler fuses ``dot + bias`` into one loop that runs on one core; alone, the
     product goes to Eigen's matrix product, which uses them all. For the few rows of
-    incremental decoding this is about 1.15x the tokens per second of greedy GPT-2 small
-    decoding at batch 1 on 2 cores (``python -m bench generate``); for the many rows of a
-    batch it changes nothing measurable. Only XLA programs may be traced within it (the
+    incremental decoding this measured 1.15x the tokens per second of greedy GPT-2 small
+    decoding at batch 1 on 2 cores (the same loop traced with and without it, run one after
+    the other: 30.5 and 35.2 tokens/s); for the many rows of a batch it changed nothing
+    measurable. Only XLA programs may be traced within it (the
     barrier is an XLA operation); this thread only.
     """
     before = getattr(_separate, "on", False)
