@@ -1,16 +1,18 @@
 """Hugging Face directory → Google checkpoint (``kerasbert convert --from-hf``)."""
 
 import json
+import os
 
 import numpy as np
 import pytest
 import tensorflow as tf
 from safetensors.numpy import save_file
 
-from conftest import TINY
+from conftest import ROOT, TINY
 from kerasbert import build_transformer_model
-from kerasbert.checkpoints.convert import convert_hf_to_google, google_name
+from kerasbert.checkpoints.convert import convert_hf_to_google, google_name, pytorch_name
 from kerasbert.cli import main as cli
+from peers import run_python
 
 H, FFN, V = TINY["hidden_size"], TINY["intermediate_size"], TINY["vocab_size"]
 
@@ -126,3 +128,97 @@ def test_convert_refuses_what_it_cannot_convert(tmp_path):
                        match="weights in .*: no model.safetensors.*pytorch_model.bin"):
         convert_hf_to_google(incomplete, tmp_path / "out" / "bert_model.ckpt")
     assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------- tf_model.h5 of transformers' TensorFlow classes
+ORACLE = os.path.join(ROOT, ".oracles", "transformers4")
+# Each family's PyTorch pretraining class and its TensorFlow twin in transformers 4.57 (the
+# last release with TensorFlow classes), and its config beyond the shared small sizes.
+TF_TWINS = {
+    "bert": ("BertConfig", "BertForPreTraining", "TFBertForPreTraining", {}),
+    "albert": ("AlbertConfig", "AlbertForPreTraining", "TFAlbertForPreTraining",
+               {"embedding_size": 8}),
+    "electra": ("ElectraConfig", "ElectraForPreTraining", "TFElectraForPreTraining",
+                {"embedding_size": 8}),
+    "roformer": ("RoFormerConfig", "RoFormerForMaskedLM", "TFRoFormerForMaskedLM", {}),
+    "gpt2": ("GPT2Config", "GPT2LMHeadModel", "TFGPT2LMHeadModel",
+             {"n_embd": 16, "n_layer": 2, "n_head": 2, "n_positions": 32}),
+}
+TF_TWIN_SCRIPT = """
+import json, sys
+import torch, transformers
+twins, out = json.loads(sys.argv[1]), sys.argv[2]
+small = dict(vocab_size=30, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+             intermediate_size=32, max_position_embeddings=32)
+for family, (config_class, pt_class, tf_class, extra) in twins.items():
+    torch.manual_seed(0)
+    config = getattr(transformers, config_class)(**{**small, **extra})
+    model = getattr(transformers, pt_class)(config)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.normal_()
+    model.save_pretrained(f"{out}/{family}/pt", safe_serialization=True)
+    getattr(transformers, tf_class).from_pretrained(
+        f"{out}/{family}/pt", from_pt=True).save_pretrained(f"{out}/{family}/tf")
+print(json.dumps({"version": transformers.__version__}))
+"""
+
+
+def test_pytorch_names_of_tensorflow_weights():
+    assert pytorch_name("tf_bert_model/bert/encoder/layer_._11/output/dense/kernel:0") == (
+        "bert.encoder.layer.11.output.dense.weight", True)
+    assert pytorch_name("tf_bert_for_pre_training/nsp___cls/seq_relationship/bias:0") == (
+        "cls.seq_relationship.bias", False)
+    assert pytorch_name("tf_albert_model/albert/encoder/albert_layer_groups_._0/"
+                        "albert_layers_._0/full_layer_layer_norm/gamma:0") == (
+        "albert.encoder.albert_layer_groups.0.albert_layers.0.full_layer_layer_norm.weight", False)
+    assert pytorch_name("tfgp_t2lm_head_model/transformer/h_._1/attn/c_attn/weight:0") == (
+        "transformer.h.1.attn.c_attn.weight", False)
+
+
+@pytest.fixture(scope="module")
+def tf_twins(tmp_path_factory):
+    """Per family, the same random weights saved by transformers' PyTorch class
+    (``pt/model.safetensors``) and by its TensorFlow class (``tf/tf_model.h5``)."""
+    if not os.path.isdir(os.path.join(ORACLE, "transformers")):
+        pytest.skip("the transformers 4.57 oracle is not installed in .oracles/transformers4")
+    out = tmp_path_factory.mktemp("tf_twins")
+    path = os.pathsep.join(filter(None, [ORACLE, os.environ.get("PYTHONPATH")]))
+    found = run_python(TF_TWIN_SCRIPT, args=[json.dumps(TF_TWINS), str(out)], timeout=600,
+                       PYTHONPATH=path, TF_USE_LEGACY_KERAS="1", OMP_NUM_THREADS="1")
+    assert found["version"].startswith("4.57.")
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.peer
+@pytest.mark.parametrize("family", list(TF_TWINS))
+def test_tf_model_h5_converts_as_its_safetensors_twin(tf_twins, family, tmp_path):
+    """A hub repository with only transformers' ``tf_model.h5`` converts to the same
+    checkpoint, bit for bit, as the same weights in ``model.safetensors``."""
+    assert not (tf_twins / family / "tf" / "model.safetensors").exists()
+    readers = {}
+    for kind in ("pt", "tf"):
+        prefix = str(tmp_path / kind / "bert_model.ckpt")
+        done = convert_hf_to_google(tf_twins / family / kind, prefix)
+        assert done.skipped == [], done.skipped
+        readers[kind] = tf.train.load_checkpoint(prefix)
+    shapes = {kind: reader.get_variable_to_shape_map() for kind, reader in readers.items()}
+    assert shapes["tf"] == shapes["pt"]
+    for name in shapes["pt"]:
+        np.testing.assert_array_equal(readers["tf"].get_tensor(name),
+                                      readers["pt"].get_tensor(name), err_msg=name)
+
+
+def test_a_broken_tf_model_h5_is_named(tmp_path):
+    source = hf_directory(tmp_path / "hf", hf_weights(np.random.default_rng(2)))
+    (source / "model.safetensors").unlink()
+    (source / "tf_model.h5").write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 64)
+    with pytest.raises(ValueError, match=r"weights in .*tf_model.h5: truncated or not a Keras h5"):
+        convert_hf_to_google(source, tmp_path / "out" / "bert_model.ckpt")
+    assert not (tmp_path / "out").exists()
+    (source / "tf_model.h5").unlink()
+    (source / "pytorch_model.bin").write_bytes(b"")
+    with pytest.raises(FileNotFoundError, match=r"no model.safetensors or tf_model.h5 \(found "
+                                                r"pytorch_model.bin"):
+        convert_hf_to_google(source, tmp_path / "out" / "bert_model.ckpt")

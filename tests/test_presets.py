@@ -69,6 +69,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         server.log.append((self.command, path, self.headers.get("Range")))
         if path not in server.files:
             self.send_response(404)
+            if "/resolve/" in path:  # as the hub says a repository lacks a file
+                self.send_header("X-Error-Code", "EntryNotFound")
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
@@ -127,9 +129,42 @@ def tiny_model(tmp_path_factory):
                     archive.write(folder / name, f"tiny_L-2_H-16/{name}")
         return buffer.getvalue()
 
-    hub = hf_directory(root / "hub", hf_weights(np.random.default_rng(0)))
+    weights = hf_weights(np.random.default_rng(0))
+    hub = hf_directory(root / "hub", weights)
     return {"folder": folder, "zip": zipped(), "no_config": zipped({"bert_config.json"}),
-            "hub": hub}
+            "hub": hub, "tf_model.h5": keras_h5(root / "tf_model.h5", weights)}
+
+
+def keras_h5(path, weights):
+    """``weights`` (PyTorch names) as transformers' TFBertForPreTraining saves them: one
+    group per Keras layer, TensorFlow names, kernels transposed."""
+    import h5py
+
+    def tf_name(name):
+        parts = name.split(".")
+        last = {"weight": "kernel", "bias": "bias"}[parts[-1]]
+        if parts[-2] in ("word_embeddings", "position_embeddings", "token_type_embeddings"):
+            last = "weight" if parts[-2] == "word_embeddings" else "embeddings"
+        elif parts[-2] == "LayerNorm":
+            last = {"kernel": "gamma", "bias": "beta"}[last]
+        scope = {"bert": "bert", "cls": "mlm___cls" if "predictions" in name else "nsp___cls"}
+        parts[0] = scope[parts[0]]
+        text = re.sub(r"\.(\d+)\.", r"_._\1/", ".".join(parts[:-1]))
+        return f"tf_bert_for_pre_training/{text.replace('.', '/')}/{last}:0", last == "kernel"
+
+    layers = {}
+    for name, value in weights.items():
+        if name.startswith(("bert.", "cls.")) and name != "bert.embeddings.position_ids" \
+                and name != "cls.predictions.decoder.bias":
+            tf, transpose = tf_name(name)
+            layers.setdefault(tf.split("/")[1], {})[tf] = value.T if transpose else value
+    with h5py.File(path, "w") as f:
+        f.attrs["layer_names"] = [layer.encode() for layer in layers]
+        for layer, values in layers.items():
+            f.create_group(layer).attrs["weight_names"] = [name.encode() for name in values]
+            for name, value in values.items():
+                f[layer].create_dataset(name, data=value)
+    return path.read_bytes()
 
 
 @pytest.fixture
@@ -149,6 +184,11 @@ def server(tiny_model, tmp_path, monkeypatch):
             etag = hashlib.sha256(data).hexdigest() if name.endswith("safetensors") else None
             served.add(f"/{repo}/resolve/main/{name}", data, etag)
     served.etags["/org/tampered/resolve/main/model.safetensors"] = "f" * 64
+    for repo in ("org/tf-only", "org/no-weights"):
+        for name in ("config.json", "vocab.txt"):
+            served.add(f"/{repo}/resolve/main/{name}", (tiny_model["hub"] / name).read_bytes())
+    data = tiny_model["tf_model.h5"]
+    served.add("/org/tf-only/resolve/main/tf_model.h5", data, hashlib.sha256(data).hexdigest())
     url = served.url
     presets = {
         "tiny": {"zip": f"{url}/tiny.zip", "family": "bert", "licence": "Apache-2.0",
@@ -161,6 +201,8 @@ def server(tiny_model, tmp_path, monkeypatch):
         "tiny-refused": {"zip": f"http://127.0.0.1:{_closed_port()}/tiny.zip", "family": "bert"},
         "tiny-hub": {"hf": "org/tiny", "family": "bert"},
         "tiny-tampered": {"hf": "org/tampered", "family": "bert"},
+        "tiny-tf-only": {"hf": "org/tf-only", "family": "bert"},
+        "tiny-no-weights": {"hf": "org/no-weights", "family": "bert"},
     }
     path = tmp_path / "presets.json"
     path.write_text(json.dumps({"presets": presets}))
@@ -283,6 +325,30 @@ def test_a_hub_repository_is_converted_once(server, tiny_model):
     for name in expected:
         np.testing.assert_array_equal(got[name], expected[name])
     assert not os.path.exists(server.home / "downloads" / "tiny-hub")
+
+
+def test_a_hub_repository_with_tensorflow_weights_only_is_converted_from_them(server,
+                                                                            tiny_model):
+    """Many hub repositories hold ``tf_model.h5`` (and ``pytorch_model.bin``) and no
+    ``model.safetensors``: the same weights give the same checkpoint."""
+    from kerasbert.checkpoints.convert import convert_hf_to_google
+
+    folder = download("tiny-tf-only", progress=False)
+    reference = server.home.parent / "reference" / "bert_model.ckpt"
+    convert_hf_to_google(tiny_model["hub"], reference)
+    got, expected = _checkpoint(os.path.join(folder, "bert_model.ckpt")), _checkpoint(reference)
+    assert sorted(got) == sorted(expected)
+    for name in expected:
+        np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
+    asked = [path for _, path, _ in server.log if path.startswith("/org/tf-only/")]
+    assert "/org/tf-only/resolve/main/model.safetensors" in asked
+    assert "/org/tf-only/resolve/main/tf_model.h5" in asked
+
+    with pytest.raises(DownloadError, match=rf"^preset tiny-no-weights in {server.url}/org/"
+                                            r"no-weights: no weights: the repository holds "
+                                            r"neither model\.safetensors nor tf_model\.h5$"):
+        download("tiny-no-weights", progress=False)
+    assert_untouched(server, "tiny-no-weights")
 
 
 def test_a_hub_file_whose_sha256_differs_is_refused(server):

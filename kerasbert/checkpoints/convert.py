@@ -1,8 +1,10 @@
 """Hugging Face model directory → Google checkpoint, ``bert_config.json`` and ``vocab.txt``.
 
-Reads ``config.json`` and ``model.safetensors`` of a BERT, ALBERT, ELECTRA, RoFormer, GPT-2 or
-OpenAI GPT (base models, pretraining and task models; the ``bert.`` / ``albert.`` /
-``electra.`` / ``roformer.`` / ``transformer.`` prefix is optional) and writes what Google's
+Reads ``config.json`` and the weights (``model.safetensors``, or else the ``tf_model.h5`` of
+transformers' TensorFlow classes, which many hub repositories hold instead) of a BERT,
+ALBERT, ELECTRA, RoFormer, GPT-2 or OpenAI GPT (base models, pretraining and task models;
+the ``bert.`` / ``albert.`` / ``electra.`` / ``roformer.`` / ``transformer.`` prefix is
+optional) and writes what Google's
 code, bert4keras and :func:`kerasbert.build_transformer_model` read: each family's original
 variable names (each family module's ``checkpoint_table``, :mod:`kerasbert.models.families`);
 each family's Hugging Face layout is its module's ``hf_layout`` (GPT-2's and OpenAI GPT's
@@ -44,6 +46,9 @@ from kerasbert.models.families.base import HuggingFaceRecipe
 
 # An Embedding's ``weight`` is the table itself (no transposing, no ``kernel``).
 EMBEDDINGS = ("word_embeddings", "position_embeddings", "token_type_embeddings")
+# The weights files read, the first one present: PyTorch's safetensors, or transformers'
+# TensorFlow classes' Keras h5 (named and laid out as the PyTorch classes on reading).
+WEIGHTS_FILES = ("model.safetensors", "tf_model.h5")
 
 
 def layouts():
@@ -132,8 +137,8 @@ def convert_hf_to_google(hf_dir, prefix, dtype="float32", overwrite=False):
     refused, leaves the folder of ``prefix`` as it was (and makes none).
 
     Args:
-        hf_dir: a directory with ``config.json`` and ``model.safetensors`` (and
-            ``vocab.txt``, copied when present).
+        hf_dir: a directory with ``config.json`` and ``model.safetensors`` or
+            ``tf_model.h5`` (and ``vocab.txt``, copied when present).
         prefix: the checkpoint to write, e.g. ``"out/minilm/bert_model.ckpt"``;
             ``bert_config.json`` and ``vocab.txt`` go beside it.
         dtype: cast the weights to this NumPy dtype (None keeps theirs).
@@ -144,11 +149,11 @@ def convert_hf_to_google(hf_dir, prefix, dtype="float32", overwrite=False):
         A :class:`Conversion`.
 
     Raises:
-        FileNotFoundError: ``config.json`` or ``model.safetensors`` is missing.
+        FileNotFoundError: ``config.json`` is missing, or both weights files.
         ValueError: the model is none of those families (or a BERT without absolute
             positions, a RoFormer that rotates values), ``hf_dir`` or
             ``config.json`` is not what it should be, or (a CheckpointError)
-            ``model.safetensors`` is truncated or not a safetensors file, or lacks a
+            the weights file is truncated or not what its name says, or lacks a
             variable the config needs (named, with the file); ``prefix`` is a directory.
         WouldReplace: a file to write exists (without ``overwrite``), or is not what a
             conversion writes (with it).
@@ -165,13 +170,12 @@ def convert_hf_to_google(hf_dir, prefix, dtype="float32", overwrite=False):
         raise error(f"Hugging Face model in {hf_dir}: not a directory, expected one holding "
                     "config.json and model.safetensors")
     config, model_type = _read_config(os.path.join(hf_dir, "config.json"))
-    weights_path = os.path.join(hf_dir, "model.safetensors")
-    if not os.path.isfile(weights_path):
-        others = [name for name in ("pytorch_model.bin", "tf_model.h5")
-                  if os.path.exists(os.path.join(hf_dir, name))]
-        hint = (f" (found {', '.join(others)}; save it with safe_serialization=True)"
-                if others else "")
-        raise FileNotFoundError(f"weights in {hf_dir}: no model.safetensors{hint}")
+    weights_path = next((path for path in (os.path.join(hf_dir, name) for name in WEIGHTS_FILES)
+                         if os.path.isfile(path)), None)
+    if weights_path is None:
+        hint = (" (found pytorch_model.bin; save it with safe_serialization=True)"
+                if os.path.exists(os.path.join(hf_dir, "pytorch_model.bin")) else "")
+        raise FileNotFoundError(f"weights in {hf_dir}: no {' or '.join(WEIGHTS_FILES)}{hint}")
     vocab_source = os.path.join(hf_dir, "vocab.txt")
     beside = os.path.dirname(prefix)
     config_path = os.path.join(beside, "bert_config.json")
@@ -328,27 +332,86 @@ def _ignored(hf_name, layout):
 
 
 def _read_weights(path, dtype, model_type):
-    from safetensors import SafetensorError, safe_open
-
     layout = layouts()[model_type]
     variables, skipped = {}, []
+    for hf_name, value in _tensors(path):
+        found = _google_variables(hf_name, value, layout, model_type)
+        if found is None:
+            if not _ignored(hf_name, layout):
+                skipped.append(hf_name)
+            continue
+        for name, value in found:
+            # bfloat16 (from ml_dtypes, which TensorFlow loads) is no np.floating.
+            if dtype is not None and is_float_dtype(dtype_name(value.dtype)):
+                value = value.astype(dtype)
+            variables[name] = np.ascontiguousarray(value)
+    return variables, skipped
+
+
+def _tensors(path):
+    """``(PyTorch name, array)`` of each weight of a weights file (:data:`WEIGHTS_FILES`)."""
+    if os.path.basename(path) == "tf_model.h5":
+        yield from _keras_h5_tensors(path)
+        return
+    from safetensors import SafetensorError, safe_open
+
     try:
         with safe_open(path, framework="numpy") as f:
-            for hf_name in f.keys():
-                found = _google_variables(hf_name, f.get_tensor(hf_name), layout, model_type)
-                if found is None:
-                    if not _ignored(hf_name, layout):
-                        skipped.append(hf_name)
-                    continue
-                for name, value in found:
-                    # bfloat16 (from ml_dtypes, which TensorFlow loads) is no np.floating.
-                    if dtype is not None and is_float_dtype(dtype_name(value.dtype)):
-                        value = value.astype(dtype)
-                    variables[name] = np.ascontiguousarray(value)
+            names = list(f.keys())
+            for name in names:
+                yield name, f.get_tensor(name)
     except SafetensorError as error:
         raise CheckpointError(
             f"weights in {path}: truncated or not a safetensors file ({error})") from None
-    return variables, skipped
+
+
+def _keras_h5_tensors(path):
+    """The weights of the Keras h5 file that transformers' TensorFlow classes save, named and
+    laid out as its PyTorch classes have them (:func:`pytorch_name`). A weight two layers
+    share (the MLM head's tied embeddings) comes once."""
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as f:
+            weights = [(_text(layer), _text(weight)) for layer in f.attrs["layer_names"]
+                       for weight in f[_text(layer)].attrs["weight_names"]]
+            seen = set()
+            for layer, weight in weights:
+                name, transpose = pytorch_name(weight)
+                if name not in seen:
+                    seen.add(name)
+                    value = f[layer][weight][()]
+                    if name.endswith(".bias") and value.ndim == 2 and len(value) == 1:
+                        value = value[0]  # GPT-2's Conv1D keeps its bias as (1, n)
+                    yield name, (value.T if transpose else value)
+    except (OSError, KeyError) as error:
+        raise CheckpointError(f"weights in {path}: truncated or not a Keras h5 weights file "
+                              f"({_text(error)})") from None
+
+
+def _text(value):
+    return value.decode("utf-8") if isinstance(value, bytes) else " ".join(str(value).split())
+
+
+def pytorch_name(tf_name):
+    """The PyTorch name of a weight of transformers' TensorFlow classes, and whether its
+    value is transposed on the way (a ``Dense`` kernel is ``(in, out)``, a ``Linear``
+    weight ``(out, in)``).
+
+    Example:
+        >>> pytorch_name("tf_bert_model/bert/encoder/layer_._0/attention/self/query/kernel:0")
+        ('bert.encoder.layer.0.attention.self.query.weight', True)
+        >>> pytorch_name("tf_bert_for_pre_training/mlm___cls/predictions/bias:0")
+        ('cls.predictions.bias', False)
+        >>> pytorch_name("tf_bert_model/bert/embeddings/position_embeddings/embeddings:0")
+        ('bert.embeddings.position_embeddings.weight', False)
+    """
+    # The model's own scope first; a head's scope is written "<role>___<name>".
+    parts = [part.split("___")[-1] for part in tf_name.removesuffix(":0").split("/")[1:]]
+    last = {"kernel": "weight", "embeddings": "weight", "gamma": "weight",
+            "beta": "bias"}.get(parts[-1], parts[-1])
+    name = re.sub(r"_\._(\d+)", r".\1", ".".join(parts[:-1] + [last]))  # layer_._0: layer.0
+    return name, parts[-1] == "kernel"
 
 
 def _check_complete(variables, config, path, model_type):

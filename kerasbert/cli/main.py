@@ -273,15 +273,16 @@ def make_parser():
         ["kerasbert convert --from-hf all-MiniLM-L6-v2 --to minilm/bert_model.ckpt",
          "kerasbert convert --from-hf all-MiniLM-L6-v2 --to minilm/bert_model.ckpt --overwrite"],
         description="Converts a Hugging Face BERT, ALBERT, ELECTRA, RoFormer, GPT-2 or OpenAI "
-                    "GPT (config.json, model.safetensors, vocab.txt) to a Google checkpoint "
+                    "GPT (config.json, model.safetensors or tf_model.h5, vocab.txt) to a Google "
+                    "checkpoint "
                     "that kerasbert, bert4keras and Google's code load. "
                     "An existing file of the output (the checkpoint's, or bert_config.json "
                     "and vocab.txt beside it) is replaced only with --overwrite; a run "
                     "directory's checkpoint never.",
         run=handlers.command_convert)
     convert.add_argument("--from-hf", required=True, type=_path, metavar="DIR",
-                         help="Hugging Face model directory: config.json, model.safetensors, "
-                              "vocab.txt (required)")
+                         help="Hugging Face model directory: config.json, model.safetensors (or "
+                              "tf_model.h5), vocab.txt (required)")
     convert.add_argument("--to", required=True, type=_path, metavar="PREFIX",
                          help="checkpoint prefix to write, e.g. out/minilm/bert_model.ckpt "
                               "(required)")

@@ -6,8 +6,9 @@ all. A Google zip is fetched with ``requests`` into ``<cache>/downloads/<name>/`
 ``.part`` file (resumed with an HTTP Range where an interrupted download left one), checked
 (the table's SHA-256, else the server's MD5 ETag, and its length), unpacked into a temporary
 folder beside the preset's and renamed into place. A Hugging Face repository is fetched with
-``huggingface_hub`` (which resumes, and honours ``HF_ENDPOINT``), each file checked against
-the hub's SHA-256 ETag, converted once to the Google format
+``huggingface_hub`` (which resumes, and honours ``HF_ENDPOINT``): its config, vocabulary and
+weights (``model.safetensors``, or ``tf_model.h5`` where the repository has only that),
+each file checked against the hub's SHA-256 ETag, converted once to the Google format
 (:func:`kerasbert.checkpoints.convert.convert_hf_to_google`) the same way. A
 ``filelock.FileLock`` per preset lets two processes ask for the same one: the second waits,
 then finds it cached.
@@ -37,7 +38,7 @@ from kerasbert.presets import table
 
 CHUNK = 1 << 13  # a connection that breaks off loses less than this
 HUB = "https://huggingface.co"
-HUB_FILES = ("config.json", "vocab.txt", "model.safetensors")
+HUB_FILES = ("config.json", "vocab.txt")  # then the first weights file the repository has
 NEEDED = ("bert_config.json", "vocab.txt", "bert_model.ckpt.index")
 MARKER = "preset.json"  # what the folder is and where it came from, written last
 
@@ -191,26 +192,22 @@ def _unpack(preset, url, archive, final):
 
 # ------------------------------------------------------------- a Hugging Face repository
 def _from_hub(preset, final, staging):
-    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
+    from huggingface_hub.errors import EntryNotFoundError
 
-    from kerasbert.checkpoints.convert import convert_hf_to_google
+    from kerasbert.checkpoints.convert import WEIGHTS_FILES, convert_hf_to_google
 
     endpoint = (os.environ.get("HF_ENDPOINT") or HUB).rstrip("/")
     for filename in HUB_FILES:
-        url = hf_hub_url(preset.hf, filename, revision=preset.revision, endpoint=endpoint)
+        _fetch_from_hub(preset, filename, staging, endpoint)
+    for filename in WEIGHTS_FILES:  # the first one the repository holds
         try:
-            etag = get_hf_file_metadata(url).etag
-            local = hf_hub_download(preset.hf, filename, revision=preset.revision,
-                                    local_dir=staging, endpoint=endpoint)
-        except Exception as error:  # the hub's errors have no common base: name each
-            raise _fail(preset, url, f"{type(error).__name__}: {_first(error)}") from None
-        # The hub's ETag of a large (LFS) file is its SHA-256.
-        if etag and re.fullmatch(r"[0-9a-f]{64}", etag.strip('"')):
-            found = _digest(local, "sha256")
-            if found != etag.strip('"'):
-                shutil.rmtree(staging, ignore_errors=True)
-                raise _fail(preset, url, f"checksum mismatch: sha256 {found}, expected "
-                                         f"{etag.strip(chr(34))}; the download is removed")
+            _fetch_from_hub(preset, filename, staging, endpoint, absent_ok=True)
+            break
+        except EntryNotFoundError:
+            continue
+    else:
+        raise _fail(preset, f"{endpoint}/{preset.hf}", f"no weights: the repository holds "
+                                                      f"neither {' nor '.join(WEIGHTS_FILES)}")
     url = f"{endpoint}/{preset.hf}"
     try:
         with files.atomic_directory(final) as temporary:
@@ -218,6 +215,33 @@ def _from_hub(preset, final, staging):
             _finish(temporary, preset, url)
     except (ValueError, OSError) as error:
         raise _fail(preset, url, f"cannot convert it: {_first(error)}") from None
+
+
+def _fetch_from_hub(preset, filename, staging, endpoint, absent_ok=False):
+    """Downloads one file of the preset's repository into ``staging``, checked against the
+    hub's SHA-256 ETag; ``absent_ok``: a file the repository lacks raises the hub's
+    ``EntryNotFoundError`` instead of a :class:`DownloadError`."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
+    from huggingface_hub.errors import EntryNotFoundError
+
+    url = hf_hub_url(preset.hf, filename, revision=preset.revision, endpoint=endpoint)
+    try:
+        etag = get_hf_file_metadata(url).etag
+        local = hf_hub_download(preset.hf, filename, revision=preset.revision,
+                                local_dir=staging, endpoint=endpoint)
+    except EntryNotFoundError:
+        if absent_ok:
+            raise
+        raise _fail(preset, url, "not in the repository") from None
+    except Exception as error:  # the hub's errors have no common base: name each
+        raise _fail(preset, url, f"{type(error).__name__}: {_first(error)}") from None
+    # The hub's ETag of a large (LFS) file is its SHA-256.
+    if etag and re.fullmatch(r"[0-9a-f]{64}", etag.strip('"')):
+        found = _digest(local, "sha256")
+        if found != etag.strip('"'):
+            shutil.rmtree(staging, ignore_errors=True)
+            raise _fail(preset, url, f"checksum mismatch: sha256 {found}, expected "
+                                     f"{etag.strip(chr(34))}; the download is removed")
 
 
 # ---------------------------------------------------------------------------- helpers
