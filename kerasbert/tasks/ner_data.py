@@ -27,7 +27,6 @@ spans of the text, and scores are computed on characters against the file's own 
 """
 
 import dataclasses
-import json
 import os
 
 from kerasbert.files import open_input
@@ -36,6 +35,7 @@ from kerasbert.training.data import (
     DataError,
     decode_text,
     json_kind,
+    json_object,
     lone_surrogate,
     read_examples,
     text_lines,
@@ -179,11 +179,8 @@ def _read_jsonl(lines, path):
         if not line.strip():
             continue
         where = f"{path}, line {number}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DataError(f"bad row in {where}: invalid JSON ({error.msg})") from None
-        if not isinstance(row, dict) or not isinstance(row.get("text"), str):
+        row = json_object(line, where, "an object with a string 'text'")
+        if not isinstance(row.get("text"), str):
             raise DataError(f"bad row in {where}: expected an object with a string 'text'")
         problem = (unknown_keys(row, ROW_KEYS) or lone_surrogate(row["text"], "'text'")
                    or _id_problem(row))

@@ -44,7 +44,6 @@ Example::
 """
 
 import dataclasses
-import json
 import os
 import statistics
 
@@ -65,7 +64,14 @@ from kerasbert.tasks.runs import (
 )
 from kerasbert.tasks.task import DevScores, Task, train
 from kerasbert.text.pieces import SentencePieceText
-from kerasbert.training.data import TEXT_SUFFIXES, DataError, read_lines, read_texts, unknown_keys
+from kerasbert.training.data import (
+    TEXT_SUFFIXES,
+    DataError,
+    json_object,
+    read_lines,
+    read_texts,
+    unknown_keys,
+)
 from kerasbert.training.options import OptionError, Seq2SeqOptions, TrainOptions
 from kerasbert.training.rundir import RunError
 
@@ -109,14 +115,8 @@ def read_pairs(path, targets=True):
         if not line.strip():
             continue
         where = f"{path}, line {number}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DataError(f"bad row in {where}: invalid JSON ({error.msg} at column "
-                            f"{error.colno})") from None
-        if not isinstance(row, dict):
-            raise DataError(f"bad row in {where}: expected a JSON object with "
-                            f"{' and '.join(repr(k) for k in needed)}")
+        row = json_object(line, where, "a JSON object with "
+                                       f"{' and '.join(repr(k) for k in needed)}")
         problem = unknown_keys(row, KEYS + ("id",))
         if problem:
             raise DataError(f"bad row in {where}: {problem}")

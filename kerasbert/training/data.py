@@ -546,6 +546,27 @@ def _missing(column, row):
     return f"column '{column}' is missing (columns: {', '.join(map(str, row))})"
 
 
+def json_object(line, where, expected="a JSON object"):
+    """The JSON object on one line of a JSON-lines file.
+
+    Raises:
+        DataError: ``bad row in <where>: invalid JSON (Expecting value at column 11)``, or
+            ``bad row in <where>: expected <expected>, got a list``.
+
+    Example:
+        >>> json_object('{"source": "a"}', "pairs.jsonl, line 1")
+        {'source': 'a'}
+    """
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise DataError(f"bad row in {where}: invalid JSON ({error.msg} at column "
+                        f"{error.colno})") from None
+    if not isinstance(row, dict):
+        raise DataError(f"bad row in {where}: expected {expected}, got {json_kind(row)}")
+    return row
+
+
 def json_kind(value):
     """The JSON name of a value's type, with the value where it is short: a string, a list,
     an object, a number, a boolean, null.
