@@ -219,7 +219,7 @@ def test_qa_questions_to_answer_come_from_squad_jsonl_or_tab_lines(tmp_path):
         ("a", "谁？", f"{jsonl}, line 1"), (None, "哪里？", f"{jsonl}, line 3")]
     jsonl.write_text(json.dumps({"question": "谁？", "contxt": CONTEXT}, ensure_ascii=False))
     assert refused(read_questions, jsonl) == (
-        "bad line in FILE, line 1: unknown key 'contxt' (did you mean 'context'? known keys: "
+        "bad row in FILE, line 1: unknown key 'contxt' (did you mean 'context'? known keys: "
         "id, question, context)")
     tabs = tmp_path / "questions.txt"
     tabs.write_text(f"question\tcontext\n谁？\t{CONTEXT}\n哪里？\t{CONTEXT}\n", encoding="utf-8")

@@ -37,6 +37,7 @@ from kerasbert.training.data import (
     DataError,
     decode_text,
     json_kind,
+    json_object,
     json_surrogate_line,
     lone_surrogate,
     text_lines,
@@ -262,18 +263,11 @@ def _line_questions(text, path, parse):
 
 
 def _json_question(line, where, first):
-    try:
-        row = json.loads(line)
-    except json.JSONDecodeError as error:
-        raise DataError(f"bad line in {where}: invalid JSON ({error.msg} at column "
-                        f"{error.colno})") from None
-    if not isinstance(row, dict):
-        problem = f"expected an object, got {json_kind(row)}"
-    else:
-        problem = unknown_keys(row, LINE_KEYS) or next(
-            filter(None, (_line_field(row, key) for key in LINE_KEYS)), None)
+    row = json_object(line, where, "an object")
+    problem = unknown_keys(row, LINE_KEYS) or next(
+        filter(None, (_line_field(row, key) for key in LINE_KEYS)), None)
     if problem:
-        raise DataError(f"bad line in {where}: {problem}")
+        raise DataError(f"bad row in {where}: {problem}")
     return Question(row.get("id"), row["question"], row["context"], [], where)
 
 
