@@ -1,7 +1,8 @@
 # Two commands do all the set-up on a fresh machine:
 #   make demo       - installs what is needed and runs the main job
 #   make test       - installs what is needed, runs the linter and the test suite (CI); the
-#                     notebooks that fine-tune run under make test-notebooks
+#                     notebooks that fine-tune run under make test-notebooks, make demo's
+#                     whole training run under make test-demo
 #   make test-fast  - the tests that are neither slow nor run a peer library (a few minutes)
 #   make lint       - the linter alone (ruff, configured in ruff.toml)
 #   make docs       - the documentation site (MkDocs, mkdocs.yml) built from docs/ into site/
@@ -11,7 +12,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL ?= 3
 
-.PHONY: demo test test-fast test-notebooks lint docs bench notebooks graphviz chromium clean
+.PHONY: demo test test-fast test-notebooks test-demo lint docs bench notebooks graphviz chromium clean
 
 $(STAMP): setup.cfg constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -61,16 +62,21 @@ demo: $(STAMP) graphviz
 # the 60 slowest are listed at the end, to keep the suite's time in view.
 test: $(STAMP) graphviz chromium
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q -m "not training_notebook" --durations=60
+	$(PY) -m pytest -q -m "not training_notebook and not demo" --durations=60
 
 # The notebooks that fine-tune, top to bottom (about 15 minutes on 2 cores without AVX-512).
 test-notebooks: $(STAMP) graphviz
 	$(PY) -m pytest -q -m training_notebook
 
+# make demo's training run, whole, then its model on plain sentences (tests/test_demo.py; about
+# ten minutes on 2 cores with AVX-512).
+test-demo: $(STAMP)
+	$(PY) -m pytest -q -m demo
+
 # Leaves out the tests marked slow (full-size models, training runs, real processes) or
 # peer (bert4keras, transformers, ONNX Runtime, LiteRT as oracles); see setup.cfg.
 test-fast: $(STAMP) graphviz
-	$(PY) -m pytest -q -m "not slow and not peer and not training_notebook"
+	$(PY) -m pytest -q -m "not slow and not peer and not training_notebook and not demo"
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -2,6 +2,7 @@
 the command line's speed and quietness, its warnings, other files' columns, the shipped
 model's defaults."""
 
+import dataclasses
 import json
 import os
 import re
@@ -19,11 +20,13 @@ from kerasbert.training.options import (
     FALLBACK_DEFAULTS,
     MODEL_DEFAULT_KEYS,
     MODEL_DEFAULTS_FILE,
+    ClassificationOptions,
     NerOptions,
     OptionError,
     QaOptions,
     TrainOptions,
     describe_defaults,
+    validate,
 )
 from peers import run_python
 
@@ -198,6 +201,14 @@ def test_the_shipped_model_brings_its_defaults_per_task(tiny_run_inputs, tmp_pat
     assert (chosen.lr, chosen.epochs, chosen.patience, chosen.maxlen, chosen.batch_size) == (
         shipped_defaults["lr"], 3, 2, 128, 32)
     assert shipped_defaults["lr"] == 1e-4
+    # Short copies for the short texts a user tries (docs/classification.md): classification's.
+    assert chosen.prefix_copies == 32
+    assert describe_defaults(TrainOptions(output="x", epochs=3)) == (
+        "lr 0.0001, maxlen 128, batch_size 32, prefix_copies 32: the defaults of "
+        "kerasbert-zh-small for --task classification (its finetune_defaults.json)")
+    assert not hasattr(NerOptions(output="x").resolved(), "prefix_copies")
+    # A maxlen no longer than the default copies: nothing to copy, the default turns off.
+    assert TrainOptions(output="x", maxlen=32).resolved().prefix_copies == 0
     assert tuple(FALLBACK_DEFAULTS) == MODEL_DEFAULT_KEYS  # a fallback for every key
     ner = TrainOptions(output="x", task="ner").resolved()
     assert (ner.lr, ner.epochs, ner.patience, ner.maxlen) == (3e-4, 10, 3, 160)
@@ -215,8 +226,8 @@ def test_the_shipped_model_brings_its_defaults_per_task(tiny_run_inputs, tmp_pat
                                         batch_size=16)) is None
     given = dict(tiny_run_inputs, output="x")
     fallback = TrainOptions(**given).resolved()  # a model that carries none
-    assert (fallback.lr, fallback.epochs, fallback.patience, fallback.batch_size) == (
-        BASE_LR, 3, 2, 32)
+    assert (fallback.lr, fallback.epochs, fallback.patience, fallback.batch_size,
+            fallback.prefix_copies) == (BASE_LR, 3, 2, 32, 0)
     assert describe_defaults(TrainOptions(**given)) is None
 
     model = tmp_path / "model"
@@ -231,11 +242,47 @@ def test_the_shipped_model_brings_its_defaults_per_task(tiny_run_inputs, tmp_pat
                        ('{"lr": 1e-4, "maxlen": 2}', "maxlen"),
                        ('{"lr": 1e-4, "warmup": 0.2}', "defaults in"),
                        ('{"tasks": {"translation": {}}}', "defaults in"),
-                       ('{"tasks": {"ner": {"dropout": 0.2}}}', "defaults in"), ("[1]", "object")]:
+                       ('{"tasks": {"ner": {"dropout": 0.2}}}', "defaults in"), ("[1]", "object"),
+                       ('{"tasks": {"ner": {"prefix_copies": 32}}}', "--task ner does not use"),
+                       ('{"tasks": {"classification": {"prefix_copies": 2}}}', "prefix_copies")]:
         (model / MODEL_DEFAULTS_FILE).write_text(bad)
         with pytest.raises(OptionError, match=f"defaults in .*{MODEL_DEFAULTS_FILE}") as error:
             NerOptions(**mine).resolved()
         assert named in str(error.value)
+
+
+def test_prefix_copies_add_each_long_example_cut_short(tiny_run_inputs, tmp_path):
+    """--prefix-copies N: the training rows, then each row longer than N tokens cut to N as
+    --maxlen cuts (its [SEP] kept), with its label; the epoch's batches count them."""
+    from kerasbert.tasks.classification import TASK, _Inputs
+    from kerasbert.text.tokenizer import Tokenizer
+    from kerasbert.training import data
+
+    train = tmp_path / "train.tsv"
+    train.write_text("label\ttext\npos\t好好好好好好\nneg\t差\npos\t好好好\nneg\t差差差差差\n",
+                     encoding="utf-8")
+    tokenizer = Tokenizer(tiny_run_inputs["vocab"])
+    rows = data.read_examples(str(train))
+    options = ClassificationOptions(output="x", maxlen=16, batch_size=4, prefix_copies=5,
+                                    epochs=1, lr=1e-4, patience=1)
+    inputs = _Inputs(tokenizer, ["neg", "pos"], rows, rows, steps=1)
+    ids, segments, labels = TASK.training_arrays(options, inputs)
+    full, _ = tokenizer.encode_batch(rows.texts, maxlen=16)
+    cut, _ = tokenizer.encode_batch(["好好好好好好", "差差差差差"], maxlen=5)
+    assert ids.shape == (6, full.shape[1]) and segments.shape == ids.shape
+    np.testing.assert_array_equal(ids[:4], full)
+    np.testing.assert_array_equal(ids[4:, :5], cut)  # two longer than 5: cut, in file order
+    assert (ids[4:, 5:] == 0).all() and (segments == 0).all()
+    assert ids[4, 4] == tokenizer.token_to_id("[SEP]")
+    assert labels.tolist() == [1, 0, 1, 0, 1, 0]
+    assert (inputs.copies, inputs.steps) == (2, 2)
+    plain = _Inputs(tokenizer, ["neg", "pos"], rows, rows, steps=1)
+    assert len(TASK.training_arrays(dataclasses.replace(options, prefix_copies=0), plain)[0]) == 4
+    assert (plain.copies, plain.steps) == (0, 1)
+    for bad in (1, 2, 16, 20):
+        with pytest.raises(OptionError, match=rf"invalid value {bad} in --prefix-copies: must "
+                                              r"be 0 \(none\) or from 3 .* below --maxlen \(16\)"):
+            validate(dataclasses.replace(options, prefix_copies=bad), flags=True)
 
 
 def test_a_run_that_ends_at_one_class_says_so_and_what_to_try():

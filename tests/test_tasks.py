@@ -37,7 +37,7 @@ def test_every_registered_task_is_a_module_with_its_task_and_run(name):
 def test_each_task_has_only_its_own_flags_and_the_shared_ones_work_for_all():
     own = {name: fields(kind) - fields(FinetuneOptions) for name, kind in TASK_OPTIONS.items()}
     assert own == {"classification": {"text_column", "pair_column", "label_column",
-                                       "strategy", "skip_bad_rows"},
+                                       "strategy", "skip_bad_rows", "prefix_copies"},
                    "ner": {"no_crf"}, "qa": set(),
                    "seq2seq": {"max_new_tokens", "num_beams", "sp_model"}}
     assert {"grad_accum", "mixed_precision", "jit_compile"} <= fields(FinetuneOptions)

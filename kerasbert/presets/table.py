@@ -29,7 +29,7 @@ KEYS = {"zip", "hf", "revision", "family", "licence", "description", "size_mb", 
 #: from the table's ``finetune``), and the options it may set; the values a model without
 #: one takes are in :data:`kerasbert.training.options.FALLBACK_DEFAULTS`.
 DEFAULTS_FILE = "finetune_defaults.json"
-DEFAULT_KEYS = ("lr", "epochs", "patience", "maxlen", "batch_size")
+DEFAULT_KEYS = ("lr", "epochs", "patience", "maxlen", "batch_size", "prefix_copies")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -52,6 +52,7 @@ class _Inputs:
     dev: data.Examples
     test: data.Examples = None
     steps: int = 0  # batches per epoch
+    copies: int = 0  # short copies of long training rows (--prefix-copies)
 
 
 def _read_inputs(options):
@@ -97,6 +98,24 @@ def _encode(inputs, rows, maxlen):
             data.label_ids(rows, inputs.labels))
 
 
+def _with_prefix_copies(inputs, arrays, length):
+    """``(token_ids, segment_ids, label_ids)`` of the training rows, then a copy of each row
+    longer than ``length`` tokens cut to ``length`` (as ``--maxlen`` cuts), with its label.
+
+    A model fine-tuned on long texts alone reads short ones badly where the short training
+    texts lean to one class (the shipped reviews: a median of 46 characters, and those of
+    10-40 characters 2,284 positive to 3,083 negative); the copies are short texts whose
+    words carry their review's label.
+    """
+    ids, segments, labels = arrays
+    longer = batches.row_lengths(ids) > length
+    cut_ids, cut_segments = batches.encode_examples(inputs.tokenizer, inputs.train, length)
+    width = ((0, 0), (0, ids.shape[1] - cut_ids.shape[1]))  # [PAD] is 0, as row_lengths has it
+    return (np.concatenate([ids, np.pad(cut_ids[longer], width)]),
+            np.concatenate([segments, np.pad(cut_segments[longer], width)]),
+            np.concatenate([labels, labels[longer]]))
+
+
 class Classification(Task):
     """``--task classification``: a classifier on the [CLS] token, chosen by dev accuracy."""
 
@@ -108,7 +127,12 @@ class Classification(Task):
         return _read_inputs(options)
 
     def training_arrays(self, options, inputs):
-        return _encode(inputs, inputs.train, options.maxlen)
+        arrays = _encode(inputs, inputs.train, options.maxlen)
+        if options.prefix_copies:
+            arrays = _with_prefix_copies(inputs, arrays, options.prefix_copies)
+            inputs.copies = len(arrays[0]) - len(inputs.train)
+            inputs.steps = -(-len(arrays[0]) // options.batch_size)
+        return arrays
 
     def build_model(self, options, inputs):
         return build_classifier(options, len(inputs.labels))
@@ -181,7 +205,7 @@ def _write_results(options, inputs, recorder):
 
     labels, tokenizer = inputs.labels, inputs.tokenizer
     summary = {"labels": labels, "best_epoch": recorder.best_epoch,
-               "train_examples": len(inputs.train),
+               "train_examples": len(inputs.train), "prefix_copies": inputs.copies,
                "skipped_rows": {options.train: len(inputs.train.skipped),
                                 options.dev: len(inputs.dev.skipped)},
                "dev": _metrics(model, tokenizer, labels, inputs.dev, options)}

@@ -26,7 +26,8 @@ from kerasbert.presets.table import names as preset_names
 BASE_LR = 2e-5  # BERT-base's fine-tuning rate, for models that carry no defaults
 #: The options whose default depends on the model and the task (those a model folder's
 #: finetune_defaults.json may set), and their values for a model that carries none.
-FALLBACK_DEFAULTS = {"lr": BASE_LR, "epochs": 3, "patience": 2, "maxlen": 128, "batch_size": 32}
+FALLBACK_DEFAULTS = {"lr": BASE_LR, "epochs": 3, "patience": 2, "maxlen": 128, "batch_size": 32,
+                     "prefix_copies": 0}
 
 
 class OptionError(ValueError):
@@ -210,10 +211,20 @@ class FinetuneOptions(RunOptions):
             values["vocab"] = os.path.join(os.path.dirname(values["config"]), "vocab.txt")
         defaults = model_defaults(values["config"], self.task)
         for key, fallback in FALLBACK_DEFAULTS.items():
-            if values[key] is None:
+            if key in values and values[key] is None:  # a task's own options: its fields
                 values[key] = defaults.get(key, fallback)
+        if _default_copies_too_long(self, values):  # no text is cut to a longer copy
+            values["prefix_copies"] = 0
         values["weights"] = "checkpoint" if values["checkpoint"] else "random"
         return type(self)(**values)
+
+
+def _default_copies_too_long(options, values):
+    """Whether the model's default ``prefix_copies`` is no shorter than the ``maxlen`` the run
+    takes (``--maxlen 32`` on a model whose copies are 32 tokens): then there is nothing to
+    copy, and the default turns off instead of being refused as a given value is."""
+    return (getattr(options, "prefix_copies", 0) is None and values.get("prefix_copies")
+            and values["prefix_copies"] >= values["maxlen"])
 
 
 def _preset_values(options):
@@ -253,6 +264,11 @@ class ClassificationOptions(FinetuneOptions):
     strategy: str = option(None, "distribution strategy (multi-worker: one process per host, "
                            "each with its TF_CONFIG)", choices=("mirrored", "multi-worker"))
     skip_bad_rows: bool = option(False, "skip and count bad rows instead of failing")
+    prefix_copies: int = option(None, "also train on a copy of each example longer than N "
+                                "tokens, cut to N as --maxlen cuts, with its label: short "
+                                "texts to learn from where the training texts are long (0: "
+                                "none; default: the model's for the task, else 0)",
+                                NON_NEGATIVE_INT, metavar="N")
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -398,8 +414,14 @@ def model_defaults(config_path, task=None):
     for name in (None, *tasks):
         values = {key: value for key, value in found.items() if key != "tasks"}
         values.update(tasks.get(name, {}))
+        kind = TASK_OPTIONS[name or "classification"]
+        own = {field.name for field in dataclasses.fields(kind)}
+        unused = sorted(set(values) - own)
+        if name is not None and set(tasks[name]) & set(unused):
+            raise OptionError(f"defaults in {path}: {', '.join(unused)} under \"tasks\", "
+                              f"\"{name}\": --task {name} does not use it")
         try:
-            validate(TASK_OPTIONS[name or "classification"](output="-", **values))
+            validate(kind(output="-", **{key: values[key] for key in values if key in own}))
         except OptionError as error:
             raise OptionError(f"defaults in {path}: {error}") from None
     return {**{key: value for key, value in found.items() if key != "tasks"},
@@ -412,7 +434,8 @@ def describe_defaults(options):
     --task ner (its finetune_defaults.json)``."""
     resolved = options.resolved()
     found = model_defaults(resolved.config, resolved.task)
-    taken = [key for key in MODEL_DEFAULT_KEYS if getattr(options, key) is None and key in found]
+    taken = [key for key in MODEL_DEFAULT_KEYS
+             if hasattr(options, key) and getattr(options, key) is None and key in found]
     if not taken:
         return None
     model = os.path.basename(os.path.dirname(os.path.abspath(resolved.config)))
@@ -492,6 +515,11 @@ def validate(options, flags=False):
     if getattr(options, "resume", False) and getattr(options, "restart", False):
         raise OptionError(f"conflicting options in {name('resume')} and {name('restart')}: "
                           "continue the run or start it again, not both")
+    copies, maxlen = getattr(options, "prefix_copies", None), getattr(options, "maxlen", None)
+    if copies and (copies < 3 or (maxlen and copies >= maxlen)):
+        raise OptionError(f"invalid value {copies} in {name('prefix_copies')}: must be 0 (none) "
+                          "or from 3 ([CLS], a token, [SEP]) to below "
+                          f"{name('maxlen')}{f' ({maxlen})' if maxlen else ''}")
     if getattr(options, "accept_changed", False) and not getattr(options, "resume", False):
         raise OptionError(f"invalid option in {name('accept_changed')}: only with "
                           f"{name('resume')} (a new run records its inputs as they are)")
