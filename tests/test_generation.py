@@ -67,6 +67,52 @@ def test_the_cache_gives_the_ids_of_decoding_without_it(models, kind):
     assert generate(model, PROMPTS, max_new_tokens=8, num_beams=1) == greedy
 
 
+@pytest.mark.parametrize("kind", ["gpt2", "bert+unilm"])
+def test_each_decoding_step_reads_the_caches_and_kernels_in_place(kind):
+    """XLA's program of the loop: its body writes each layer's keys and values into the
+    caches it carries (no copy of a cache per step; with values kept as keys are, XLA's
+    CPU compiler copied each value cache twice a step at these sizes), multiplies by
+    transposed copies of the kernels, made once before it, and by the token table as it
+    lies."""
+    import re
+
+    import tensorflow as tf
+
+    from kerasbert.inference.generation import decoder_of
+    from kerasbert.models import kernels
+
+    family, keywords = KINDS[kind]
+    config = dict(vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                  intermediate_size=256, max_position_embeddings=512)
+    decoder = decoder_of(build_transformer_model(config, model=family, **keywords))
+    ids = tf.constant(np.arange(1, 9, dtype="int32")[None])
+
+    def program(stage):
+        with kernels.separate_products():
+            return decoder.compiled_run(Settings(128)).experimental_get_compiler_ir(
+                ids, tf.zeros_like(ids), tf.ones((1,), "int32"), tf.constant([0, 0]))(
+                stage=stage)
+
+    def loop_and_entry(hlo):
+        body = {f"%{name}" for name in re.findall(r"body=%([\w.\-]+)", hlo)}
+        computations = re.split(r"\n(?=\S)", hlo)
+        return (next(c for c in computations if c.split(" ", 1)[0] in body),
+                next(c for c in computations if c.startswith("ENTRY")))
+
+    optimized = program("optimized_hlo")
+    body, _ = loop_and_entry(optimized)
+    assert body.count("dynamic-update-slice") >= 2 * config["num_hidden_layers"]
+    assert not re.search(r"= \w+\[\d+,\d+,\d+,\d+\]\S* copy\(", body)  # a cache copied
+    # The LM head reads the token table (100 x 64) as it lies: nothing in the program
+    # holds it transposed (XLA wrote it out transposed at every step, in one fused loop).
+    assert "f32[64,100]" not in optimized
+    body, entry = loop_and_entry(program("hlo"))
+    assert len(decoder.products) == 2 * config["num_hidden_layers"]
+    # query, key, value, output, feed-forward in and out: each kernel transposed once
+    assert entry.count("opt-barrier(") >= 6 * config["num_hidden_layers"]
+    assert not re.search(r"transpose\([^)]*\), dimensions=\{1,0\}", body)
+
+
 def test_beam_search_ends_as_bert4keras_ends_it(models):
     """A prompt ends when its best output ends; outputs that end without being the best
     leave the beam (:meth:`kerasbert.snippets.AutoRegressiveDecoder.beam_search`)."""

@@ -1,6 +1,8 @@
 """The training forms of GELU and dropout, and the fused Adam update: the numbers Keras's own
 forms give, and the model trains through them."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -13,8 +15,10 @@ from kerasbert.models.kernels import (
     Dropout,
     affine,
     separate_products,
+    tied_logits,
     token_rows,
     training_activation,
+    transposed_kernels,
 )
 from kerasbert.training.optimizer import AdamW, make_optimizer
 from tests.conftest import TINY
@@ -147,6 +151,48 @@ def test_separate_products_keeps_the_product_out_of_xla_fusions():
     np.testing.assert_allclose(separate, plain, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(plain, rows.numpy() @ kernel.numpy() + bias.numpy(), rtol=1e-5,
                                atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_transposed_kernels_multiply_by_a_copy_made_once(dtype):
+    """Within transposed_kernels, traced for XLA, a feed-forward layer's two products read
+    transposed copies in its compute dtype, made once (before a loop that runs the layer
+    three times), with the numbers of the plain layer; the copies are gone after it."""
+    layer = layers.FeedForward(intermediate_size=24, dtype=dtype)
+    x = tf.cast(tf.constant(np.random.default_rng(0).standard_normal((1, 2, 8)),
+                            "float32"), dtype)
+    plain = layer(x)
+
+    def looped(x):
+        with transposed_kernels([layer]):
+            return tf.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, layer(x) + y),
+                                 (tf.constant(0), tf.zeros_like(x)))[1] / 3
+
+    compiled = tf.function(looped, jit_compile=True)
+    hlo = compiled.experimental_get_compiler_ir(x)(stage="hlo")
+    loops, entry = hlo.split("ENTRY")  # the loop's computations come before the entry's
+    swaps = re.compile(r"transpose\([^)]*\), dimensions=\{1,0\}")  # a matrix transposed
+    assert "body" in loops and not swaps.search(loops) and "opt-barrier" not in loops
+    assert len(swaps.findall(entry)) == 2 and entry.count("opt-barrier(") == 2
+    np.testing.assert_allclose(np.asarray(compiled(x), "float32"), np.asarray(plain, "float32"),
+                               rtol=1e-5 if dtype == "float32" else 2e-2, atol=1e-5)
+    with tf.GradientTape():  # eager, outside: the layer's own kernels again
+        np.testing.assert_array_equal(np.asarray(layer(x), "float32"),
+                                      np.asarray(plain, "float32"))
+
+
+def test_tied_logits_are_the_token_embeddings_reverse_call():
+    """The logits of the table as it lies equal the layer's own ``reverse=True`` call,
+    eager and compiled by XLA within separate_products."""
+    embedding = layers.TokenEmbedding(50, 8)
+    rows = tf.constant(np.random.default_rng(0).standard_normal((3, 8)), "float32")
+    embedding(tf.zeros((1, 1), "int32"))
+    expected = embedding(rows, reverse=True).numpy()
+    np.testing.assert_allclose(tied_logits(rows, embedding).numpy(), expected, rtol=1e-6,
+                               atol=1e-6)
+    with separate_products():
+        compiled = tf.function(lambda r: tied_logits(r, embedding), jit_compile=True)
+        np.testing.assert_allclose(compiled(rows).numpy(), expected, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])

@@ -151,7 +151,7 @@ class Decoder:
         from kerasbert.checkpoints.loading import table_family
         from kerasbert.models.attention_masks import AttentionMask
         from kerasbert.models.families import family_class
-        from kerasbert.models.layers import MultiHeadSelfAttention
+        from kerasbert.models.layers import FeedForward, MultiHeadSelfAttention
 
         self.model = model
         self.layers = {layer.name: layer for layer in model.layers}
@@ -180,6 +180,9 @@ class Decoder:
             if layer.position:
                 raise ValueError(f"model {model.name!r}: incremental decoding of "
                                  f"{layer.position} positions is not supported")
+        # Their products read transposed copies of the kernels in the compiled loop.
+        self.products = [layer for layer in model.layers
+                         if isinstance(layer, (MultiHeadSelfAttention, FeedForward))]
         self.segments = len(model.inputs) > 1
         self.max_position = (self.layers[names.EMBEDDING_POSITION].max_position
                              if names.EMBEDDING_POSITION in self.layers else None)
@@ -222,9 +225,11 @@ class Decoder:
         positions = tf.maximum(tf.cumsum(tf.cast(ids != 0, "int32"), axis=1) - 1, 0)
         caches = []
         for layer in self.attention:
-            shape = (batch, layer.num_heads, length + extra, layer.head_size)
-            caches.append((tf.zeros(shape, layer.compute_dtype),
-                           tf.zeros(shape, layer.compute_dtype)))
+            slots = length + extra  # the values with their slots last (see cached_call)
+            caches.append((tf.zeros((batch, layer.num_heads, slots, layer.head_size),
+                                    layer.compute_dtype),
+                           tf.zeros((batch, layer.num_heads, layer.head_size, slots),
+                                    layer.compute_dtype)))
         allowed = tf.logical_and(self.prompt_mask(ids, segments), present[:, None, :length])
         allowed = tf.pad(allowed, [[0, 0], [0, 0], [0, extra]])
         x, caches = self.family.cached_blocks(self.layers, self.embed(ids, segments, positions),
@@ -370,7 +375,8 @@ class Decoder:
 
         if settings not in self.compiled:
             def run(ids, segments, new_segments, seed):
-                return self.run(ids, segments, new_segments, seed, settings)
+                with kernels.transposed_kernels(self.products):
+                    return self.run(ids, segments, new_segments, seed, settings)
             # Traced per shape (never relaxed to unknown sizes): XLA compiles per shape anyway,
             # and the loop's state keeps its static shape.
             self.compiled[settings] = tf.function(run, jit_compile=True, autograph=False)
@@ -485,6 +491,7 @@ class Seq2SeqDecoder(Decoder):
             raise ValueError(f"model {model.name!r} has no language-model head (built with "
                              "with_lm=False)")
         self.activation = head.activation
+        self.products = []  # T5's layers multiply with ops.matmul, not kernels.affine
         self.segments = False
         self.max_position = None
         self.compiled = {}

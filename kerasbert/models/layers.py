@@ -346,8 +346,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
         Args:
             inputs: ``(batch, new, hidden)`` hidden states of the new tokens.
-            key_cache, value_cache: ``(batch, heads, slots, head_size)``; the new tokens'
-                keys and values are written at slots ``start .. start + new - 1``.
+            key_cache: ``(batch, heads, slots, head_size)``; value_cache: ``(batch, heads,
+                head_size, slots)`` (see below). The new tokens' keys and values are
+                written at slots ``start .. start + new - 1``.
             start: the first slot of the new tokens (an int32 scalar).
             allowed: ``(batch, new, slots)`` booleans: may new token ``i`` attend to slot
                 ``j`` (padding, later slots and slots not yet written are False).
@@ -355,6 +356,13 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         Returns:
             ``(output, key_cache, value_cache)``: ``(batch, new, hidden)`` and the caches
             with the new tokens written.
+
+        The values are kept transposed, slots last, so that both products read their cache
+        the same way (contracting its last axis): XLA's CPU compiler otherwise writes each
+        step's values into a fresh copy of the value cache (two copies of it per layer and
+        step), where it updates the key cache in place. Greedy GPT-2 small at batch 8 and
+        480 new tokens measured 109.9 tokens/s against 106.3 with the values kept as the
+        keys (2 cores, one run each).
 
         Raises:
             ValueError: a layer with rotary or relative positions (not decoded yet).
@@ -368,12 +376,15 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         zero = ops.zeros((), "int32")
         at = (zero, zero, ops.cast(start, "int32"), zero)
         key_cache = ops.slice_update(key_cache, at, ops.cast(key, key_cache.dtype))
-        value_cache = ops.slice_update(value_cache, at, ops.cast(value, value_cache.dtype))
+        value_cache = ops.slice_update(value_cache, (zero, zero, zero, at[2]), ops.cast(
+            ops.transpose(value, (0, 1, 3, 2)), value_cache.dtype))
         query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
         scores = ops.matmul(query, ops.transpose(key_cache, (0, 1, 3, 2)))  # (B, N, T, S)
         scores = scores + attention_bias(allowed, scores.dtype, axis=1)
         probabilities = ops.softmax(scores, axis=-1)
-        context = ops.transpose(ops.matmul(probabilities, value_cache), (0, 2, 1, 3))
+        context = ops.transpose(ops.matmul(probabilities, ops.transpose(value_cache,
+                                                                        (0, 1, 3, 2))),
+                                (0, 2, 1, 3))
         context = ops.reshape(context, (-1, self.num_heads * self.head_size))
         output = affine(context, self.output_kernel, self.output_bias)
         return ops.reshape(output, (batch, length, output.shape[-1])), key_cache, value_cache

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import keras
 
-from kerasbert.models import names
+from kerasbert.models import kernels, names
 from kerasbert.models.checkpoint_names import (
     MLM_OUTPUT_BIAS,
     NSP_OUTPUT_WEIGHTS,
@@ -255,7 +255,7 @@ class BERT(Transformer):
     def cached_head(cls, layers, x):
         """Next-token logits of hidden states ``x``: the MLM head without its activation."""
         x = layers[names.MLM_NORM](layers[names.MLM_DENSE](x))
-        return layers[names.MLM_BIAS](layers[names.EMBEDDING_TOKEN](x, reverse=True))
+        return layers[names.MLM_BIAS](kernels.tied_logits(x, layers[names.EMBEDDING_TOKEN]))
 
     # ------------------------------------------------------------ checkpoints
     @classmethod

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import keras
 import numpy as np
 
-from kerasbert.models import names
+from kerasbert.models import kernels, names
 from kerasbert.models.attention_masks import Causal
 from kerasbert.models.families.base import HuggingFaceRecipe
 from kerasbert.models.families.bert import BERT
@@ -185,7 +185,7 @@ class GPT(BERT):
     @classmethod
     def cached_head(cls, layers, x):
         """Next-token logits: the transposed ``Embedding-Token`` (``LM-Activation`` left out)."""
-        return layers[names.EMBEDDING_TOKEN](x, reverse=True)
+        return kernels.tied_logits(x, layers[names.EMBEDDING_TOKEN])
 
     @classmethod
     def checkpoint_table(cls, num_hidden_layers: int) -> dict[str, dict[str, str]]:
