@@ -12,10 +12,19 @@ end id), in its own process:
 * ``kerasbert-no-cache``: the same call with ``use_cache=False`` (the whole sequence
   through the model at every step, as bert4keras's ``AutoRegressiveDecoder``), timed once;
 * ``hf-torch`` / ``hf-torch-bf16``: ``GPT2LMHeadModel.generate`` in float32 / bfloat16;
-* ``keras-hub``: ``GPT2CausalLM.generate`` with its greedy sampler (compiled by XLA).
+* ``keras-hub``: ``GPT2CausalLM.generate`` with its greedy sampler (compiled by XLA);
+* ``products-*``: a bound, not a decoder: the matrix products of one cached step alone
+  (each layer's query, key, value, output and feed-forward products, then the LM head, on
+  the step's one row per prompt; random weights of the model's shapes, each read from
+  memory as in decoding), chained in one call: in TensorFlow as kerasbert's decoding loop
+  runs them (XLA, transposed kernels, :mod:`kerasbert.models.kernels`) and in bfloat16
+  through oneDNN (a ``tf.function`` without XLA), and in torch's ``nn.Linear`` in float32
+  and bfloat16. Their tokens/s is what a decoder spending nothing but these products
+  would reach; a decoder's whole step can only be slower.
 
 A figure is the median of ``repeats`` timed calls (at most 3) after one untimed call
-(compilation, tracing, caches). ``python -m bench generate`` runs this suite alone.
+(compilation, tracing, caches); a ``products-*`` figure, the median of 20 calls of one
+step after 3 untimed ones, times 128. ``python -m bench generate`` runs this suite alone.
 """
 
 import os
@@ -37,7 +46,12 @@ IMPLEMENTATIONS = {
     "hf-torch": "transformers GPT2LMHeadModel.generate, fp32",
     "hf-torch-bf16": "transformers GPT2LMHeadModel.generate, bf16",
     "keras-hub": "keras-hub GPT2CausalLM.generate, greedy",
+    "products-tf": "the step's products alone: TensorFlow XLA, fp32, transposed kernels",
+    "products-tf-bf16": "the step's products alone: TensorFlow oneDNN, bf16",
+    "products-torch": "the step's products alone: torch nn.Linear, fp32",
+    "products-torch-bf16": "the step's products alone: torch nn.Linear, bf16",
 }
+HIDDEN, INNER, LAYERS = 768, 3072, 12
 
 
 def prompts(batch):
@@ -136,6 +150,74 @@ def keras_hub(folder, repeats):
             "timings": timings, "outputs": outputs}
 
 
+def step_products():
+    """``(out, in)`` of each product of one cached step, in order: per layer query, key,
+    value, output, feed-forward in and out; then the LM head (the tied embeddings)."""
+    layer = [(HIDDEN, HIDDEN)] * 4 + [(INNER, HIDDEN), (HIDDEN, INNER)]
+    return layer * LAYERS + [(VOCABULARY, HIDDEN)]
+
+
+def _product_timings(step):
+    """``{batch: timing}`` of ``step(rows)`` on ``(batch, HIDDEN)`` rows, scaled to
+    :data:`NEW_TOKENS` steps (a generate call's tokens; a step makes one token per row)."""
+    timings = {}
+    for batch in BATCHES:
+        rows = np.random.default_rng(batch).standard_normal((batch, HIDDEN)).astype("float32")
+        timing = timed(lambda rows=rows: step(rows), warmup=3, repeats=20)
+        timings[str(batch)] = {key: round(value * NEW_TOKENS, 2) if key.endswith("_ms")
+                               else value for key, value in timing.items()}
+    return timings
+
+
+def products_tf(folder, repeats, dtype="float32"):
+    """Worker: the step's products in TensorFlow (float32: XLA over transposed kernels,
+    as kerasbert's decoding loop; bfloat16: oneDNN's kernels, no XLA)."""
+    import tensorflow as tf
+    from tensorflow.compiler.tf2xla.python import xla
+
+    rng = np.random.default_rng(0)
+    weights = [tf.constant(rng.standard_normal(shape, "float32") * 0.02, dtype)
+               for shape in step_products()]
+
+    def step(rows):
+        x = tf.cast(rows, dtype)
+        for weight in weights[:-1]:
+            # Each output row of the next product depends on the last: one chain, as a
+            # step's layers are.
+            x = tf.matmul(x, weight, transpose_b=True)
+            if dtype == "float32":
+                (x,) = xla.optimization_barrier(x)
+            if x.shape[-1] == INNER:
+                x = tf.nn.relu(x)
+        return tf.argmax(tf.matmul(x, weights[-1], transpose_b=True), -1)
+
+    compiled = tf.function(step, jit_compile=dtype == "float32")
+    return {"timings": _product_timings(lambda rows: compiled(tf.constant(rows)).numpy()),
+            "label": f"TensorFlow {tf.__version__}, {dtype}, "
+                     f"{'XLA' if dtype == 'float32' else 'oneDNN, no XLA'}"}
+
+
+def products_torch(folder, repeats, dtype="float32"):
+    """Worker: the step's products in torch's ``nn.Linear`` (no bias)."""
+    import torch
+
+    torch.manual_seed(0)
+    linears = [torch.nn.Linear(inputs, outputs, bias=False).to(getattr(torch, dtype))
+               for outputs, inputs in step_products()]
+
+    def step(rows):
+        with torch.inference_mode():
+            x = torch.from_numpy(rows).to(getattr(torch, dtype))
+            for linear in linears[:-1]:
+                x = linear(x)
+                if x.shape[-1] == INNER:
+                    x = torch.relu(x)
+            return linears[-1](x).argmax(-1).numpy()
+
+    return {"timings": _product_timings(step),
+            "label": f"torch {torch.__version__}, {torch.get_num_threads()} threads, {dtype}"}
+
+
 WORKERS = {
     "prepare": prepare,
     "kerasbert": kerasbert,
@@ -143,6 +225,10 @@ WORKERS = {
     "hf-torch": hf_torch,
     "hf-torch-bf16": lambda folder, repeats: hf_torch(folder, repeats, dtype="bfloat16"),
     "keras-hub": keras_hub,
+    "products-tf": products_tf,
+    "products-tf-bf16": lambda folder, repeats: products_tf(folder, repeats, "bfloat16"),
+    "products-torch": products_torch,
+    "products-torch-bf16": lambda folder, repeats: products_torch(folder, repeats, "bfloat16"),
 }
 
 
