@@ -4,6 +4,8 @@
 #                     notebooks that fine-tune run under make test-notebooks, make demo's
 #                     whole training run under make test-demo
 #   make test-fast  - the tests that are neither slow nor run a peer library (a few minutes)
+#   make test-peers - every test that asks bert4keras or transformers, each question asked
+#                     live rather than replayed from tests/fixtures/peers/
 #   make lint       - the linter alone (ruff, configured in ruff.toml)
 #   make docs       - the documentation site (MkDocs, mkdocs.yml) built from docs/ into site/
 PYTHON ?= python3
@@ -12,7 +14,11 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL ?= 3
 
-.PHONY: demo test test-fast test-notebooks test-demo lint docs bench notebooks graphviz chromium clean
+# The test files run on every core, each file's tests in one process (module fixtures are
+# made once); tests/conftest.py starts the longest files first.
+XDIST := -n logical --dist loadfile
+
+.PHONY: demo test test-fast test-peers test-notebooks test-demo lint docs bench notebooks graphviz chromium clean
 
 $(STAMP): setup.cfg constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -58,11 +64,16 @@ demo: $(STAMP) graphviz
 	    --num-labels 2 --layers 2 -o out/chinese_base_2_layers.png
 	$(VENV)/bin/kerasbert train --output $(RUN) --epochs 3
 
-# What CI runs (.ci/run): the linter first, then every test, slow and peer ones included;
-# the 60 slowest are listed at the end, to keep the suite's time in view.
+# What CI runs (.ci/run): the linter first, then every test, slow and peer ones included
+# (the peers' answers replayed where recorded, one live question to each peer); the 60
+# slowest are listed at the end, to keep the suite's time in view (docs/testing.md).
 test: $(STAMP) graphviz chromium
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q -m "not training_notebook and not demo" --durations=60
+	$(PY) -m pytest -q $(XDIST) -m "not training_notebook and not demo" --durations=60
+
+# Every test that asks a peer (bert4keras 0.11.5, transformers 4.57), each question live.
+test-peers: $(STAMP)
+	KERASBERT_PEERS=live $(PY) -m pytest -q $(XDIST) -m peer
 
 # The notebooks that fine-tune, top to bottom (about 15 minutes on 2 cores without AVX-512).
 test-notebooks: $(STAMP) graphviz
@@ -76,7 +87,7 @@ test-demo: $(STAMP)
 # Leaves out the tests marked slow (full-size models, training runs, real processes) or
 # peer (bert4keras, transformers, ONNX Runtime, LiteRT as oracles); see setup.cfg.
 test-fast: $(STAMP) graphviz
-	$(PY) -m pytest -q -m "not slow and not peer and not training_notebook and not demo"
+	$(PY) -m pytest -q $(XDIST) -m "not slow and not peer and not training_notebook and not demo"
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -116,3 +116,13 @@ def finished_run(tiny_run_inputs, tmp_path_factory):
 
     output = tmp_path_factory.mktemp("runs") / "run"
     return output, train(train_options(tiny_run_inputs, output))
+
+
+def pytest_collection_modifyitems(config, items):
+    """The longest files first (tests/durations.json): with the files spread over the
+    workers (``make test``: ``-n logical --dist loadfile``), the last file to start is a
+    short one, so the workers end together. A file's tests keep their order."""
+    from durations import load
+
+    seconds = load()["files"]
+    items.sort(key=lambda item: -seconds.get(os.path.basename(str(item.path)), 0.0))

@@ -12,7 +12,7 @@ from conftest import ROOT, TINY
 from kerasbert import build_transformer_model
 from kerasbert.checkpoints.convert import convert_hf_to_google, google_name, pytorch_name
 from kerasbert.cli import main as cli
-from peers import run_python
+from peers import run_transformers4
 
 H, FFN, V = TINY["hidden_size"], TINY["intermediate_size"], TINY["vocab_size"]
 
@@ -183,9 +183,8 @@ def tf_twins(tmp_path_factory):
     if not os.path.isdir(os.path.join(ORACLE, "transformers")):
         pytest.skip("the transformers 4.57 oracle is not installed in .oracles/transformers4")
     out = tmp_path_factory.mktemp("tf_twins")
-    path = os.pathsep.join(filter(None, [ORACLE, os.environ.get("PYTHONPATH")]))
-    found = run_python(TF_TWIN_SCRIPT, args=[json.dumps(TF_TWINS), str(out)], timeout=600,
-                       PYTHONPATH=path, TF_USE_LEGACY_KERAS="1", OMP_NUM_THREADS="1")
+    found = run_transformers4(TF_TWIN_SCRIPT, args=[json.dumps(TF_TWINS), str(out)],
+                              TF_USE_LEGACY_KERAS="1", OMP_NUM_THREADS="1")
     assert found["version"].startswith("4.57.")
     return out
 

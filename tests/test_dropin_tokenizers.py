@@ -12,7 +12,7 @@ import pytest
 
 from kerasbert import Tokenizer as KerasbertTokenizer
 from kerasbert.tokenizers import SpTokenizer, Tokenizer, load_vocab, save_vocab
-from peers import run_bert4keras, run_python
+from peers import run_bert4keras, run_transformers4
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = os.path.join(ROOT, "checkpoints", "chinese_L-12_H-768_A-12", "vocab.txt")
@@ -95,10 +95,12 @@ def run(Tokenizer, load_vocab, vocab, texts, cases, small):
 @pytest.fixture(scope="module")
 def bert4keras_answers():
     arguments = json.dumps([VOCAB, texts(), ENCODE_CASES, SMALL_DICT])
+    # The default run's one live question to bert4keras (the others are replayed from
+    # tests/fixtures/peers/): a broken tf-keras or bert4keras install fails here.
     return run_bert4keras(SCRIPT + f"""
 from bert4keras.tokenizers import Tokenizer, load_vocab
 print(json.dumps(run(Tokenizer, load_vocab, *json.loads({arguments!r}))))
-""")
+""", live=True)
 
 
 @pytest.fixture(scope="module")
@@ -270,8 +272,9 @@ def test_sp_tokenizer_equals_the_slow_t5_tokenizer_of_transformers(sp_settings):
                     "(make test installs it)")
     path, keywords = sp_settings["t5"]
     texts_ = texts() + ENGLISH
-    theirs = run_python(HF_T5_SCRIPT, stdin=json.dumps([path, texts_]), PYTHONPATH=oracle,
-                        USE_TF="0", USE_TORCH="0")
+    # The default run's one live question to transformers 4.57 (the oracle folder's install).
+    theirs = run_transformers4(HF_T5_SCRIPT, stdin=json.dumps([path, texts_]), USE_TF="0",
+                               USE_TORCH="0", live=True)
     assert theirs["version"].startswith("4.57.")
     ours = SpTokenizer(path, **keywords)
     # T5's frame: the pieces, then </s>; a pair: each text with its own </s>.

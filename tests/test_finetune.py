@@ -65,12 +65,23 @@ class Kill(keras.callbacks.Callback):
 
 @pytest.mark.slow
 def test_a_killed_run_resumes_to_the_same_result(tiny_run_inputs, finished_run, tmp_path):
-    _, uninterrupted = finished_run
+    """Stopped in the middle of an epoch (tests/test_kills.py kills real processes at the
+    named moments between epochs); only the same options resume it."""
+    output, uninterrupted = finished_run
+    with pytest.raises(RunError, match="holds a finished run; choose a new --output"):
+        train(train_options(tiny_run_inputs, output, resume=True))
     with pytest.raises(KeyboardInterrupt):
         train(train_options(tiny_run_inputs, tmp_path / "run"), callbacks=[Kill()])
     assert (tmp_path / "run" / "backup").exists()
     with pytest.raises(RunError, match="holds an interrupted run; pass --resume"):
         train(train_options(tiny_run_inputs, tmp_path / "run"))
+    for change in ({"lr": 2e-2}, {"epochs": 4}, {"batch_size": 8},
+                   {"train": tiny_run_inputs["dev"]}):
+        key = next(iter(change))
+        with pytest.raises(RunError, match=rf"the run's options differ \({key} "):
+            train(train_options(tiny_run_inputs, tmp_path / "run", resume=True, **change))
+    with pytest.raises(RunError, match="no interrupted run to continue"):
+        train(train_options(tiny_run_inputs, tmp_path / "new", resume=True))
     resumed = train(train_options(tiny_run_inputs, tmp_path / "run", resume=True))
     assert resumed["test"] == uninterrupted["test"]
     assert len((tmp_path / "run" / "history.csv").read_text().splitlines()) == 1 + 3
@@ -135,22 +146,6 @@ def test_a_diverging_run_stops_with_a_message(tiny_run_inputs, tmp_path):
         train(train_options(tiny_run_inputs, tmp_path / "run", lr=1e12, epochs=1))
     assert not (tmp_path / "run" / "metrics.json").exists()
     assert not (tmp_path / "run" / "model.keras").exists()
-
-
-@pytest.mark.slow
-def test_resume_refuses_other_options_and_finished_runs(tiny_run_inputs, finished_run, tmp_path):
-    output, _ = finished_run
-    with pytest.raises(RunError, match="holds a finished run; choose a new --output"):
-        train(train_options(tiny_run_inputs, output, resume=True))
-    with pytest.raises(KeyboardInterrupt):
-        train(train_options(tiny_run_inputs, tmp_path / "run"), callbacks=[Kill()])
-    for change in ({"lr": 2e-2}, {"epochs": 4}, {"batch_size": 8},
-                   {"train": tiny_run_inputs["dev"]}):
-        key = next(iter(change))
-        with pytest.raises(RunError, match=rf"the run's options differ \({key} "):
-            train(train_options(tiny_run_inputs, tmp_path / "run", resume=True, **change))
-    with pytest.raises(RunError, match="no interrupted run to continue"):
-        train(train_options(tiny_run_inputs, tmp_path / "new", resume=True))
 
 
 @pytest.mark.slow

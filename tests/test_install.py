@@ -164,6 +164,8 @@ def test_help_from_the_installed_script_is_quick(installed):
 
 
 def test_train_and_predict_from_another_directory_offline(installed):
+    """Why slow: the installed command line trains, evaluates, predicts and exports, each in
+    a process of its own outside the checkout, as a user of the wheel runs them."""
     work, env, bin_dir = installed["work"], installed["env"], installed["venv"] / "bin"
     where = run([str(installed["python"]), "-c", "import kerasbert; print(kerasbert.__file__)"],
                 env=env, cwd=work).stdout.strip()

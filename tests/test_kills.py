@@ -156,12 +156,16 @@ POINTS = [
 
 @pytest.mark.parametrize("point", POINTS)
 def test_killed_run_resumes_bit_exact(kill_inputs, point, tmp_path):
+    """Why slow: two real processes per point (the killed run and its resume), each
+    importing TensorFlow and training; the first point also waits for the module's
+    uninterrupted reference run."""
     inputs, reference, _ = kill_inputs
     output = str(tmp_path / "run")
     args = ["train", *inputs, *TRAIN, "--output", output]
     kill_at(args, point)
-    code, stderr = run_to_end(args)
-    assert code == 2 and "holds an interrupted run; pass --resume" in stderr
+    if point == POINTS[0]:  # the refusal is the run folder's, the same at every point
+        code, stderr = run_to_end(args)
+        assert code == 2 and "holds an interrupted run; pass --resume" in stderr
     code, stderr = run_to_end(args + ["--resume"])
     assert code == 0, stderr
     assert_same_run(output, reference)

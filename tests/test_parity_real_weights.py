@@ -119,7 +119,7 @@ def bert4keras_outputs(converted, batch):
             np.save(os.path.join(d, "b4k_nsp.npy"), nsp)
             np.save(os.path.join(d, f"b4k_mlm_{{activation}}.npy"), mlm)
         print(json.dumps("done"))
-    """)
+    """, live=True)  # asked every run: its MLM outputs (16 MB) are too large to record
     return {name: np.load(os.path.join(directory, f"b4k_{name}.npy"))
             for name in ("sequence", "pooled", "nsp", "mlm_softmax", "mlm_linear")}
 

@@ -96,6 +96,8 @@ def qa_inputs(tmp_path_factory):
 
 @pytest.mark.slow
 def test_a_qa_run_learns_to_answer_and_the_command_line_uses_it(qa_inputs, tmp_path, capsys):
+    """Why slow: six epochs, until the tiny reader answers; then every command of a QA run
+    (evaluate, predict, export) on it, the export in a fresh process."""
     output = tmp_path / "run"
     assert main(["train", "--task", "qa", "--output", str(output), "--epochs", "6",
                  "--batch-size", "16", "--lr", "5e-3", "--maxlen", "32", "--seed", "1",

@@ -121,6 +121,9 @@ def copy_of_repository(target):
 @pytest.mark.slow
 @pytest.mark.parametrize("block", BLOCKS, ids=lambda block: f"{block.name}-{block.language}")
 def test_block_runs_as_written(block, tmp_path):
+    """Why slow: a block runs as the page writes it, in a fresh process; the README's NER and
+    QA tour and the seq2seq quick run in docs/generation.md train on the shipped data, then
+    evaluate, predict and export, each command a process of its own."""
     reason = why_not_run(block)
     if reason:
         pytest.skip(f"{block.name} ({block.language}): {reason}")

@@ -67,6 +67,8 @@ def _file(inputs, flag):
 
 @pytest.mark.slow
 def test_one_process_per_run_sigterm_then_resume_and_changed_input(inputs, tmp_path):
+    """Why slow: five real processes (the run, two refused beside it, a refused resume of an
+    edited input, the resume to the end), as a user meets the lock and SIGTERM."""
     output = tmp_path / "runs" / "x"
     spelled = os.path.join(os.path.relpath(tmp_path, ROOT), ".", "runs", "x")
     first = paused(["train", *inputs, *SHORT, "--output", str(output)], "backup-written@1")

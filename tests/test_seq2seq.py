@@ -171,6 +171,8 @@ def seq2seq_inputs(tmp_path_factory):
 @pytest.mark.slow
 def test_a_seq2seq_run_learns_to_generate_and_the_command_line_uses_it(seq2seq_inputs, tmp_path,
                                                                        capsys):
+    """Why slow: sixteen epochs with a generated dev set after each, until the tiny UniLM
+    generates; then evaluate, predict and the exported graph in a fresh process."""
     output = tmp_path / "run"
     assert main(["train", "--task", "seq2seq", "--output", str(output), "--epochs", "16",
                  "--batch-size", "16", "--lr", "5e-3", "--maxlen", "24", "--seed", "1",

@@ -140,6 +140,8 @@ def cli(*args):
 @pytest.mark.slow
 def test_a_t5_run_learns_to_copy_and_fresh_processes_evaluate_and_predict_it(
         t5_inputs, tmp_path, capsys):
+    """Why slow: the tiny T5 trains until it copies, then evaluate and predict run in fresh
+    processes, as a user runs them after training."""
     import tensorflow as tf
 
     from kerasbert.tasks import open_run

@@ -31,7 +31,7 @@ from kerasbert.inference.span_qa import QuestionAnswerer, add_span_head
 from kerasbert.models import names
 from kerasbert.serving.graph_text import TextEncoder
 from kerasbert.serving.qa_export import find_answers
-from peers import run_python
+from peers import run_transformers4
 
 CHINESE_VOCAB = "checkpoints/chinese_L-12_H-768_A-12/vocab.txt"
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "span_qa_pairs.json")
@@ -359,10 +359,9 @@ def pipeline_answers(hf_qa_dir):
     pairs = fixture_pairs()
     cases = [{"settings": settings, "pairs": pairs} for settings in SETTINGS]
     cases.append({"settings": {}, "pairs": [("Who?", "My name is Foo")]})
-    path = os.pathsep.join(filter(None, [ORACLE, os.environ.get("PYTHONPATH")]))
     # One thread: OpenMP's waiting threads slow torch down many times on busy shared cores.
-    found = run_python(ORACLE_SCRIPT, args=[hf_qa_dir], stdin=json.dumps(cases), timeout=600,
-                       PYTHONPATH=path, USE_TF="0", USE_TORCH="1", OMP_NUM_THREADS="1")
+    found = run_transformers4(ORACLE_SCRIPT, args=[hf_qa_dir], stdin=json.dumps(cases),
+                              USE_TF="0", USE_TORCH="1", OMP_NUM_THREADS="1")
     assert found["version"].startswith("4.57.")
     return found["results"]
 
@@ -421,7 +420,9 @@ def test_the_exported_graph_answers_as_the_question_answerer(google_qa_dir):
     """The ``answer`` signature of a QA export (kerasbert.serving.qa_export) on the real
     MiniLM weights, under the settings with the most windows and with "no answer" (each
     graph takes minutes to trace; the others differ from these in sizes alone): the same
-    answers, offsets and scores, whole words and windows included."""
+    answers, offsets and scores, whole words and windows included.
+
+    Why slow: two exported graphs of the real 6-layer model, traced and run."""
     pairs = fixture_pairs() + [("Who?", "My name is Foo")]
     for settings in SETTINGS[2:]:
         settings = {key: value for key, value in settings.items() if key != "top_k"}

@@ -19,10 +19,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from bench.runner import worker_env
 from bench.tokenize import find_corpus, read_corpus, slow_bert_tokenizer
-from bench.worker import run_python as run_worker_python
 from kerasbert.text.tokenizer import Tokenizer, load_vocab
+from peers import run_bert4keras
 
 pytestmark = [pytest.mark.slow, pytest.mark.peer]
 
@@ -182,8 +181,7 @@ def bert4keras(tmp_path_factory):
     job = tmp_path_factory.mktemp("bert4keras") / "job.json"
     job.write_text(json.dumps({"vocab": VOCAB, "texts": texts, "pairs": pairs,
                                "startswith": ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]}))
-    return texts, pairs, run_worker_python(_B4K_SCRIPT, args=[str(job)],
-                                           env=worker_env(tf_keras=True), timeout=600)
+    return texts, pairs, run_bert4keras(_B4K_SCRIPT, args=[str(job)])
 
 
 def kept_by_bert4keras(text):

@@ -25,15 +25,18 @@ class UsageError(ValueError):
 
 
 def _build(args, **overrides):
+    """The model ``audit`` and ``plot`` count and draw: weights with shapes, no values."""
     from kerasbert.models.build import build_transformer_model
+    from kerasbert.models.deferred import shapes_only
     from kerasbert.models.heads import add_cls_classifier
 
-    built = build_transformer_model(
-        args.config, model=args.model, with_pool=args.with_pool, with_nsp=args.with_nsp,
-        with_mlm=args.with_mlm, with_discriminator=args.with_discriminator,
-        return_keras_model=False, **overrides)
-    if args.num_labels:
-        built.model = add_cls_classifier(built.model, args.num_labels)
+    with shapes_only():
+        built = build_transformer_model(
+            args.config, model=args.model, with_pool=args.with_pool, with_nsp=args.with_nsp,
+            with_mlm=args.with_mlm, with_discriminator=args.with_discriminator,
+            return_keras_model=False, **overrides)
+        if args.num_labels:
+            built.model = add_cls_classifier(built.model, args.num_labels)
     return built
 
 

@@ -71,3 +71,24 @@ def forget(variables):
     ours = {id(variable) for variable in variables}
     internals.set_pending_variables(
         [variable for variable in internals.pending_variables() if id(variable) not in ours])
+
+
+@contextlib.contextmanager
+def shapes_only():
+    """Models built inside get every weight's shape and dtype but no value: enough for
+    ``count_params``, ``summary`` and ``plot_model``, not for calling the model.
+
+    BERT-base is built in about 0.1 s this way, against several seconds of drawing
+    100M random numbers; ``kerasbert audit`` and ``kerasbert plot`` count and draw so.
+    With the fast paths off (``KERASBERT_FAST=0``) the weights are drawn as usual.
+
+    >>> from kerasbert import build_transformer_model
+    >>> with shapes_only():
+    ...     bert = build_transformer_model({"vocab_size": 100, "hidden_size": 16,
+    ...         "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 32})
+    >>> bert.count_params()
+    14304
+    """
+    with deferred_weights() as made:
+        yield
+    forget(made)

@@ -76,8 +76,8 @@ def write_corpus_and_model():
     ).save_weights_as_checkpoint(checkpoint_path)
 
 
+keras.utils.set_random_seed(13)  # before the stand-in checkpoint's random weights
 write_corpus_and_model()
-keras.utils.set_random_seed(13)
 corpus = [l.strip() for l in open('corpus.txt', encoding='utf-8')]
 tokenizer = Tokenizer(dict_path, do_lower_case=True)
 
