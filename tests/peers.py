@@ -97,7 +97,8 @@ def ask(peer, script, options, live=False):
     if live:
         return run_worker_python(script, **options)
     question = json.dumps([peer, script, [str(a) for a in options["args"]], options["stdin"]])
-    paths = sorted(set(_PATH.findall(question)))
+    # In the order of their normal spelling: the checkout's place must not change the key.
+    paths = sorted(set(_PATH.findall(question)), key=_normal)
     watched = [_watched(path) for path in paths]
     key = hashlib.sha256("\n".join([_normal(question)] + [
         f"{_normal(path)} {_digest(folder, name)}" for path, (folder, name) in
