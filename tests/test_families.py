@@ -188,6 +188,8 @@ def test_the_audit_formulas_give_bert4keras_counts_layer_by_layer(theirs, family
 @pytest.mark.slow
 @pytest.mark.peer
 def test_published_family_configs_count_as_bert4keras_and_the_readme_says(tmp_path):
+    """Why slow: asked live (``make test-peers``, or where no recording matches), bert4keras
+    builds the ten full-size published configs to count them; replayed, it takes seconds."""
     jobs = {}
     for path, (family, _) in ref.FAMILY_CONFIGS.items():
         config = json.loads((ROOT / path).read_text())
