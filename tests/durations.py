@@ -29,10 +29,10 @@ def per_test(junit_xml):
     return seconds
 
 
-def per_file(junit_xml):
-    """{test file name: seconds} summed over its test cases."""
+def per_file(tests):
+    """{test file name: seconds} summed over the test cases of ``per_test``'s result."""
     seconds = collections.Counter()
-    for (name, _), time in per_test(junit_xml).items():
+    for (name, _), time in tests.items():
         seconds[name] += time
     return dict(seconds)
 
@@ -54,10 +54,10 @@ def table(*columns):
 
 
 def main(paths):
-    columns = [per_file(path) for path in paths]
+    runs = [per_test(path) for path in paths]
+    columns = [per_file(run) for run in runs]
     # Over 30 s in every run given that has the test: a test held up once by the other
     # worker's load is not slow.
-    runs = [per_test(path) for path in paths]
     slow = {f"{name}::{test}": round(s, 1) for (name, test), s in sorted(runs[-1].items())
             if min(run.get((name, test), s) for run in runs) > SLOW}
     with open(DURATIONS, "w") as f:

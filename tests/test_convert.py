@@ -1,18 +1,17 @@
 """Hugging Face directory → Google checkpoint (``kerasbert convert --from-hf``)."""
 
 import json
-import os
 
 import numpy as np
 import pytest
 import tensorflow as tf
 from safetensors.numpy import save_file
 
-from conftest import ROOT, TINY
+from conftest import TINY
 from kerasbert import build_transformer_model
 from kerasbert.checkpoints.convert import convert_hf_to_google, google_name, pytorch_name
 from kerasbert.cli import main as cli
-from peers import run_transformers4
+from peers import have_transformers4, run_transformers4
 
 H, FFN, V = TINY["hidden_size"], TINY["intermediate_size"], TINY["vocab_size"]
 
@@ -131,7 +130,6 @@ def test_convert_refuses_what_it_cannot_convert(tmp_path):
 
 
 # ------------------------------------------- tf_model.h5 of transformers' TensorFlow classes
-ORACLE = os.path.join(ROOT, ".oracles", "transformers4")
 # Each family's PyTorch pretraining class and its TensorFlow twin in transformers 4.57 (the
 # last release with TensorFlow classes), and its config beyond the shared small sizes.
 TF_TWINS = {
@@ -180,7 +178,7 @@ def test_pytorch_names_of_tensorflow_weights():
 def tf_twins(tmp_path_factory):
     """Per family, the same random weights saved by transformers' PyTorch class
     (``pt/model.safetensors``) and by its TensorFlow class (``tf/tf_model.h5``)."""
-    if not os.path.isdir(os.path.join(ORACLE, "transformers")):
+    if not have_transformers4():
         pytest.skip("the transformers 4.57 oracle is not installed in .oracles/transformers4")
     out = tmp_path_factory.mktemp("tf_twins")
     found = run_transformers4(TF_TWIN_SCRIPT, args=[json.dumps(TF_TWINS), str(out)],

@@ -12,7 +12,7 @@ import pytest
 
 from kerasbert import Tokenizer as KerasbertTokenizer
 from kerasbert.tokenizers import SpTokenizer, Tokenizer, load_vocab, save_vocab
-from peers import run_bert4keras, run_transformers4
+from peers import have_transformers4, run_bert4keras, run_transformers4
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = os.path.join(ROOT, "checkpoints", "chinese_L-12_H-768_A-12", "vocab.txt")
@@ -266,8 +266,7 @@ print(json.dumps({"version": transformers.__version__,
 
 @pytest.mark.peer
 def test_sp_tokenizer_equals_the_slow_t5_tokenizer_of_transformers(sp_settings):
-    oracle = os.path.join(ROOT, ".oracles", "transformers4")
-    if not os.path.isdir(os.path.join(oracle, "transformers")):
+    if not have_transformers4():
         pytest.skip("the transformers 4.57 oracle is not installed in .oracles/transformers4 "
                     "(make test installs it)")
     path, keywords = sp_settings["t5"]

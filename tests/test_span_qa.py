@@ -31,11 +31,10 @@ from kerasbert.inference.span_qa import QuestionAnswerer, add_span_head
 from kerasbert.models import names
 from kerasbert.serving.graph_text import TextEncoder
 from kerasbert.serving.qa_export import find_answers
-from peers import run_transformers4
+from peers import have_transformers4, run_transformers4
 
 CHINESE_VOCAB = "checkpoints/chinese_L-12_H-768_A-12/vocab.txt"
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "span_qa_pairs.json")
-ORACLE = os.path.join(ROOT, ".oracles", "transformers4")
 ORACLE_INSTALL = (".venv/bin/pip install --target .oracles/transformers4 --no-deps "
                   "'transformers==4.57.*' 'huggingface_hub>=0.34,<1.0' 'tokenizers>=0.22,<=0.23.0'")
 LOGIT_TOLERANCE = 1e-5
@@ -353,7 +352,7 @@ def fixture_pairs():
 def pipeline_answers(hf_qa_dir):
     """transformers 4.57's pipeline on the fixture's pairs under each of SETTINGS, then on
     the seed example with its defaults."""
-    if not os.path.isdir(os.path.join(ORACLE, "transformers")):
+    if not have_transformers4():
         pytest.skip(f"the transformers 4.57 oracle is not installed in .oracles/transformers4; "
                     f"install it with: {ORACLE_INSTALL}")
     pairs = fixture_pairs()
