@@ -20,6 +20,7 @@ Example:
 """
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -175,6 +176,15 @@ def making_folder(folder):
             except OSError:  # not empty (someone else wrote there) or already gone
                 break
         raise
+
+
+def fingerprint(path):
+    """``{"size", "sha256"}`` of a file's bytes (read in 1 MiB pieces)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return {"size": os.path.getsize(path), "sha256": digest.hexdigest()}
 
 
 def write_text(path, text):

@@ -684,6 +684,18 @@ def extend_with_lookahead(BaseOptimizer):
     class NewOptimizer(BaseOptimizer):
         _EXTENSION_OPTIONS = {"steps_per_slow_update": 5, "slow_step_size": 0.5}
 
+        @classmethod
+        def _keras_arguments(cls, arguments, options):
+            steps, size = options["steps_per_slow_update"], options["slow_step_size"]
+            if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+                raise ValueError(f"steps_per_slow_update must be an integer of at least 1; "
+                                 f"Received: steps_per_slow_update={steps!r}")
+            if isinstance(size, bool) or not isinstance(size, (int, float, np.number)) or \
+                    not 0 < size <= 1:
+                raise ValueError(f"slow_step_size must be a number in (0, 1]; "
+                                 f"Received: slow_step_size={size!r}")
+            return super()._keras_arguments(arguments, options)
+
         def _build_slots(self, slots):
             super()._build_slots(slots)
             self._add_slots(slots, "slow", initial=ops.convert_to_tensor)

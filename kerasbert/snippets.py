@@ -221,7 +221,8 @@ def sequence_padding(inputs: Sequence[ArrayLike], length: int | Sequence[int] | 
         mode: ``"post"`` pads after the values, ``"pre"`` before them.
 
     Raises:
-        ValueError: another ``mode``, or no sequences.
+        ValueError: another ``mode``, no sequences, or sequences whose axes after the
+            first ``seq_dims`` differ (they are not padded).
 
     Example:
         >>> sequence_padding([[1, 2, 3], [4]], length=2, mode="pre")
@@ -233,6 +234,15 @@ def sequence_padding(inputs: Sequence[ArrayLike], length: int | Sequence[int] | 
     arrays = [np.asarray(x) for x in inputs]
     if not arrays:
         raise ValueError("sequence_padding needs at least one sequence, got none")
+    if isinstance(seq_dims, bool) or not isinstance(seq_dims, (int, np.integer)) or \
+            seq_dims < 0:
+        raise ValueError(f"seq_dims ({seq_dims!r}): must be a whole number of axes, 0 or more")
+    for index, a in enumerate(arrays):
+        if a.ndim < seq_dims or a.shape[seq_dims:] != arrays[0].shape[seq_dims:]:
+            raise ValueError(
+                f"inputs[{index}]: shape {a.shape}, inputs[0]: {arrays[0].shape}; with "
+                f"seq_dims={seq_dims} the axes from {seq_dims} on are not padded and must "
+                "be equal")
     if length is None:
         length = np.max([a.shape[:seq_dims] for a in arrays], axis=0)
     elif np.ndim(length) == 0:
@@ -642,8 +652,15 @@ class DataGenerator:
 
     def _forever(self, random, inputs_only=False):
         while True:
+            empty = True
             for batch in self.__iter__(random):
+                empty = False
                 yield batch[0] if inputs_only else batch
+            if empty:  # another pass would yield nothing either: never loop without end
+                size = len(self.data) if self.steps is not None else "unknown"
+                raise ValueError(f"{type(self).__name__}: a pass of __iter__ yielded no batch "
+                                 f"(data: {size} examples); an endless generator needs at "
+                                 "least one")
 
     def forfit(self, random: bool = True) -> tf.data.Dataset:
         """The batches without end, for ``model.fit(generator.forfit(),

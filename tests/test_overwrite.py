@@ -16,7 +16,8 @@ from kerasbert.training.rundir import RunError
 from test_cli_errors import snapshot
 from test_convert import hf_directory, hf_weights
 
-WRITTEN = ("old.ckpt.index", "old.ckpt.data-00000-of-00001", "bert_config.json", "vocab.txt")
+WRITTEN = ("old.ckpt.index", "old.ckpt.data-00000-of-00001", "bert_config.json", "vocab.txt",
+           "kerasbert-conversion.json")
 
 
 @pytest.fixture(scope="module")
@@ -77,17 +78,49 @@ def test_overwrite_replaces_the_earlier_conversion_and_nothing_else(hf, converte
     assert snapshot(converted)["notes.txt"] == notes
 
 
-@pytest.mark.parametrize("name, content, why", [
-    ("bert_config.json", b'{"note": "mine"}', "is not a BERT config (no hidden_size)"),
-    ("bert_config.json", b"hidden_size: 16", "is not a BERT config (not JSON)"),
-    ("vocab.txt", b"\x00\x01\x02binary", "is not a vocabulary (binary data)"),
-    ("vocab.txt", b"\xff\xfe", "is not a vocabulary (not UTF-8 text)"),
+@pytest.mark.parametrize("name, content", [
+    ("bert_config.json", b'{"note": "mine"}'),
+    ("vocab.txt", b"\x00\x01\x02binary"),
+    ("vocab.txt", None),  # the same size, one byte changed
+    ("old.ckpt.index", None),
 ])
-def test_overwrite_refuses_files_no_conversion_wrote(hf, converted, capsys, name, content, why):
+def test_overwrite_refuses_files_changed_since_the_conversion(hf, converted, capsys, name,
+                                                               content):
+    if content is None:
+        data = bytearray((converted / name).read_bytes())
+        data[-2] ^= 1
+        content = bytes(data)
     (converted / name).write_bytes(content)
     refused(["convert", "--from-hf", str(hf), "--to", "demo/old.ckpt", "--overwrite"],
-            converted, capsys, f"output in demo/old.ckpt: demo/{name} {why}; --overwrite "
-                               "replaces only")
+            converted, capsys, f"output in demo/old.ckpt: demo/{name} changed since the "
+                               "earlier conversion wrote it; --overwrite replaces only")
+
+
+def test_overwrite_never_replaces_another_checkpoints_files_or_unrecorded_ones(
+        hf, converted, capsys, tmp_path):
+    # Another prefix in the folder of demo/old.ckpt: its config and vocabulary are
+    # old.ckpt's, which would no longer build.
+    refused(["convert", "--from-hf", str(hf), "--to", "demo/x.ckpt", "--overwrite"],
+            converted, capsys, "output in demo/x.ckpt: demo/bert_config.json belongs to the "
+                               "conversion to demo/old.ckpt")
+    # A folder no conversion wrote (Google's own checkpoint folder, a user's vocab.txt).
+    google = tmp_path / "google"
+    google.mkdir()
+    (google / "bert_config.json").write_text('{"hidden_size": 16}')
+    (google / "vocab.txt").write_text("[PAD]\n")
+    refused(["convert", "--from-hf", str(hf), "--to", "google/bert_model.ckpt", "--overwrite"],
+            google, capsys, "google/bert_config.json has no record of a conversion "
+                            "(google/kerasbert-conversion.json is missing)")
+
+
+def test_a_prefix_that_names_no_file_is_refused(hf, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for prefix, folder in (("new/", "new"), ("new/.ckpt", "new")):
+        code, lines = run(["convert", "--from-hf", str(hf), "--to", prefix], capsys)
+        assert code == 2 and len(lines) == 1, lines
+        assert f"checkpoint prefix in {prefix}: names no checkpoint file" in lines[0]
+        assert f"such as {folder}/bert_model.ckpt" in lines[0]
+    assert os.listdir(tmp_path) == []
 
 
 def test_overwrite_refuses_a_folder_named_like_a_checkpoint_file(hf, converted, capsys):

@@ -117,17 +117,32 @@ def test_restart_replaces_a_run_on_purpose(inputs, finished, tmp_path):
     assert code == 2 and "holds a finished run" in stderr[0] and "--restart" in stderr[0]
     code, _, stderr = run("train", *inputs, *SHORT, "--output", output, "--resume", "--restart")
     assert code == 2 and "conflicting options in --resume and --restart" in stderr[0], stderr
-    with open(os.path.join(output, "stale.txt"), "w") as f:
-        f.write("a file of the earlier run")
+    # The user's own file in the run folder: not the run's, so --restart keeps it.
+    earlier = sorted(os.listdir(output))
+    with open(os.path.join(output, "notes.txt"), "w") as f:
+        f.write("the user's notes")
     started = time.time()
     code, _, stderr = run("train", *inputs, *SHORT, "--output", output, "--restart", "--lr",
                           "5e-3")
     assert code == 0, stderr
-    assert not os.path.exists(os.path.join(output, "stale.txt"))
+    assert [line for line in stderr if "kept notes.txt (not written by the run)" in line]
+    with open(os.path.join(output, "notes.txt")) as f:
+        assert f.read() == "the user's notes"
     with open(os.path.join(output, "train_config.json")) as f:
         assert json.load(f)["lr"] == 5e-3
-    assert os.path.getmtime(os.path.join(output, "model.keras")) >= started
+    # Every file of the earlier run was removed; those there now are the new run's.
+    assert sorted(os.listdir(output)) == sorted(earlier + ["notes.txt"])
+    assert all(os.path.getmtime(os.path.join(output, name)) >= started for name in earlier)
     assert not [name for name in os.listdir(output) if name.startswith(".")]
+    # The kept file is not the run's: editing it leaves the run usable; a second restart
+    # keeps it again.
+    with open(os.path.join(output, "notes.txt"), "a") as f:
+        f.write(", edited")
+    code, _, stderr = run("evaluate", "--model", output, "--data", _file(inputs, "--test"))
+    assert code == 0, stderr
+    with open(os.path.join(output, "fingerprints.json")) as f:
+        recorded = json.load(f)
+    assert "notes.txt" not in recorded["outputs"] and "notes.txt" not in recorded["written"]
 
 
 @pytest.mark.slow

@@ -13,8 +13,9 @@ RoFormer ``...ForQuestionAnswering`` (``qa_outputs``) is written under the names
 ``run_squad.py``: ``cls/squad/output_weights`` and ``cls/squad/output_bias``.
 
 A conversion replaces no file unless asked to (``overwrite``), and then only what an
-earlier conversion wrote; everything is checked, the free space included, before the
-first byte is written.
+earlier conversion to the same checkpoint wrote and recorded, unchanged since: each
+conversion records its files' sizes and SHA-256 in ``kerasbert-conversion.json`` beside
+them. Everything is checked, the free space included, before the first byte is written.
 """
 
 import contextlib
@@ -191,13 +192,19 @@ def convert_hf_to_google(hf_dir, prefix, dtype="float32", overwrite=False):
     return Conversion(prefix, config_path, vocab_path, len(variables), skipped)
 
 
+#: The record of a conversion's files, beside them: ``{"checkpoint": name of the prefix,
+#: "files": {name: {"size", "sha256"}}}``.
+RECORD = "kerasbert-conversion.json"
+
+
 def check_output(prefix, config_path, vocab_path, overwrite):
     """Refuses, before anything is written, to replace a file that was not asked to be
     replaced: without ``overwrite`` any file of the output that exists, with it one that
-    is not what a conversion writes (a checkpoint's files, a BERT config, a vocabulary).
+    an earlier conversion to the same ``prefix`` did not write and record, or that changed
+    since.
 
     Raises:
-        ValueError: ``prefix`` is a directory.
+        ValueError: ``prefix`` is a directory, or names no file.
         WouldReplace: ``output in demo/new.ckpt: would replace demo/bert_config.json,
             demo/vocab.txt; pass --overwrite ...``.
     """
@@ -215,36 +222,37 @@ def check_output(prefix, config_path, vocab_path, overwrite):
         raise WouldReplace(
             f"output in {prefix}: would replace {', '.join(existing)}{beside}; pass --overwrite "
             "to replace an earlier conversion, or choose a new directory")
+    folder = os.path.dirname(prefix)
+    record, why = _record(folder), None
     for path in existing:
-        kind = {config_path: "config", vocab_path: "vocab"}.get(path, "checkpoint")
-        reason = _unlike_output(path, kind)
-        if reason:
+        entry = (record or {}).get("files", {}).get(os.path.basename(path))
+        if not os.path.isfile(path):
+            why = "is not a file"
+        elif record is None:
+            why = f"has no record of a conversion ({os.path.join(folder, RECORD)} is missing)"
+        elif record.get("checkpoint") != os.path.basename(prefix):
+            why = (f"belongs to the conversion to "
+                   f"{os.path.join(folder, str(record.get('checkpoint')))}")
+        elif entry is None:
+            why = "was not written by the earlier conversion"
+        elif files.fingerprint(path) != entry:
+            why = "changed since the earlier conversion wrote it"
+        if why:
             raise WouldReplace(
-                f"output in {prefix}: {path} {reason}; --overwrite replaces only the "
-                "checkpoint, bert_config.json and vocab.txt of an earlier conversion")
+                f"output in {prefix}: {path} {why}; --overwrite replaces only the files of an "
+                "earlier conversion to the same checkpoint, unchanged since: move it away or "
+                "choose a new directory")
 
 
-def _unlike_output(path, kind):
-    """Why ``path`` is not a file a conversion writes as ``kind`` (None: it is one)."""
-    if not os.path.isfile(path):
-        return "is not a file"
-    if kind == "checkpoint":  # prefix.index, prefix.data-NNNNN-of-NNNNN: known by their names
+def _record(folder):
+    """The conversion record in ``folder`` (None: none, or not one kerasbert wrote)."""
+    try:
+        with open(os.path.join(folder or ".", RECORD), encoding="utf-8") as f:
+            record = json.load(f)
+    except (OSError, ValueError):
         return None
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return f"is not a {'BERT config' if kind == 'config' else 'vocabulary'} (not UTF-8 text)"
-    if kind == "vocab":
-        return "is not a vocabulary (binary data)" if "\0" in text else None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return "is not a BERT config (not JSON)"
-    if not isinstance(value, dict) or "hidden_size" not in value:
-        return "is not a BERT config (no hidden_size)"
-    return None
+    return record if isinstance(record, dict) and isinstance(record.get("files"), dict) \
+        else None
 
 
 def _write(variables, prefix, config, config_path, vocab_source, vocab_path):
@@ -262,6 +270,10 @@ def _write(variables, prefix, config, config_path, vocab_source, vocab_path):
         config.to_json_file(staged_config)
         if staged_vocab:
             shutil.copyfile(vocab_source, staged_vocab)
+    written = checkpoint_files(prefix) + [path for path in (config_path, vocab_path) if path]
+    files.write_json(os.path.join(folder, RECORD), {
+        "checkpoint": os.path.basename(prefix),
+        "files": {os.path.basename(path): files.fingerprint(path) for path in written}})
 
 
 _CONFIG_SIZE = 4096  # a bert_config.json: well under a block

@@ -268,7 +268,8 @@ def write_checkpoint(variables: Mapping[str, np.ndarray],
 
 
 def check_prefix(prefix):
-    """Refuses a checkpoint prefix that is a directory (nothing is written).
+    """Refuses a checkpoint prefix that is a directory, or whose name is empty or hidden
+    (``out/``: its files would be ``out/.index``); nothing is written.
 
     Raises:
         ValueError: ``checkpoint prefix in out: is a directory; give a prefix such as
@@ -277,6 +278,13 @@ def check_prefix(prefix):
     if os.path.isdir(prefix):
         raise ValueError(f"checkpoint prefix in {prefix}: is a directory; give a prefix such as "
                          f"{os.path.join(prefix, 'bert_model.ckpt')}")
+    name = os.path.basename(prefix)
+    if name in ("", ".", "..") or name.startswith("."):
+        folder = prefix.rstrip("/" + os.sep) if name in ("", ".", "..") else \
+            os.path.dirname(prefix)
+        raise ValueError(f"checkpoint prefix in {prefix}: names no checkpoint file (its files "
+                         f"would be {prefix}.index, hidden); give a prefix such as "
+                         f"{os.path.join(folder or '.', 'bert_model.ckpt')}")
 
 
 def checkpoint_size(variables):

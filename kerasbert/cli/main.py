@@ -287,8 +287,9 @@ def make_parser():
                          help="checkpoint prefix to write, e.g. out/minilm/bert_model.ckpt "
                               "(required)")
     convert.add_argument("--overwrite", action="store_true",
-                         help="replace an earlier conversion at --to: the checkpoint's files, "
-                              "bert_config.json and vocab.txt (never other files)")
+                         help="replace an earlier conversion to the same --to: the files it "
+                              "recorded in kerasbert-conversion.json (its checkpoint, "
+                              "bert_config.json, vocab.txt), unchanged since; never other files")
     download = _command(
         commands, "download", "download a preset into the cache; prints its folder",
         ["kerasbert download chinese-base",

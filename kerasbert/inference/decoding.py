@@ -9,6 +9,22 @@ as its reference (``use_cache=False`` with beams).
 import numpy as np
 
 
+def _check(where, value, low, high=None, whole=True, allow_none=False):
+    """``value`` when it is a number (a whole one if ``whole``) from ``low`` up to
+    ``high`` (included); else a ValueError naming ``where``, the value and the range."""
+    if value is None and allow_none:
+        return value
+    kinds = (int, np.integer) if whole else (int, float, np.integer, np.floating)
+    if isinstance(value, bool) or not isinstance(value, kinds) or not (
+            value >= low if whole else value > low) or (high is not None and value > high):
+        if whole:
+            span = f"a whole number from {low}" + ("" if high is None else f" to {high}")
+        else:
+            span = f"a number above {low}" if high is None else f"a number in ({low}, {high}]"
+        raise ValueError(f"{where}={value!r}: must be {span}")
+    return value
+
+
 def softmax(x, axis=-1):
     """Numpy softmax along ``axis``."""
     x = np.exp(x - np.max(x, axis=axis, keepdims=True))
@@ -49,6 +65,7 @@ class AutoRegressiveDecoder:
         ``"logits"``, the latter giving log-probabilities) and the states convention."""
         def decorator(predict):
             def wrapper(self, inputs, output_ids, states, temperature=1, rtype=default_rtype):
+                _check("temperature", temperature, 0, whole=False)
                 if rtype not in ("probas", "logits"):
                     raise ValueError(f"rtype must be 'probas' or 'logits', got rtype={rtype!r}")
                 scores = predict(self, inputs, output_ids, states)
@@ -84,12 +101,21 @@ class AutoRegressiveDecoder:
         return (output_ids[:, -1] == self.end_id) & (ends >= min_ends)
 
     def beam_search(self, inputs, topk, states=None, temperature=1, min_ends=1):
-        """The highest-scoring output of a beam of ``topk``, as an id array."""
+        """The highest-scoring output of a beam of ``topk``, as an id array.
+
+        Raises:
+            ValueError: ``topk`` not a whole number from 1 to the vocabulary's size,
+                ``temperature`` not above 0, ``min_ends`` below 1.
+        """
+        _check("topk", topk, 1)
+        _check("temperature", temperature, 0, whole=False)
+        _check("min_ends", min_ends, 1)
         inputs = [np.array([x]) for x in inputs]
         output_ids, output_scores = self.first_output_ids, np.zeros(1)
         for step in range(self.maxlen):
             scores, states = self.predict(inputs, output_ids, states, temperature, "logits")
             if step == 0:
+                _check("topk", topk, 1, scores.shape[1])  # the vocabulary's size
                 inputs = [np.repeat(x, topk, axis=0) for x in inputs]
             scores = output_scores[:, None] + scores
             kept = scores.argpartition(-topk, axis=None)[-topk:]
@@ -118,13 +144,23 @@ class AutoRegressiveDecoder:
 
         Returns:
             a list of ``n`` id arrays, finished ones first.
+
+        Raises:
+            ValueError: ``n`` below 1, ``topk`` not from 1 to the vocabulary's size,
+                ``topp`` not in (0, 1], ``temperature`` not above 0, ``min_ends`` below 1.
         """
+        _check("n", n, 1)
+        _check("topk", topk, 1, allow_none=True)
+        _check("topp", topp, 0, 1, whole=False, allow_none=True)
+        _check("temperature", temperature, 0, whole=False)
+        _check("min_ends", min_ends, 1)
         inputs = [np.array([x]) for x in inputs]
         output_ids, results = self.first_output_ids, []
         for step in range(self.maxlen):
             probas, states = self.predict(inputs, output_ids, states, temperature, "probas")
             probas = probas / probas.sum(axis=1, keepdims=True)
             if step == 0:
+                _check("topk", topk, 1, probas.shape[1], allow_none=True)
                 probas = np.repeat(probas, n, axis=0)
                 inputs = [np.repeat(x, n, axis=0) for x in inputs]
                 output_ids = np.repeat(output_ids, n, axis=0)

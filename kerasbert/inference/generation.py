@@ -71,7 +71,8 @@ class Settings:
 
     def check(self):
         """Raises ValueError naming a setting out of range."""
-        if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
+        if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) \
+                or self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens ({self.max_new_tokens!r}): must be a positive "
                              "integer")
         if not isinstance(self.min_new_tokens, int) or not \
@@ -184,6 +185,10 @@ class Decoder:
         self.products = [layer for layer in model.layers
                          if isinstance(layer, (MultiHeadSelfAttention, FeedForward))]
         self.segments = len(model.inputs) > 1
+        self.vocab_size = self.layers[names.EMBEDDING_TOKEN].input_dim
+        self.segment_vocab = (self.layers[names.EMBEDDING_SEGMENT].input_dim
+                              if self.segments and names.EMBEDDING_SEGMENT in self.layers
+                              else None)
         self.max_position = (self.layers[names.EMBEDDING_POSITION].max_position
                              if names.EMBEDDING_POSITION in self.layers else None)
         self.compiled = {}
@@ -493,6 +498,8 @@ class Seq2SeqDecoder(Decoder):
         self.activation = head.activation
         self.products = []  # T5's layers multiply with ops.matmul, not kernels.affine
         self.segments = False
+        self.vocab_size = self.layers[names.EMBEDDING_TOKEN].input_dim
+        self.segment_vocab = None
         self.max_position = None
         self.compiled = {}
         self.logits_model = None
@@ -612,19 +619,51 @@ def decoder_of(model):
     return _DECODERS[model]
 
 
-def _prompts(token_ids, segment_ids, where="token_ids"):
-    """Left-padded ``(ids, segments)`` int32 arrays of ragged prompts."""
-    rows = [np.asarray(row).reshape(-1) for row in token_ids]
-    if not rows:
-        raise ValueError(f"{where}: no prompt")
+def _ids(rows, where, low, high, what):
+    """``rows`` (a list of prompts' values) checked: each a flat list of integers from
+    ``low`` to ``high - 1``; the first one outside names ``where``, its row and the range."""
+    arrays = []
     for index, row in enumerate(rows):
-        if row.size == 0 or not np.issubdtype(row.dtype, np.integer):
-            raise ValueError(f"{where}[{index}]: a prompt is a non-empty list of token ids")
-        if (row == 0).any():
+        if isinstance(row, (str, bytes)) or np.ndim(row) != 1:
+            raise ValueError(f"{where}[{index}]: {row!r} is not a list of {what}; pass one "
+                             f"list per prompt, e.g. {where}=[[5, 6, 7]] for one prompt")
+        array = np.asarray(row)
+        if array.size == 0 or not (np.issubdtype(array.dtype, np.integer)
+                                   or array.dtype == object and all(
+                                       isinstance(v, (int, np.integer))
+                                       and not isinstance(v, bool) for v in array)):
+            raise ValueError(f"{where}[{index}]: a prompt is a non-empty list of {what} "
+                             "(integers)")
+        outside = [int(v) for v in array.tolist() if not low <= int(v) < high]
+        if outside:
+            raise ValueError(f"{where}[{index}]: {what[:-1]} {outside[0]} is outside the "
+                             f"model's range {low} to {high - 1}")
+        arrays.append(array.astype("int64"))
+    return arrays
+
+
+def _prompts(token_ids, segment_ids, decoder=None, where="token_ids"):
+    """Left-padded ``(ids, segments)`` int32 arrays of ragged prompts, each id and segment
+    id checked against ``decoder``'s tables (an id outside them is refused, never clamped)."""
+    if isinstance(token_ids, (str, bytes)) or not hasattr(token_ids, "__len__") or \
+            getattr(token_ids, "ndim", 1) == 0:
+        raise ValueError(f"{where}: {token_ids!r} is not a list of prompts")
+    if len(token_ids) == 0:
+        raise ValueError(f"{where}: no prompt")
+    vocab = decoder.vocab_size if decoder is not None else 2 ** 31
+    for index, row in enumerate(token_ids):
+        if np.ndim(row) == 1 and 0 in np.asarray(row).tolist():
             raise ValueError(f"{where}[{index}]: token id 0 is padding, not a prompt token")
-    types = ([np.zeros(len(row), "int32") for row in rows] if segment_ids is None
-             else [np.asarray(row).reshape(-1) for row in segment_ids])
-    if len(types) != len(rows) or any(len(t) != len(r) for t, r in zip(types, rows)):
+    rows = _ids(token_ids, where, 1, vocab, "token ids")
+    if segment_ids is None:
+        types = [np.zeros(len(row), "int64") for row in rows]
+    else:
+        if isinstance(segment_ids, (str, bytes)) or not hasattr(segment_ids, "__len__") or \
+                getattr(segment_ids, "ndim", 1) == 0 or len(segment_ids) != len(rows):
+            raise ValueError("segment_ids: one list of segment ids per prompt, as token_ids")
+        segment_vocab = getattr(decoder, "segment_vocab", None) or 2 ** 31
+        types = _ids(segment_ids, "segment_ids", 0, segment_vocab, "segment ids")
+    if any(len(t) != len(r) for t, r in zip(types, rows)):
         raise ValueError("segment_ids: one segment id per prompt token, as token_ids")
     length = -(-max(len(row) for row in rows) // PAD_TO) * PAD_TO
     ids = np.zeros((len(rows), length), "int32")
@@ -633,6 +672,42 @@ def _prompts(token_ids, segment_ids, where="token_ids"):
         ids[index, length - len(row):] = row
         segments[index, length - len(row):] = types_row
     return ids, segments
+
+
+def _whole(where, value, low, high):
+    """``value`` as an int when it is a whole number from ``low`` to ``high - 1`` (not a
+    bool, a float or a string); else a ValueError naming ``where``, the value and the range."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{where} ({value!r}): must be a whole number from {low} to "
+                         f"{high - 1}")
+    if not low <= int(value) < high:
+        raise ValueError(f"{where} ({value!r}): outside the model's range {low} to {high - 1}")
+    return int(value)
+
+
+def _physical_memory():
+    """This machine's memory in bytes (None where the system does not say)."""
+    import os
+
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _check_cache_fits(decoder, batch, width, new_slots):
+    """Refuses ``max_new_tokens`` whose key/value caches (``batch`` rows, a prompt
+    ``width`` wide) could not be held: past int32 sizes, or larger than this machine's
+    memory; checked before anything is allocated."""
+    slots = width + new_slots
+    size = 2 * batch * slots * sum(layer.num_heads * layer.head_size
+                                   for layer in decoder.attention) * 4
+    memory = _physical_memory()
+    if slots >= 2 ** 31 or (memory is not None and size > memory):
+        raise ValueError(f"max_new_tokens ({new_slots}): the key/value caches of "
+                         f"{batch} row(s) would need {size / 2 ** 30:,.1f} GiB "
+                         + (f"(this machine has {memory / 2 ** 30:,.1f})" if memory else
+                            "(past what an int32 index reaches)"))
 
 
 def _right_padded(ids):
@@ -690,13 +765,23 @@ def generate(model: keras.Model | Transformer, token_ids: Sequence[Sequence[int]
     if not sample and any(given.values()):
         raise ValueError(f"{', '.join(k for k in SAMPLING if given[k])}: sampling settings; "
                          "pass sample=True to sample (greedy decoding ignores them)")
+    decoder = decoder_of(model)
+    vocab = decoder.vocab_size
     end_ids = () if end_id is None else tuple(
-        int(i) for i in (end_id if isinstance(end_id, (list, tuple, np.ndarray)) else [end_id]))
+        _whole("end_id", i, 0, vocab) for i in (
+            end_id if isinstance(end_id, (list, tuple, np.ndarray)) else [end_id]))
+    if top_k is not None:
+        _whole("top_k", top_k, 1, vocab + 1)
+    if top_p is not None and not (isinstance(top_p, (int, float, np.number))
+                                  and 0 < top_p <= 1):
+        raise ValueError(f"top_p ({top_p!r}): must be a number in (0, 1]; None keeps every id")
+    if not isinstance(temperature, (int, float, np.number)) or isinstance(temperature, bool):
+        raise ValueError(f"temperature ({temperature!r}): must be a positive number")
+    _whole("seed", seed, -(2 ** 63), 2 ** 63)
     settings = Settings(max_new_tokens, min_new_tokens, end_ids, bool(sample),
                         float(temperature), int(top_k or 0), float(top_p or 1.0), num_beams)
     settings.check()
-    decoder = decoder_of(model)
-    ids, segments = _prompts(token_ids, segment_ids)
+    ids, segments = _prompts(token_ids, segment_ids, decoder)
     if isinstance(decoder, Seq2SeqDecoder):
         if segment_ids is not None or new_segment_id is not None:
             raise ValueError("segment_ids / new_segment_id: an encoder-decoder takes source "
@@ -707,6 +792,9 @@ def generate(model: keras.Model | Transformer, token_ids: Sequence[Sequence[int]
         raise ValueError(f"max_new_tokens ({max_new_tokens}): the longest prompt "
                          f"({int((ids != 0).sum(axis=1).max())} ids) and the new ids exceed "
                          f"the model's {decoder.max_position} positions")
+    _check_cache_fits(decoder, len(ids) * num_beams, ids.shape[1], max_new_tokens)
+    if new_segment_id is not None:
+        _whole("new_segment_id", new_segment_id, 0, decoder.segment_vocab or 2 ** 31)
     if new_segment_id is None:
         new_segments = (np.ones(len(ids), "int32") if decoder.mask.kind == "unilm"
                         else segments[:, -1])

@@ -30,6 +30,7 @@ Example:
 import functools
 
 import keras
+import numpy as np
 
 from kerasbert import internals
 
@@ -63,7 +64,17 @@ def fit(model, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callba
 
     Returns:
         The ``History`` Keras's ``fit`` returns.
+
+    Raises:
+        ValueError: ``steps_per_epoch`` or ``validation_steps`` given and not a whole number
+            of at least 1 (Keras's own ``fit`` waits forever on 0).
     """
+    for name, steps in (("steps_per_epoch", steps_per_epoch),
+                        ("validation_steps", validation_steps)):
+        if steps is not None and (isinstance(steps, bool) or not isinstance(
+                steps, (int, np.integer)) or steps < 1):
+            raise ValueError(f"{name}={steps!r}: must be a whole number of at least 1 (or "
+                             "None: one pass over the data)")
     rest = dict(epochs=epochs, verbose=verbose, callbacks=callbacks,
                 initial_epoch=initial_epoch, validation_freq=validation_freq)
     if not _endless_possible(x, y, sample_weight, shuffle, steps_per_epoch):

@@ -7,6 +7,10 @@ A run records, in ``<run>/fingerprints.json``:
   :mod:`kerasbert.training.options`: data files, config, vocabulary, the checkpoint's
   files), when the run starts. A resumed run refuses an input that changed: its epochs
   so far were trained on the old one, and the rest would mix two datasets.
+- ``written``: the names (in the run directory) of the files and folders the run
+  wrote, recorded when it starts, after each epoch and when it finishes; ``kept``: the
+  files that were there before it (kept by ``--restart``), with their fingerprints.
+  ``--restart`` removes only what ``written`` names, so a user's file in the folder stays.
 - ``outputs``: the files of the finished run that later commands read (``model.keras``,
   ``labels.json``, ``vocab.txt``, ``train_config.json``, ...; not its history or
   pictures), when it finishes.
@@ -34,12 +38,12 @@ Example:
 
 import dataclasses
 import glob
-import hashlib
 import json
 import logging
 import os
 
 from kerasbert import files
+from kerasbert.files import fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -47,20 +51,10 @@ FILE = "fingerprints.json"
 #: Files of a run directory no later command reads: never compared (pictures neither).
 _NOT_OUTPUTS = {FILE, "history.json", "history.csv"}
 _PICTURES = (".png", ".svg", ".pdf")
-_CHUNK = 1 << 20
 
 
 class ChangedFile(ValueError):
     """A file a run read or wrote differs from the one it recorded."""
-
-
-def fingerprint(path):
-    """``{"size", "sha256"}`` of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    return {"size": os.path.getsize(path), "sha256": digest.hexdigest()}
 
 
 def input_files(options):
@@ -141,12 +135,54 @@ def check_inputs(folder, options, accept_changed=False):
                 "or --restart to train again from the start")
 
 
+def record_kept(folder, names):
+    """Records ``names`` (in ``folder``, left there by ``--restart``) as files the run did
+    not write, with their fingerprints (a folder: none)."""
+    recorded = _read(folder) or {}
+    recorded["kept"] = {name: (fingerprint(os.path.join(folder, name))
+                               if os.path.isfile(os.path.join(folder, name)) else {})
+                        for name in names}
+    _write(folder, recorded)
+
+
+def _kept_unchanged(recorded, folder):
+    """The kept names whose file the run has not replaced since it started."""
+    kept = recorded.get("kept") or {}
+    return {name for name, entry in kept.items()
+            if not entry or _difference(entry, os.path.join(folder, name)) is None}
+
+
+def record_written(folder):
+    """Adds the names now in ``folder`` (but the files kept from before the run) to the
+    names the run wrote."""
+    recorded = _read(folder) or {}
+    kept = _kept_unchanged(recorded, folder)
+    written = set(recorded.get("written") or [])
+    written.update(name for name in os.listdir(folder)
+                   if not files.is_temporary(name) and name not in kept)
+    written.add(FILE)
+    recorded["written"] = sorted(written)
+    _write(folder, recorded)
+
+
+def written_names(folder):
+    """The names the run in ``folder`` recorded as written (a run from before they were
+    recorded: the first part of each of its outputs' names)."""
+    recorded = _read(folder) or {}
+    names = recorded.get("written")
+    if isinstance(names, list):
+        return set(names)
+    return {name.split(os.sep)[0] for name in recorded.get("outputs") or {}}
+
+
 def record_outputs(folder, finished_file):
     """Records the fingerprints of the files a finished run leaves for later commands
     (every file of ``folder`` but the backup, the history and ``finished_file``)."""
     recorded = _read(folder) or {}
+    kept = _kept_unchanged(recorded, folder)
     recorded["outputs"] = {name: fingerprint(os.path.join(folder, name))
-                           for name in _outputs(folder, finished_file)}
+                           for name in _outputs(folder, finished_file)
+                           if name.split(os.sep)[0] not in kept}
     _write(folder, recorded)
 
 

@@ -125,6 +125,7 @@ class TrainingRun:
     def finish(self, summary):
         """Records the fingerprints of the run's files, writes ``summary`` as the finished
         file, then removes the backup and releases the directory."""
+        self.directory.record_written()
         fingerprints.record_outputs(self.directory.path, self.directory.finished_file)
         files.write_json(self.directory.file(self.directory.finished_file), summary)
         self.directory.close()

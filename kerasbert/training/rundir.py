@@ -283,8 +283,7 @@ class RunDirectory:
                 if created and not os.listdir(self.path):
                     os.rmdir(self.path)
                 raise
-        if getattr(options, "restart", False):
-            self._clear()
+        kept = self._clear() if getattr(options, "restart", False) else None
         files.remove_temporaries(self.path)
         files.remove_temporaries(self.file(BACKUP))
         if not os.path.exists(self.file(self.options_file)):
@@ -292,19 +291,42 @@ class RunDirectory:
         if (not options.resume or getattr(options, "accept_changed", False)
                 or not os.path.exists(self.file(fingerprints.FILE))):
             fingerprints.record_inputs(self.path, options)
+        if kept:
+            fingerprints.record_kept(self.path, kept)
+            log.warning("--restart in %s: kept %s (not written by the run)", self.path,
+                        ", ".join(kept))
+        self.record_written()
         log.info("training in %s", self.path, extra={"event": STARTED})
 
+    def record_written(self):
+        """Records the names in the directory as the run's own (but those it kept)."""
+        fingerprints.record_written(self.path)
+
+    def _own_names(self):
+        """The names of the run's files and folders: those it recorded as written (a run
+        from before they were recorded: its outputs), and the lifecycle's own files."""
+        lifecycle = {self.options_file, self.finished_file, HISTORY, "history.csv", BACKUP,
+                     fingerprints.FILE}
+        return fingerprints.written_names(self.path) | lifecycle
+
     def _clear(self):
-        """Removes every file of the earlier run: moved aside at once (a kill leaves only a
-        temporary behind), then deleted."""
+        """Removes every file of the earlier run, and only those (a file it did not write
+        stays): moved aside at once (a kill leaves only a temporary behind), then deleted.
+
+        Returns:
+            the names kept (sorted).
+        """
+        own = self._own_names()
         names = [name for name in os.listdir(self.path) if not files.is_temporary(name)]
-        if not names:
-            return
-        aside = files.temporary_name(self.file("restart"), suffix="")
-        os.mkdir(aside)
-        for name in names:
-            os.replace(self.file(name), os.path.join(aside, name))
-        shutil.rmtree(aside, ignore_errors=True)
+        kept = sorted(name for name in names if name not in own)
+        names = [name for name in names if name in own]
+        if names:
+            aside = files.temporary_name(self.file("restart"), suffix="")
+            os.mkdir(aside)
+            for name in names:
+                os.replace(self.file(name), os.path.join(aside, name))
+            shutil.rmtree(aside, ignore_errors=True)
+        return kept
 
     def release(self):
         """Releases the directory's lock (when the run ends, however it ends)."""
@@ -370,6 +392,7 @@ class RunDirectory:
         for older in self._backups():
             if older != target:
                 shutil.rmtree(older, ignore_errors=True)
+        self.record_written()
 
     def restore_backup(self, model):
         """Loads the newest backup's weights and optimizer into ``model``; its state or None."""
