@@ -340,3 +340,65 @@ def test_forfit_leaves_out_missing_targets_and_last_token_cuts_outputs():
     probas = last.predict(inputs, verbose=0)
     assert probas.shape == (1, 6)
     np.testing.assert_allclose(probas, model.predict(inputs, verbose=0)[:, -1], rtol=1e-6)
+
+
+class _Counting(snippets.AutoRegressiveDecoder):
+    """Four ids; each step likes the next one best."""
+
+    @snippets.AutoRegressiveDecoder.wraps(default_rtype="probas")
+    def predict(self, inputs, output_ids, states):
+        return np.eye(4)[np.minimum(output_ids[:, -1] + 1, 3)] * 0.9 + 0.025
+
+
+class _Batches(snippets.DataGenerator):
+    def __iter__(self, random=False):
+        for _, x in self.sample(random):
+            yield np.array([[x]]), np.array([[1.0]])
+
+
+def test_the_drop_in_api_refuses_what_it_cannot_do_instead_of_answering_wrong():
+    """Round 3 of nothing silent: each case returned a wrong result, printed NumPy
+    warnings, or waited forever; now one ValueError names the argument and the range."""
+    from kerasbert.optimizers import Adam, extend_with_lookahead
+
+    decoder = _Counting(start_id=0, end_id=3, maxlen=8)
+    cases = [
+        (lambda: decoder.random_sample([[0]], 2, temperature=0),
+         r"temperature=0: must be a number above 0"),
+        (lambda: decoder.random_sample([[0]], 2, topk=9), r"topk=9: must be a whole number from "
+                                                          r"1 to 4"),
+        (lambda: decoder.random_sample([[0]], 2, topp=0), r"topp=0: must be a number in \(0, 1\]"),
+        (lambda: decoder.random_sample([[0]], 0), r"n=0: must be a whole number from 1"),
+        (lambda: decoder.beam_search([[0]], topk=9), r"topk=9: must be a whole number from 1 to 4"),
+        (lambda: decoder.beam_search([[0]], topk=2, temperature=-1), r"temperature=-1"),
+        (lambda: snippets.sequence_padding([[1, 2], [3]], seq_dims=0),
+         r"inputs\[1\]: shape \(1,\), inputs\[0\]: \(2,\); with seq_dims=0 the axes from 0 on are "
+         r"not padded and must be equal"),
+        (lambda: snippets.sequence_padding([[[1], [2]], [[3, 4]]]), r"inputs\[1\]: shape \(1, 2\)"),
+        (lambda: _Batches([], 2).forfit(), r"_Batches: a pass of __iter__ yielded no batch \(data: "
+                                           r"0 examples\)"),
+        (lambda: extend_with_lookahead(Adam)(1e-3, steps_per_slow_update=0),
+         r"steps_per_slow_update must be an integer of at least 1"),
+        (lambda: extend_with_lookahead(Adam)(1e-3, slow_step_size=2),
+         r"slow_step_size must be a number in \(0, 1\]"),
+    ]
+    for call, message in cases:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no NumPy warning on the way
+            with pytest.raises(ValueError, match=message):
+                call()
+    # What was right stays right.
+    assert decoder.beam_search([[0]], topk=4).tolist() == [0, 1, 2, 3]
+    assert snippets.sequence_padding([[1, 2], [3, 4]], seq_dims=0).tolist() == [[1, 2], [3, 4]]
+
+
+def test_fit_with_no_steps_is_refused_instead_of_waiting_forever():
+    from conftest import TINY
+    from kerasbert import build_transformer_model
+
+    model = build_transformer_model(TINY)
+    model.compile("adam", "mse")
+    for steps in (0, -1, 1.5):
+        with pytest.raises(ValueError, match=rf"steps_per_epoch={steps}: must be a whole number "
+                                             r"of at least 1"):
+            model.fit(_Batches([1, 2], 2).forfit(), steps_per_epoch=steps)

@@ -216,6 +216,61 @@ def test_what_cannot_be_decoded_is_refused_by_name(models):
         generate(model, PROMPTS, max_new_tokens=8, min_new_tokens=9)
 
 
+# Each value is checked before the decoding loop, with or without the cache: a compiled
+# gather clamps an id outside its table (150 read as 99) and answers anyway.
+BAD_INPUTS = [
+    ("gpt2", dict(token_ids=[[5, 150]]), r"token_ids\[0\]: token id 150 is outside the "
+                                          r"model's range 1 to 99"),
+    ("gpt2", dict(token_ids=[[5, -1]]), r"token id -1 is outside the model's range 1 to 99"),
+    ("gpt2", dict(token_ids=[[5, 2 ** 31]]), r"token id 2147483648 is outside"),
+    ("gpt2", dict(token_ids=[5, 6, 7]), r"token_ids\[0\]: 5 is not a list of token ids; pass "
+                                        r"one list per prompt, e\.g\. token_ids=\[\[5, 6, 7\]\]"),
+    ("gpt2", dict(token_ids=[[[5, 6]]]), r"token_ids\[0\]: \[\[5, 6\]\] is not a list of token"),
+    ("gpt2", dict(token_ids=[[5.0, 6.0]]), r"token_ids\[0\]: a prompt is a non-empty list of "
+                                           r"token ids \(integers\)"),
+    ("gpt2", dict(token_ids="abc"), r"token_ids: 'abc' is not a list of prompts"),
+    ("t5", dict(token_ids=[[150]]), r"token id 150 is outside the model's range 1 to 99"),
+    ("t5", dict(token_ids=[[-4]]), r"token id -4 is outside"),
+    ("bert+unilm", dict(token_ids=[[5, 6]], segment_ids=[[0, 5]]),
+     r"segment_ids\[0\]: segment id 5 is outside the model's range 0 to 1"),
+    ("bert+unilm", dict(token_ids=[[5, 6]], segment_ids=[[0, -1]]), r"segment id -1 is outside"),
+    ("bert+unilm", dict(token_ids=[[5, 6]], new_segment_id=9),
+     r"new_segment_id \(9\): outside the model's range 0 to 1"),
+    ("gpt2", dict(token_ids=[[5]], sample=True, top_k=500),
+     r"top_k \(500\): outside the model's range 1 to 100"),
+    ("gpt2", dict(token_ids=[[5]], sample=True, top_k=0), r"top_k \(0\): outside"),
+    ("gpt2", dict(token_ids=[[5]], sample=True, top_p=0), r"top_p \(0\): must be a number in "
+                                                         r"\(0, 1\]"),
+    ("gpt2", dict(token_ids=[[5]], sample=True, temperature=0),
+     r"temperature \(0\.0\): must be positive"),
+    ("gpt2", dict(token_ids=[[5]], end_id=2.7), r"end_id \(2\.7\): must be a whole number from "
+                                                r"0 to 99"),
+    ("gpt2", dict(token_ids=[[5]], end_id="2"), r"end_id \('2'\): must be a whole number"),
+    ("gpt2", dict(token_ids=[[5]], end_id=100), r"end_id \(100\): outside the model's range"),
+    ("gpt2", dict(token_ids=[[5]], max_new_tokens=True), r"max_new_tokens \(True\): must be a "
+                                                        r"positive integer"),
+    ("t5", dict(token_ids=[[5]], max_new_tokens=2 ** 31 - 1),
+     r"max_new_tokens \(2147483647\): the key/value caches of 1 row\(s\) would need [\d,.]+ "
+     r"GiB"),
+]
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+@pytest.mark.parametrize("kind, arguments, message", BAD_INPUTS)
+def test_an_id_segment_or_setting_outside_the_model_is_refused_by_name(
+        models, t5_model, kind, arguments, message, use_cache):
+    model = t5_model if kind == "t5" else models[kind]
+    arguments = dict(arguments)
+    with pytest.raises(ValueError, match=message):
+        generate(model, arguments.pop("token_ids"), use_cache=use_cache,
+                 **{"max_new_tokens": 3, **arguments})
+
+
+@pytest.fixture(scope="module")
+def t5_model():
+    return build_transformer_model(TINY, model="t5")
+
+
 @pytest.mark.peer
 def test_greedy_and_beam_search_equal_bert4keras_autoregressive_decoder(tmp_path):
     """bert4keras's own decoder (beam search of one, i.e. greedy, and of three, with and
