@@ -83,6 +83,8 @@ def _hooks():
              lambda: global_state.set_global_attribute, ("name", "value")),
         Hook("keras.src.backend.common.stateless_scope.in_stateless_scope",
              lambda: stateless_scope.in_stateless_scope, ()),
+        Hook("keras.src.backend.common.variables.AutocastScope",
+             lambda: variables.AutocastScope.__init__, ("self", "dtype"), fast=False),
         Hook(f"Keras's list of deferred variables {_PENDING!r}",
              lambda: variables.register_uninitialized_variable, ("variable",),
              used_by=(("register_uninitialized_variable",
@@ -272,6 +274,13 @@ def in_xla_context():
     import tensorflow as tf
 
     return tf.__internal__.get_enclosing_xla_context() is not None
+
+
+def autocast(dtype):
+    """The scope in which Keras variables read as ``dtype`` (floating ones), as they do
+    inside a layer's ``__call__`` under a mixed policy: for code that reads a layer's
+    weights outside it (the decoding loop's cached steps)."""
+    return variables.AutocastScope(dtype)
 
 
 def in_stateless_scope():

@@ -235,3 +235,25 @@ def test_a_model_or_length_that_cannot_generate_is_refused_before_anything_is_wr
     assert main(["train", "--task", "seq2seq", "--output", str(output), *flags]) == 2
     assert message in capsys.readouterr().err
     assert not output.exists()
+
+
+def test_mixed_precision_trains_generates_evaluates_and_exports(seq2seq_inputs, tmp_path,
+                                                                capsys):
+    """``--mixed-precision`` (bfloat16 products) through every step a seq2seq run takes:
+    the dev generation after each epoch (where it crashed, leaving a half run that
+    ``--resume`` could not finish), evaluate, predict and the export; the decoding loop
+    reads the float32 weights in bfloat16, as the layers do."""
+    output = tmp_path / "run"
+    assert main(["train", "--task", "seq2seq", "--output", str(output), "--epochs", "1",
+                 "--batch-size", "32", "--maxlen", "24", "--seed", "1", "--max-new-tokens", "4",
+                 "--max-train-examples", "64", "--mixed-precision",
+                 *[f"--{key}={value}" for key, value in seq2seq_inputs.items()]]) == 0
+    capsys.readouterr()
+    summary = json.loads((output / "metrics.json").read_text())
+    assert set(summary["test"]) >= {"rouge_l", "bleu"}
+    assert main(["evaluate", "--model", str(output), "--data", seq2seq_inputs["test"],
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == summary["test"]
+    assert main(["predict", "--model", str(output), "我在看张明的书谁？"]) == 0
+    assert json.loads(capsys.readouterr().out)["source"] == "我在看张明的书谁？"
+    assert main(["export", "--model", str(output), "--to", str(tmp_path / "served")]) == 0

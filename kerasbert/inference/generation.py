@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kerasbert import internals
 from kerasbert.models import kernels, names
 
 if TYPE_CHECKING:  # annotations only
@@ -262,11 +263,19 @@ class Decoder:
         return length + step
 
     def run(self, ids, segments, new_segments, seed, settings):
-        """The compiled loop: ``(new ids (batch, max_new_tokens), lengths (batch,))``."""
+        """The compiled loop: ``(new ids (batch, max_new_tokens), lengths (batch,))``.
+
+        The layers' weights are read in the model's compute dtype, as its layers read them
+        (under a mixed policy: bfloat16 products of float32 weights)."""
+        with internals.autocast(self.attention[0].compute_dtype):
+            if settings.num_beams > 1:
+                return self.run_beams(ids, segments, new_segments, settings)
+            return self.run_one(ids, segments, new_segments, seed, settings)
+
+    def run_one(self, ids, segments, new_segments, seed, settings):
+        """Greedy or sampled decoding, one output per row (see :meth:`run`)."""
         import tensorflow as tf
 
-        if settings.num_beams > 1:
-            return self.run_beams(ids, segments, new_segments, settings)
         batch, length = tf.shape(ids)[0], tf.shape(ids)[1]
         logits, caches, present, last = self.prefill(ids, segments, settings.max_new_tokens)
         outputs = tf.zeros((batch, settings.max_new_tokens), "int32")
