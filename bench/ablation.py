@@ -101,3 +101,9 @@ def run(options, log):
         tables.append({"title": f"kerasbert variants, batch {shape}", "columns": columns,
                        "rows": rows})
     return {"results": results, "tables": tables}
+
+
+if __name__ == "__main__":
+    from bench.cli import run_alone
+
+    run_alone("ablation")

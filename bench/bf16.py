@@ -236,3 +236,9 @@ def run(options, log):
                                ("max_abs_probability", "max abs diff of probabilities")],
                    "rows": rows})
     return {"results": results, "tables": tables}
+
+
+if __name__ == "__main__":
+    from bench.cli import run_alone
+
+    run_alone("bf16")

@@ -81,3 +81,9 @@ def run(options, log):
     table = {"title": "Building Chinese BERT-base (random weights)", "columns": columns,
              "rows": rows}
     return {"results": results, "tables": [table]}
+
+
+if __name__ == "__main__":
+    from bench.cli import run_alone
+
+    run_alone("build")

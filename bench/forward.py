@@ -204,3 +204,9 @@ def _table(results, shape, config, gemm):
                ("of_gemm_limit", "% of GEMM limit (its dtype)"), ("label", "version / mode")]
     return {"title": title, "columns": columns, "rows": rows, "shape": shape,
             "flops": flops, "limit_ms": limit_ms}
+
+
+if __name__ == "__main__":
+    from bench.cli import run_alone
+
+    run_alone("forward")

@@ -119,3 +119,9 @@ def run(options, log):
                ("square", f"GFLOP/s {SQUARE}³"), ("label", "library")]
     table = {"title": "GEMM throughput (the limit)", "columns": columns, "rows": rows}
     return {"results": results, "tables": [table]}
+
+
+if __name__ == "__main__":
+    from bench.cli import run_alone
+
+    run_alone("gemm")

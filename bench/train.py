@@ -495,3 +495,9 @@ def _table(results, prepared, rounds=1):
                ("vs_kerasbert", "÷ kerasbert"), ("vs_fastest", "÷ fastest fp32 peer"),
                ("label", "version / mode")]
     return {"title": title, "columns": columns, "rows": rows}
+
+
+if __name__ == "__main__":
+    from bench.cli import run_alone
+
+    run_alone("train")

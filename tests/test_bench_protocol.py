@@ -11,6 +11,7 @@ import copy
 import importlib
 import inspect
 import json
+import os
 
 import pytest
 
@@ -86,6 +87,20 @@ def test_every_module_with_a_run_is_a_listed_suite():
     modules = [info.name for info in pkgutil.iter_modules(bench.__path__)]
     suites = [name for name in modules if hasattr(importlib.import_module(f"bench.{name}"), "run")]
     assert sorted(suites) == sorted(runner.ALL_SUITES)
+
+
+def test_every_suite_runs_alone_as_python_m_bench_dot_suite():
+    """``python -m bench --help`` offers ``python -m bench.<suite>``: each one answers (a
+    module without its main block did nothing, silently)."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for name in runner.ALL_SUITES:
+        done = subprocess.run([sys.executable, "-m", f"bench.{name}", "--help"], cwd=root,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith(f"usage: python -m bench.{name} "), (name, done.stdout)
 
 
 @pytest.mark.parametrize("name", runner.ALL_SUITES)

@@ -401,6 +401,8 @@ CASES = [
     case("plot-layers-0", ["plot", "bert_config.json", "-o", "model.png", "--layers", "0"],
          "--layers"),
     case("plot-missing-output", ["plot", "bert_config.json"], "--output"),
+    case("plot-output-format-unknown", ["plot", "bert_config.json", "-o", "model.txt"],
+         "picture in model.txt: .txt is not a format plot draws"),
 
     # --- train: data files
     case("train-file-missing", train_cmd(train="nope.tsv"), "nope.tsv"),

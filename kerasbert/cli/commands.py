@@ -64,6 +64,7 @@ def command_plot(args):
     from kerasbert.training.rundir import check_writable
 
     check_writable(os.path.dirname(args.output) or ".", flag="--output")
+    plotting.picture_format(args.output)  # before the model is built
     overrides = {"num_hidden_layers": args.layers} if args.layers else {}
     built = _build(args, **overrides)
     try:

@@ -23,12 +23,31 @@ def check_graphviz():
         )
 
 
+#: The picture formats :func:`plot` draws, by the file's extension.
+FORMATS = ("png", "svg", "pdf")
+
+
+def picture_format(path):
+    """The format of ``path`` by its extension (none: PNG).
+
+    Raises:
+        ValueError: ``picture in model.txt: .txt is not a format plot draws; ...``.
+    """
+    extension = os.path.splitext(os.fspath(path))[1][1:].lower()
+    if extension and extension not in FORMATS:
+        raise ValueError(f"picture in {path}: .{extension} is not a format plot draws; name the "
+                         f"file {', '.join('.' + f for f in FORMATS)}")
+    return extension or "png"
+
+
 def plot(model, path, dpi=96):
     """Draws ``model`` to ``path`` (PNG, SVG or PDF by extension) with names and shapes.
 
     Raises:
         GraphvizMissing: Graphviz or pydot is not installed.
+        ValueError: another extension (nothing is written).
     """
+    picture = picture_format(path)
     check_graphviz()
     directory = os.path.dirname(os.fspath(path))
     if directory:
@@ -36,5 +55,5 @@ def plot(model, path, dpi=96):
     # plot_model itself hands every format but PDF to IPython's Image, which has no SVG.
     graph = keras.utils.model_to_dot(model, show_shapes=True, show_layer_names=True,
                                      show_dtype=False, dpi=dpi)
-    graph.write(os.fspath(path), format=os.path.splitext(os.fspath(path))[1][1:] or "png")
+    graph.write(os.fspath(path), format=picture)
     return path
