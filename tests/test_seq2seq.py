@@ -37,6 +37,12 @@ CHINESE_VOCAB = "checkpoints/chinese_L-12_H-768_A-12/vocab.txt"
     ('{"source": " ", "target": "b"}', r"'source' must be a non-empty string \(got empty\)"),
     ('{"source": "a", "target": 3}', r"'target' must be a non-empty string \(got a int\)"),
     ('{"source": "a", "targets": "b"}', "unknown key 'targets' \\(did you mean 'target'\\?"),
+    ('{"source": "\\u200b", "target": "b"}', r"'source' holds only control or invisible "
+                                             r"characters \('\\u200b'\), nothing once tokenized"),
+    ('{"source": "a", "target": "\\u0007\\u0008"}', r"'target' holds only control or "
+                                                    r"invisible characters"),
+    ('{"source": "a\\ud800", "target": "b"}', r"'source' holds a lone surrogate escape \\ud800 "
+                                             r"in JSON"),
 ])
 def test_a_bad_pair_is_named_with_its_file_and_line(tmp_path, line, problem):
     path = tmp_path / "pairs.jsonl"
@@ -226,6 +232,7 @@ def test_a_seq2seq_run_learns_to_generate_and_the_command_line_uses_it(seq2seq_i
 
 @pytest.mark.parametrize("flags, message", [
     (["--model", "albert"], "invalid family 'albert' in --model: --task seq2seq trains UniLM"),
+    (["--model", "electra"], "invalid family 'electra' in --model: --task seq2seq trains UniLM"),
     (["--max-new-tokens", "500"], "invalid value 500 in max_new_tokens: with maxlen 128, "
                                   "generation would run past the 512 positions"),
 ])

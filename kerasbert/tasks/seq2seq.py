@@ -46,6 +46,7 @@ Example::
 import dataclasses
 import os
 import statistics
+import unicodedata
 
 import keras
 import numpy as np
@@ -68,6 +69,7 @@ from kerasbert.training.data import (
     TEXT_SUFFIXES,
     DataError,
     json_object,
+    lone_surrogate,
     read_lines,
     read_texts,
     unknown_keys,
@@ -91,6 +93,13 @@ class Pair:
     source: str
     target: str
     line: int
+
+
+def _invisible(text):
+    """Whether ``text`` has no character a tokenizer keeps: only white space, control and
+    format characters (``\u200b``, ``\x07``), which Google's and SentencePiece's
+    tokenizers drop."""
+    return all(ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf") for ch in text)
 
 
 def read_pairs(path, targets=True):
@@ -127,6 +136,12 @@ def read_pairs(path, targets=True):
                     "empty" if isinstance(value, str) else f"a {type(value).__name__}")
                 raise DataError(f"bad row in {where}: {key!r} must be a non-empty string "
                                 f"(got {got})")
+            problem = lone_surrogate(value, repr(key))
+            if problem:
+                raise DataError(f"bad row in {where}: {problem}")
+            if _invisible(value):
+                raise DataError(f"bad row in {where}: {key!r} holds only control or invisible "
+                                f"characters ({value!r}), nothing once tokenized")
         target = row.get("target")
         pairs.append(Pair(row["source"], target if isinstance(target, str) else None, number))
     if not pairs:
@@ -236,20 +251,22 @@ def check_family(options):
     from kerasbert.models.families import family_class
     from kerasbert.models.families.albert import ALBERT
     from kerasbert.models.families.bert import BERT
+    from kerasbert.models.families.electra import ELECTRA
     from kerasbert.models.families.gpt import GPT
 
     config = BertConfig.from_json_file(options.config, family=options.model)
     family = config.family or "bert"
     kind = family_class(family)
     encoder_decoder = is_encoder_decoder(config)
-    if not encoder_decoder and (not issubclass(kind, BERT) or issubclass(kind, (GPT, ALBERT))
+    if not encoder_decoder and (not issubclass(kind, BERT)
+                                or issubclass(kind, (GPT, ALBERT, ELECTRA))
                                 or kind.position != "absolute"):
         where = "--model" if options.model else options.config
         raise OptionError(f"invalid family {family!r} in {where}: --task seq2seq trains UniLM "
-                          "on a BERT-family model with absolute positions (bert, roberta, "
-                          "electra) or a T5 (t5, t5.1.1, mt5.1.1); ALBERT's shared layers, "
-                          "RoFormer's rotary and NEZHA's relative positions and GPT are not "
-                          "supported")
+                          "on a BERT-family model with absolute positions and an MLM head "
+                          "(bert, roberta) or a T5 (t5, t5.1.1, mt5.1.1); ALBERT's shared "
+                          "layers, RoFormer's rotary and NEZHA's relative positions, ELECTRA "
+                          "(a discriminator, no MLM head) and GPT are not supported")
     seq2seq_t5.check_tokenizer_flags(options, family, encoder_decoder)
     return encoder_decoder
 
