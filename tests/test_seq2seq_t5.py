@@ -40,6 +40,21 @@ def sp_model(tmp_path_factory):
     return str(root / "spiece.model")
 
 
+@pytest.fixture(scope="module")
+def english_sp_model(tmp_path_factory):
+    """A T5-laid-out SentencePiece model of English text only."""
+    import sentencepiece
+
+    root = tmp_path_factory.mktemp("english")
+    words = "the model reads text and writes pieces of words for every sentence it sees".split()
+    texts = [" ".join(words[i:] + words[:i]) for i in range(len(words))] * 20
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts), model_prefix=str(root / "spiece"), vocab_size=60,
+        hard_vocab_limit=False, pad_id=0, eos_id=1, unk_id=2, bos_id=-1, num_threads=1,
+        minloglevel=2)
+    return str(root / "spiece.model")
+
+
 def t5_config(vocab_size):
     return {"vocab_size": vocab_size, "hidden_size": 32, "num_hidden_layers": 2,
             "num_attention_heads": 4, "attention_head_size": 8, "intermediate_size": 64,
@@ -215,12 +230,19 @@ def test_a_t5_run_learns_to_copy_and_fresh_processes_evaluate_and_predict_it(
      "sentencepiece model in {t5}: not a SentencePiece model file"),
     (["--task", "ner", "--sp-model", "{sp}"],
      "invalid flag in --sp-model: --task ner does not use it (only --task seq2seq)"),
+    (["--config", "{t5}", "--sp-model", "{folder}"],
+     "sentencepiece model in {folder}: is a directory; give {folder}/spiece.model"),
+    # English pieces for the shipped Chinese pairs: each source was read as [<unk>, </s>].
+    (["--config", "{t5}", "--sp-model", "{english}"],
+     "vocabulary in {english}: 100% of the text of the first 200 pairs of {train} is "
+     "unknown (<unk>); it is not a vocabulary of the data's language: give the model's own"),
 ])
 def test_a_tokenizer_that_does_not_fit_the_family_is_refused_by_name(
-        sp_model, tmp_path, capsys, flags, message):
+        sp_model, english_sp_model, tmp_path, capsys, flags, message):
     config = tmp_path / "config.json"
     config.write_text(json.dumps(t5_config(2000)))
-    paths = {"t5": str(config), "sp": sp_model,
+    paths = {"t5": str(config), "sp": sp_model, "folder": os.path.dirname(sp_model),
+             "english": english_sp_model, "train": shipped.seq2seq_file("train"),
              "bert": os.path.join(shipped.model_dir(), "bert_config.json")}
     output = tmp_path / "run"
     argv = ["train", "--task", "seq2seq", "--output", str(output),

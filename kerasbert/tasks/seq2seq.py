@@ -316,6 +316,38 @@ def _encoded(tokenizer, text, maxlen=None):
     return tokenizer.encode(text, maxlen=maxlen)[0]
 
 
+#: The most unknown tokens (``[UNK]``, ``<unk>``) a tokenizer may make of the training pairs'
+#: first rows; more and the vocabulary is not for the data's language.
+UNKNOWN_SHARE = 0.5
+_SAMPLE = 200
+
+
+def check_unknown_share(tokenizer, pairs, options):
+    """Refuses a vocabulary or SentencePiece model that reads most of the first training
+    pairs as unknown tokens (another language's: every Chinese source became ``[3, 2]``,
+    and the run "succeeded" at ROUGE-L 0), before the first step.
+
+    Raises:
+        OptionError: ``vocabulary in spiece.model: 97% of the text of the first 200 pairs
+            of train.jsonl is unknown (<unk>); ...``.
+    """
+    texts = [text for p in pairs[:_SAMPLE] for text in (p.source, p.target)]
+    if isinstance(tokenizer, SentencePieceText):
+        # SentencePiece reads a run of unknown characters as one <unk>: count characters.
+        model, where, name = tokenizer.model, options.sp_model, "<unk>"
+        sizes = [(len(piece.lstrip("\u2581")), i == model.unk_id()) for text in texts
+                 for piece, i in zip(model.encode_as_pieces(text), model.encode_as_ids(text))]
+    else:
+        unknown, where, name = tokenizer.token_to_id("[UNK]"), options.vocab, "[UNK]"
+        sizes = [(1, i == unknown) for text in texts for i in tokenizer.encode(text)[0][1:-1]]
+    share = sum(n for n, unknown in sizes if unknown) / max(sum(n for n, _ in sizes), 1)
+    if share > UNKNOWN_SHARE:
+        raise OptionError(
+            f"vocabulary in {where}: {share:.0%} of the text of the first "
+            f"{min(len(pairs), _SAMPLE)} pairs of {options.train} is unknown ({name}); it is "
+            "not a vocabulary of the data's language: give the model's own")
+
+
 def _end_id(tokenizer):
     """The id that ends a generated text: ``[SEP]`` (UniLM) or ``</s>`` (T5)."""
     if isinstance(tokenizer, SentencePieceText):
@@ -341,6 +373,7 @@ class _Inputs:
                       "dev": read_pairs(options.dev)}
         if options.test:
             self.pairs["test"] = read_pairs(options.test)
+        check_unknown_share(self.tokenizer, self.pairs["train"], options)
         check_checkpoint(options)
         rows = seq2seq_t5.training_arrays if self.encoder_decoder else training_arrays
         *self.arrays, self.cut = rows(self.tokenizer, self.pairs["train"], options.maxlen)

@@ -54,6 +54,11 @@ class SentencePieceText:
 
     def __init__(self, path):
         self.path = os.fspath(path)
+        if os.path.isdir(self.path):
+            inside = os.path.join(self.path, "spiece.model")
+            hint = (f"give {inside}" if os.path.isfile(inside)
+                    else "give the .model file (T5's spiece.model)")
+            raise ValueError(f"sentencepiece model in {self.path}: is a directory; {hint}")
         if not os.path.isfile(self.path):
             raise FileNotFoundError(f"sentencepiece model in {self.path}: no such file")
         try:
