@@ -280,9 +280,42 @@ def test_a_failed_download_names_the_preset_and_url_and_leaves_the_cache(server,
     with pytest.raises(DownloadError, match=rf"^preset {name} in {url}: {why}"):
         download(name, progress=False)
     assert_untouched(server, name)
-    # A refused checksum or zip is removed: the next try starts over.
-    if name in ("tiny-sha", "tiny-no-config"):
-        assert not os.listdir(server.home / "downloads" / name)
+    # A refused checksum or zip is removed: the next try starts over; no folder is left
+    # empty (an offline try leaves nothing to resume).
+    if name in ("tiny-sha", "tiny-no-config", "tiny-refused"):
+        assert not os.path.exists(server.home / "downloads" / name)
+    assert not os.path.exists(server.home / "presets")
+
+
+@pytest.mark.parametrize("damage", ["flipped byte", "missing index", "missing vocab"])
+def test_a_damaged_cached_preset_is_named_and_downloaded_again(server, tiny_model, damage,
+                                                                caplog, capsys):
+    from kerasbert.cli.main import main
+
+    folder = download("tiny", progress=False)
+    name = {"flipped byte": "bert_model.ckpt.data-00000-of-00001",
+            "missing index": "bert_model.ckpt.index", "missing vocab": "vocab.txt"}[damage]
+    path = os.path.join(folder, name)
+    good = open(path, "rb").read()
+    if damage == "flipped byte":
+        data = bytearray(good)
+        data[len(data) // 2] ^= 1
+        open(path, "wb").write(bytes(data))
+    else:
+        os.remove(path)
+    capsys.readouterr()
+    assert main(["presets"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("tiny "))
+    assert "damaged (downloaded again on use)" in row
+    gets = len(server.log)
+    with caplog.at_level("WARNING"):
+        assert download("tiny", progress=False) == folder
+    why = ("changed since it was downloaded (its size or SHA-256)" if damage == "flipped byte"
+           else "is missing")
+    assert f"preset tiny in {folder}: {name} {why}; downloading it again" in caplog.text
+    assert len(server.log) > gets  # fetched again
+    assert open(path, "rb").read() == good
+    assert not [n for n in os.listdir(server.home / "presets") if n != "tiny"]
 
 
 def test_the_command_line_says_a_failure_in_one_line(server, capsys):

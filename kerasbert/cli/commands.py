@@ -211,13 +211,16 @@ def command_download(args):
 
 def command_presets(args):
     from kerasbert.presets import table
+    from kerasbert.presets.download import damage
 
     rows = [("name", "family", "size", "licence", "source", "cached")]
     for preset in table.load().values():
         cached = table.is_cached(preset.name)
         size = (_folder_mb(table.preset_dir(preset.name)) if cached else preset.size_mb)
+        state = ("damaged (downloaded again on use)" if damage(preset.name) else "yes") \
+            if cached else "no"
         rows.append((preset.name, preset.family, f"{size:.0f} MB" if size else "-",
-                     preset.licence, preset.source, "yes" if cached else "no"))
+                     preset.licence, preset.source, state))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())

@@ -14,7 +14,10 @@ each file checked against the hub's SHA-256 ETag, converted once to the Google f
 then finds it cached.
 
 Every failure is a :class:`DownloadError` naming the preset and the URL; the preset's folder
-is then left as it was (absent), and only the resumable ``.part`` stays in ``downloads/``.
+is then left as it was (absent), and only the resumable ``.part`` stays in ``downloads/``
+(folders left empty are removed). ``preset.json`` records the size and SHA-256 of every file
+of the folder; each use checks them (:func:`damage`), and a folder with a file changed or
+missing is named in a warning and downloaded again.
 
 Example:
     >>> try:
@@ -26,6 +29,7 @@ Example:
 
 import hashlib
 import json
+import logging
 import os
 import posixpath
 import re
@@ -41,6 +45,9 @@ HUB = "https://huggingface.co"
 HUB_FILES = ("config.json", "vocab.txt")  # then the first weights file the repository has
 NEEDED = ("bert_config.json", "vocab.txt", "bert_model.ckpt.index")
 MARKER = "preset.json"  # what the folder is and where it came from, written last
+
+
+log = logging.getLogger(__name__)
 
 
 class DownloadError(ValueError):
@@ -70,23 +77,66 @@ def download(name, path=None, progress=True, timeout=60):
     """
     preset = table.get(name, path)
     final = table.preset_dir(name)
-    if table.is_cached(name):
+    if table.is_cached(name) and damage(name) is None:
         return final
     from filelock import FileLock
 
     locks = os.path.join(table.cache_home(), "locks")  # beside presets/, which holds only
     os.makedirs(locks, exist_ok=True)                   # whole folders
     with FileLock(os.path.join(locks, f"{name}.lock")):
-        if table.is_cached(name):  # another process finished it while this one waited
-            return final
+        if table.is_cached(name):  # another process may have finished it meanwhile
+            problem = damage(name)
+            if problem is None:
+                return final
+            log.warning("preset %s in %s: %s; downloading it again", name, final, problem)
+            _set_aside(final)
         files.remove_temporaries(os.path.dirname(final))
         staging = os.path.join(table.cache_home(), "downloads", name)
-        if preset.kind == "zip":
-            _from_zip(preset, final, staging, progress, timeout)
-        else:
-            _from_hub(preset, final, staging)
+        try:
+            if preset.kind == "zip":
+                _from_zip(preset, final, staging, progress, timeout)
+            else:
+                _from_hub(preset, final, staging)
+        except BaseException:
+            # A resumable .part stays; folders left empty go.
+            _remove_empty(staging, os.path.dirname(staging), os.path.dirname(final))
+            raise
         shutil.rmtree(staging, ignore_errors=True)
     return final
+
+
+def damage(name):
+    """What is wrong with the cached folder of preset ``name`` (None: nothing), checked
+    against the sizes and SHA-256 its ``preset.json`` recorded when it was downloaded: a
+    file missing, or changed since (a flipped byte too). A folder from before they were
+    recorded is checked for its needed files only."""
+    folder = table.preset_dir(name)
+    recorded = _read_json(os.path.join(folder, MARKER)).get("files")
+    if not isinstance(recorded, dict):
+        missing = [n for n in (*NEEDED, MARKER) if not os.path.isfile(os.path.join(folder, n))]
+        return f"{missing[0]} is missing" if missing else None
+    for file, entry in sorted(recorded.items()):
+        path = os.path.join(folder, file)
+        if not os.path.isfile(path):
+            return f"{file} is missing"
+        if files.fingerprint(path) != entry:
+            return f"{file} changed since it was downloaded (its size or SHA-256)"
+    return None
+
+
+def _set_aside(folder):
+    """Removes a damaged preset folder: renamed first (a kill leaves only a temporary)."""
+    aside = files.temporary_name(folder, suffix="")
+    os.replace(folder, aside)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _remove_empty(*folders):
+    for folder in folders:
+        try:
+            os.rmdir(folder)
+        except OSError:  # not empty, or absent
+            pass
 
 
 # ---------------------------------------------------------------- a Google zip at a URL
@@ -252,7 +302,10 @@ def _finish(folder, preset, url):
         files.write_json(os.path.join(folder, table.DEFAULTS_FILE), defaults)
     files.write_json(os.path.join(folder, MARKER), {
         "name": preset.name, "source": url, "family": preset.family,
-        "licence": preset.licence})
+        "licence": preset.licence,
+        # Checked on every use (damage): a file changed or missing is downloaded again.
+        "files": {name: files.fingerprint(os.path.join(folder, name))
+                  for name in sorted(os.listdir(folder)) if not files.is_temporary(name)}})
 
 
 def _digest(path, kind):
