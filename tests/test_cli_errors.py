@@ -767,6 +767,26 @@ def test_debug_adds_the_traceback(sandbox):
 
 
 @pytest.mark.slow
+def test_evaluate_skips_bad_rows_when_asked_and_counts_them(sandbox, capsys):
+    """``evaluate --skip-bad-rows``: a row of another label and a malformed row are left
+    out and counted in a warning; without the flag the first one fails the command."""
+    rows = (sandbox / "test.tsv").read_text(encoding="utf-8")
+    (sandbox / "mixed.tsv").write_text(rows + "neutral\t这个\nnegative\n", encoding="utf-8")
+    argv = ["evaluate", "--model", "run", "--data", "mixed.tsv", "--json"]
+    assert main(argv) == 2
+    assert "bad row in mixed.tsv, line 35: 1 columns where the header has 2" in \
+        capsys.readouterr().err
+    assert main([*argv, "--skip-bad-rows"]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [
+        "kerasbert evaluate: warning: skipped 1 bad row in mixed.tsv: 1 columns where the "
+        "header has 2: 1 row (line 35)",
+        "kerasbert evaluate: warning: skipped 1 bad row in mixed.tsv: label 'neutral' was not "
+        "seen in training: 1 row (line 34)"], err
+    assert main(["evaluate", "--model", "run", "--data", "test.tsv", "--json"]) == 0
+    assert json.loads(out) == json.loads(capsys.readouterr().out)  # the same 32 rows
+
+
 def test_a_reader_that_leaves_ends_the_command_quietly(finished_run, tmp_path):
     """``kerasbert predict ... | head``: the reader closes the pipe; no error line, no
     traceback, the exit code a shell shows for SIGPIPE."""

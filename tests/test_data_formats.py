@@ -257,7 +257,9 @@ def test_file_level_errors_are_one_line_naming_the_path(tmp_path):
     assert error_of(empty).startswith(f"data file in {empty}: the file is empty")
     no_column = write(tmp_path, "c.tsv", "label\tsentence\npos\t好\n")
     assert error_of(no_column) == (f"header row in {no_column}, line 1: no column 'text' in "
-                                   "the header (columns: label, sentence)")
+                                   "the header (columns: label, sentence); to read other "
+                                   "columns, name them with --text-column, --pair-column or "
+                                   "--label-column")
 
 
 def test_skip_bad_rows_counts_each_problem_and_all_bad_is_an_error(tmp_path):

@@ -157,3 +157,21 @@ def test_unseen_dev_and_test_labels_are_skipped_with_skip_bad_rows(tiny_run_inpu
     summary = train(train_options(tiny_run_inputs, tmp_path / "b", dev=odd, test=odd, epochs=1,
                             skip_bad_rows=True))
     assert summary["skipped_rows"][odd] == 1 and summary["dev"]["examples"] == 32
+
+
+def test_a_run_whose_output_is_not_a_terminal_shows_progress_within_each_epoch(
+        tiny_run_inputs, tmp_path, capsys, monkeypatch):
+    """Piped (``make demo | tee``), Keras writes one line per epoch; a line at most every
+    minute (here: every batch) shows a long epoch at work."""
+    from kerasbert.cli import commands
+
+    monkeypatch.setattr(commands, "PROGRESS_SECONDS", 0.0)
+    flags = [f"--{key}={value}" for key, value in tiny_run_inputs.items()]
+    assert main(["train", *flags, "--output", str(tmp_path / "run"), "--epochs", "1",
+                 "--batch-size", "128", "--maxlen", "16"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("epoch 1/1: batch ")]
+    assert [line.split(",")[0] for line in lines] == ["epoch 1/1: batch 1/3",
+                                                       "epoch 1/1: batch 2/3",
+                                                       "epoch 1/1: batch 3/3"], lines
+    assert all(", loss " in line and line.endswith(" s") for line in lines)

@@ -68,7 +68,7 @@ def saved(tiny_config, tmp_path):
     ("position_embedding_type", "relative_key_query"),
     ("model_type", "roberta"),
     ("model_type", "deberta"),
-    ("embedding_size", 8),
+    ("ln_type", "preln"),
     ("num_hidden_groups", 2),
     ("inner_group_num", 2),
     ("is_decoder", True),
@@ -83,6 +83,21 @@ def test_configs_of_other_families_are_refused_naming_the_key(tmp_path, key, val
     assert len(str(error.value).splitlines()) == 1
     with pytest.raises(ValueError, match=f"^{key} "):
         build_transformer_model({**TINY, key: value})
+
+
+def test_brightmart_albert_configs_are_albert_and_a_factorised_bert_is_refused(tmp_path):
+    """brightmart's albert_zh configs carry no model_type and no group keys: their factorised
+    embeddings (or ``ln_type``) say ALBERT; a config that names BERT with them is refused."""
+    from kerasbert.models.config import family_of_config
+
+    tiny_zh = "checkpoints/albert_tiny_zh/albert_config.json"
+    assert BertConfig.from_json_file(tiny_zh).family == "albert"
+    assert build_transformer_model(tiny_zh).count_params() == 3_982_864
+    assert family_of_config({**TINY, "ln_type": "postln"}) == "albert"
+    assert family_of_config({**TINY, "embedding_size": TINY["hidden_size"]}) == "bert"
+    with pytest.raises(ValueError, match=r"^embedding_size \(8\) in .*: not supported yet; "
+                                         r"factorised embeddings"):
+        BertConfig.from_dict({**TINY, "embedding_size": 8, "model_type": "bert"})
 
 
 def test_bert_values_of_those_keys_and_real_configs_still_load():

@@ -142,30 +142,34 @@ def kill_inputs(tmp_path_factory):
     return inputs, reference, root
 
 
-# Points of a 3-epoch run; "@N" is the N-th time the run passes the point.
-POINTS = [
-    "epoch-end@2",          # history of epoch 2 written, model and backup not yet
-    "model-write@1",        # model.keras written under its temporary name
-    "backup-write@2",       # the backup's weights half-way: the new folder not yet in place
-    "backup-written@2",     # new backup in place, the old one not yet removed
-    "train-end",            # training over, nothing of the finishing written
-    "write:bert_model.ckpt",  # the backbone checkpoint written under a temporary name
-    "write:metrics.json",   # everything but the finished mark written
+# The moments of a 3-epoch run at which one run is killed, in the order they come: each
+# process resumes the run the kill before it left, and is killed at the next moment. "@N" is
+# the N-th time that process passes the point (a resumed process counts from its own start).
+CHAIN = [
+    ("model-write@1", "model.keras of epoch 1 written under its temporary name, no backup"),
+    ("epoch-end@2", "history of epoch 2 written, its model and backup not yet"),
+    ("backup-write@1", "epoch 2's backup half-way: the new folder not yet in place"),
+    ("backup-written@1", "epoch 2's backup in place, epoch 1's not yet removed"),
+    ("train-end", "training over, nothing of the finishing written"),
+    ("write:bert_model.ckpt", "the backbone checkpoint written under a temporary name"),
+    ("write:metrics.json", "everything but the finished mark written"),
 ]
 
 
-@pytest.mark.parametrize("point", POINTS)
-def test_killed_run_resumes_bit_exact(kill_inputs, point, tmp_path):
-    """Why slow: two real processes per point (the killed run and its resume), each
-    importing TensorFlow and training; the first point also waits for the module's
-    uninterrupted reference run."""
+def test_a_run_killed_at_every_moment_in_turn_resumes_bit_exact(kill_inputs, tmp_path):
+    """Why slow: eight real processes (one run killed at seven moments, one after the other,
+    and the resume that finishes it), each importing TensorFlow, besides the module's
+    uninterrupted reference run. A kill of a resumed run is a kill too: each process
+    continues what the kill before left, and the finished run equals the uninterrupted one
+    bit for bit."""
     inputs, reference, _ = kill_inputs
     output = str(tmp_path / "run")
     args = ["train", *inputs, *TRAIN, "--output", output]
-    kill_at(args, point)
-    if point == POINTS[0]:  # the refusal is the run folder's, the same at every point
-        code, stderr = run_to_end(args)
-        assert code == 2 and "holds an interrupted run; pass --resume" in stderr
+    for number, (point, _) in enumerate(CHAIN):
+        kill_at(args + (["--resume"] if number else []), point)
+        if number == 0:  # the refusal is the run folder's, the same after every kill
+            code, stderr = run_to_end(args)
+            assert code == 2 and "holds an interrupted run; pass --resume" in stderr
     code, stderr = run_to_end(args + ["--resume"])
     assert code == 0, stderr
     assert_same_run(output, reference)

@@ -169,6 +169,11 @@ def test_a_tagger_learns_entities_and_the_command_line_uses_it(ner_inputs, tmp_p
                  "--json"]) == 0
     evaluated = json.loads(capsys.readouterr().out)
     assert evaluated["micro"] == summary["test"]["micro"]
+    assert main(["evaluate", "--model", str(output), "--data", ner_inputs["test"],
+                 "--skip-bad-rows"]) == 2
+    assert capsys.readouterr().err == (
+        "kerasbert evaluate: invalid flag in --skip-bad-rows: a ner run's evaluate reads every "
+        "row (only classification runs skip bad rows)\n")
     assert main(["predict", "--model", str(output), "我在京市看张明的"]) == 0
     row = json.loads(capsys.readouterr().out)
     assert row == {"text": "我在京市看张明的", "entities": [

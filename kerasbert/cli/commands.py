@@ -96,10 +96,19 @@ def _run_training(train, options):
     """Runs ``train`` on ``options`` (from the flags); returns ``(options, summary)``.
 
     Keras's progress output is a live bar on a terminal and one line per epoch in a
-    log file or a pipe, where a bar's redraws would fill the file.
+    log file or a pipe, where a bar's redraws would fill the file; there a line every
+    minute (:class:`~kerasbert.training.callbacks.ProgressLines`) shows a long epoch at work.
     """
+    from kerasbert.training.callbacks import ProgressLines
+
     validate(options, flags=True)
-    return options, train(options, verbose=1 if sys.stdout.isatty() else 2)
+    if sys.stdout.isatty():
+        return options, train(options, verbose=1)
+    return options, train(options, verbose=2, callbacks=[ProgressLines(PROGRESS_SECONDS)])
+
+
+#: The seconds between two progress lines of a run whose output is not a terminal.
+PROGRESS_SECONDS = 60.0
 
 
 def _columns(args):
@@ -122,7 +131,13 @@ def _open(args):
 
 def command_evaluate(args):
     run, task = _open(args)
-    metrics = run.evaluate(args.data, progress=True, **_columns(args))
+    skipping = {}
+    if args.skip_bad_rows:
+        if task.name != "classification":
+            raise UsageError(f"invalid flag in --skip-bad-rows: a {task.name} run's evaluate "
+                             "reads every row (only classification runs skip bad rows)")
+        skipping = {"skip_bad_rows": True}
+    metrics = run.evaluate(args.data, progress=True, **skipping, **_columns(args))
     lines = ([json.dumps(metrics, indent=2, ensure_ascii=False)] if args.json
              else task.evaluation_report(metrics))
     for line in lines:

@@ -218,6 +218,9 @@ def make_parser():
     evaluate.add_argument("--data", required=True, type=_path, metavar="FILE",
                           help="labelled file in the run's task's format (required)")
     _column_arguments(evaluate)
+    evaluate.add_argument("--skip-bad-rows", action="store_true",
+                          help="skip and count malformed rows and rows of labels the run does "
+                               "not know, instead of failing (classification runs)")
     evaluate.add_argument("--json", action="store_true", help="print the metrics as JSON")
 
     texts = "; ".join(f"a {name} run: {kind.TEXTS}" for name, kind in TASK_OPTIONS.items())

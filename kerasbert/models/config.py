@@ -37,8 +37,9 @@ BERT4KERAS_ALIASES = {
 # "gelu" is the exact erf form (Google, Hugging Face, bert4keras); the others are the tanh form.
 APPROXIMATE_GELU_NAMES = ("gelu_new", "gelu_approximate", "gelu_pytorch_tanh", "gelu_fast")
 
-# The original Google and brightmart ALBERT configs have no model_type but ALBERT's group keys.
-ALBERT_KEYS = ("num_hidden_groups", "inner_group_num")
+# The original Google ALBERT configs have no model_type but ALBERT's group keys; brightmart's
+# (albert_zh: albert_config_tiny.json ... xlarge) have neither, but their layer norm's place.
+ALBERT_KEYS = ("num_hidden_groups", "inner_group_num", "ln_type")
 
 
 @functools.cache
@@ -80,6 +81,10 @@ def _family_rules():
         ("num_hidden_groups", lambda value, values, family: value == 1,
          "ALBERT with several groups of shared layers is not supported (one group, as in "
          "every published ALBERT checkpoint)"),
+        ("ln_type", lambda value, values, family: value == "postln",
+         "brightmart's ALBERT with its layer norms before each block (ln_type 'preln') is "
+         "not supported; kerasbert's ALBERT normalises after each block ('postln', as "
+         "every published albert_zh checkpoint)"),
         ("inner_group_num", lambda value, values, family: value == 1,
          "ALBERT with several layers per group is not supported (one, as in every published "
          "ALBERT checkpoint)"),
@@ -92,8 +97,11 @@ def _family_rules():
 
 
 def family_of_config(values):
-    """The family a config's own keys name: its ``model_type``, ALBERT's group keys, or
-    ``"bert"``. An unknown ``model_type`` is left to the checks, which name it.
+    """The family a config's own keys name: its ``model_type``, ALBERT's group keys or
+    brightmart's ``ln_type``, factorised embeddings without a ``model_type`` (an
+    ``embedding_size`` other than ``hidden_size``: brightmart's albert_zh configs have no
+    other mark; ELECTRA's configs name their ``model_type``), or ``"bert"``. An unknown
+    ``model_type`` is left to the checks, which name it.
 
     Example:
         >>> family_of_config({"model_type": "albert"}), family_of_config({"hidden_size": 8})
@@ -103,6 +111,8 @@ def family_of_config(values):
     if model_type is not None:
         return model_type if model_type in model_types() else "bert"
     if any(values.get(key) is not None for key in ALBERT_KEYS):
+        return "albert"
+    if values.get("embedding_size") not in (None, values.get("hidden_size")):
         return "albert"
     return "bert"
 

@@ -260,8 +260,9 @@ class Run:
                            f"{len(self.labels)} labels but the model has {outputs} outputs")
         self.tokenizer = run_tokenizer(run_dir, self.model)
 
-    def _read(self, path, columns, require_labels):
-        """Rows of a file, in the run's columns unless ``columns`` names others."""
+    def _read(self, path, columns, require_labels, skip_bad_rows=None):
+        """Rows of a file, in the run's columns unless ``columns`` names others; bad rows
+        skipped as the run did unless ``skip_bad_rows`` says otherwise."""
         o = self.options
         names = dict(text_column=o.text_column, pair_column=o.pair_column,
                      label_column=o.label_column)
@@ -269,8 +270,9 @@ class Run:
         if unknown:
             raise TypeError(f"unknown column argument(s): {', '.join(sorted(unknown))}")
         names.update(columns)
+        skip = o.skip_bad_rows if skip_bad_rows is None else skip_bad_rows
         return data.read_examples(path, **names, require_labels=require_labels,
-                                  skip_bad_rows=o.skip_bad_rows)
+                                  skip_bad_rows=skip)
 
     def _read_texts(self, path, columns):
         """The lines of a plain text file, for a run that classifies single texts."""
@@ -284,17 +286,20 @@ class Run:
                 f"'{self.options.text_column}' and '{self.options.pair_column}'")
         return data.read_texts(path)
 
-    def evaluate(self, path, progress=False, **columns):
+    def evaluate(self, path, progress=False, skip_bad_rows=None, **columns):
         """Metrics of the model on a labelled file.
 
         Args:
             path: labelled TSV/CSV/JSONL.
             progress: show a progress bar on stderr (when it is a terminal).
+            skip_bad_rows: skip (and count, in a warning) malformed rows and rows of a label
+                the run does not know; None: as the run did (its ``skip_bad_rows``).
             **columns: ``text_column``, ``pair_column``, ``label_column`` of the file,
                 where they differ from the run's.
         """
-        rows = data.keep_known_labels(self._read(path, columns, require_labels=True),
-                                      self.labels, self.options.skip_bad_rows)
+        skip = self.options.skip_bad_rows if skip_bad_rows is None else skip_bad_rows
+        rows = data.keep_known_labels(self._read(path, columns, require_labels=True,
+                                                 skip_bad_rows=skip), self.labels, skip)
         return _metrics(self.model, self.tokenizer, self.labels, rows, self.options,
                         progress=progress)
 

@@ -21,6 +21,46 @@ from kerasbert.training import reports
 from kerasbert.training.rundir import HISTORY, pause_point
 
 
+class ProgressLines(keras.callbacks.Callback):
+    """A line on stdout at most every ``every`` seconds while an epoch trains (``epoch 1/3:
+    batch 120/540, loss 0.4312, 61 s``): where Keras writes one line per epoch (a pipe, a
+    log file), a long epoch would otherwise show nothing for minutes.
+
+    Args:
+        every: the seconds between two lines.
+        stream: where the lines go (stdout).
+    """
+
+    def __init__(self, every=60.0, stream=None):
+        super().__init__()
+        self.every = every
+        self.stream = stream
+        self.epoch = 0
+        self.started = self.shown = 0.0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        import time
+
+        self.epoch = epoch
+        self.started = self.shown = time.monotonic()
+
+    def on_train_batch_end(self, batch, logs=None):
+        import time
+
+        now = time.monotonic()
+        if now - self.shown < self.every:
+            return
+        self.shown = now
+        steps = self.params.get("steps")
+        loss = (logs or {}).get("loss")
+        parts = [f"epoch {self.epoch + 1}/{self.params.get('epochs')}: batch {batch + 1}"
+                 + (f"/{steps}" if steps else "")]
+        if loss is not None:
+            parts.append(f"loss {float(loss):.4f}")
+        parts.append(f"{now - self.started:.0f} s")
+        print(", ".join(parts), file=self.stream or sys.stdout, flush=True)
+
+
 class TrainingDiverged(ValueError):
     """The loss became NaN or infinite; the message names the epoch, the batch and the cure."""
 

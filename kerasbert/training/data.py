@@ -432,7 +432,8 @@ def _header(path, number, fields, required):
     if missing:
         raise DataError(f"header row in {path}, line {number}: no column "
                         f"{', '.join(map(repr, missing))} in the header "
-                        f"(columns: {', '.join(header)})")
+                        f"(columns: {', '.join(header)}); to read other columns, name them "
+                        "with --text-column, --pair-column or --label-column")
     twice = [column for column in required if header.count(column) > 1]
     if twice:
         raise DataError(f"header row in {path}, line {number}: column {twice[0]!r} appears "
