@@ -251,3 +251,21 @@ def test_a_tokenizer_that_does_not_fit_the_family_is_refused_by_name(
     error = capsys.readouterr().err.strip().splitlines()
     assert error == [f"kerasbert train: {message.format(**paths)}"]
     assert not output.exists()
+
+
+def test_a_mixed_precision_t5_run_generates_evaluates_and_predicts(t5_inputs, tmp_path, capsys):
+    """``--mixed-precision`` on a T5: the dev generation after the epoch (where the encoder's
+    cached pass met float32 weights in bfloat16 rows and the run stopped half-way), then
+    evaluate and predict."""
+    inputs, _ = t5_inputs
+    output = tmp_path / "run"
+    flags = [f"--{key}={value}" for key, value in inputs.items()]
+    assert main(["train", "--task", "seq2seq", "--output", str(output), "--epochs", "1",
+                 "--batch-size", "32", "--maxlen", "12", "--max-new-tokens", "4",
+                 "--max-train-examples", "64", "--mixed-precision", *flags]) == 0
+    summary = json.loads((output / "metrics.json").read_text())
+    capsys.readouterr()
+    assert main(["evaluate", "--model", str(output), "--data", inputs["test"], "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == summary["test"]
+    assert main(["predict", "--model", str(output), "的了李在是"]) == 0
+    assert json.loads(capsys.readouterr().out)["source"] == "的了李在是"
