@@ -694,24 +694,16 @@ def _whole(where, value, low, high):
     return int(value)
 
 
-def _physical_memory():
-    """This machine's memory in bytes (None where the system does not say)."""
-    import os
-
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, OSError, ValueError):
-        return None
-
-
 def _check_cache_fits(decoder, batch, width, new_slots):
     """Refuses ``max_new_tokens`` whose key/value caches (``batch`` rows, a prompt
     ``width`` wide) could not be held: past int32 sizes, or larger than this machine's
     memory; checked before anything is allocated."""
     slots = width + new_slots
+    from kerasbert.models.bert import physical_memory
+
     size = 2 * batch * slots * sum(layer.num_heads * layer.head_size
                                    for layer in decoder.attention) * 4
-    memory = _physical_memory()
+    memory = physical_memory()
     if slots >= 2 ** 31 or (memory is not None and size > memory):
         raise ValueError(f"max_new_tokens ({new_slots}): the key/value caches of "
                          f"{batch} row(s) would need {size / 2 ** 30:,.1f} GiB "

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import sys
+import time
 
 import keras
 import numpy as np
@@ -39,14 +40,10 @@ class ProgressLines(keras.callbacks.Callback):
         self.started = self.shown = 0.0
 
     def on_epoch_begin(self, epoch, logs=None):
-        import time
-
         self.epoch = epoch
         self.started = self.shown = time.monotonic()
 
     def on_train_batch_end(self, batch, logs=None):
-        import time
-
         now = time.monotonic()
         if now - self.shown < self.every:
             return
