@@ -1,36 +1,44 @@
-"""Every private Keras and TensorFlow hook kerasbert uses, checked when it is imported.
+"""Every private Keras and TensorFlow hook kerasbert uses, checked when first used.
 
 kerasbert's fast paths and its fixes to distributed training rest on parts of Keras and
 TensorFlow that are not public API: a tensor's padding mask, the optimizer's Adam moments,
 variables created without a value, the methods ``fit`` calls to build a model and to clip
 and sum gradients, TensorFlow's XLA context. They are reached here and nowhere else (a test
-reads the package to keep it so), each through one small function. At import each hook is
-checked: that it exists with the expected signature, and that the Keras code kerasbert
-relies on still calls it. A Keras that changed one fails here, with the hook and both
-versions named, rather than training on without the fix.
+reads the package to keep it so), each through one small function.
+
+Nothing is checked at import: ``import kerasbert`` works under any Keras, with ``fit``
+wrapped by a monitoring tool or a hook gone. The first time a fast path is asked for
+(:func:`fast_paths_enabled` with its name, one of :data:`FAST_PATHS`), its hooks are
+checked: that each exists with the expected signature, and that the Keras code kerasbert
+relies on still calls it. A path whose hook is missing or changed steps aside, with one
+warning naming the hook and the versions, and kerasbert runs Keras's own form there; the
+other paths stay on. The two hooks needed either way (the padding mask, the autocast scope)
+raise :class:`KerasInternalsError` when first used instead. :func:`check` checks them all
+at once and raises, for a user who wants to know before training.
 
 The switch: ``KERASBERT_FAST=0`` in the environment (read at import), or
 ``with fast_paths(False):`` in code, turns every fast path off and kerasbert trains with
 Keras's own forms: Keras's dropout draw and Adam update, GELU's derivative by autodiff,
 products of every row (padding's too) in ``MatMul`` + ``AddV2``, weights drawn before a
 checkpoint is assigned over them, and ``fit`` under a distribution strategy as Keras runs
-it. Where a hook of a newer Keras fails the check, ``KERASBERT_FAST=0`` lets kerasbert run
-without it. The padding mask is needed either way.
+it. The padding mask is needed either way.
 
 Example:
     >>> from kerasbert import internals
     >>> internals.fast_paths_enabled()
     True
     >>> with internals.fast_paths(False):
-    ...     internals.fast_paths_enabled()
+    ...     internals.fast_paths_enabled("adam")
     False
 """
 
 import contextlib
 import dataclasses
+import importlib
 import inspect
 import os
 import types
+import warnings
 
 import keras
 
@@ -40,6 +48,14 @@ KERAS_TESTED = ((3, 8), (3, 16))
 KERAS_REQUIREMENT = "keras>={}.{},<{}.{}".format(*KERAS_TESTED[0], *KERAS_TESTED[1])
 #: The environment variable of the switch: 0 turns the fast paths off, 1 (the default) on.
 SWITCH = "KERASBERT_FAST"
+#: Each fast path, by the name :func:`fast_paths_enabled` takes, and what it does.
+FAST_PATHS = {
+    "deferred": "weights created from the checkpoint's values without drawing them first",
+    "adam": "the Adam update as one TensorFlow kernel",
+    "fit": "fit over arrays as one endless pipeline",
+    "distribution": "fit under a strategy built from the data's shapes, clipping after the sum",
+    "kernels": "products of real tokens' rows, 16-bit dropout draws, GELU's own derivative",
+}
 _PENDING = "uninitialized_variables"  # Keras's list of deferred variables
 
 
@@ -47,72 +63,85 @@ class KerasInternalsError(ImportError):
     """A private Keras or TensorFlow hook kerasbert needs is missing or has changed."""
 
 
-try:
-    from keras.src.backend import get_keras_mask  # noqa: F401  (re-exported: layers read masks)
-    from keras.src.backend.common import global_state, stateless_scope, variables
-    from keras.src.trainers import epoch_iterator
-    from keras.src.trainers.data_adapters import array_data_adapter, array_slicing, data_adapter
-except ImportError as missing:
-    raise KerasInternalsError(
-        f"kerasbert needs private Keras modules that Keras {keras.__version__} does not have "
-        f"({missing}); kerasbert is tested with {KERAS_REQUIREMENT}: install one "
-        f"(pip install '{KERAS_REQUIREMENT}')") from missing
+def _private(module):
+    """The private Keras module ``module`` (``keras.src....``); AttributeError naming it
+    where the installed Keras has none (a hook's check reads that as missing)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as missing:
+        raise AttributeError(f"module {module} cannot be imported: {missing}") from missing
 
 
 # --------------------------------------------------------------------------- the hooks
+_BACKEND = "keras.src.backend"
+_GLOBAL_STATE = "keras.src.backend.common.global_state"
+_STATELESS = "keras.src.backend.common.stateless_scope"
+_VARIABLES = "keras.src.backend.common.variables"
+_ARRAYS = "keras.src.trainers.data_adapters.array_data_adapter"
+_SLICING = "keras.src.trainers.data_adapters.array_slicing"
+_ADAPTER = "keras.src.trainers.data_adapters.data_adapter"
+_EPOCHS = "keras.src.trainers.epoch_iterator"
+
+
 @dataclasses.dataclass(frozen=True)
 class Hook:
-    """One private hook: where it is, the parameters it must take, and the Keras
-    functions that must still call it (or set it, for an attribute)."""
+    """One private hook: where it is, the parameters it must take, the Keras functions
+    that must still call it (or set it, for an attribute), and the fast path it serves."""
 
     name: str
     find: object  # () -> the function (None for an attribute alone)
     parameters: tuple = None  # the function's parameter names; None: not checked
     used_by: tuple = ()  # ((what, () -> a Keras function), ...) whose code names `attribute`
     attribute: object = None  # the name (or names) the functions of `used_by` must use
-    fast: bool = True  # False: needed with the fast paths off too
+    path: str = None  # the fast path of FAST_PATHS it serves; None: needed by every path
 
 
 def _hooks():
     """The hooks of the installed backend (TensorFlow's are checked only there)."""
     hooks = [
-        Hook("keras.src.backend.get_keras_mask", lambda: get_keras_mask, ("x",), fast=False),
-        Hook("keras.src.backend.common.global_state.get_global_attribute",
-             lambda: global_state.get_global_attribute, ("name", "default", "set_to_default")),
-        Hook("keras.src.backend.common.global_state.set_global_attribute",
-             lambda: global_state.set_global_attribute, ("name", "value")),
-        Hook("keras.src.backend.common.stateless_scope.in_stateless_scope",
-             lambda: stateless_scope.in_stateless_scope, ()),
+        Hook("keras.src.backend.get_keras_mask", lambda: _private(_BACKEND).get_keras_mask,
+             ("x",)),
         Hook("keras.src.backend.common.variables.AutocastScope",
-             lambda: variables.AutocastScope.__init__, ("self", "dtype"), fast=False),
+             lambda: _private(_VARIABLES).AutocastScope.__init__, ("self", "dtype")),
+        Hook("keras.src.backend.common.global_state.get_global_attribute",
+             lambda: _private(_GLOBAL_STATE).get_global_attribute,
+             ("name", "default", "set_to_default"), path="deferred"),
+        Hook("keras.src.backend.common.global_state.set_global_attribute",
+             lambda: _private(_GLOBAL_STATE).set_global_attribute, ("name", "value"),
+             path="deferred"),
+        Hook("keras.src.backend.common.stateless_scope.in_stateless_scope",
+             lambda: _private(_STATELESS).in_stateless_scope, (), path="deferred"),
         Hook(f"Keras's list of deferred variables {_PENDING!r}",
-             lambda: variables.register_uninitialized_variable, ("variable",),
+             lambda: _private(_VARIABLES).register_uninitialized_variable, ("variable",),
              used_by=(("register_uninitialized_variable",
-                       lambda: variables.register_uninitialized_variable),),
-             attribute=_PENDING),
-        Hook("keras.Variable._initialize", lambda: keras.Variable._initialize, ("self", "value")),
+                       lambda: _private(_VARIABLES).register_uninitialized_variable),),
+             attribute=_PENDING, path="deferred"),
+        Hook("keras.Variable._initialize", lambda: keras.Variable._initialize, ("self", "value"),
+             path="deferred"),
         Hook("keras.Variable._deferred_initialize", lambda: keras.Variable._deferred_initialize,
-             ("self",)),
+             ("self",), path="deferred"),
         Hook("keras.Variable._value and ._initializer", lambda: None,
-             used_by=(("Variable.__init__", lambda: variables.Variable.__init__),),
-             attribute=("_value", "_initializer")),
+             used_by=(("Variable.__init__", lambda: _private(_VARIABLES).Variable.__init__),),
+             attribute=("_value", "_initializer"), path="deferred"),
         Hook("keras.optimizers.Optimizer._get_variable_index",
-             lambda: keras.optimizers.Optimizer._get_variable_index, ("self", "variable")),
+             lambda: keras.optimizers.Optimizer._get_variable_index, ("self", "variable"),
+             path="adam"),
         Hook("keras.optimizers.AdamW._momentums and ._velocities", lambda: None,
              used_by=(("AdamW.build", lambda: keras.optimizers.AdamW.build),),
-             attribute=("_momentums", "_velocities")),
+             attribute=("_momentums", "_velocities"), path="adam"),
         Hook("keras.src.trainers.data_adapters.array_data_adapter.can_convert_arrays",
-             lambda: array_data_adapter.can_convert_arrays, ("arrays",)),
+             lambda: _private(_ARRAYS).can_convert_arrays, ("arrays",), path="fit"),
         Hook("keras.src.trainers.data_adapters.array_slicing.train_validation_split",
-             lambda: array_slicing.train_validation_split, ("arrays", "validation_split")),
+             lambda: _private(_SLICING).train_validation_split, ("arrays", "validation_split"),
+             path="fit"),
         Hook("keras.src.trainers.data_adapters.array_data_adapter.ArrayDataAdapter",
-             lambda: array_data_adapter.ArrayDataAdapter.__init__,
+             lambda: _private(_ARRAYS).ArrayDataAdapter.__init__,
              ("self", "x", "y", "sample_weight", "batch_size", "steps", "shuffle",
-              "class_weight")),
+              "class_weight"), path="fit"),
         Hook("ArrayDataAdapter.get_tf_dataset and .num_batches", lambda: None,
              used_by=(("ArrayDataAdapter.get_tf_dataset",
-                       lambda: array_data_adapter.ArrayDataAdapter.get_tf_dataset),),
-             attribute=("_batch_size", "_num_samples", "_shuffle")),
+                       lambda: _private(_ARRAYS).ArrayDataAdapter.get_tf_dataset),),
+             attribute=("_batch_size", "_num_samples", "_shuffle"), path="fit"),
     ]
     if keras.backend.backend() != "tensorflow":
         return hooks
@@ -120,29 +149,30 @@ def _hooks():
 
     return hooks + [
         Hook("tf.__internal__.get_enclosing_xla_context",
-             lambda: tf.__internal__.get_enclosing_xla_context, ()),
+             lambda: tf.__internal__.get_enclosing_xla_context, (), path="kernels"),
         Hook("keras.Model._maybe_symbolic_build", lambda: keras.Model._maybe_symbolic_build,
              ("self", "iterator", "data_batch"),
              used_by=(("Model.fit", lambda: keras.Model.fit),
                       ("Model.evaluate", lambda: keras.Model.evaluate)),
-             attribute="_maybe_symbolic_build"),
+             attribute="_maybe_symbolic_build", path="distribution"),
         Hook("keras.Model._symbolic_build", lambda: keras.Model._symbolic_build,
-             ("self", "iterator", "data_batch")),
+             ("self", "iterator", "data_batch"), path="distribution"),
         Hook("the epoch iterator's data_adapter.get_tf_dataset",
-             lambda: data_adapter.DataAdapter.get_tf_dataset, ("self",),
-             used_by=(("EpochIterator.__init__", lambda: epoch_iterator.EpochIterator.__init__),),
-             attribute="data_adapter"),
+             lambda: _private(_ADAPTER).DataAdapter.get_tf_dataset, ("self",),
+             used_by=(("EpochIterator.__init__",
+                       lambda: _private(_EPOCHS).EpochIterator.__init__),),
+             attribute="data_adapter", path="distribution"),
         Hook("keras.optimizers.AdamW._clip_gradients",
              lambda: keras.optimizers.AdamW._clip_gradients, ("self", "grads"),
              used_by=(("Optimizer._backend_apply_gradients",
                        lambda: keras.optimizers.AdamW._backend_apply_gradients),),
-             attribute="_clip_gradients"),
+             attribute="_clip_gradients", path="distribution"),
         Hook("keras.optimizers.AdamW._all_reduce_sum_gradients",
              lambda: keras.optimizers.AdamW._all_reduce_sum_gradients,
              ("self", "grads_and_vars"),
              used_by=(("Optimizer._backend_update_step",
                        lambda: keras.optimizers.AdamW._backend_update_step),),
-             attribute="_all_reduce_sum_gradients"),
+             attribute="_all_reduce_sum_gradients", path="distribution"),
     ]
 
 
@@ -175,12 +205,19 @@ def _problem(hook):
     for where, function in hook.used_by:
         try:
             names = _names_in(function())
-        except AttributeError as missing:
-            return f"{where} is missing ({missing})"
+        except (AttributeError, TypeError) as missing:  # TypeError: a callable without code
+            return f"{where} is missing or not Keras's own ({missing})"
         lost = [name for name in attributes if name not in names]
         if lost:
             return f"{where} no longer uses {', '.join(lost)}"
     return None
+
+
+def _problems(paths):
+    """``[(hook, problem), ...]`` of the hooks of ``paths`` (None: the hooks every path
+    needs) that the installed Keras breaks."""
+    return [(hook, problem) for hook in _hooks() if hook.path in paths
+            for problem in [_problem(hook)] if problem]
 
 
 def versions():
@@ -194,28 +231,70 @@ def versions():
 
 
 def check(fast=None):
-    """Checks every hook against the installed Keras and TensorFlow.
+    """Checks every hook against the installed Keras and TensorFlow, at once.
+
+    kerasbert checks each hook when it is first used (a fast path steps aside with a
+    warning); this is for a user or a test that wants every answer now.
 
     Args:
-        fast: whether the fast paths' hooks are needed too (None: the switch's state).
+        fast: whether the fast paths' hooks are checked too (None: the switch's state).
 
     Raises:
         KerasInternalsError: naming each hook that is missing or changed, both versions,
             the Keras releases kerasbert is tested with and what to do.
     """
-    fast = fast_paths_enabled() if fast is None else fast
-    problems = [(hook, problem) for hook in _hooks() if fast or not hook.fast
-                for problem in [_problem(hook)] if problem]
-    if not problems:
-        return
+    fast = _fast if fast is None else fast
+    problems = _problems({None, *FAST_PATHS} if fast else {None})
+    if problems:
+        raise _error(problems)
+
+
+def _error(problems):
     lines = [f"- {hook.name}: {problem}" for hook, problem in problems]
     advice = f"install a Keras that kerasbert is tested with (pip install '{KERAS_REQUIREMENT}')"
-    if all(hook.fast for hook, _ in problems):
+    if all(hook.path for hook, _ in problems):
         advice += (f", or set {SWITCH}=0 to run with Keras's own forms, without kerasbert's "
-                   "fast paths")
-    raise KerasInternalsError(
+                   "fast paths (each steps aside by itself, with a warning, when first used)")
+    return KerasInternalsError(
         f"kerasbert needs private Keras/TensorFlow hooks that {versions()} changed:\n"
         + "\n".join(lines) + f"\nkerasbert is tested with {KERAS_REQUIREMENT}; {advice}.")
+
+
+#: path -> whether its hooks passed their check (None: the hooks every path needs),
+#: filled on first use; :func:`forget_checks` empties it.
+_checked = {}
+
+
+def _required():
+    """Checks, once, the hooks every path needs; raises KerasInternalsError naming them."""
+    if None not in _checked:
+        problems = _problems({None})
+        _checked[None] = not problems
+        if problems:
+            raise _error(problems)
+    elif not _checked[None]:
+        raise _error(_problems({None}))
+
+
+def _path_works(path):
+    """Whether the hooks of the fast path ``path`` pass their check; the first time one
+    fails, a warning names it, the versions and the form used instead."""
+    if path not in _checked:
+        problems = _problems({path})
+        _checked[path] = not problems
+        if problems:
+            hooks = "; ".join(f"{hook.name}: {problem}" for hook, problem in problems)
+            warnings.warn(
+                f"kerasbert's fast path {path!r} ({FAST_PATHS[path]}) steps aside: {hooks} in "
+                f"{versions()} (kerasbert is tested with {KERAS_REQUIREMENT}); Keras's own form "
+                "is used instead", RuntimeWarning, stacklevel=3)
+    return _checked[path]
+
+
+def forget_checks():
+    """Forgets which hooks were checked: each is checked again when next used (after
+    Keras's classes changed in the same process, as tests do)."""
+    _checked.clear()
 
 
 # --------------------------------------------------------------------------- the switch
@@ -236,9 +315,20 @@ def switch_from_environment(environ=os.environ):
 _fast = switch_from_environment()
 
 
-def fast_paths_enabled():
-    """Whether kerasbert's fast paths are on (``KERASBERT_FAST``, :func:`fast_paths`)."""
-    return _fast
+def fast_paths_enabled(path=None):
+    """Whether kerasbert's fast paths are on (``KERASBERT_FAST``, :func:`fast_paths`); with
+    ``path`` (a name of :data:`FAST_PATHS`), whether that one runs: the switch is on and
+    its hooks pass their check in the installed Keras (checked on the first ask; a failed
+    one warns once and steps aside).
+
+    Raises:
+        ValueError: a ``path`` that is not one of :data:`FAST_PATHS`.
+    """
+    if path is not None and path not in FAST_PATHS:
+        raise ValueError(f"no fast path {path!r}; the paths are {', '.join(FAST_PATHS)}")
+    if not _fast:
+        return False
+    return path is None or _path_works(path)
 
 
 @contextlib.contextmanager
@@ -248,10 +338,8 @@ def fast_paths(enabled):
     The switch is read when each fast form is chosen: a feed-forward layer's GELU when the
     layer is made, products, dropout and the Adam update when Keras traces a step, the
     distribution fixes by :func:`kerasbert.training.distribute.fit_under`, deferred weights
-    by ``build_transformer_model``. So build, compile and train inside the block.
-
-    Raises:
-        KerasInternalsError: turning them on where the installed Keras lacks a hook.
+    by ``build_transformer_model``. So build, compile and train inside the block. Turned
+    on, a path whose hooks the installed Keras lacks still steps aside (with its warning).
 
     Example:
         >>> with fast_paths(False):
@@ -259,8 +347,6 @@ def fast_paths(enabled):
         False
     """
     global _fast
-    if enabled:
-        check(fast=True)
     before, _fast = _fast, bool(enabled)
     try:
         yield
@@ -269,6 +355,12 @@ def fast_paths(enabled):
 
 
 # ------------------------------------------------------------------ what kerasbert reaches
+def get_keras_mask(x):
+    """The padding mask Keras keeps on the tensor ``x`` (None where it has none)."""
+    _required()
+    return _private(_BACKEND).get_keras_mask(x)
+
+
 def in_xla_context():
     """Whether the code being traced is compiled by XLA (TensorFlow)."""
     import tensorflow as tf
@@ -280,22 +372,23 @@ def autocast(dtype):
     """The scope in which Keras variables read as ``dtype`` (floating ones), as they do
     inside a layer's ``__call__`` under a mixed policy: for code that reads a layer's
     weights outside it (the decoding loop's cached steps)."""
-    return variables.AutocastScope(dtype)
+    _required()
+    return _private(_VARIABLES).AutocastScope(dtype)
 
 
 def in_stateless_scope():
     """Whether a ``keras.StatelessScope`` is open."""
-    return stateless_scope.in_stateless_scope()
+    return _private(_STATELESS).in_stateless_scope()
 
 
 def pending_variables():
     """Keras's list of deferred variables, initialized when a stateless scope closes."""
-    return global_state.get_global_attribute(_PENDING) or []
+    return _private(_GLOBAL_STATE).get_global_attribute(_PENDING) or []
 
 
 def set_pending_variables(pending):
     """Replaces Keras's list of deferred variables with ``pending``."""
-    global_state.set_global_attribute(_PENDING, list(pending))
+    _private(_GLOBAL_STATE).set_global_attribute(_PENDING, list(pending))
 
 
 def is_deferred(variable):
@@ -319,20 +412,20 @@ def initialize_deferred(variable):
 def are_arrays(arrays):
     """Whether every leaf of the nest ``arrays`` is an array Keras's ``fit`` slices
     (NumPy, a tensor, a pandas frame; None leaves allowed)."""
-    return array_data_adapter.can_convert_arrays(arrays)
+    return _private(_ARRAYS).can_convert_arrays(arrays)
 
 
 def split_for_validation(arrays, validation_split):
     """``(train, validation)``: Keras ``fit``'s ``validation_split`` of the nest ``arrays``
     (the last rows are the validation ones)."""
-    return array_slicing.train_validation_split(arrays, validation_split=validation_split)
+    return _private(_SLICING).train_validation_split(arrays, validation_split=validation_split)
 
 
 def endless_array_batches(x, y, sample_weight, batch_size, shuffle, class_weight=None):
     """``(dataset, steps)``: the batches Keras's ``fit`` makes of arrays for one epoch (its
     order, shuffled again each pass when ``shuffle``, its last partial batch, its class
     weights), repeated without end, and how many make an epoch."""
-    adapter = array_data_adapter.ArrayDataAdapter(
+    adapter = _private(_ARRAYS).ArrayDataAdapter(
         x, y, sample_weight=sample_weight, batch_size=batch_size, shuffle=shuffle,
         class_weight=class_weight)
     return adapter.get_tf_dataset().repeat(), adapter.num_batches
@@ -393,6 +486,3 @@ def remove_hooks(owner):
     for name in removed:
         del vars(owner)[name]  # functions are not tracked: no Keras bookkeeping to undo
     return removed
-
-
-check()

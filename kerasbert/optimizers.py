@@ -335,7 +335,7 @@ class Adam(_Optimizer):
         # it is the same update. Any other change needs the step's value, so Keras's ops.
         decays_alone = len(adjusters) == 1 and hasattr(adjusters[0], "_decay")
         if ((adjusters and not decays_alone) or keras.backend.backend() != "tensorflow"
-                or not internals.fast_paths_enabled()):
+                or not internals.fast_paths_enabled("adam")):
             return False
         import tensorflow as tf
 

@@ -33,7 +33,7 @@ def deferred_weights():
     drops the model (a failed load) calls :func:`forget` on it.
     """
     made = []
-    if internals.in_stateless_scope() or not internals.fast_paths_enabled():
+    if not internals.fast_paths_enabled("deferred") or internals.in_stateless_scope():
         yield made
         return
     before = {id(variable) for variable in internals.pending_variables()}

@@ -45,7 +45,7 @@ _separate = threading.local()
 
 def _tensorflow():
     """TensorFlow where the fast forms apply (its backend, the fast paths on), else None."""
-    if keras.backend.backend() != "tensorflow" or not internals.fast_paths_enabled():
+    if keras.backend.backend() != "tensorflow" or not internals.fast_paths_enabled("kernels"):
         return None
     import tensorflow as tf
 

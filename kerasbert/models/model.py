@@ -103,6 +103,6 @@ def fit(model, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callba
 
 def _endless_possible(x, y, sample_weight, shuffle, steps_per_epoch):
     """Whether this ``fit`` feeds arrays through one endless pipeline."""
-    return (internals.fast_paths_enabled() and steps_per_epoch is None and shuffle != "batch"
+    return (internals.fast_paths_enabled("fit") and steps_per_epoch is None and shuffle != "batch"
             and x is not None and keras.backend.backend() == "tensorflow"
             and internals.are_arrays((x, y, sample_weight)))

@@ -3,14 +3,15 @@
 A served model takes text and gives what :class:`kerasbert.text.tokenizer.Tokenizer` gives:
 the same ids, and each token's characters in the text. Google's text cleaning (drop
 controls, lowercase, NFD, strip accents, split CJK characters and punctuation) is a
-per-character table read off the Tokenizer's own normalizer and pre-tokenizer when the
-model is exported, so the served model splits text as the training did, whatever Unicode
-version TensorFlow's string ops know; ``tensorflow_text``'s WordPiece op then reads the
-vocabulary file, an asset of the SavedModel.
+per-character table read off the Tokenizer's own normalizer and pre-tokenizer (shipped
+for the pinned versions, made at export on others), so the served model splits text as
+the training did, whatever Unicode version TensorFlow's string ops know;
+``tensorflow_text``'s WordPiece op then reads the vocabulary file, an asset of the
+SavedModel.
 
 Example::
 
-    # about 2.5 s: the first encoder of a process builds the character table
+    # the character tables are shipped (kerasbert/serving/character_tables.npz)
     encode = TextEncoder("checkpoints/chinese_L-12_H-768_A-12/vocab.txt", maxlen=128)
     token_ids, segment_ids = encode(tf.constant(["语言模型"]))
     token_ids.numpy()   # array([[ 101, 6427, 6241, 3563, 1798,  102]], dtype=int32)
@@ -57,14 +58,57 @@ class CharacterTables:
     values: np.ndarray
 
 
+#: The tables as :func:`make_character_tables` makes them, for both settings of
+#: ``do_lower_case``, with the versions they were made on; ``python -m
+#: kerasbert.serving.graph_text`` writes the file again.
+SHIPPED_TABLES = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                              "character_tables.npz")
+
+
+def tables_key(do_lower_case):
+    """What the tables depend on: the Tokenizer's engine (``tokenizers``, whose normalizer
+    holds its own Unicode tables), Python's Unicode version (the controls dropped) and the
+    casing."""
+    import tokenizers
+
+    return (f"tokenizers {tokenizers.__version__}, Unicode {unicodedata.unidata_version}, "
+            f"do_lower_case {bool(do_lower_case)}")
+
+
 @functools.cache
 def character_tables(do_lower_case=True):
-    """What :class:`~kerasbert.text.tokenizer.Tokenizer` does to each code point, as tables.
+    """What :class:`~kerasbert.text.tokenizer.Tokenizer` does to each code point, as tables:
+    the shipped ones (:data:`SHIPPED_TABLES`) where they were made on the installed
+    versions, else :func:`make_character_tables` (~3 s, once per process)."""
+    prefix = "lower_" if do_lower_case else "cased_"
+    try:
+        with np.load(SHIPPED_TABLES) as shipped:
+            if str(shipped[prefix + "key"]) == tables_key(do_lower_case):
+                return CharacterTables(*(shipped[prefix + field.name]
+                                         for field in dataclasses.fields(CharacterTables)))
+    except (OSError, KeyError, ValueError):
+        pass  # no file, or another layout: made here
+    return make_character_tables(do_lower_case)
+
+
+def write_character_tables(path=SHIPPED_TABLES):
+    """Makes the tables for both casings on the installed versions and writes them to
+    ``path`` (the shipped file by default)."""
+    arrays = {}
+    for do_lower_case, prefix in ((True, "lower_"), (False, "cased_")):
+        tables = make_character_tables(do_lower_case)
+        arrays[prefix + "key"] = np.array(tables_key(do_lower_case))
+        arrays.update({prefix + field.name: getattr(tables, field.name)
+                       for field in dataclasses.fields(CharacterTables)})
+    np.savez_compressed(path, **arrays)
+
+
+def make_character_tables(do_lower_case=True):
+    """The tables of :func:`character_tables`, made from the installed Tokenizer.
 
     Each character is passed through the Tokenizer's normalizer alone, and its
     normalized characters through the pre-tokenizer, so the tables hold the
-    Tokenizer's rules, not a second implementation of Google's. Takes ~3 s; made
-    once per process.
+    Tokenizer's rules, not a second implementation of Google's. Takes ~3 s.
     """
     normalizer, pre_tokenizer = google_normalizer(do_lower_case), google_pre_tokenizer()
     # The normalizer's first step deletes these (Google's controls, U+FFFD): no need to ask.
@@ -144,7 +188,7 @@ class TextEncoder(tf.Module):
 
     Example::
 
-        # about 2.5 s: the first encoder of a process builds the character table
+        # the character tables are shipped (kerasbert/serving/character_tables.npz)
         encode = TextEncoder("checkpoints/chinese_L-12_H-768_A-12/vocab.txt", maxlen=128)
         token_ids, segment_ids = encode(tf.constant(["语言模型"]))
         token_ids.numpy()   # array([[ 101, 6427, 6241, 3563, 1798,  102]], dtype=int32)
@@ -446,3 +490,8 @@ class TextDecoder(tf.Module):
         space = tf.where((position > 0) & ~glued, " ", "")
         words = tf.strings.join([space, tf.gather(self._pieces, flat)])
         return tf.strings.reduce_join(ids.with_flat_values(words), axis=1)
+
+
+if __name__ == "__main__":
+    write_character_tables()
+    print(f"wrote {os.path.relpath(SHIPPED_TABLES)}")

@@ -114,7 +114,7 @@ def fit_under(model, strategy):
     with strategy.scope():
         if not tf.distribute.has_strategy():
             return model  # the default strategy: none of this applies
-    if internals.fast_paths_enabled():  # off: Keras's own build and clipping (see internals)
+    if internals.fast_paths_enabled("distribution"):  # off: Keras's own build and clipping
         internals.build_from_element_spec(model, strategy)
         if model.optimizer.global_clipnorm and strategy.num_replicas_in_sync > 1:
             # Keras's own clipping, moved after the sum: it also turns the embeddings'

@@ -70,7 +70,7 @@ class AdamW(keras.optimizers.AdamW):
 
     def update_step(self, gradient, variable, learning_rate):
         if (keras.backend.backend() != "tensorflow" or self.amsgrad
-                or not internals.fast_paths_enabled()):
+                or not internals.fast_paths_enabled("adam")):
             return super().update_step(gradient, variable, learning_rate)
         import tensorflow as tf
 
