@@ -122,8 +122,8 @@ def test_the_padding_mask_is_needed_with_the_fast_paths_off_too(monkeypatch):
 
 
 #: A fresh process: ``import kerasbert`` after ``fit`` was wrapped the way monitoring tools
-#: wrap it (no functools.wraps) and the XLA context's hook was removed, then a tiny model fitted under
-#: a strategy; prints the warnings and the hooks installed.
+#: wrap it (no functools.wraps) and the XLA context's hook was removed, then a tiny model
+#: fitted under a strategy; prints the warnings and the hooks installed.
 WRAPPED = """
 import json, warnings
 import keras

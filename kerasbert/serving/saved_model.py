@@ -103,23 +103,32 @@ def write_archive(target, tracked, endpoints):
     """Writes a SavedModel of ``endpoints`` into the folder ``target`` at once (it appears
     complete or not at all); returns the paths of its files, sorted.
 
+    Each endpoint is traced once and written as a signature alone: an endpoint kept as an
+    attribute of the saved object too (as ``keras.export.ExportArchive`` keeps them) is
+    traced again when it is written, and Keras traces it once more to find its variables.
+
     Args:
         target: the version folder, from :func:`version_folder`.
-        tracked: the models and ``tf.Module`` s whose variables and assets it holds.
+        tracked: the Keras models, whose variables it holds, and the ``tf.Module`` s (the
+            in-graph tokenizers) whose tables and assets it holds.
         endpoints: ``(signature name, function, input signature)`` each.
     """
-    archive = keras.export.ExportArchive()
-    for item in tracked:
-        archive.track(item)
-    for name, function, signature in endpoints:
-        archive.add_endpoint(name, function, input_signature=signature)
+    root = tf.Module()
+    models = [item for item in tracked if isinstance(item, keras.layers.Layer)]
+    # TensorFlow's variable under each Keras variable: what the traced graphs read.
+    root.model_variables = [variable.value for model in models for variable in model.variables]
+    root.modules = [item for item in tracked if item not in models]
+    signatures = {
+        name: tf.function(function, input_signature=signature,
+                          autograph=False).get_concrete_function()
+        for name, function, signature in endpoints}
     directory = os.path.dirname(target) or "."
     what = f"the SavedModel (version {os.path.basename(target)})"
-    weights = [weight for item in tracked for weight in getattr(item, "weights", ())]
+    weights = [weight for model in models for weight in model.weights]
     with disk_space.room_for(directory, saved_model_size(weights), what=what,
                         advice=disk_space.NOTHING_WRITTEN), \
             files.atomic_directory(target, create=False) as temporary:
-        archive.write_out(temporary, verbose=False)
+        tf.saved_model.save(root, temporary, signatures=signatures)
     return sorted(os.path.join(folder, name) for folder, _, names in os.walk(target)
                   for name in names)
 
@@ -133,8 +142,8 @@ def saved_model_size(weights):
     """An upper bound of a SavedModel's bytes, for a model of ``weights``.
 
     Measured (2 to 12 layers, vocabularies of 100 to 21,000): the variables file holds
-    each weight twice; the graph takes about 1 MB with the tokenizer and some 11 kB a
-    variable.
+    each weight once (twice when Keras's ``ExportArchive`` wrote it: kept as the bound);
+    the graph takes about 1 MB with the tokenizer and some 11 kB a variable.
     """
     return 2 * disk_space.estimated_size(weights, overhead=16 << 10) + (2 << 20)
 
