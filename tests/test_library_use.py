@@ -128,6 +128,28 @@ def test_help_is_quick_and_loads_no_tensorflow(argv):
     assert min(seconds) < 1.0, f"{' '.join(argv)} took {min(seconds):.2f} s"
 
 
+def test_a_command_starts_without_the_modules_keras_imports_for_its_wrappers():
+    """The console script imports Keras without scikit-learn and matplotlib (~1.4 s of
+    each command's start); kerasbert's own code still imports them as usual."""
+    script = """
+        import contextlib, io, json, sys
+        import kerasbert_cli
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            code = kerasbert_cli.main(["audit", "kerasbert/resources/kerasbert-zh-small/"
+                                       "bert_config.json"])
+        loaded = sorted({m.split(".")[0] for m in sys.modules}
+                        & {"sklearn", "scipy", "matplotlib"})
+        from sklearn import metrics  # as kerasbert's classification report imports it
+        import matplotlib.pyplot
+        import keras.src.wrappers.sklearn_wrapper as wrappers
+        print(json.dumps({"code": code, "loaded": loaded, "keras": "keras" in sys.modules,
+                          "audit": "Total params" in out.getvalue(),
+                          "keras_wrappers_without": wrappers.sklearn is None}))
+    """
+    assert run_python(script) == {"code": 0, "loaded": [], "keras": True, "audit": True,
+                                  "keras_wrappers_without": True}
+
+
 @pytest.mark.slow
 def test_commands_that_run_a_model_are_quiet_unless_verbose(finished_run):
     output, _ = finished_run
