@@ -187,7 +187,10 @@ def test_every_page_renders_in_a_real_browser(site, served, tmp_path):
     """Each page of the nav, served and rendered by headless Chromium: its screenshot is a
     page (many colours, text on it, the theme's coloured header, so the CSS loaded) and its
     DOM after the scripts ran holds the page's title and heading, with the theme's script
-    run (``<html class="... js">``, which the served page marks ``no-js``)."""
+    run (``<html class="... js">``, which the served page marks ``no-js``).
+
+    Why slow: every page of the site is loaded and drawn by a real browser, as a reader
+    meets it."""
     from PIL import Image
 
     command = browser()

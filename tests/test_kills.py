@@ -186,6 +186,8 @@ def test_killed_while_removing_the_backup_is_a_finished_run(kill_inputs, tmp_pat
 
 
 def test_killed_pretraining_resumes_bit_exact(tmp_path):
+    """Why slow: three real pretraining processes: one runs to the end, one is killed with
+    SIGKILL while writing its backup, and one resumes it to the same weights."""
     corpus = tmp_path / "corpus.txt"
     rows = make_rows(96, 7)
     corpus.write_text("".join(text + "\n" for _, text in rows), encoding="utf-8")

@@ -160,7 +160,9 @@ def test_two_workers_train_like_one_process(runs):
 
 
 def test_killed_workers_resume_from_the_chief_to_the_same_result(runs):
-    """Both on one --output, as on a shared filesystem; only the chief writes there."""
+    """Both on one --output, as on a shared filesystem; only the chief writes there.
+
+    Why slow: two real worker processes are started, killed together and started again."""
     root, args, _ = runs
     output = root / "killed"
     Cluster(root, "kill", args, [output, output], pause="epoch-end@2").kill_when_paused(

@@ -154,6 +154,9 @@ def test_shipped_model_on_the_review_test_split(small_run, reviews, tmp_path):
 
     LiteRT runs every fourth batch (448 reviews, short to long): while its length is
     fixed at maxlen, every batch costs a full 128 tokens per review.
+
+    Why slow: the claim is about the whole test split, so Keras, ONNX Runtime and LiteRT
+    each read it.
     """
     batches, expected = reviews
     small_run.export(tmp_path / "onnx", format="onnx")

@@ -111,6 +111,8 @@ def test_one_process_per_run_sigterm_then_resume_and_changed_input(inputs, tmp_p
 
 @pytest.mark.slow
 def test_restart_replaces_a_run_on_purpose(inputs, finished, tmp_path):
+    """Why slow: the refusals, the restarted run and the evaluation of its model are each a
+    real process, as a user's commands are."""
     output = str(tmp_path / "again")
     shutil.copytree(finished, output)
     code, _, stderr = run("train", *inputs, *SHORT, "--output", output)
