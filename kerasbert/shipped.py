@@ -1,5 +1,5 @@
 """The files that ship inside the package: the small Chinese model, the review split and
-the People's Daily NER split.
+the People's Daily NER split, and tables kerasbert would otherwise compute at each start.
 
 They are package data (``kerasbert/resources/``), found through
 ``importlib.resources``, so the defaults of ``kerasbert train`` work from any directory
@@ -15,6 +15,8 @@ Example:
 
 import importlib.resources
 import os
+
+import numpy as np
 
 MODEL_NAME = "kerasbert-zh-small"
 SPLITS = ("train", "dev", "test")
@@ -69,3 +71,34 @@ def review_file(split):
     if split not in SPLITS:
         raise ValueError(f"split {split!r}: must be one of {', '.join(SPLITS)}")
     return resource("reviews", f"{split}.tsv")
+
+
+def precomputed(name, key, make):
+    """The arrays ``make()`` returns (a dict of NumPy arrays), read from the shipped
+    ``kerasbert/resources/precomputed/<name>.npz`` when it was made where ``key`` (the
+    versions the arrays depend on) was the same, else made here.
+
+    ``python tests/record_precomputed.py`` writes the files again.
+    """
+    path = precomputed_file(name)
+    try:
+        with np.load(path) as found:
+            if str(found["key"]) == key:
+                return {field: found[field] for field in found.files if field != "key"}
+    except (OSError, KeyError, ValueError):
+        pass  # none shipped, or another layout: made here
+    return make()
+
+
+def precomputed_file(name):
+    """The path of the shipped table ``name`` (which may not exist)."""
+    return os.fspath(importlib.resources.files("kerasbert").joinpath(
+        "resources", "precomputed", f"{name}.npz"))
+
+
+def write_precomputed(name, key, arrays):
+    """Writes ``arrays`` (a dict of NumPy arrays) made under ``key`` as the shipped table
+    ``name``."""
+    path = precomputed_file(name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    np.savez_compressed(path, key=np.array(key), **arrays)

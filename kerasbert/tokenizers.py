@@ -39,10 +39,13 @@ import sentencepiece  # noqa: F401 (SpTokenizer's example trains a model with it
 from tokenizers import Regex, models, normalizers, pre_tokenizers
 from tokenizers import Tokenizer as _Engine
 
+from kerasbert import shipped
 from kerasbert.snippets import is_string, lowercase_and_normalize, open, truncate_sequences
 from kerasbert.text.pieces import load_sentencepiece
 from kerasbert.text.vocab import (
     _char_class,
+    _ranges,
+    google_classes_key,
     is_cjk,
     is_punctuation,
     is_redundant,
@@ -220,11 +223,14 @@ class TokenizerBase:
         raise NotImplementedError
 
 
-@functools.cache
-def _engine_classes():
-    """bert4keras's character classes from this Python's ``unicodedata``, as engine
-    regexes: deleted (controls, U+0000, U+FFFD), spaces, and split off alone
-    (punctuation and CJK ideographs). Made once per process (~0.5 s)."""
+#: bert4keras's character classes, in the order :func:`_engine_classes` returns them.
+ENGINE_CLASSES = ("deleted", "spaces", "alone")
+
+
+def engine_class_ranges():
+    """``{class: ranges}`` of :data:`ENGINE_CLASSES` from this Python's ``unicodedata``:
+    deleted (controls, U+0000, U+FFFD), spaces, and split off alone (punctuation and CJK
+    ideographs). ~0.5 s; shipped for the Unicode version the tests run on."""
     deleted, spaces, alone = [], [], []
     for cp in range(0x110000):
         ch = chr(cp)
@@ -236,7 +242,16 @@ def _engine_classes():
             deleted.append(cp)
         elif ch.isspace():  # U+2028, U+2029: bert4keras's str.split() splits there too
             spaces.append(cp)
-    return _char_class(deleted), _char_class(spaces), _char_class(alone)
+    return dict(zip(ENGINE_CLASSES, map(_ranges, (deleted, spaces, alone))))
+
+
+@functools.cache
+def _engine_classes():
+    """:func:`engine_class_ranges` as engine regexes (the shipped table where it was made
+    on this Unicode version); made once per process."""
+    ranges = shipped.precomputed("bert4keras_classes", google_classes_key(),
+                                 engine_class_ranges)
+    return tuple(_char_class(ranges[name]) for name in ENGINE_CLASSES)
 
 
 class Tokenizer(TokenizerBase):

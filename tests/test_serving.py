@@ -353,10 +353,10 @@ def test_graph_tokenizer_gives_the_tokenizers_ids(vocab):
 def test_the_shipped_character_tables_are_the_ones_the_tokenizer_makes(do_lower_case):
     """An export reads the shipped tables instead of making them (~3 s a process): they
     hold what the installed Tokenizer does, on the versions constraints.txt pins."""
-    with np.load(graph_text.SHIPPED_TABLES) as shipped:
-        prefix = "lower_" if do_lower_case else "cased_"
-        assert str(shipped[prefix + "key"]) == graph_text.tables_key(do_lower_case), (
-            "the tables were made on other versions: run python -m kerasbert.serving.graph_text")
+    name = graph_text.tables_name(do_lower_case)
+    with np.load(shipped.precomputed_file(name)) as found:
+        assert str(found["key"]) == graph_text.tables_key(do_lower_case), (
+            "the tables were made on other versions: run python tests/record_precomputed.py")
     made = graph_text.make_character_tables(do_lower_case)
     read = graph_text.character_tables(do_lower_case)
     for field in dataclasses.fields(graph_text.CharacterTables):

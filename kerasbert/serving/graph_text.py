@@ -11,7 +11,7 @@ SavedModel.
 
 Example::
 
-    # the character tables are shipped (kerasbert/serving/character_tables.npz)
+    # the character tables are shipped (kerasbert/resources/precomputed/)
     encode = TextEncoder("checkpoints/chinese_L-12_H-768_A-12/vocab.txt", maxlen=128)
     token_ids, segment_ids = encode(tf.constant(["语言模型"]))
     token_ids.numpy()   # array([[ 101, 6427, 6241, 3563, 1798,  102]], dtype=int32)
@@ -28,6 +28,7 @@ import weakref
 import numpy as np
 import tensorflow as tf
 
+from kerasbert import shipped
 from kerasbert.text.tokenizer import MAX_WORD_CHARS
 from kerasbert.text.vocab import google_normalizer, google_pre_tokenizer, load_vocab
 
@@ -58,13 +59,6 @@ class CharacterTables:
     values: np.ndarray
 
 
-#: The tables as :func:`make_character_tables` makes them, for both settings of
-#: ``do_lower_case``, with the versions they were made on; ``python -m
-#: kerasbert.serving.graph_text`` writes the file again.
-SHIPPED_TABLES = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                              "character_tables.npz")
-
-
 def tables_key(do_lower_case):
     """What the tables depend on: the Tokenizer's engine (``tokenizers``, whose normalizer
     holds its own Unicode tables), Python's Unicode version (the controls dropped) and the
@@ -75,32 +69,20 @@ def tables_key(do_lower_case):
             f"do_lower_case {bool(do_lower_case)}")
 
 
+def tables_name(do_lower_case):
+    """The name of the shipped tables (:func:`kerasbert.shipped.precomputed`)."""
+    return "character_tables_" + ("lower" if do_lower_case else "cased")
+
+
 @functools.cache
 def character_tables(do_lower_case=True):
     """What :class:`~kerasbert.text.tokenizer.Tokenizer` does to each code point, as tables:
-    the shipped ones (:data:`SHIPPED_TABLES`) where they were made on the installed
-    versions, else :func:`make_character_tables` (~3 s, once per process)."""
-    prefix = "lower_" if do_lower_case else "cased_"
-    try:
-        with np.load(SHIPPED_TABLES) as shipped:
-            if str(shipped[prefix + "key"]) == tables_key(do_lower_case):
-                return CharacterTables(*(shipped[prefix + field.name]
-                                         for field in dataclasses.fields(CharacterTables)))
-    except (OSError, KeyError, ValueError):
-        pass  # no file, or another layout: made here
-    return make_character_tables(do_lower_case)
-
-
-def write_character_tables(path=SHIPPED_TABLES):
-    """Makes the tables for both casings on the installed versions and writes them to
-    ``path`` (the shipped file by default)."""
-    arrays = {}
-    for do_lower_case, prefix in ((True, "lower_"), (False, "cased_")):
-        tables = make_character_tables(do_lower_case)
-        arrays[prefix + "key"] = np.array(tables_key(do_lower_case))
-        arrays.update({prefix + field.name: getattr(tables, field.name)
-                       for field in dataclasses.fields(CharacterTables)})
-    np.savez_compressed(path, **arrays)
+    the shipped ones where they were made on the installed versions, else
+    :func:`make_character_tables` (~3 s, once per process)."""
+    arrays = shipped.precomputed(
+        tables_name(do_lower_case), tables_key(do_lower_case),
+        lambda: dataclasses.asdict(make_character_tables(do_lower_case)))
+    return CharacterTables(**arrays)
 
 
 def make_character_tables(do_lower_case=True):
@@ -188,7 +170,7 @@ class TextEncoder(tf.Module):
 
     Example::
 
-        # the character tables are shipped (kerasbert/serving/character_tables.npz)
+        # the character tables are shipped (kerasbert/resources/precomputed/)
         encode = TextEncoder("checkpoints/chinese_L-12_H-768_A-12/vocab.txt", maxlen=128)
         token_ids, segment_ids = encode(tf.constant(["语言模型"]))
         token_ids.numpy()   # array([[ 101, 6427, 6241, 3563, 1798,  102]], dtype=int32)
@@ -490,8 +472,3 @@ class TextDecoder(tf.Module):
         space = tf.where((position > 0) & ~glued, " ", "")
         words = tf.strings.join([space, tf.gather(self._pieces, flat)])
         return tf.strings.reduce_join(ids.with_flat_values(words), axis=1)
-
-
-if __name__ == "__main__":
-    write_character_tables()
-    print(f"wrote {os.path.relpath(SHIPPED_TABLES)}")

@@ -18,8 +18,10 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Literal, overload
 
+import numpy as np
 from tokenizers import Regex, normalizers, pre_tokenizers
 
+from kerasbert import shipped
 from kerasbert.files import open_input
 
 #: Tokens every BERT vocabulary must hold; [MASK] is only needed for pre-training.
@@ -183,29 +185,29 @@ def check_vocab(token_dict, source="the given dict"):
 _FINAL_SIGMA = Regex(r"(?<=\p{Cased}\p{Case_Ignorable}*)Σ(?!\p{Case_Ignorable}*\p{Cased})")
 
 
-def _char_class(codepoints):
-    """An engine regex matching any of the sorted `codepoints`, written as ranges."""
+def _ranges(codepoints):
+    """``[[first, last], ...]`` (int32): the sorted ``codepoints`` as inclusive ranges."""
     ranges = []
     for cp in codepoints:
         if ranges and ranges[-1][1] == cp - 1:
             ranges[-1][1] = cp
         else:
             ranges.append([cp, cp])
+    return np.array(ranges, np.int32).reshape(-1, 2)
+
+
+def _char_class(ranges):
+    """An engine regex matching the code points of ``ranges`` (from :func:`_ranges`)."""
     return Regex("[" + "".join(f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in ranges) + "]")
 
 
-@functools.cache
-def _google_classes():
-    """Google's character classes, from this Python's `unicodedata`, as engine regexes.
+#: The classes' names, in the order :func:`_google_classes` returns them.
+GOOGLE_CLASSES = ("dropped", "marks", "punctuation")
 
-    The engine's own Unicode tables differ from Python's (some newer, some older):
-    alone it would keep unassigned code points and recent format characters as
-    [UNK], keep recent combining marks, and disagree on some punctuation. Google's
-    code classifies with `unicodedata`, so that is what decides here too.
 
-    Returns:
-        `(dropped, marks, punctuation)` regexes; built once per process (~0.3 s).
-    """
+def google_class_ranges():
+    """``{class: ranges}`` of :data:`GOOGLE_CLASSES`, from this Python's ``unicodedata``
+    (~0.4 s; shipped for the Unicode version of the Python the tests run on)."""
     dropped, marks, punctuation = [], [], []
     for cp, cat in enumerate(map(unicodedata.category, map(chr, range(0x110000)))):
         if cat[0] == "C" and cp not in (9, 10, 13) or cp == 0xFFFD:
@@ -218,7 +220,28 @@ def _google_classes():
             # Google's CJK Ext. E block starts at U+2B820, the engine's at U+2B920;
             # a CJK character stands alone, exactly like punctuation.
             punctuation.append(cp)
-    return _char_class(dropped), _char_class(marks), _char_class(punctuation)
+    return dict(zip(GOOGLE_CLASSES, map(_ranges, (dropped, marks, punctuation))))
+
+
+def google_classes_key():
+    """What :func:`google_class_ranges` depends on: Python's Unicode version."""
+    return f"Unicode {unicodedata.unidata_version}"
+
+
+@functools.cache
+def _google_classes():
+    """Google's character classes, from this Python's `unicodedata`, as engine regexes.
+
+    The engine's own Unicode tables differ from Python's (some newer, some older):
+    alone it would keep unassigned code points and recent format characters as
+    [UNK], keep recent combining marks, and disagree on some punctuation. Google's
+    code classifies with `unicodedata`, so that is what decides here too.
+
+    Returns:
+        `(dropped, marks, punctuation)` regexes; built once per process.
+    """
+    ranges = shipped.precomputed("google_classes", google_classes_key(), google_class_ranges)
+    return tuple(_char_class(ranges[name]) for name in GOOGLE_CLASSES)
 
 
 def google_normalizer(do_lower_case):
