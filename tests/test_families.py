@@ -67,6 +67,9 @@ def audit_heads(heads):
 TOKENS = [[2, 15, 27, 33, 3, 41, 52, 3, 0, 0], [2, 64, 3, 0, 0, 0, 0, 0, 0, 0]]
 SEGMENTS = [[0, 0, 0, 0, 0, 1, 1, 1, 0, 0], [0, 0, 0, 0, 0, 0, 0, 0, 0, 0]]
 LONG = 1024  # twice BERT's 512 positions
+#: Of a long batch's per-token outputs, every STRIDE-th position is recorded and compared
+#: (positions 0 to 1,008, past 512 among them): the recording stays small enough to keep.
+STRIDE = 16
 TOLERANCE = 1e-5
 
 
@@ -123,10 +126,11 @@ def theirs(tmp_path_factory):
                 inputs = [np.array(tokens), np.array(segments)]
                 result = bert.model.predict(inputs if job["segments"] else inputs[0], verbose=0)
                 result = result if isinstance(result, list) else [result]
-                outputs.append([r.tolist() for r in result])
+                outputs.append([(r[:, ::{STRIDE}] if r.ndim == 3 and r.shape[1] == {LONG}
+                                 else r).tolist() for r in result])
             out[family] = {{"layers": layers, "outputs": outputs}}
         print(json.dumps(out))
-    """, live=True)  # asked every run: its outputs (13 MB) are too large to record
+    """)
     return {family: {**out[family], "dir": job["dir"]} for family, job in jobs.items()}
 
 
@@ -158,7 +162,8 @@ def test_outputs_match_bert4keras_on_its_checkpoint_and_save_back_exactly(
         for ours, their in zip(result, expected):
             ours, their = np.asarray(ours), np.asarray(their)
             if ours.ndim == 3:  # per token: real tokens only (padding rows differ by design)
-                ours, their = ours[real], their[real]
+                kept = slice(None, None, STRIDE if ours.shape[1] == LONG else 1)
+                ours, their = ours[:, kept][real[:, kept]], their[real[:, kept]]
             np.testing.assert_allclose(ours, their, atol=TOLERANCE, rtol=0)
 
     saved = str(tmp_path / "again" / "bert_model.ckpt")
