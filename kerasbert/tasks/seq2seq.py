@@ -295,6 +295,12 @@ def generate_texts(model, tokenizer, sources, options, progress=False):
         ids = _encoded(tokenizer, source, options.maxlen)
         cut += len(ids) < len(_encoded(tokenizer, source))
         prompts.append(ids)
+    count = len(prompts)
+    if count > CHUNK:
+        # The last chunk filled up with the longest source: its shape is then the other
+        # chunks' (CHUNK rows, the longest width), and the compiled program is reused,
+        # which costs less than compiling one for a short chunk.
+        prompts += [max(prompts, key=len)] * (-count % CHUNK)
     chunks = range(0, len(prompts), CHUNK)
     if progress:
         from tqdm import tqdm
@@ -305,7 +311,7 @@ def generate_texts(model, tokenizer, sources, options, progress=False):
         new = generate(model, prompts[start:start + CHUNK], max_new_tokens=options.max_new_tokens,
                        end_id=_end_id(tokenizer), num_beams=options.num_beams)
         outputs += [tokenizer.decode(ids) for ids in new]
-    return outputs, cut
+    return outputs[:count], cut
 
 
 def _encoded(tokenizer, text, maxlen=None):
