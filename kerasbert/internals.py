@@ -260,35 +260,31 @@ def _error(problems):
         + "\n".join(lines) + f"\nkerasbert is tested with {KERAS_REQUIREMENT}; {advice}.")
 
 
-#: path -> whether its hooks passed their check (None: the hooks every path needs),
-#: filled on first use; :func:`forget_checks` empties it.
+#: path -> the problems of its hooks (None: of the hooks every path needs), found when the
+#: path is first used; :func:`forget_checks` empties it.
 _checked = {}
 
 
 def _required():
     """Checks, once, the hooks every path needs; raises KerasInternalsError naming them."""
     if None not in _checked:
-        problems = _problems({None})
-        _checked[None] = not problems
-        if problems:
-            raise _error(problems)
-    elif not _checked[None]:
-        raise _error(_problems({None}))
+        _checked[None] = _problems({None})
+    if _checked[None]:
+        raise _error(_checked[None])
 
 
 def _path_works(path):
     """Whether the hooks of the fast path ``path`` pass their check; the first time one
     fails, a warning names it, the versions and the form used instead."""
     if path not in _checked:
-        problems = _problems({path})
-        _checked[path] = not problems
-        if problems:
-            hooks = "; ".join(f"{hook.name}: {problem}" for hook, problem in problems)
+        _checked[path] = _problems({path})
+        if _checked[path]:
+            hooks = "; ".join(f"{hook.name}: {problem}" for hook, problem in _checked[path])
             warnings.warn(
                 f"kerasbert's fast path {path!r} ({FAST_PATHS[path]}) steps aside: {hooks} in "
                 f"{versions()} (kerasbert is tested with {KERAS_REQUIREMENT}); Keras's own form "
                 "is used instead", RuntimeWarning, stacklevel=3)
-    return _checked[path]
+    return not _checked[path]
 
 
 def forget_checks():

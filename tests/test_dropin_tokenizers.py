@@ -292,17 +292,3 @@ def test_sp_tokenizer_t5_layout(sp_settings):
     token_ids, segment_ids = tokenizer.encode("这本书很好看", "价格有点贵")
     assert token_ids[-1] == 1 and token_ids.count(1) == 2 and set(segment_ids) == {0, 1}
     assert tokenizer.decode(token_ids) == "这本书很好看 价格有点 ⁇ "  # 贵 is not a piece
-
-
-def test_the_shipped_bert4keras_classes_are_the_ones_python_gives():
-    """The bert4keras Tokenizer reads its character classes from the shipped table (~0.5 s
-    a process saved): they hold what this Python's ``unicodedata`` gives."""
-    from kerasbert import shipped, tokenizers
-    from kerasbert.text import vocab
-
-    with np.load(shipped.precomputed_file("bert4keras_classes")) as found:
-        assert str(found["key"]) == vocab.google_classes_key(), (
-            "made on another Unicode version: run python tests/record_precomputed.py")
-        read = {name: found[name] for name in tokenizers.ENGINE_CLASSES}
-    for name, ranges in tokenizers.engine_class_ranges().items():
-        np.testing.assert_array_equal(read[name], ranges)

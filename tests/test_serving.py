@@ -5,7 +5,6 @@ test split, its rows paired, an adversarial set and random Unicode, with the shi
 vocabulary and Google's Chinese one.
 """
 
-import dataclasses
 import json
 import os
 import random
@@ -19,7 +18,6 @@ import tensorflow as tf
 
 from kerasbert import build_transformer_model, save_weights_as_checkpoint, shipped
 from kerasbert.cli.main import main
-from kerasbert.serving import graph_text
 from kerasbert.serving.graph_text import TextEncoder
 from kerasbert.tasks.classification import Run, TrainOptions, train
 from kerasbert.text.tokenizer import Tokenizer
@@ -347,21 +345,6 @@ def test_graph_tokenizer_gives_the_tokenizers_ids(vocab):
             assert have.dtype == np.int32 and have.shape == want.shape
             different = np.flatnonzero((have != want).any(-1))
             assert not len(different), [texts[i] for i in different[:5]]
-
-
-@pytest.mark.parametrize("do_lower_case", [True, False])
-def test_the_shipped_character_tables_are_the_ones_the_tokenizer_makes(do_lower_case):
-    """An export reads the shipped tables instead of making them (~3 s a process): they
-    hold what the installed Tokenizer does, on the versions constraints.txt pins."""
-    name = graph_text.tables_name(do_lower_case)
-    with np.load(shipped.precomputed_file(name)) as found:
-        assert str(found["key"]) == graph_text.tables_key(do_lower_case), (
-            "the tables were made on other versions: run python tests/record_precomputed.py")
-    made = graph_text.make_character_tables(do_lower_case)
-    read = graph_text.character_tables(do_lower_case)
-    for field in dataclasses.fields(graph_text.CharacterTables):
-        np.testing.assert_array_equal(getattr(read, field.name), getattr(made, field.name))
-        assert getattr(read, field.name).dtype == getattr(made, field.name).dtype
 
 
 def test_graph_tokenizer_truncates_pairs_longest_first():

@@ -359,17 +359,3 @@ def test_benchmark_runs_with_and_without_the_corpus(tmp_path, monkeypatch, corpu
     assert {r["method"] for r in result["rows"]} >= {"kerasbert Tokenizer.encode_batch",
                                                       "tokenizers engine encode_batch_fast"}
     assert all(r["same_ids"] == 1.0 for r in result["rows"] if r["method"].startswith("kerasbert"))
-
-
-def test_the_shipped_character_classes_are_the_ones_python_gives():
-    """A Tokenizer reads Google's classes from the shipped table (~0.4 s a process saved):
-    it holds what this Python's ``unicodedata`` gives, on the Unicode version it names."""
-    from kerasbert import shipped
-    from kerasbert.text import vocab
-
-    with np.load(shipped.precomputed_file("google_classes")) as found:
-        assert str(found["key"]) == vocab.google_classes_key(), (
-            "made on another Unicode version: run python tests/record_precomputed.py")
-        read = {name: found[name] for name in vocab.GOOGLE_CLASSES}
-    for name, ranges in vocab.google_class_ranges().items():
-        np.testing.assert_array_equal(read[name], ranges)
