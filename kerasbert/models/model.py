@@ -78,6 +78,7 @@ def fit(model, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callba
     rest = dict(epochs=epochs, verbose=verbose, callbacks=callbacks,
                 initial_epoch=initial_epoch, validation_freq=validation_freq)
     if not _endless_possible(x, y, sample_weight, shuffle, steps_per_epoch):
+        _build_before_tracing(model, x)
         return keras.Model.fit(
             model, x, y, batch_size=batch_size, validation_split=validation_split,
             validation_data=validation_data, shuffle=shuffle, class_weight=class_weight,
@@ -95,10 +96,26 @@ def fit(model, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callba
         if internals.are_arrays((val_x, val_y, val_weight)):
             validation_data, validation_steps = internals.endless_array_batches(
                 val_x, val_y, val_weight, validation_batch_size or batch_size, shuffle=False)
+    _build_before_tracing(model, train)
     return keras.Model.fit(model, train, shuffle=False, steps_per_epoch=steps,
                            validation_data=validation_data, validation_steps=validation_steps,
                            validation_batch_size=validation_batch_size if validation_steps is None
                            else None, **rest)
+
+
+def _build_before_tracing(model, data):
+    """Makes ``fit``'s state of ``model`` from the shapes of ``data`` when it is a
+    ``tf.data.Dataset`` of dense tensors, so the train step is traced once (see
+    :func:`kerasbert.internals.build_before_tracing`); other data is left to Keras."""
+    if (keras.backend.backend() != "tensorflow" or not model.compiled
+            or not internals.fast_paths_enabled("build")):
+        return
+    import tensorflow as tf
+
+    if not isinstance(data, tf.data.Dataset) or not all(
+            type(spec) is tf.TensorSpec for spec in tf.nest.flatten(data.element_spec)):
+        return
+    internals.build_before_tracing(model, data.element_spec)
 
 
 def _endless_possible(x, y, sample_weight, shuffle, steps_per_epoch):
