@@ -110,7 +110,11 @@ def copy_of_repository(target):
     except (OSError, subprocess.CalledProcessError):
         shutil.copytree(ROOT, target, ignore=shutil.ignore_patterns(*NOT_COPIED))
         return target
-    for name in filter(None, listed):
+    # With the package's bytecode (make test writes it), as a checkout that has run before
+    # holds it: each block's process would compile the package again otherwise.
+    compiled = [os.path.relpath(path, ROOT) for path in glob.glob(
+        os.path.join(ROOT, "kerasbert", "**", "__pycache__", "*.pyc"), recursive=True)]
+    for name in filter(None, listed + compiled):
         source = os.path.join(ROOT, name)
         if os.path.isfile(source):
             os.makedirs(os.path.join(target, os.path.dirname(name)), exist_ok=True)

@@ -41,7 +41,9 @@ class AutoRegressiveDecoder:
 
     Args:
         start_id: the id every output starts with (None: none). end_id: the id that ends
-            an output. maxlen: the most steps. minlen: the fewest ids before an end counts.
+            an output, or a list of ids any of which ends it (kerasbert's addition; None:
+            outputs run to ``maxlen``). maxlen: the most steps. minlen: the fewest ids
+            before an end counts.
 
     Example:
         >>> class Count(AutoRegressiveDecoder):
@@ -96,9 +98,10 @@ class AutoRegressiveDecoder:
                                   "inputs, output_ids, states), decorated with wraps()")
 
     def _ended(self, output_ids, min_ends):
-        """Per row: whether it ends with ``end_id`` having at least ``min_ends`` of them."""
-        ends = (output_ids == self.end_id).sum(axis=1)
-        return (output_ids[:, -1] == self.end_id) & (ends >= min_ends)
+        """Per row: whether it ends with an end id, having at least ``min_ends`` of them."""
+        end_ids = [] if self.end_id is None else np.ravel(self.end_id)
+        ends = np.isin(output_ids, end_ids).sum(axis=1)
+        return np.isin(output_ids[:, -1], end_ids) & (ends >= min_ends)
 
     def beam_search(self, inputs, topk, states=None, temperature=1, min_ends=1):
         """The highest-scoring output of a beam of ``topk``, as an id array.

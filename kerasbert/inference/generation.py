@@ -465,11 +465,8 @@ class Decoder:
         lengths = np.zeros(len(ids), "int32")
         for row, (tokens, types) in enumerate(zip(ids, segments)):
             real = tokens != 0
-            search = Beams(start_id=None, end_id=settings.end_ids[0] if settings.end_ids
-                           else -1, maxlen=settings.max_new_tokens)
-            if len(settings.end_ids) > 1:
-                search._ended = lambda output_ids, min_ends: np.isin(
-                    output_ids[:, -1], settings.end_ids)
+            search = Beams(start_id=None, end_id=list(settings.end_ids),
+                           maxlen=settings.max_new_tokens)
             found = search.beam_search([tokens[real], types[real], new_segments[row:row + 1]],
                                        topk=settings.num_beams)
             outputs[row, :len(found)] = found
@@ -604,11 +601,8 @@ class Seq2SeqDecoder(Decoder):
         outputs = np.zeros((len(ids), settings.max_new_tokens), "int32")
         lengths = np.zeros(len(ids), "int32")
         for row, tokens in enumerate(np.asarray(ids)):
-            search = Beams(start_id=0, end_id=settings.end_ids[0] if settings.end_ids
-                           else -1, maxlen=settings.max_new_tokens)
-            if len(settings.end_ids) > 1:
-                search._ended = lambda output_ids, min_ends: np.isin(
-                    output_ids[:, -1], settings.end_ids)
+            search = Beams(start_id=0, end_id=list(settings.end_ids),
+                           maxlen=settings.max_new_tokens)
             found = search.beam_search([tokens[tokens != 0]], topk=settings.num_beams)
             found = list(found)[1:]  # after the start id
             outputs[row, :len(found)] = found
