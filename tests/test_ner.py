@@ -169,6 +169,11 @@ def test_a_tagger_learns_entities_and_the_command_line_uses_it(ner_inputs, tmp_p
                  "--json"]) == 0
     evaluated = json.loads(capsys.readouterr().out)
     assert evaluated["micro"] == summary["test"]["micro"]
+    # The summary's dev scores are the best epoch's, kept from training: those of the model
+    # the run saved.
+    assert main(["evaluate", "--model", str(output), "--data", ner_inputs["dev"],
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["micro"] == summary["dev"]["micro"]
     assert main(["evaluate", "--model", str(output), "--data", ner_inputs["test"],
                  "--skip-bad-rows"]) == 2
     assert capsys.readouterr().err == (

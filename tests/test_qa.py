@@ -111,6 +111,10 @@ def test_a_qa_run_learns_to_answer_and_the_command_line_uses_it(qa_inputs, tmp_p
     assert main(["evaluate", "--model", str(output), "--data", qa_inputs["test"],
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == summary["test"]
+    # The summary's dev scores, kept from the best epoch: those of the saved model.
+    assert main(["evaluate", "--model", str(output), "--data", qa_inputs["dev"],
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == summary["dev"]
     assert main(["predict", "--model", str(output), "谁？", "我在看张明的书"]) == 0
     row = json.loads(capsys.readouterr().out)
     assert (row["answer"], row["start"], row["end"]) == ("张明", 3, 5)

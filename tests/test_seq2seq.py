@@ -193,6 +193,10 @@ def test_a_seq2seq_run_learns_to_generate_and_the_command_line_uses_it(seq2seq_i
     assert main(["evaluate", "--model", str(output), "--data", seq2seq_inputs["test"],
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == summary["test"]
+    # The summary's dev scores, kept from the best epoch: those of the saved model.
+    assert main(["evaluate", "--model", str(output), "--data", seq2seq_inputs["dev"],
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == summary["dev"]
     assert main(["predict", "--model", str(output), "我在看张明的书谁？"]) == 0
     assert json.loads(capsys.readouterr().out) == {"source": "我在看张明的书谁？",
                                                    "output": "张明"}

@@ -179,7 +179,8 @@ def _write_results(options, inputs, recorder):
     summary = {"tags": inputs.tags, "best_epoch": recorder.best_epoch,
                "train_sentences": len(inputs.sentences["train"]),
                "lost_entities": {options.train: inputs.train[4], options.dev: inputs.dev[4]},
-               "dev": score(model, inputs.dev, inputs.sentences["dev"], inputs.tags)[0]}
+               "dev": inputs.dev_scores.result(recorder.best_epoch, lambda: score(
+                   model, inputs.dev, inputs.sentences["dev"], inputs.tags)[0])}
     if options.test:
         test = inputs.encode(inputs.sentences["test"])
         summary["lost_entities"][options.test] = test[4]
@@ -210,9 +211,10 @@ class Ner(Task):
     def dev_scoring(self, options, inputs):
         def dev_f1(model):
             scores, _ = score(model, inputs.dev, inputs.sentences["dev"], inputs.tags)
-            return {MONITOR: scores["micro"]["f1"]}
+            return {MONITOR: scores["micro"]["f1"]}, scores
 
-        return None, [DevScores(dev_f1)]
+        inputs.dev_scores = DevScores(dev_f1)
+        return None, [inputs.dev_scores]
 
     def write_results(self, options, inputs, recorder):
         return _write_results(options, inputs, recorder)

@@ -146,11 +146,14 @@ def _write_results(options, inputs, recorder):
     summary = {"best_epoch": recorder.best_epoch,
                "train_questions": len(inputs.questions["train"]),
                "train_windows": len(inputs.features[0])}
-    for split in ("dev", "test"):
-        if split in inputs.questions:
-            questions = inputs.questions[split]
-            answer = answerer(model, inputs.tokenizer, options, questions)
-            summary[split] = squad_scores(questions, predictions(answer, questions))
+    def scored(split):
+        questions = inputs.questions[split]
+        return squad_scores(questions, predictions(
+            answerer(model, inputs.tokenizer, options, questions), questions))
+
+    summary["dev"] = inputs.dev_scores.result(recorder.best_epoch, lambda: scored("dev"))
+    if "test" in inputs.questions:
+        summary["test"] = scored("test")
     return summary
 
 
@@ -179,9 +182,10 @@ class Qa(Task):
             questions = inputs.questions["dev"]
             answer = answerer(model, inputs.tokenizer, options, questions)
             scores = squad_scores(questions, predictions(answer, questions))
-            return {MONITOR: scores["f1"], "val_exact": scores["exact"]}
+            return {MONITOR: scores["f1"], "val_exact": scores["exact"]}, scores
 
-        return None, [DevScores(dev_f1)]
+        inputs.dev_scores = DevScores(dev_f1)
+        return None, [inputs.dev_scores]
 
     def write_results(self, options, inputs, recorder):
         return _write_results(options, inputs, recorder)

@@ -397,7 +397,12 @@ def _write_results(options, inputs, recorder):
     for split in ("dev", "test"):
         if split in inputs.pairs:
             pairs = inputs.pairs[split]
-            summary[split], _ = _score_pairs(model, inputs.tokenizer, pairs, options)
+
+            def scored(pairs=pairs):
+                return _score_pairs(model, inputs.tokenizer, pairs, options)[0]
+
+            summary[split] = (inputs.dev_scores.result(recorder.best_epoch, scored)
+                              if split == "dev" else scored())
             summary[f"{split}_copy_baseline"] = scores(
                 copy_baseline([p.source for p in pairs], inputs.copy_length),
                 [p.target for p in pairs])
@@ -440,9 +445,10 @@ class Seq2Seq(Task):
     def dev_scoring(self, options, inputs):
         def dev_rouge(model):
             result, _ = _score_pairs(model, inputs.tokenizer, inputs.pairs["dev"], options)
-            return {MONITOR: result["rouge_l"], "val_exact": result["exact"]}
+            return {MONITOR: result["rouge_l"], "val_exact": result["exact"]}, result
 
-        return None, [DevScores(dev_rouge)]
+        inputs.dev_scores = DevScores(dev_rouge)
+        return None, [inputs.dev_scores]
 
     def write_results(self, options, inputs, recorder):
         return _write_results(options, inputs, recorder)

@@ -208,12 +208,22 @@ def check_cluster(strategy):
 
 
 class DevScores(keras.callbacks.Callback):
-    """Adds a task's dev score to each epoch's logs: ``score(model)`` returns the
-    ``{name: value}`` to log (the task's ``monitor`` among them)."""
+    """Adds a task's dev score to each epoch's logs. ``score(model)`` returns ``(logs,
+    result)``: the ``{name: value}`` to log (the task's ``monitor`` among them) and the
+    whole dev result, kept by epoch so that the run's summary takes the best epoch's
+    (:meth:`result`) instead of scoring the dev set a second time."""
 
     def __init__(self, score):
         super().__init__()
         self.score = score
+        self.results = {}  # 1-based epoch -> result
 
     def on_epoch_end(self, epoch, logs=None):
-        logs.update(self.score(self.model))
+        values, self.results[epoch + 1] = self.score(self.model)
+        logs.update(values)
+
+    def result(self, epoch, compute):
+        """The dev result of ``epoch`` (1-based, the recorder's best) when it was scored in
+        this process, with the weights ``model.keras`` holds; else ``compute()`` (an epoch
+        trained before a resume)."""
+        return self.results[epoch] if epoch in self.results else compute()
