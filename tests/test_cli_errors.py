@@ -739,6 +739,7 @@ def test_a_real_process_writes_one_line(argv, expected, sandbox):
 
 @pytest.mark.parametrize("argv", [
     ["train", "--frobnicate"], ["train", "--output", "out", "--epochs", "many"],
+    ["train", "--output", "out", "--epochs", "0"], ["train", "--output", "out", "--lr", "-1"],
     ["plot", "--frobnicate"], ["convert"], ["trian"],
 ], ids=" ".join)
 def test_refusing_arguments_loads_no_tensorflow(argv, tmp_path):

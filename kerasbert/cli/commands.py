@@ -77,11 +77,11 @@ def command_plot(args):
 
 
 def command_train(args):
+    options = for_task(from_arguments(TrainOptions, args), flags=True)
+    validate(options, flags=True)  # a bad flag is refused before TensorFlow is imported
     from kerasbert.tasks import get_task
     from kerasbert.tasks.task import train
 
-    options = for_task(from_arguments(TrainOptions, args), flags=True)
-    validate(options, flags=True)
     defaults = describe_defaults(options)
     # Said once the inputs are checked: a refused run prints its one error line alone.
     options, summary = _run_training(
