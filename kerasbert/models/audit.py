@@ -30,7 +30,7 @@ class Row:
     layer: str
     formula: str
     expected: int
-    actual: int = None
+    actual: int | None = None  # None until the built model is counted
 
     @property
     def ok(self):
