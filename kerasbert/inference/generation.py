@@ -12,7 +12,8 @@ of the encoder's output, computed once.
 
 With the cache (the default), the prompt runs through the layers once and each new token
 once more: every attention layer keeps the keys and values of the tokens before
-(:meth:`kerasbert.models.layers.MultiHeadSelfAttention.cached_call`), and the whole loop is
+(the ``cache`` of :class:`kerasbert.models.layers.MultiHeadSelfAttention`): the model's
+own steps run again, its family's forward path, on the new tokens; the whole loop is
 one compiled XLA program. Without it (``use_cache=False``) each step runs the model on the
 whole sequence so far, as bert4keras's ``AutoRegressiveDecoder`` does: the same ids, many
 times slower; kept as the reference the cached loop is tested against.
@@ -157,7 +158,7 @@ class Decoder:
 
         self.model = model
         self.layers = {layer.name: layer for layer in model.layers}
-        self.family = family_class(table_family(model))
+        family = family_class(table_family(model))
         masks = [layer for layer in model.layers if isinstance(layer, AttentionMask)]
         if not masks:
             raise ValueError(f"model {model.name!r} is not a language model: it has no causal "
@@ -192,25 +193,33 @@ class Decoder:
                               else None)
         self.max_position = (self.layers[names.EMBEDDING_POSITION].max_position
                              if names.EMBEDDING_POSITION in self.layers else None)
+        self.transformer = family.bound(
+            model, with_mlm="with_mlm" in family.head_flags and names.MLM_ACTIVATION in self.layers)
         self.compiled = {}
         self.logits_model = None
 
     # ------------------------------------------------------------- the graph
-    def embed(self, ids, segments, positions):
-        """Token (+ segment) + position embeddings (+ norm, + mapping) of new tokens."""
-        from keras import ops
+    def forward(self, ids, segments, positions, caches, start, allowed):
+        """The model's own steps (its family's, as in its graph) on new tokens at cache slot
+        ``start``, each attention layer through its cache.
 
-        x = self.layers[names.EMBEDDING_TOKEN](ids)
-        if self.segments and names.EMBEDDING_SEGMENT in self.layers:
-            x = x + self.layers[names.EMBEDDING_SEGMENT](segments)
-        if names.EMBEDDING_POSITION in self.layers:
-            table = self.layers[names.EMBEDDING_POSITION].embeddings
-            x = x + ops.cast(ops.take(table, positions, axis=0), x.dtype)
-        if names.EMBEDDING_NORM in self.layers:
-            x = self.layers[names.EMBEDDING_NORM](x)
-        if names.EMBEDDING_MAPPING in self.layers:
-            x = self.layers[names.EMBEDDING_MAPPING](x)
-        return x
+        Returns:
+            ``(logits of each row's last token, caches)``.
+        """
+        import tensorflow as tf
+
+        model, start = self.transformer, tf.cast(start, "int32")
+        model.caches = {layer.name: {"keys": keys, "values": values, "start": start}
+                        for layer, (keys, values) in zip(self.attention, caches)}
+        model.position_ids, model.attention_bias = positions, allowed
+        x = model.apply_embeddings([ids, segments] if self.segments else [ids])
+        for index in range(model.num_hidden_layers):
+            x = model.apply_main_layers(x, index)
+        logits = model.apply_final_layers(x[:, -1])
+        caches = [(model.caches[layer.name]["keys"], model.caches[layer.name]["values"])
+                  for layer in self.attention]
+        model.caches = model.position_ids = model.attention_bias = None
+        return logits, caches
 
     def prompt_mask(self, ids, segments):
         """``(batch or 1, length, length)``: which prompt token each may attend to, by the
@@ -231,16 +240,15 @@ class Decoder:
         positions = tf.maximum(tf.cumsum(tf.cast(ids != 0, "int32"), axis=1) - 1, 0)
         caches = []
         for layer in self.attention:
-            slots = length + extra  # the values with their slots last (see cached_call)
+            slots = length + extra  # the values with their slots last (MultiHeadSelfAttention)
             caches.append((tf.zeros((batch, layer.num_heads, slots, layer.head_size),
                                     layer.compute_dtype),
                            tf.zeros((batch, layer.num_heads, layer.head_size, slots),
                                     layer.compute_dtype)))
         allowed = tf.logical_and(self.prompt_mask(ids, segments), present[:, None, :length])
         allowed = tf.pad(allowed, [[0, 0], [0, 0], [0, extra]])
-        x, caches = self.family.cached_blocks(self.layers, self.embed(ids, segments, positions),
-                                              caches, 0, allowed)
-        return self.family.cached_head(self.layers, x[:, -1]), caches, present, positions[:, -1]
+        logits, caches = self.forward(ids, segments, positions, caches, 0, allowed)
+        return logits, caches, present, positions[:, -1]
 
     def step(self, token, new_segments, last, present, caches, slot):
         """One new id per row at cache ``slot`` (its position ``last + 1``).
@@ -254,9 +262,9 @@ class Decoder:
         present = tf.tensor_scatter_nd_update(
             present, tf.stack([tf.range(rows), tf.fill((rows,), slot)], 1), token != 0)
         last = last + 1
-        x = self.embed(token[:, None], new_segments[:, None], last[:, None])
-        x, caches = self.family.cached_blocks(self.layers, x, caches, slot, present[:, None, :])
-        return self.family.cached_head(self.layers, x[:, -1]), caches, present, last
+        logits, caches = self.forward(token[:, None], new_segments[:, None], last[:, None],
+                                      caches, slot, present[:, None, :])
+        return logits, caches, present, last
 
     def slot(self, length, step):
         """The cache slot of the id chosen at ``step`` (after a prompt ``length`` wide)."""
@@ -491,11 +499,13 @@ class Seq2SeqDecoder(Decoder):
 
         self.model = model
         self.layers = {layer.name: layer for layer in model.layers}
-        self.family = family_class(table_family(model))
+        self.transformer = family_class(table_family(model)).bound(model)
         self.mask = next(layer for layer in model.layers if isinstance(layer, AttentionMask))
         self.attention = [self.layers[names.side_name(names.DECODER, names.attention_name(i))]
                           for i in range(len(model.layers)) if names.side_name(
                               names.DECODER, names.attention_name(i)) in self.layers]
+        self.cross = [self.layers[names.cross_attention_name(i)]
+                      for i in range(len(self.attention))]
         head = self.layers.get("Decoder-Output-LM") or self.layers.get(
             "Decoder-Output-LM-Activation")
         if head is None:
@@ -518,19 +528,22 @@ class Seq2SeqDecoder(Decoder):
         import tensorflow as tf
 
         batch = tf.shape(ids)[0]
-        context = self.family.cached_encode(self.layers, ids)
+        context = self.transformer.encode(ids)
         caches = []
-        for layer, (keys, values) in zip(
-                self.attention, self.family.cross_caches(self.layers, context)):
-            shape = (batch, layer.num_heads, extra + 1, layer.head_size)
-            # The source's padding travels with the caches (beam search reorders rows).
-            caches.append((tf.zeros(shape, layer.compute_dtype),
-                           tf.zeros(shape, layer.compute_dtype), keys, values, ids != 0))
+        for layer, cross in zip(self.attention, self.cross):
+            # The values with their slots last (MultiHeadSelfAttention); the source's padding
+            # travels with the caches (beam search reorders rows).
+            caches.append((
+                tf.zeros((batch, layer.num_heads, extra + 1, layer.head_size), layer.compute_dtype),
+                tf.zeros((batch, layer.num_heads, layer.head_size, extra + 1), layer.compute_dtype),
+                cross.heads(context, "key"),
+                tf.transpose(cross.heads(context, "value"), (0, 1, 3, 2)), ids != 0))
         present = tf.zeros((batch, extra + 1), "bool")
         start = tf.zeros((batch,), "int32")
         return self.step(start, None, tf.fill((batch,), -1), present, caches, 0)
 
     def step(self, token, new_segments, last, present, caches, slot):
+        """The decoder's own steps (T5's family's) on one new id per row at ``slot``."""
         import tensorflow as tf
 
         rows = tf.shape(token)[0]
@@ -538,10 +551,19 @@ class Seq2SeqDecoder(Decoder):
         present = tf.tensor_scatter_nd_update(
             present, tf.stack([tf.range(rows), tf.fill((rows,), slot)], 1),
             tf.logical_or(token != 0, tf.equal(slot, 0)))
-        x = self.layers[names.EMBEDDING_TOKEN](token[:, None])
-        x, caches = self.family.cached_decoder_blocks(self.layers, x, caches, slot,
-                                                      present[:, None, :])
-        return self.family.cached_head(self.layers, x[:, -1]), caches, present, last + 1
+        model, start = self.transformer, tf.cast(slot, "int32")
+        model.caches = {}
+        for layer, cross, (keys, values, cross_keys, cross_values, source) in zip(
+                self.attention, self.cross, caches):
+            model.caches[layer.name] = {"keys": keys, "values": values, "start": start}
+            model.caches[cross.name] = {"keys": cross_keys, "values": cross_values,
+                                        "present": source}
+        model.position_ids, model.attention_bias = start, present[:, None, :]
+        logits = model.decode(None, token[:, None])[:, -1]
+        caches = [(model.caches[layer.name]["keys"], model.caches[layer.name]["values"],
+                   *cache[2:]) for layer, cache in zip(self.attention, caches)]
+        model.caches = model.position_ids = model.attention_bias = None
+        return logits, caches, present, last + 1
 
     def logits_of(self, ids, segments):
         """The next id's logits of ``segments`` (here: the decoder's ids so far) after the

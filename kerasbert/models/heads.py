@@ -1,5 +1,5 @@
-"""Output heads: pooler, next-sentence prediction, masked LM, the CLS-token classifier, and
-the taggers of sequence labelling.
+"""Output heads: pooler, next-sentence prediction, the CLS-token classifier, and the taggers
+of sequence labelling (the masked LM's is BERT's family's own, as decoding runs it too).
 
 Each ``apply_*`` function adds its layers to a functional graph under construction;
 the names are bert4keras's (see :mod:`kerasbert.models.names`).
@@ -16,10 +16,7 @@ from kerasbert.models import names
 from kerasbert.models.crf import ConditionalRandomField
 from kerasbert.models.kernels import Dropout
 from kerasbert.models.layers import (
-    BiasAdd,
     FirstToken,
-    built_activation,
-    get_activation,
     truncated_normal,
 )
 from kerasbert.models.model import functional_model
@@ -52,26 +49,6 @@ def apply_nsp(pooled, config, dtype=None):
         kernel_initializer=truncated_normal(config.initializer_range),
         name=names.NSP_PROBA, dtype=dtype,
     )(pooled)
-
-
-def apply_mlm(sequence, config, token_embedding, activation="softmax", dtype=None):
-    """The masked-LM head, its output matrix tied to ``Embedding-Token``.
-
-    ``MLM-Dense`` (H -> E, hidden_act; E = H but in ALBERT), ``MLM-Norm``, the transposed token
-    embedding, ``MLM-Bias`` (one bias per vocabulary entry), ``MLM-Activation``.
-    """
-    x = keras.layers.Dense(
-        config.embedding_size,
-        activation=get_activation(built_activation(config.hidden_act)),
-        kernel_initializer=truncated_normal(config.initializer_range),
-        name=names.MLM_DENSE,
-        dtype=dtype,
-    )(sequence)
-    x = keras.layers.LayerNormalization(epsilon=config.layer_norm_eps, name=names.MLM_NORM,
-                                        dtype=dtype)(x)
-    x = token_embedding(x, reverse=True)
-    x = BiasAdd(name=names.MLM_BIAS, dtype=dtype)(x)
-    return keras.layers.Activation(activation, name=names.MLM_ACTIVATION, dtype=dtype)(x)
 
 
 def add_cls_classifier(model: keras.Model, num_labels: int, dropout_rate: float = 0.1,

@@ -81,8 +81,9 @@ def kernel_initializer(layer):
     return truncated_normal(layer.initializer_range)
 
 
-#: What :class:`MultiHeadSelfAttention` adds position information with, besides BERT's none.
-POSITION_KINDS = (None, "rotary", "relative")
+#: What :class:`MultiHeadSelfAttention` adds position information with, besides BERT's none
+#: (``"bias"``: T5's, added to the scores).
+POSITION_KINDS = (None, "rotary", "relative", "bias")
 
 
 def variant_config(layer):
@@ -179,10 +180,13 @@ class PositionEmbedding(keras.layers.Layer):
             initializer=kernel_initializer(self),
         )
 
-    def call(self, inputs):
+    def call(self, inputs, positions=None):
+        """``positions``: each token's ``(batch, length)`` position ids, where they do not
+        count from 0 (decoding: left-padded rows, the new tokens after a cache)."""
+        if positions is not None:
+            return inputs + ops.cast(ops.take(self.embeddings, positions, axis=0), inputs.dtype)
         length = ops.shape(inputs)[1]
-        positions = ops.cast(self.embeddings[:length], inputs.dtype)
-        return inputs + positions[None]
+        return inputs + ops.cast(self.embeddings[:length], inputs.dtype)[None]
 
     def get_config(self):
         return {
@@ -205,6 +209,58 @@ def attention_bias(mask, dtype, axis=(1, 2)):
     floor = -1e4 if keras.backend.standardize_dtype(dtype) == "float16" else -1e9
     bias = ops.where(ops.cast(mask, "bool"), ops.cast(0.0, dtype), ops.cast(floor, dtype))
     return ops.expand_dims(bias, axis)
+
+
+def attend(query, key, value, scale=None, bias=None, key_mask=None, allowed=None,
+           relative=None, dropout=None, training=None):
+    """Dot-product attention of heads: the one place kerasbert computes it (BERT's and every
+    family's self-attention, T5's, decoding through a cache, bert4keras's
+    ``MultiHeadAttention``).
+
+    Args:
+        query: ``(batch, heads, queries, key size)``; key: ``(batch, heads, keys, key size)``;
+            value: ``(batch, heads, keys, value size)``.
+        scale: the queries' factor (BERT: ``1 / sqrt(key size)``), or None. Scaling the
+            queries (queries x key size) costs less than scaling the scores (queries x keys),
+            and gives the same numbers to rounding; what is added to the scores through
+            ``relative`` is scaled with them, ``bias`` is not.
+        bias: added to the scores (T5's position bias, ``(batch or 1, heads, queries, keys)``).
+        key_mask: ``(batch, keys)`` booleans: the keys that are tokens (padding gets no weight).
+        allowed: ``(batch or 1, queries, keys)`` booleans: which key each query may attend to
+            (a causal LM's mask, UniLM's, the slots a decoding cache has written).
+        relative: NEZHA's ``(queries, keys, key size)`` table, added to the scores and the
+            context.
+        dropout: a dropout layer for the attention weights (in training), or None.
+
+    Returns:
+        the context, ``(batch, heads, queries, value size)``.
+    """
+    if scale is not None:
+        query = query * ops.cast(scale, query.dtype)
+    scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # (B, N, Tq, Tk)
+    if relative is not None:
+        relative = ops.cast(relative, query.dtype)
+        scores = scores + ops.einsum("bnjd,jkd->bnjk", query, relative)
+    if bias is not None:
+        scores = scores + ops.cast(bias, scores.dtype)
+    if key_mask is not None:  # (B, Tk) -> (B, 1, 1, Tk)
+        scores = scores + attention_bias(key_mask, scores.dtype)
+    if allowed is not None:  # (B or 1, Tq, Tk) -> (B or 1, 1, Tq, Tk)
+        scores = scores + attention_bias(allowed, scores.dtype, axis=1)
+    if scores.shape[-1] == 1:  # one key (Keras warns about a softmax over one value)
+        probabilities = ops.ones_like(scores)
+    elif keras.backend.standardize_dtype(scores.dtype) in ("float16", "bfloat16"):
+        # In float32: half-precision sums of 512 terms lose the small ones.
+        probabilities = ops.cast(ops.softmax(ops.cast(scores, "float32"), axis=-1),
+                                 scores.dtype)
+    else:
+        probabilities = ops.softmax(scores, axis=-1)
+    if dropout is not None:
+        probabilities = dropout(probabilities, training=training)
+    context = ops.matmul(probabilities, value)
+    if relative is not None:
+        context = context + ops.einsum("bnjk,jkd->bnjd", probabilities, relative)
+    return context
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
@@ -230,6 +286,18 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             :class:`kerasbert.models.attention_masks.AttentionMask`): a causal LM's, UniLM's.
             Padding is masked either way.
 
+    Call arguments:
+        cache: decoding one or a few new tokens at a time, a dict of ``keys`` ``(batch,
+            heads, slots, head_size)``, ``values`` ``(batch, heads, head_size, slots)`` and
+            ``start``: the new tokens' keys and values are written at slots ``start ..
+            start + new - 1`` and the queries attend to the slots the attention mask allows
+            (padding and slots not yet written are not). The call then returns ``(output,
+            cache)``. Without ``start`` the cache is read, not written: keys and values
+            computed once (T5's encoder output), and ``present`` the slots that are tokens.
+            The values lie slots last so that both products read their cache the same way:
+            XLA's CPU compiler otherwise copies the value cache at every step (greedy GPT-2
+            small at batch 8 and 480 new tokens: 109.9 tokens/s against 106.3, 2 cores).
+
     Example:
         >>> layer = MultiHeadSelfAttention(num_heads=2, head_size=8)
         >>> tuple(layer(keras.ops.zeros((1, 5, 16))).shape)
@@ -237,6 +305,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     """
 
     PROJECTIONS = ("query", "key", "value")
+    #: Its queries are scaled by ``1 / sqrt(head_size)`` (T5: not).
+    scaled = True
+    #: Called on ``[queries' states, keys' states, ...]`` (T5's cross-attention) rather than
+    #: on one sequence.
+    two_sequences = False
 
     def __init__(self, num_heads, head_size, dropout=0.0, initializer_range=0.02,
                  initializer=None, use_bias=True, position=None, attention_mask=False,
@@ -257,137 +330,97 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                                     if dropout else None)
 
     def _split(self, inputs):
-        """``(hidden states, position table or None, attention mask or None)``."""
-        if not (self.position or self.attention_mask):
-            return inputs, None, None
+        """``(queries' states, keys' states, position input or None, attention mask or
+        None)``: the position input is a table (rotary, relative) or T5's bias."""
+        if not (self.position or self.attention_mask or self.two_sequences):
+            return inputs, inputs, None, None
         inputs = list(inputs)
         mask = inputs.pop() if self.attention_mask else None
-        return inputs[0], inputs[1] if self.position else None, mask
+        table = inputs.pop() if self.position else None
+        return inputs[0], inputs[-1], table, mask
 
     def build(self, input_shape):
-        input_shape = self._split(input_shape)[0]
-        hidden = input_shape[-1]
+        queries, keys = self._split(input_shape)[:2]
         inner = self.num_heads * self.head_size
         initializer = kernel_initializer(self)
-        for projection in self.PROJECTIONS:
+        for projection, width in zip(self.PROJECTIONS, (queries[-1], keys[-1], keys[-1])):
             setattr(self, f"{projection}_kernel", self.add_weight(
-                name=f"{projection}_kernel", shape=(hidden, inner), initializer=initializer))
+                name=f"{projection}_kernel", shape=(width, inner), initializer=initializer))
             setattr(self, f"{projection}_bias", self.add_weight(
                 name=f"{projection}_bias", shape=(inner,), initializer="zeros")
                 if self.use_bias else None)
         self.output_kernel = self.add_weight(
-            name="output_kernel", shape=(inner, hidden), initializer=initializer)
-        self.output_bias = (self.add_weight(name="output_bias", shape=(hidden,),
+            name="output_kernel", shape=(inner, queries[-1]), initializer=initializer)
+        self.output_bias = (self.add_weight(name="output_bias", shape=(queries[-1],),
                                             initializer="zeros") if self.use_bias else None)
 
-    def _heads(self, rows, projection, batch, length, spread=None):
-        """Projects ``(batch * length, hidden)`` rows to ``(batch, heads, length, head_size)``
-        (``rows`` the real tokens' alone, put back in place by ``spread``, in training)."""
-        kernel = getattr(self, f"{projection}_kernel")
-        bias = getattr(self, f"{projection}_bias")
-        x = affine(rows, kernel, bias)
+    def heads(self, states, projection, rows=None, spread=None):
+        """``(batch, length, hidden)`` states projected to ``(batch, heads, length,
+        head_size)``; ``rows``: the states as 2-D rows already (in training the real tokens'
+        alone, put back in place by ``spread``)."""
+        batch, length = ops.shape(states)[0], ops.shape(states)[1]
+        if rows is None:
+            rows = ops.reshape(states, (-1, states.shape[-1]))
+        x = affine(rows, getattr(self, f"{projection}_kernel"),
+                   getattr(self, f"{projection}_bias"))
         if spread is not None:
             x = spread(x)
         x = ops.reshape(x, (batch, length, self.num_heads, self.head_size))
         return ops.transpose(x, (0, 2, 1, 3))
 
-    def call(self, inputs, mask=None, training=None):
-        inputs, table, allowed = self._split(inputs)
-        mask = mask[0] if isinstance(mask, (list, tuple)) else mask
+    def call(self, inputs, mask=None, training=None, cache=None):
+        queries, keys, table, allowed = self._split(inputs)
+        masks = list(mask) if isinstance(mask, (list, tuple)) else [mask]
+        key_mask = masks[1] if self.two_sequences and len(masks) > 1 else masks[0]
         # Shapes: B batch, T length, H hidden, N heads, D head_size (N * D = inner width).
-        batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
         # Projections on 2-D rows: each is one plain GEMM (no batched matmul, no einsum
-        # transposes), the shape the CPU's BLAS is fastest at.
-        rows = ops.reshape(inputs, (-1, inputs.shape[-1]))  # (B*T, H)
-        # In training, the projections of the real tokens only (padding's are zeros).
-        gather, spread = (token_rows(mask) if training else None) or (None, None)
+        # transposes), the shape the CPU's BLAS is fastest at. In training, the projections
+        # of the real tokens only (padding's are zeros).
+        rows = ops.reshape(queries, (-1, queries.shape[-1]))  # (B*T, H)
+        gather, spread = ((token_rows(key_mask) if training and not self.two_sequences
+                           else None) or (None, None))
         if gather is not None:
             rows = gather(rows)
-        # Each (B, N, T, D).
-        query, key, value = (self._heads(rows, p, batch, length, spread)
-                             for p in self.PROJECTIONS)
+        query = self.heads(queries, "query", rows, spread)  # each (B, N, T, D)
+        if cache is not None and cache.get("start") is None:  # read only
+            key, value = cache["keys"], ops.transpose(cache["values"], (0, 1, 3, 2))
+            key_mask = cache["present"]
+        else:
+            own = None if self.two_sequences else rows
+            key = self.heads(keys, "key", own, spread)
+            value = self.heads(keys, "value", own, spread)
         if self.position == "rotary":
             query, key = rotate(query, table), rotate(key, table)
-        # Scaling the query (length x head_size) costs less than scaling the scores
-        # (length x length), and gives the same numbers to rounding.
-        query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
-        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # (B, N, T, T)
-        if self.position == "relative":  # table (T, T, D)
-            table = ops.cast(table, query.dtype)
-            scores = scores + ops.einsum("bnjd,jkd->bnjk", query, table)
-        if mask is not None:
-            scores = scores + attention_bias(mask, scores.dtype)  # bias (B, 1, 1, T)
-        if allowed is not None:  # (B or 1, T, T) -> (B or 1, 1, T, T)
-            scores = scores + attention_bias(allowed, scores.dtype, axis=1)
-        if keras.backend.standardize_dtype(scores.dtype) in ("float16", "bfloat16"):
-            # Softmax in float32: half-precision sums of 512 terms lose the small ones.
-            probabilities = ops.cast(ops.softmax(ops.cast(scores, "float32"), axis=-1),
-                                     scores.dtype)
-        else:
-            probabilities = ops.softmax(scores, axis=-1)
-        if self.probability_dropout is not None:
-            probabilities = self.probability_dropout(probabilities, training=training)
+        if cache is not None and cache.get("start") is not None:
+            cache = self.write(cache, key, value)
+            key, value = cache["keys"], ops.transpose(cache["values"], (0, 1, 3, 2))
+            key_mask = None  # the attention mask says which slots are tokens
+        context = attend(
+            query, key, value, scale=1.0 / math.sqrt(self.head_size) if self.scaled else None,
+            bias=table if self.position == "bias" else None,
+            relative=table if self.position == "relative" else None,
+            key_mask=key_mask, allowed=allowed, dropout=self.probability_dropout,
+            training=training)
         # (B, N, T, D) -> (B, T, N, D) -> (B*T, N*D): the heads side by side, as rows.
-        context = ops.matmul(probabilities, value)  # (B, N, T, D)
-        if self.position == "relative":
-            context = context + ops.einsum("bnjk,jkd->bnjd", probabilities, table)
-        context = ops.transpose(context, (0, 2, 1, 3))
-        context = ops.reshape(context, (-1, self.num_heads * self.head_size))
+        batch, length = ops.shape(queries)[0], ops.shape(queries)[1]
+        context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)),
+                              (-1, self.num_heads * self.head_size))
         if gather is not None:
             context = gather(context)
         output = affine(context, self.output_kernel, self.output_bias)  # (B*T, H)
         if spread is not None:
             output = spread(output)
-        return ops.reshape(output, (batch, length, output.shape[-1]))  # (B, T, H)
+        output = ops.reshape(output, (batch, length, output.shape[-1]))  # (B, T, H)
+        return output if cache is None else (output, cache)
 
-    def cached_call(self, inputs, key_cache, value_cache, start, allowed):
-        """The layer on new tokens that also attend to earlier ones, whose keys and values
-        are kept in a cache (incremental decoding). Inference only: no dropout.
-
-        Args:
-            inputs: ``(batch, new, hidden)`` hidden states of the new tokens.
-            key_cache: ``(batch, heads, slots, head_size)``; value_cache: ``(batch, heads,
-                head_size, slots)`` (see below). The new tokens' keys and values are
-                written at slots ``start .. start + new - 1``.
-            start: the first slot of the new tokens (an int32 scalar).
-            allowed: ``(batch, new, slots)`` booleans: may new token ``i`` attend to slot
-                ``j`` (padding, later slots and slots not yet written are False).
-
-        Returns:
-            ``(output, key_cache, value_cache)``: ``(batch, new, hidden)`` and the caches
-            with the new tokens written.
-
-        The values are kept transposed, slots last, so that both products read their cache
-        the same way (contracting its last axis): XLA's CPU compiler otherwise writes each
-        step's values into a fresh copy of the value cache (two copies of it per layer and
-        step), where it updates the key cache in place. Greedy GPT-2 small at batch 8 and
-        480 new tokens measured 109.9 tokens/s against 106.3 with the values kept as the
-        keys (2 cores, one run each).
-
-        Raises:
-            ValueError: a layer with rotary or relative positions (not decoded yet).
-        """
-        if self.position:
-            raise ValueError(f"{self.name}: incremental decoding of {self.position} "
-                             "positions is not supported")
-        batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
-        rows = ops.reshape(inputs, (-1, inputs.shape[-1]))
-        query, key, value = (self._heads(rows, p, batch, length) for p in self.PROJECTIONS)
-        zero = ops.zeros((), "int32")
-        at = (zero, zero, ops.cast(start, "int32"), zero)
-        key_cache = ops.slice_update(key_cache, at, ops.cast(key, key_cache.dtype))
-        value_cache = ops.slice_update(value_cache, (zero, zero, zero, at[2]), ops.cast(
-            ops.transpose(value, (0, 1, 3, 2)), value_cache.dtype))
-        query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
-        scores = ops.matmul(query, ops.transpose(key_cache, (0, 1, 3, 2)))  # (B, N, T, S)
-        scores = scores + attention_bias(allowed, scores.dtype, axis=1)
-        probabilities = ops.softmax(scores, axis=-1)
-        context = ops.transpose(ops.matmul(probabilities, ops.transpose(value_cache,
-                                                                        (0, 1, 3, 2))),
-                                (0, 2, 1, 3))
-        context = ops.reshape(context, (-1, self.num_heads * self.head_size))
-        output = affine(context, self.output_kernel, self.output_bias)
-        return ops.reshape(output, (batch, length, output.shape[-1])), key_cache, value_cache
+    def write(self, cache, key, value):
+        """The cache with the new tokens' ``key`` and ``value`` written from its ``start``."""
+        zero, start = ops.zeros((), "int32"), ops.cast(cache["start"], "int32")
+        keys = ops.slice_update(cache["keys"], (zero, zero, start, zero),
+                                ops.cast(key, cache["keys"].dtype))
+        values = ops.slice_update(cache["values"], (zero, zero, zero, start), ops.cast(
+            ops.transpose(value, (0, 1, 3, 2)), cache["values"].dtype))
+        return {**cache, "keys": keys, "values": values}
 
     def compute_output_shape(self, input_shape):
         return self._split(input_shape)[0]

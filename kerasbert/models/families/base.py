@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,7 @@ from numpy.typing import DTypeLike
 
 from kerasbert.models import names
 from kerasbert.models.attention_masks import mask_of
-from kerasbert.models.kernels import Dropout
+from kerasbert.models.kernels import Dropout, tied_logits
 from kerasbert.models.layers import built_activation, truncated_normal
 from kerasbert.models.model import functional_model
 
@@ -179,6 +180,12 @@ class Transformer:
         self.position_bias: Any = None
         self.built = False
         self.model: keras.Model | None = None
+        #: Decoding (see :meth:`bound`): each attention layer's key/value cache by name (as
+        #: bert4keras's ``attention_caches``), the new tokens' position ids, and whether the
+        #: steps run on tensors (the heads give logits, their final activation left out).
+        self.caches: dict[str, dict[str, Any]] | None = None
+        self.position_ids: Any = None
+        self.decoding = False
 
     # ------------------------------------------------------- bert4keras's names
     vocab_size = property(lambda self: self.config.vocab_size)
@@ -229,7 +236,53 @@ class Transformer:
             self.layers[name] = layer(**kwargs)
         if inputs is None:
             return self.layers[name]
+        if self.caches is not None and name in self.caches:
+            output, self.caches[name] = self.layers[name](inputs, cache=self.caches[name],
+                                                          **(arguments or {}))
+            return output
         return self.layers[name](inputs, **(arguments or {}))
+
+    @classmethod
+    def bound(cls, model: keras.Model, **options: Any) -> Transformer:
+        """The family object over a built (or loaded) Keras model's layers, by name: its
+        steps (:meth:`apply_embeddings`, :meth:`apply_main_layers`, the heads) run again on
+        tensors and make no layer. Decoding runs the model this way, one forward path with
+        the graph's, its caches given to the attention layers (:attr:`caches`).
+
+        Args:
+            model: the Keras model, built by this family.
+            **options: the constructor's keywords (the heads to run).
+        """
+        layers = {layer.name: layer for layer in model.layers}
+        transformer = cls(cls.config_of_layers(layers), **options)
+        transformer.layers.update(layers)
+        transformer.model, transformer.built, transformer.decoding = model, True, True
+        return transformer
+
+    @classmethod
+    def config_of_layers(cls, layers: dict[str, keras.layers.Layer]) -> BertConfig:
+        """What a model's layers say of its config, enough to run its steps again: the
+        layer count and the widths that choose a step (segments, the embedding mapping)."""
+        from kerasbert.models.config import BertConfig
+
+        indices = {int(found.group(1)) for found in map(re.compile(r"Transformer-(\d+)-").search,
+                                                        layers) if found}
+        token = layers[names.EMBEDDING_TOKEN]
+        segment = layers.get(names.EMBEDDING_SEGMENT)
+        mapping = layers.get(names.EMBEDDING_MAPPING)
+        return BertConfig(
+            vocab_size=token.input_dim, num_hidden_layers=len(indices), num_attention_heads=1,
+            hidden_size=mapping.units if mapping is not None else token.output_dim,
+            intermediate_size=1, type_vocab_size=segment.input_dim if segment else 0,
+            extra={"embedding_size": token.output_dim}, family=cls.default_name)
+
+    def tied_output(self, x: Any) -> Any:
+        """``x`` through the transposed ``Embedding-Token`` (the language model's output
+        matrix); decoding's rows read the table as it lies (:func:`kernels.tied_logits`)."""
+        embedding = self.layers[names.EMBEDDING_TOKEN]
+        if self.decoding and len(x.shape) == 2:
+            return tied_logits(x, embedding)
+        return embedding(x, reverse=True)
 
     def dropout(self, inputs: Any, name: str, rate: float | None = None) -> Any:
         """``inputs`` through a dropout named ``name`` (the config's rate by default)."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import keras
 
-from kerasbert.models import kernels, names
+from kerasbert.models import names
 from kerasbert.models.checkpoint_names import (
     MLM_OUTPUT_BIAS,
     NSP_OUTPUT_WEIGHTS,
@@ -38,15 +38,17 @@ from kerasbert.models.families.base import (
     Transformer,
     layer_names,
 )
-from kerasbert.models.heads import apply_mlm, apply_nsp, apply_pooler
+from kerasbert.models.heads import apply_nsp, apply_pooler
 from kerasbert.models.kernels import Dropout
 from kerasbert.models.layers import (
     Add,
+    BiasAdd,
     FeedForward,
     MultiHeadSelfAttention,
     PositionEmbedding,
     ScaleFreeNorm,
     TokenEmbedding,
+    get_activation,
 )
 
 # --------------------------------------------------------- Hugging Face's layout
@@ -136,7 +138,7 @@ class BERT(Transformer):
         hidden size where the embeddings are narrower)."""
         x = self.token_and_segment(inputs)
         if self.position == "absolute":
-            x = self.apply(inputs=x, layer=PositionEmbedding,
+            x = self.apply(inputs=x, layer=PositionEmbedding, arguments=self.positions(),
                            max_position=self.max_position,
                            initializer_range=self.config.initializer_range,
                            name=names.EMBEDDING_POSITION)
@@ -144,6 +146,11 @@ class BERT(Transformer):
         if self.embedding_size != self.hidden_size:  # ALBERT, ELECTRA: factorised
             x = self.dense(x, self.hidden_size, names.EMBEDDING_MAPPING)
         return x
+
+    def positions(self):
+        """The position embedding's call arguments: the tokens' position ids where they do
+        not count from 0 (decoding), else none."""
+        return None if self.position_ids is None else {"positions": self.position_ids}
 
     def token_and_segment(self, inputs):
         """``Embedding-Token`` (+ ``Embedding-Segment`` by ``Embedding-Token-Segment``)."""
@@ -227,35 +234,24 @@ class BERT(Transformer):
             heads.append(apply_nsp(pooled, self.config, dtype=self.dtype) if self.with_nsp
                          else pooled)
         if self.with_mlm:
-            activation = "softmax" if self.with_mlm is True else self.with_mlm
-            heads.append(apply_mlm(x, self.config, self.layers[names.EMBEDDING_TOKEN],
-                                   activation, dtype=self.dtype))
+            heads.append(self.apply_mlm(x))
         return heads
 
-    # ------------------------------------------------------------- decoding
-    @classmethod
-    def cached_blocks(cls, layers, x, caches, start, allowed):
-        """The encoder layers on new tokens' hidden states ``x``, attending through the
-        key/value ``caches`` (one ``(keys, values)`` pair per layer; see
-        :meth:`kerasbert.models.layers.MultiHeadSelfAttention.cached_call`). Inference only.
-
-        Returns:
-            ``(hidden states, caches)``.
-        """
-        written = []
-        for index, (keys, values) in enumerate(caches):
-            attention, feed_forward = names.attention_name(index), names.feed_forward_name(index)
-            y, keys, values = layers[attention].cached_call(x, keys, values, start, allowed)
-            x = layers[names.norm_name(attention)](x + y)
-            x = layers[names.norm_name(feed_forward)](x + layers[feed_forward](x))
-            written.append((keys, values))
-        return x, written
-
-    @classmethod
-    def cached_head(cls, layers, x):
-        """Next-token logits of hidden states ``x``: the MLM head without its activation."""
-        x = layers[names.MLM_NORM](layers[names.MLM_DENSE](x))
-        return layers[names.MLM_BIAS](kernels.tied_logits(x, layers[names.EMBEDDING_TOKEN]))
+    def apply_mlm(self, x):
+        """The masked-LM head: ``MLM-Dense`` (H -> E, hidden_act), ``MLM-Norm``, the
+        transposed ``Embedding-Token``, ``MLM-Bias``, ``MLM-Activation`` (decoding: the
+        logits before it)."""
+        x = self.apply(inputs=x, layer=keras.layers.Dense, units=self.embedding_size,
+                       activation=get_activation(self.hidden_act),
+                       kernel_initializer=self.initializer, name=names.MLM_DENSE)
+        x = self.apply(inputs=x, layer=keras.layers.LayerNormalization,
+                       epsilon=self.config.layer_norm_eps, name=names.MLM_NORM)
+        x = self.apply(inputs=self.tied_output(x), layer=BiasAdd, name=names.MLM_BIAS)
+        if self.decoding:
+            return x
+        return self.apply(inputs=x, layer=keras.layers.Activation,
+                          activation="softmax" if self.with_mlm is True else self.with_mlm,
+                          name=names.MLM_ACTIVATION)
 
     # ------------------------------------------------------------ checkpoints
     @classmethod

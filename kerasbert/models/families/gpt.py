@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import keras
 import numpy as np
 
-from kerasbert.models import kernels, names
+from kerasbert.models import names
 from kerasbert.models.attention_masks import Causal
 from kerasbert.models.families.base import HuggingFaceRecipe
 from kerasbert.models.families.bert import BERT
@@ -162,7 +162,8 @@ class GPT(BERT):
     def token_and_position(self, inputs):
         """``Embedding-Token`` (+ ``Embedding-Segment``) + ``Embedding-Position``, added."""
         x = self.token_and_segment(inputs)
-        return self.apply(inputs=x, layer=PositionEmbedding, max_position=self.max_position,
+        return self.apply(inputs=x, layer=PositionEmbedding, arguments=self.positions(),
+                          max_position=self.max_position,
                           initializer_range=self.config.initializer_range,
                           name=names.EMBEDDING_POSITION)
 
@@ -178,14 +179,11 @@ class GPT(BERT):
 
     def heads(self, x):
         """``LM-Activation`` over the transposed ``Embedding-Token``."""
-        x = self.layers[names.EMBEDDING_TOKEN](x, reverse=True)
+        x = self.tied_output(x)
+        if self.decoding:  # the logits
+            return [x]
         return [self.apply(inputs=x, layer=keras.layers.Activation,
                            activation=self.final_activation, name=names.LM_ACTIVATION)]
-
-    @classmethod
-    def cached_head(cls, layers, x):
-        """Next-token logits: the transposed ``Embedding-Token`` (``LM-Activation`` left out)."""
-        return kernels.tied_logits(x, layers[names.EMBEDDING_TOKEN])
 
     @classmethod
     def checkpoint_table(cls, num_hidden_layers: int) -> dict[str, dict[str, str]]:

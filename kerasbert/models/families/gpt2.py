@@ -109,24 +109,6 @@ class GPT2(GPT):
         return super().apply_final_layers(x)
 
     @classmethod
-    def cached_blocks(cls, layers, x, caches, start, allowed):
-        """Pre-norm layers through the key/value caches (see :meth:`BERT.cached_blocks`)."""
-        written = []
-        for index, (keys, values) in enumerate(caches):
-            attention, feed_forward = names.attention_name(index), names.feed_forward_name(index)
-            y, keys, values = layers[attention].cached_call(
-                layers[names.norm_name(attention)](x), keys, values, start, allowed)
-            x = x + y
-            x = x + layers[feed_forward](layers[names.norm_name(feed_forward)](x))
-            written.append((keys, values))
-        return x, written
-
-    @classmethod
-    def cached_head(cls, layers, x):
-        """Next-token logits: ``Output-Norm``, then the transposed ``Embedding-Token``."""
-        return super().cached_head(layers, layers[names.OUTPUT_NORM](x))
-
-    @classmethod
     def checkpoint_table(cls, num_hidden_layers: int) -> dict[str, dict[str, str]]:
         """GPT's table with each block's norm read before it, and ``gpt/output/LayerNorm``.
 

@@ -74,19 +74,6 @@ class GPT2ML(GPT):
         return self.apply(inputs=x, name=feed_forward_norm_name(index, 1))
 
     @classmethod
-    def cached_blocks(cls, layers, x, caches, start, allowed):
-        """Its layers through the key/value caches (see :meth:`BERT.cached_blocks`)."""
-        written = []
-        for index, (keys, values) in enumerate(caches):
-            attention, feed_forward = names.attention_name(index), names.feed_forward_name(index)
-            y, keys, values = layers[attention].cached_call(x, keys, values, start, allowed)
-            x = x + y
-            y = layers[feed_forward](layers[feed_forward_norm_name(index, 0)](x))
-            x = layers[feed_forward_norm_name(index, 1)](x + y)
-            written.append((keys, values))
-        return x, written
-
-    @classmethod
     def checkpoint_table(cls, num_hidden_layers: int) -> dict[str, dict[str, str]]:
         """The gpt2-ml project's names.
 

@@ -60,12 +60,11 @@ from kerasbert.models import names
 from kerasbert.models.attention_masks import AttentionMask
 from kerasbert.models.checkpoint_names import T5_EMBEDDING, T5_LOGITS
 from kerasbert.models.families.base import HuggingFaceRecipe, Transformer
-from kerasbert.models.kernels import Dropout
 from kerasbert.models.layers import (
     Add,
     FeedForward,
+    MultiHeadSelfAttention,
     TokenEmbedding,
-    attention_bias,
     built_activation,
     get_activation,
     kernel_initializer,
@@ -217,9 +216,9 @@ class T5TokenEmbedding(TokenEmbedding):
 
 
 @register
-class T5Attention(keras.layers.Layer):
-    """T5's attention: query, key, value and output kernels without biases, scores not
-    scaled, a position bias added to them.
+class T5Attention(MultiHeadSelfAttention):
+    """T5's attention: kerasbert's one attention layer with query, key, value and output
+    kernels without biases, scores not scaled, a position bias added to them.
 
     Called on ``[queries' states, keys' states]`` (self-attention: the same tensor twice),
     then the ``(1, heads, queries, keys)`` position bias where ``position_bias``, then a
@@ -232,84 +231,22 @@ class T5Attention(keras.layers.Layer):
         (1, 4, 16)
     """
 
-    PROJECTIONS = ("query", "key", "value")
+    scaled = False
+    two_sequences = True
 
     def __init__(self, num_heads, head_size, dropout=0.0, initializer_range=0.02,
                  position_bias=True, attention_mask=False, **kwargs):
-        super().__init__(**kwargs)
-        self.num_heads = num_heads
-        self.head_size = head_size
-        self.dropout = dropout
-        self.initializer_range = initializer_range
-        self.initializer = None
+        super().__init__(num_heads, head_size, dropout=dropout,
+                         initializer_range=initializer_range, use_bias=False,
+                         position="bias" if position_bias else None,
+                         attention_mask=attention_mask, **kwargs)
         self.position_bias = position_bias
-        self.attention_mask = attention_mask
-        self.supports_masking = True
-        self.probability_dropout = Dropout(dropout, dtype=self.dtype_policy) if dropout else None
-
-    def _split(self, inputs):
-        """``(queries' states, keys' states, position bias or None, mask or None)``."""
-        inputs = list(inputs)
-        allowed = inputs.pop() if self.attention_mask else None
-        bias = inputs.pop() if self.position_bias else None
-        return inputs[0], inputs[1], bias, allowed
-
-    def build(self, input_shape):
-        queries, keys = self._split(input_shape)[:2]
-        inner = self.num_heads * self.head_size
-        initializer = kernel_initializer(self)
-        for projection, width in zip(self.PROJECTIONS, (queries[-1], keys[-1], keys[-1])):
-            setattr(self, f"{projection}_kernel", self.add_weight(
-                name=f"{projection}_kernel", shape=(width, inner), initializer=initializer))
-        self.output_kernel = self.add_weight(name="output_kernel", shape=(inner, queries[-1]),
-                                             initializer=initializer)
-
-    def heads(self, x, projection):
-        """``(batch, length, hidden)`` projected to ``(batch, heads, length, head_size)``."""
-        batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        rows = ops.matmul(ops.reshape(x, (-1, x.shape[-1])), getattr(self, f"{projection}_kernel"))
-        return ops.transpose(ops.reshape(rows, (batch, length, self.num_heads, self.head_size)),
-                             (0, 2, 1, 3))
-
-    def attend(self, query, key, value, bias=None, key_mask=None, allowed=None, training=None):
-        """The output of heads ``query`` over ``key`` / ``value``: ``(batch, queries, hidden)``."""
-        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # (B, N, Tq, Tk)
-        if bias is not None:
-            scores = scores + ops.cast(bias, scores.dtype)
-        if key_mask is not None:
-            scores = scores + attention_bias(key_mask, scores.dtype)
-        if allowed is not None:
-            scores = scores + attention_bias(allowed, scores.dtype, axis=1)
-        # The softmax in float32, written out (Keras warns about one over a single key).
-        scores = ops.cast(scores, "float32")
-        exponents = ops.exp(scores - ops.max(scores, axis=-1, keepdims=True))
-        probabilities = ops.cast(exponents / ops.sum(exponents, axis=-1, keepdims=True),
-                                 query.dtype)
-        if self.probability_dropout is not None:
-            probabilities = self.probability_dropout(probabilities, training=training)
-        context = ops.transpose(ops.matmul(probabilities, value), (0, 2, 1, 3))
-        batch, length = ops.shape(context)[0], ops.shape(context)[1]
-        context = ops.reshape(context, (-1, self.num_heads * self.head_size))
-        output = ops.matmul(context, self.output_kernel)
-        return ops.reshape(output, (batch, length, output.shape[-1]))
-
-    def call(self, inputs, mask=None, training=None):
-        queries, keys, bias, allowed = self._split(inputs)
-        key_mask = mask[1] if isinstance(mask, (list, tuple)) else None
-        return self.attend(self.heads(queries, "query"), self.heads(keys, "key"),
-                           self.heads(keys, "value"), bias, key_mask, allowed, training)
-
-    def compute_output_shape(self, input_shape):
-        return self._split(input_shape)[0]
-
-    def compute_mask(self, inputs, mask=None):
-        return mask[0] if isinstance(mask, (list, tuple)) else mask
 
     def get_config(self):
-        return {**super().get_config(), "num_heads": self.num_heads,
-                "head_size": self.head_size, "dropout": self.dropout,
-                "initializer_range": self.initializer_range,
-                "position_bias": self.position_bias, "attention_mask": self.attention_mask}
+        config = super().get_config()
+        for key in ("use_bias", "position"):
+            config.pop(key, None)
+        return {**config, "position_bias": self.position_bias}
 
 
 @register
@@ -496,11 +433,21 @@ class T5(Transformer):
     def decode(self, context, ids):
         """The decoder on the encoder's output and the decoder's token ids."""
         x = self.embed(ids, DECODER)
-        allowed = self.apply(inputs=ids, layer=AttentionMask, kind="lm",
-                             name=names.ATTENTION_LM_MASK)
         positions = self.relative_positions(DECODER, bidirectional=False)
-        self_bias = positions([x, x])
-        cross_bias = positions([x, context]) if self.cross_position_bias else None
+        if self.decoding:  # a new token at decoder slot `position_ids`, through the caches
+            allowed = self.attention_bias
+            here = ops.reshape(ops.cast(self.position_ids, "int32"), (1,))
+            slots, sources = (ops.shape(self.caches[name]["keys"])[2] for name in (
+                names.side_name(DECODER, names.attention_name(0)),
+                names.cross_attention_name(0)))
+            self_bias = positions.bias(here, ops.arange(slots))
+            cross_bias = positions.bias(here, ops.arange(sources))
+            context = x  # not read: the cross-attention caches hold the encoder's keys, values
+        else:
+            allowed = self.apply(inputs=ids, layer=AttentionMask, kind="lm",
+                                 name=names.ATTENTION_LM_MASK)
+            self_bias = positions([x, x])
+            cross_bias = positions([x, context]) if self.cross_position_bias else None
         for index in range(self.num_hidden_layers):
             attention = names.side_name(DECODER, names.attention_name(index))
             cross = names.cross_attention_name(index)
@@ -512,7 +459,7 @@ class T5(Transformer):
             self.feed_forward(feed_forward)
             x = self.residual(x, attention, lambda y: [y, y, self_bias, allowed])
             x = self.residual(x, cross, lambda y: [y, context] + (
-                [cross_bias] if cross_bias is not None else []))
+                [cross_bias] if self.cross_position_bias else []))
             x = self.residual(x, feed_forward, lambda y: y)
         x = self.norm(names.side_name(DECODER, names.OUTPUT_NORM))(x)
         x = self.dropout(x, names.side_name(DECODER, names.OUTPUT_DROPOUT))
@@ -523,8 +470,11 @@ class T5(Transformer):
         return self.lm_head(x, activation)
 
     def lm_head(self, x, activation):
-        """t5.1.0: the transposed ``Embedding-Token``, then ``Decoder-Output-LM-Activation``."""
-        x = self.layers[names.EMBEDDING_TOKEN](x, reverse=True)
+        """t5.1.0: the transposed ``Embedding-Token``, then ``Decoder-Output-LM-Activation``
+        (decoding: the logits before it)."""
+        x = self.tied_output(x)
+        if self.decoding:
+            return x
         return self.apply(inputs=x, layer=keras.layers.Activation, activation=activation,
                           name=OUTPUT_LM_ACTIVATION)
 
@@ -552,84 +502,14 @@ class T5(Transformer):
         self.model = functional_model(self.inputs, self.output, name=name)
         self.built = True
 
-    # ------------------------------------------------------------- decoding
     @classmethod
-    def cached_encode(cls, layers, ids):
-        """The encoder's output on ``ids`` (padding: 0), without dropout. Inference only."""
-        present = ops.not_equal(ids, 0)
-        x = layers[names.EMBEDDING_TOKEN](ids)
-        length = ops.shape(ids)[1]
-        bias = layers[names.side_name(ENCODER, RELATIVE_POSITION)].bias(ops.arange(length),
-                                                                        ops.arange(length))
-        index = 0
-        while names.side_name(ENCODER, names.attention_name(index)) in layers:
-            attention = names.side_name(ENCODER, names.attention_name(index))
-            feed_forward = names.side_name(ENCODER, names.feed_forward_name(index))
-            layer, y = layers[attention], layers[names.norm_name(attention)](x)
-            x = x + layer.attend(layer.heads(y, "query"), layer.heads(y, "key"),
-                                 layer.heads(y, "value"), bias, key_mask=present)
-            x = x + layers[feed_forward](layers[names.norm_name(feed_forward)](x))
-            index += 1
-        return layers[names.side_name(ENCODER, names.OUTPUT_NORM)](x)
-
-    @classmethod
-    def cross_caches(cls, layers, context):
-        """Each decoder layer's ``(keys, values)`` of the encoder's output: computed once."""
-        caches, index = [], 0
-        while names.cross_attention_name(index) in layers:
-            layer = layers[names.cross_attention_name(index)]
-            caches.append((layer.heads(context, "key"), layer.heads(context, "value")))
-            index += 1
-        return caches
-
-    @classmethod
-    def cached_decoder_blocks(cls, layers, x, caches, slot, allowed):
-        """The decoder's layers on new tokens' states ``x`` at decoder position ``slot``,
-        their keys and values written into the self-attention caches.
-
-        Args:
-            caches: per layer ``(keys, values, cross keys, cross values, source present)``:
-                the first two ``(batch, heads, slots, head_size)``, the last the source's
-                real tokens, ``(batch, source length)``.
-            allowed: ``(batch, 1, slots)``: the slots written so far.
-
-        Returns:
-            ``(hidden states, caches)``.
-        """
-        positions = layers[names.side_name(DECODER, RELATIVE_POSITION)]
-        slots, sources = ops.shape(caches[0][0])[2], ops.shape(caches[0][2])[2]
-        here = ops.reshape(ops.cast(slot, "int32"), (1,))
-        self_bias = positions.bias(here, ops.arange(slots))
-        cross_bias = positions.bias(here, ops.arange(sources))
-        zero = ops.zeros((), "int32")
-        at = (zero, zero, ops.cast(slot, "int32"), zero)
-        written = []
-        for index, (keys, values, cross_keys, cross_values, source_present) in enumerate(caches):
-            attention = names.side_name(DECODER, names.attention_name(index))
-            cross = names.cross_attention_name(index)
-            feed_forward = names.side_name(DECODER, names.feed_forward_name(index))
-            layer, y = layers[attention], layers[names.norm_name(attention)](x)
-            keys = ops.slice_update(keys, at, ops.cast(layer.heads(y, "key"), keys.dtype))
-            values = ops.slice_update(values, at, ops.cast(layer.heads(y, "value"),
-                                                           values.dtype))
-            x = x + layer.attend(layer.heads(y, "query"), keys, values, self_bias,
-                                 allowed=allowed)
-            layer, y = layers[cross], layers[names.norm_name(cross)](x)
-            x = x + layer.attend(layer.heads(y, "query"), cross_keys, cross_values,
-                                 cross_bias if layer.position_bias else None,
-                                 key_mask=source_present)
-            x = x + layers[feed_forward](layers[names.norm_name(feed_forward)](x))
-            written.append((keys, values, cross_keys, cross_values, source_present))
-        return x, written
-
-    @classmethod
-    def cached_head(cls, layers, x):
-        """Next-token logits: the output norm and scale, then the LM head without its
-        activation."""
-        x = layers[OUTPUT_SCALE](layers[names.side_name(DECODER, names.OUTPUT_NORM)](x))
-        if OUTPUT_LM in layers:
-            return layers[OUTPUT_LM].logits(x)
-        return layers[names.EMBEDDING_TOKEN](x, reverse=True)
+    def config_of_layers(cls, layers: dict[str, keras.layers.Layer]) -> BertConfig:
+        """:meth:`Transformer.config_of_layers`, with whether the cross-attention has a
+        position bias."""
+        config = super().config_of_layers(layers)
+        cross = layers.get(names.cross_attention_name(0))
+        config.extra["cross_position_bias"] = bool(cross is not None and cross.position_bias)
+        return config
 
     # -------------------------------------------------------- checkpoints
     @classmethod
@@ -719,9 +599,11 @@ class T5_1_1(T5):
     marker_layer: str | None = OUTPUT_LM
 
     def lm_head(self, x, activation):
-        return self.apply(inputs=x, layer=OutputProjection, vocab_size=self.vocab_size,
+        """``Decoder-Output-LM`` (decoding: its logits, before the activation)."""
+        head = self.apply(layer=OutputProjection, vocab_size=self.vocab_size,
                           activation=activation, initializer_range=self.config.initializer_range,
                           name=OUTPUT_LM)
+        return head.logits(x) if self.decoding else head(x)
 
     @classmethod
     def feed_forward_variables(cls, scope):
