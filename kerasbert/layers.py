@@ -55,6 +55,7 @@ from kerasbert.backend import (  # noqa: F401  (bert4keras's layers module has t
 from kerasbert.models import NotProvided
 from kerasbert.models import crf as core_crf
 from kerasbert.models import layers as core_layers
+from kerasbert.models.layers import attend
 
 #: The registration package: the model code registers layers of the same names (its
 #: ``PositionEmbedding``, ``FeedForward``, ``ConditionalRandomField``) under ``kerasbert``.
@@ -424,33 +425,34 @@ class MultiHeadAttention(Layer):
 
     def pay_attention_to(self, inputs: Any, mask: Any = None, a_bias: Any = None,
                          p_bias: Any = None, training: bool | None = None) -> Any:
-        """Scaled dot-product attention of the projected heads, ``(batch, length, heads,
-        size)`` each: returns the context (same layout) and the scores (``(batch, heads,
-        q_len, k_len)``). Override it to make another attention, as in bert4keras."""
+        """Dot-product attention of the projected heads, ``(batch, length, heads, size)``
+        each, by kerasbert's one attention (:func:`kerasbert.models.layers.attend`): returns
+        the context (same layout) and the scores (``(batch, heads, q_len, k_len)``, before
+        the masks and the normalization). Override it to make another attention, as in
+        bert4keras."""
         (qw, kw, vw), n = inputs[:3], 3
         v_mask = mask[1] if mask is not None else None
-        bias = None
+        bias = allowed = relative = None
         if a_bias:
             bias, n = inputs[n], n + 1
+            if len(bias.shape) == 3:  # (batch or 1, q_len, k_len)
+                bias = align(bias, [0, -2, -1], 4)
+            if "bool" in str(bias.dtype):
+                allowed, bias = bias, None
         if p_bias == "rotary":
             qw, kw = apply_rotary_position_embeddings(inputs[n], qw, kw)
-        a = ops.einsum("bjhd,bkhd->bhjk", qw, kw)
+        scale = self.key_size**-0.5 if self.attention_scale else None
         if p_bias == "typical_relative":
-            position_bias = inputs[n]
-            a = a + ops.einsum("bjhd,jkd->bhjk", qw, position_bias)
-        elif p_bias == "t5_relative":
-            a = a + ops.expand_dims(ops.transpose(inputs[n], (2, 0, 1)), 0)
-        if self.attention_scale:
-            a = a / self.key_size**0.5
-        if bias is not None and len(bias.shape) == 3:
-            bias = align(bias, [0, -2, -1], len(a.shape))
-        weights = attention_normalize(a, v_mask, -1, self.normalization, bias)
-        if self.dropout is not None:
-            weights = self.dropout(weights, training=training)
-        o = ops.einsum("bhjk,bkhd->bjhd", weights, vw)
-        if p_bias == "typical_relative":
-            o = o + ops.einsum("bhjk,jkd->bjhd", weights, position_bias)
-        return o, a
+            relative = inputs[n]
+        elif p_bias == "t5_relative":  # scaled with the scores, as bert4keras does
+            position = ops.expand_dims(ops.transpose(inputs[n], (2, 0, 1)), 0)
+            bias = position * scale if scale else position if bias is None else \
+                bias + (position * scale if scale else position)
+        o, a = attend(*(ops.transpose(x, (0, 2, 1, 3)) for x in (qw, kw, vw)), scale=scale,
+                      bias=bias, key_mask=v_mask, allowed=allowed, relative=relative,
+                      dropout=self.dropout, training=training,
+                      normalization=self.normalization, return_scores=True)
+        return ops.transpose(o, (0, 2, 1, 3)), a
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         mask = _first(mask)

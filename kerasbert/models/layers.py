@@ -208,11 +208,12 @@ def attention_bias(mask, dtype, axis=(1, 2)):
     """
     floor = -1e4 if keras.backend.standardize_dtype(dtype) == "float16" else -1e9
     bias = ops.where(ops.cast(mask, "bool"), ops.cast(0.0, dtype), ops.cast(floor, dtype))
-    return ops.expand_dims(bias, axis)
+    return bias if axis is None else ops.expand_dims(bias, axis)
 
 
 def attend(query, key, value, scale=None, bias=None, key_mask=None, allowed=None,
-           relative=None, dropout=None, training=None):
+           relative=None, dropout=None, training=None, normalization="softmax",
+           return_scores=False):
     """Dot-product attention of heads: the one place kerasbert computes it (BERT's and every
     family's self-attention, T5's, decoding through a cache, bert4keras's
     ``MultiHeadAttention``).
@@ -231,9 +232,13 @@ def attend(query, key, value, scale=None, bias=None, key_mask=None, allowed=None
         relative: NEZHA's ``(queries, keys, key size)`` table, added to the scores and the
             context.
         dropout: a dropout layer for the attention weights (in training), or None.
+        normalization: scores to weights: ``"softmax"``, or bert4keras's ``"squared_relu"``
+            (``relu(s)² / n``) or ``"softmax_plus"`` (``softmax(s · log n / log 512)``, n
+            the keys that are tokens, at least 16 for the latter).
+        return_scores: also return the scores (before the masks and the normalization).
 
     Returns:
-        the context, ``(batch, heads, queries, value size)``.
+        the context, ``(batch, heads, queries, value size)`` (and the scores).
     """
     if scale is not None:
         query = query * ops.cast(scale, query.dtype)
@@ -243,11 +248,14 @@ def attend(query, key, value, scale=None, bias=None, key_mask=None, allowed=None
         scores = scores + ops.einsum("bnjd,jkd->bnjk", query, relative)
     if bias is not None:
         scores = scores + ops.cast(bias, scores.dtype)
+    raw = scores
     if key_mask is not None:  # (B, Tk) -> (B, 1, 1, Tk)
         scores = scores + attention_bias(key_mask, scores.dtype)
-    if allowed is not None:  # (B or 1, Tq, Tk) -> (B or 1, 1, Tq, Tk)
-        scores = scores + attention_bias(allowed, scores.dtype, axis=1)
-    if scores.shape[-1] == 1:  # one key (Keras warns about a softmax over one value)
+    if allowed is not None:  # (B or 1, [N,] Tq, Tk) -> (B or 1, N or 1, Tq, Tk)
+        scores = scores + attention_bias(_heads_axis(allowed), scores.dtype, axis=None)
+    if normalization != "softmax":
+        probabilities = _normalized(scores, key_mask, allowed, normalization)
+    elif scores.shape[-1] == 1:  # one key (Keras warns about a softmax over one value)
         probabilities = ops.ones_like(scores)
     elif keras.backend.standardize_dtype(scores.dtype) in ("float16", "bfloat16"):
         # In float32: half-precision sums of 512 terms lose the small ones.
@@ -260,7 +268,29 @@ def attend(query, key, value, scale=None, bias=None, key_mask=None, allowed=None
     context = ops.matmul(probabilities, value)
     if relative is not None:
         context = context + ops.einsum("bnjk,jkd->bnjd", probabilities, relative)
-    return context
+    return (context, raw) if return_scores else context
+
+
+def _heads_axis(allowed):
+    """An attention mask with its heads axis: ``(batch or 1, [heads,] queries, keys)``."""
+    return ops.expand_dims(allowed, 1) if len(allowed.shape) == 3 else allowed
+
+
+def _normalized(scores, key_mask, allowed, normalization):
+    """bert4keras's other attention normalizations of masked ``scores`` (see :func:`attend`)."""
+    length = ops.cast(ops.shape(scores)[-1], scores.dtype)
+    visible = [ops.cast(key_mask, scores.dtype)[:, None, None, :]] if key_mask is not None else []
+    if allowed is not None:
+        visible.append(ops.cast(_heads_axis(allowed), scores.dtype))
+    if visible:  # the keys each query sees
+        length = ops.sum(visible[0] * visible[-1], axis=-1, keepdims=True)
+    if normalization == "squared_relu":
+        return ops.relu(scores) ** 2 / length
+    if normalization == "softmax_plus":
+        length = ops.maximum(length, 16)  # very short sequences are better unscaled
+        return ops.softmax(scores * ops.log(length) / math.log(512), axis=-1)
+    raise ValueError(f"normalization={normalization!r} is not one of 'softmax', "
+                     "'squared_relu', 'softmax_plus'")
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
