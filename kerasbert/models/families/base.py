@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from typing import TYPE_CHECKING, Any
 
 import keras
@@ -299,6 +299,17 @@ class Transformer:
     def checkpoint_table(cls, num_hidden_layers: int) -> dict[str, dict[str, str]]:
         """``{layer name: {weight attribute: Google variable name}}`` of the family."""
         raise NotImplementedError
+
+    @classmethod
+    def count_layers(cls, layers: Container[str]) -> int:
+        """How many encoder layers a built model has, from its layer names (``layers``):
+        the size its :meth:`checkpoint_table` is made for. An encoder-decoder (T5) names its
+        encoder's layers ``Encoder-Transformer-i-...``."""
+        count = 0
+        while names.attention_name(count) in layers or names.side_name(
+                names.ENCODER, names.attention_name(count)) in layers:
+            count += 1
+        return count
 
     def variable_mapping(self) -> dict[str, dict[str, str]]:
         """This model's table: ``{layer name: {weight attribute: Google variable name}}``.
