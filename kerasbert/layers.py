@@ -68,7 +68,9 @@ _Activation = str | Callable[..., Any]
 
 #: bert4keras ``layers`` names kerasbert does not provide -> why, and what to use instead.
 NOT_PROVIDED = {
-    "GatedAttentionUnit": "GAU-alpha models are not built; MultiHeadAttention is here",
+    "GatedAttentionUnit": "bert4keras's layer is not provided; kerasbert's GAU-α "
+                          "(model='gau_alpha') builds its units with "
+                          "kerasbert.models.families.gau_alpha.GatedAttentionUnit",
     "RelativePositionEmbeddingT5": "bert4keras's layer is not provided; kerasbert's T5 "
                                    "(model='t5' / 't5.1.1' / 'mt5.1.1') builds its buckets "
                                    "with kerasbert.models.families.t5.RelativePositionBias",

@@ -168,7 +168,13 @@ def test_outputs_match_bert4keras_on_its_checkpoint_and_save_back_exactly(
 
     saved = str(tmp_path / "again" / "bert_model.ckpt")
     bert.save_weights_as_checkpoint(saved)
-    original, written = tf.train.load_checkpoint(prefix), tf.train.load_checkpoint(saved)
+    assert_same_checkpoint(saved, prefix)
+
+
+def assert_same_checkpoint(written, original):
+    """The checkpoints at prefixes ``written`` and ``original`` hold the same variables,
+    bit for bit."""
+    written, original = tf.train.load_checkpoint(written), tf.train.load_checkpoint(original)
     names = written.get_variable_to_shape_map()
     assert set(names) == set(original.get_variable_to_shape_map())
     for name in names:
@@ -257,6 +263,7 @@ def test_an_unshared_albert_that_was_fine_tuned_apart_is_not_saved_as_albert(tmp
     ("albert", {"embedding_size": 8}, 32),
     # NEZHA fine-tuned on sequences longer than its config's 32 positions.
     ("nezha", {"max_relative_position": 4}, 48),
+    ("gau_alpha", {"hidden_act": "swish", "attention_key_size": 8}, 48),
 ])
 def test_the_command_line_fine_tunes_predicts_and_exports_a_family(
         tiny_run_inputs, tmp_path, capsys, family, changes, maxlen):

@@ -72,8 +72,8 @@ def test_output_rules_follow_bert4keras(tiny_config):
 def test_unknown_model_lists_the_supported_ones(tiny_config):
     with pytest.raises(ValueError, match="model='t5_encoder' is not supported; supported: "
                                          "bert, roberta, albert, albert_unshared, nezha, "
-                                         "roformer, roformer_v2, electra, gpt2, gpt2_ml, gpt, "
-                                         "t5, t5.1.0, t5.1.1, mt5.1.1"):
+                                         "roformer, roformer_v2, gau_alpha, electra, gpt2, "
+                                         "gpt2_ml, gpt, t5, t5.1.0, t5.1.1, mt5.1.1"):
         build_transformer_model(tiny_config, model="t5_encoder")
     roberta = build_transformer_model(tiny_config, model="roberta")
     assert [layer.name for layer in roberta.layers] == TINY_LAYERS

@@ -100,14 +100,10 @@ def model_targets(model, family=None, available=(), mapping=None):
         CheckpointError: no layer of ``model`` has a Google name.
     """
     layers = _layers_by_name(model)
-    num_layers = 0
-    # An encoder-decoder (T5) names its encoder's layers "Encoder-Transformer-i-...".
-    while names.attention_name(num_layers) in layers or names.side_name(
-            names.ENCODER, names.attention_name(num_layers)) in layers:
-        num_layers += 1
     targets = []
     if mapping is None:
-        mapping = table(table_family(model, available, family))(num_layers)
+        cls = family_class(table_family(model, available, family))
+        mapping = cls.checkpoint_table(cls.count_layers(layers))
     for layer_name, weights in mapping.items():
         layer = layers.get(layer_name)
         for attribute, name in weights.items():

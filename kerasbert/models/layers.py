@@ -278,6 +278,7 @@ def _heads_axis(allowed):
 
 def _normalized(scores, key_mask, allowed, normalization):
     """bert4keras's other attention normalizations of masked ``scores`` (see :func:`attend`)."""
+    dtype = scores.dtype
     length = ops.cast(ops.shape(scores)[-1], scores.dtype)
     visible = [ops.cast(key_mask, scores.dtype)[:, None, None, :]] if key_mask is not None else []
     if allowed is not None:
@@ -287,8 +288,12 @@ def _normalized(scores, key_mask, allowed, normalization):
     if normalization == "squared_relu":
         return ops.relu(scores) ** 2 / length
     if normalization == "softmax_plus":
-        length = ops.maximum(length, 16)  # very short sequences are better unscaled
-        return ops.softmax(scores * ops.log(length) / math.log(512), axis=-1)
+        # The scores of n keys times log(n) / log(512): attention spreads no thinner over a
+        # long input than over the 512 tokens of training (short ones scaled as 16). The
+        # softmax in float32, as in attend.
+        scores, length = ops.cast(scores, "float32"), ops.cast(length, "float32")
+        factor = ops.log(ops.maximum(length, 16.0)) / math.log(512)
+        return ops.cast(ops.softmax(scores * factor, axis=-1), dtype)
     raise ValueError(f"normalization={normalization!r} is not one of 'softmax', "
                      "'squared_relu', 'softmax_plus'")
 

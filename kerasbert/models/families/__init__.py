@@ -21,6 +21,7 @@ FAMILIES = {
     "nezha": "nezha:NEZHA",
     "roformer": "roformer:RoFormer",
     "roformer_v2": "roformer:RoFormerV2",
+    "gau_alpha": "gau_alpha:GAUAlpha",
     "electra": "electra:ELECTRA",
     # Before "gpt": their models have GPT's LM-Activation too, and a model's family is
     # the first whose marker layer it has.

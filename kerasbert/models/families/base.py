@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from typing import TYPE_CHECKING, Any
 
 import keras
@@ -265,13 +264,12 @@ class Transformer:
         layer count and the widths that choose a step (segments, the embedding mapping)."""
         from kerasbert.models.config import BertConfig
 
-        indices = {int(found.group(1)) for found in map(re.compile(r"Transformer-(\d+)-").search,
-                                                        layers) if found}
         token = layers[names.EMBEDDING_TOKEN]
         segment = layers.get(names.EMBEDDING_SEGMENT)
         mapping = layers.get(names.EMBEDDING_MAPPING)
         return BertConfig(
-            vocab_size=token.input_dim, num_hidden_layers=len(indices), num_attention_heads=1,
+            vocab_size=token.input_dim, num_hidden_layers=cls.count_layers(layers),
+            num_attention_heads=1,
             hidden_size=mapping.units if mapping is not None else token.output_dim,
             intermediate_size=1, type_vocab_size=segment.input_dim if segment else 0,
             extra={"embedding_size": token.output_dim}, family=cls.default_name)
@@ -352,6 +350,17 @@ class Transformer:
     def checkpoint_table(cls, num_hidden_layers: int) -> dict[str, dict[str, str]]:
         """``{layer name: {weight attribute: Google variable name}}`` of the family."""
         raise NotImplementedError
+
+    @classmethod
+    def count_layers(cls, layers: Container[str]) -> int:
+        """How many encoder layers a built model has, from its layer names (``layers``):
+        the size its :meth:`checkpoint_table` is made for. An encoder-decoder (T5) names its
+        encoder's layers ``Encoder-Transformer-i-...``."""
+        count = 0
+        while names.attention_name(count) in layers or names.side_name(
+                names.ENCODER, names.attention_name(count)) in layers:
+            count += 1
+        return count
 
     def variable_mapping(self) -> dict[str, dict[str, str]]:
         """This model's table: ``{layer name: {weight attribute: Google variable name}}``.

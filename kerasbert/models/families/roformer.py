@@ -50,7 +50,7 @@ class RoFormer(BERT):
         """``Embedding-Rotary-Position`` of the embeddings' length (made once)."""
         if self.position_bias is None:
             self.position_bias = self.apply(inputs=inputs, layer=RotaryPositions,
-                                            head_size=self.attention_head_size,
+                                            head_size=self.attention_key_size,
                                             name=names.EMBEDDING_ROTARY_POSITION)
         return self.position_bias
 
