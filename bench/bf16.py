@@ -51,7 +51,7 @@ def _minilm():
 def load_hf_weights(model, weights):
     """Copies Hugging Face ``BertModel`` tensors onto a kerasbert model, by layer name.
 
-    A stand-in kept local to this benchmark: ``kerasbert.checkpoints.loading`` is the library's
+    A stand-in kept local to this benchmark: ``kerasbert.models.loading`` is the library's
     loader. Torch ``Linear`` weights are ``[out, in]``; Keras kernels are ``[in, out]``.
     """
     def dense(prefix):

@@ -84,7 +84,7 @@ def kerasbert(folder, repeats, use_cache=True):
     import keras
 
     import kerasbert as kb
-    from kerasbert.checkpoints.convert import convert_hf_to_google
+    from kerasbert.models.convert import convert_hf_to_google
 
     prefix = os.path.join(folder, f"google-{os.getpid()}", "bert_model.ckpt")
     convert_hf_to_google(os.path.join(folder, "hf"), prefix)

@@ -82,7 +82,7 @@ WRITER = """
     import json, os, sys
     import numpy as np
     from kerasbert import build_transformer_model, write_checkpoint
-    from kerasbert.checkpoints.loading import model_targets
+    from kerasbert.models.loading import model_targets
     from kerasbert.models.checkpoint_names import TRANSPOSED_VARIABLES
     config, prefix, heads = sys.argv[1], sys.argv[2], eval(sys.argv[3])
     rng = np.random.default_rng(0)

@@ -20,7 +20,6 @@ import_tensorflow()
 # The rest imports TensorFlow (already loaded, quietly).
 from kerasbert import layers  # noqa: F401  (registers bert4keras's layers for load_model)
 from kerasbert.checkpoints.io import CheckpointError, write_checkpoint
-from kerasbert.checkpoints.loading import LoadReport, load_checkpoint, save_weights_as_checkpoint  # noqa: E402
 from kerasbert.inference.generation import generate
 from kerasbert.inference.predictor import Predictor
 from kerasbert.inference.span_qa import QuestionAnswerer, add_span_head
@@ -30,6 +29,7 @@ from kerasbert.models.build import Transformer, build_transformer_model
 from kerasbert.models.config import BertConfig
 from kerasbert.models.crf import ConditionalRandomField
 from kerasbert.models.heads import add_cls_classifier, add_crf_tagger, add_tagger
+from kerasbert.models.loading import LoadReport, load_checkpoint, save_weights_as_checkpoint  # noqa: E402
 from kerasbert.text.tokenizer import Tokenizer, load_vocab
 from kerasbert.training import optimizer  # noqa: F401  (registers WarmupLinearDecay for load_model)
 

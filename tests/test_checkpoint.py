@@ -15,9 +15,9 @@ from kerasbert import (
     write_checkpoint,
 )
 from kerasbert.checkpoints import io as checkpoint_io
-from kerasbert.checkpoints.loading import model_targets
 from kerasbert.models import names
 from kerasbert.models.families.bert import BERT
+from kerasbert.models.loading import model_targets
 
 ALL_HEADS = {"with_pool": True, "with_nsp": True, "with_mlm": True}
 
@@ -378,7 +378,7 @@ def test_bert4keras_reads_our_checkpoint_and_we_read_theirs(saved, tiny_config_p
 # ----------------------------------------------------------------------------- streaming
 def test_a_streaming_load_reads_in_groups_and_loads_the_same_bits(saved, tiny_config,
                                                                   monkeypatch):
-    from kerasbert.checkpoints import loading
+    from kerasbert.models import loading
 
     model, prefix = saved
     whole = build_transformer_model(tiny_config, **ALL_HEADS)
@@ -396,7 +396,7 @@ def test_a_streaming_load_reads_in_groups_and_loads_the_same_bits(saved, tiny_co
 
 def test_a_streaming_load_names_every_damaged_tensor_even_in_later_groups(saved, tiny_config,
                                                                          tmp_path, monkeypatch):
-    from kerasbert.checkpoints import loading
+    from kerasbert.models import loading
 
     _, prefix = saved
     variables = checkpoint_dict(prefix)

@@ -9,8 +9,8 @@ from safetensors.numpy import save_file
 
 from conftest import TINY
 from kerasbert import build_transformer_model
-from kerasbert.checkpoints.convert import convert_hf_to_google, google_name, pytorch_name
 from kerasbert.cli import main as cli
+from kerasbert.models.convert import convert_hf_to_google, google_name, pytorch_name
 from peers import have_transformers4, run_transformers4
 
 H, FFN, V = TINY["hidden_size"], TINY["intermediate_size"], TINY["vocab_size"]

@@ -19,8 +19,8 @@ import tensorflow as tf
 import reference as ref
 from conftest import TINY
 from kerasbert import BertConfig, build_transformer_model
-from kerasbert.checkpoints.loading import save_weights_as_checkpoint
 from kerasbert.models.audit import audit_model, expected_rows
+from kerasbert.models.loading import save_weights_as_checkpoint
 from peers import run_bert4keras
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -16,8 +16,8 @@ import tensorflow as tf
 
 from conftest import TINY
 from kerasbert import build_transformer_model
-from kerasbert.checkpoints.convert import convert_hf_to_google, google_name
 from kerasbert.cli import main as cli
+from kerasbert.models.convert import convert_hf_to_google, google_name
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

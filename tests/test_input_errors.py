@@ -18,9 +18,9 @@ from kerasbert import (
     save_weights_as_checkpoint,
     write_checkpoint,
 )
-from kerasbert.checkpoints.convert import convert_hf_to_google
 from kerasbert.models import bert as models
 from kerasbert.models.config import check_maxlen, check_vocab_fits
+from kerasbert.models.convert import convert_hf_to_google
 from kerasbert.models.families.bert import BERT
 from kerasbert.text.vocab import load_vocab
 from reference import CHINESE_BASE

@@ -13,9 +13,9 @@ import pytest
 import tensorflow as tf
 
 from kerasbert import BertConfig, add_cls_classifier, build_transformer_model, internals
-from kerasbert.checkpoints.loading import save_weights_as_checkpoint
 from kerasbert.models import deferred, layers
 from kerasbert.models.kernels import Dropout
+from kerasbert.models.loading import save_weights_as_checkpoint
 from kerasbert.training import distribute
 from kerasbert.training.optimizer import AdamW, make_optimizer
 from tests.conftest import ROOT, TINY

@@ -1,9 +1,12 @@
 """Imports flow one way: every module of the package sits on a floor of :data:`LAYERS`, and
-imports only from its own floor or the floors below, with no circle between modules.
+imports only from its own floor or the floors below, with no circle between modules and none
+between packages (``kerasbert.models`` importing ``kerasbert.checkpoints`` while a module of
+``kerasbert.checkpoints`` imports one of ``kerasbert.models`` is a circle, whichever modules).
 
 The imports are read from the source with ``ast``, everywhere in a module (a function's lazy
-``import`` counts as much as one at the top), and a string that names a module of the
-package (``importlib.import_module("kerasbert.serving.ner_export")``) counts as an import.
+``import`` counts as much as one at the top, and so does one under ``if TYPE_CHECKING:``), and
+a string that names a module of the package
+(``importlib.import_module("kerasbert.serving.ner_export")``) counts as an import.
 """
 
 import ast
@@ -14,21 +17,29 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: The floors, top first; a module belongs to the floor of its longest prefix here. A module
-#: imports from its own floor or below, never from above.
+#: imports from its own floor or below, never from above. Each package has a floor of its
+#: own; only the base holds several (single modules).
 LAYERS = (
     ("the public API", ("kerasbert",)),
-    ("the command line", ("kerasbert_cli", "kerasbert.cli", "kerasbert.resources")),
-    ("tasks", ("kerasbert.tasks", "kerasbert.pretraining")),
+    ("the console script", ("kerasbert_cli",)),
+    ("the command line", ("kerasbert.cli",)),
+    ("tasks", ("kerasbert.tasks",)),
+    ("pretraining", ("kerasbert.pretraining",)),
     ("serving", ("kerasbert.serving",)),
     ("inference", ("kerasbert.inference",)),
     ("training", ("kerasbert.training",)),
-    # One floor, as a family's object loads its checkpoint and the loader reads the
-    # families' registry: they import each other's modules, never in a circle.
-    ("models, checkpoints and text", ("kerasbert.models", "kerasbert.checkpoints",
-                                      "kerasbert.text", "kerasbert.presets")),
+    # The model object loads its checkpoint (bert4keras's load_weights_from_checkpoint), so
+    # the model-aware loader and the Hugging Face converter are models' modules.
+    ("models", ("kerasbert.models",)),
+    # Given their converter by the caller (kerasbert.models.convert.download_preset).
+    ("presets", ("kerasbert.presets",)),
+    # Checkpoint files only: reading, writing, vocabulary rows; no model.
+    ("checkpoints", ("kerasbert.checkpoints",)),
+    ("text", ("kerasbert.text",)),
     ("the base", ("kerasbert.files", "kerasbert.disk_space", "kerasbert.quiet",
                   "kerasbert.hardware",
                   "kerasbert.shipped", "kerasbert.internals")),
+    ("the data's build scripts", ("kerasbert.resources",)),
 )
 
 #: Imports that run up a floor today, each with its reason; the owner of the module removes
@@ -84,6 +95,23 @@ def import_graph():
     return {module: imports(open(path, encoding="utf-8").read(), module, modules,
                             path.endswith("__init__.py"))
             for module, path in modules.items()}
+
+
+def package(module):
+    """The package ``module`` belongs to: ``kerasbert.<name>`` (a subpackage, or a module right
+    under ``kerasbert``); ``kerasbert`` itself and the console script are their own."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph(graph):
+    """``graph`` (module -> the modules it imports) read between packages: package -> the
+    other packages that any of its modules imports."""
+    found = {}
+    for module, targets in graph.items():
+        found.setdefault(package(module), set()).update(package(target) for target in targets)
+    for name, targets in found.items():
+        targets.discard(name)
+    return found
 
 
 def floor(module):
@@ -156,6 +184,26 @@ def test_no_import_circle():
     assert cycles(import_graph()) == []
 
 
+def test_no_import_circle_between_packages():
+    graph = import_graph()
+    loops = cycles(package_graph(graph))
+    # Each circle with the module imports that make it.
+    assert [(loop, sorted(f"{module} imports {target}" for module, targets in graph.items()
+                          for target in targets if package(module) != package(target)
+                          and {package(module), package(target)} <= set(loop)))
+            for loop in loops] == []
+
+
+def test_each_package_has_a_floor_of_its_own():
+    """Two packages sharing a floor could import each other unseen by the floors; the base
+    holds single modules only."""
+    modules = package_modules()
+    for name, prefixes in LAYERS:
+        packages = [prefix for prefix in prefixes
+                    if any(module.startswith(prefix + ".") for module in modules)]
+        assert len(prefixes) == 1 or packages == [], f"{name} holds the packages {packages}"
+
+
 def test_the_reader_sees_lazy_relative_and_named_imports():
     modules = {"kerasbert", "kerasbert.a", "kerasbert.a.b", "kerasbert.a.c", "kerasbert.d"}
     source = ("import os\nfrom . import c\n"
@@ -165,11 +213,33 @@ def test_the_reader_sees_lazy_relative_and_named_imports():
                                                          "kerasbert.a"}
     assert cycles({"x": {"y"}, "y": {"z"}, "z": {"x"}, "w": {"x"}}) == [["x", "y", "z"]]
     assert cycles({"x": {"y"}, "y": set()}) == []
+    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+              "    from kerasbert.d import Thing\n")
+    assert imports(source, "kerasbert.a.b", modules) == {"kerasbert.d"}
 
 
-@pytest.mark.parametrize("module, target", [("kerasbert.models.bert", "kerasbert.training"),
-                                            ("kerasbert.inference.span_qa", "kerasbert.tasks.qa"),
-                                            ("kerasbert.serving.qa_export", "kerasbert.tasks")])
+def test_the_package_graph_sees_a_circle_made_by_different_modules():
+    # models.base -> checkpoints.loading and checkpoints.convert -> models.names: no circle
+    # between modules, one between the two packages.
+    graph = {"kerasbert.models.base": {"kerasbert.checkpoints.loading"},
+             "kerasbert.checkpoints.loading": set(),
+             "kerasbert.checkpoints.convert": {"kerasbert.models.names"},
+             "kerasbert.models.names": set(), "kerasbert.files": set()}
+    assert cycles(graph) == []
+    assert cycles(package_graph(graph)) == [["kerasbert.checkpoints", "kerasbert.models"]]
+    assert package("kerasbert") == "kerasbert" and package("kerasbert_cli") == "kerasbert_cli"
+    assert package("kerasbert.models.families.bert") == "kerasbert.models"
+
+
+@pytest.mark.parametrize("module, target", [
+    ("kerasbert.models.bert", "kerasbert.training"),
+    ("kerasbert.inference.span_qa", "kerasbert.tasks.qa"),
+    ("kerasbert.serving.qa_export", "kerasbert.tasks"),
+    ("kerasbert.checkpoints.io", "kerasbert.models.loading"),
+    ("kerasbert.presets.download", "kerasbert.models.convert"),
+    ("kerasbert.checkpoints.keep_tokens", "kerasbert.presets.table"),
+    ("kerasbert.text.vocab", "kerasbert.checkpoints.io"),
+])
 def test_the_floors_refuse_what_the_house_rule_refuses(module, target):
     assert floor(target) < floor(module)
 

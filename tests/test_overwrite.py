@@ -9,8 +9,8 @@ import os
 import numpy as np
 import pytest
 
-from kerasbert.checkpoints.convert import WouldReplace, convert_hf_to_google
 from kerasbert.cli.main import main
+from kerasbert.models.convert import WouldReplace, convert_hf_to_google
 from kerasbert.serving import portable, saved_model
 from kerasbert.training.rundir import RunError
 from test_cli_errors import snapshot
@@ -144,7 +144,7 @@ def test_a_failed_convert_leaves_no_folder_behind(hf, tmp_path, capsys, monkeypa
     def full(variables, prefix):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr("kerasbert.checkpoints.convert.save_variables", full)
+    monkeypatch.setattr("kerasbert.models.convert.save_variables", full)
     code, lines = run(["convert", "--from-hf", str(hf), "--to", "new/deeper/bert_model.ckpt"],
                       capsys)
     assert code == 2 and len(lines) == 1

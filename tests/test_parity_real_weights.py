@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from kerasbert import build_transformer_model, write_checkpoint
-from kerasbert.checkpoints.convert import convert_hf_to_google
 from kerasbert.models import names
+from kerasbert.models.convert import convert_hf_to_google
 from peers import run_bert4keras
 
 pytestmark = [pytest.mark.slow, pytest.mark.peer]

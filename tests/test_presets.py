@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, TINY
+from kerasbert.models.convert import WEIGHTS_FILES, convert_hf_to_google, download_preset
 from kerasbert.presets import table
 from kerasbert.presets.download import DownloadError, download
 
@@ -347,9 +348,7 @@ def test_train_takes_a_preset_for_model(server):
 
 
 def test_a_hub_repository_is_converted_once(server, tiny_model):
-    from kerasbert.checkpoints.convert import convert_hf_to_google
-
-    folder = download("tiny-hub", progress=False)
+    folder = download_preset("tiny-hub", progress=False)
     assert {"bert_config.json", "vocab.txt", "bert_model.ckpt.index"} <= set(os.listdir(folder))
     reference = server.home.parent / "reference" / "bert_model.ckpt"
     convert_hf_to_google(tiny_model["hub"], reference)
@@ -364,9 +363,7 @@ def test_a_hub_repository_with_tensorflow_weights_only_is_converted_from_them(se
                                                                             tiny_model):
     """Many hub repositories hold ``tf_model.h5`` (and ``pytorch_model.bin``) and no
     ``model.safetensors``: the same weights give the same checkpoint."""
-    from kerasbert.checkpoints.convert import convert_hf_to_google
-
-    folder = download("tiny-tf-only", progress=False)
+    folder = download_preset("tiny-tf-only", progress=False)
     reference = server.home.parent / "reference" / "bert_model.ckpt"
     convert_hf_to_google(tiny_model["hub"], reference)
     got, expected = _checkpoint(os.path.join(folder, "bert_model.ckpt")), _checkpoint(reference)
@@ -380,14 +377,32 @@ def test_a_hub_repository_with_tensorflow_weights_only_is_converted_from_them(se
     with pytest.raises(DownloadError, match=rf"^preset tiny-no-weights in {server.url}/org/"
                                             r"no-weights: no weights: the repository holds "
                                             r"neither model\.safetensors nor tf_model\.h5$"):
-        download("tiny-no-weights", progress=False)
+        download_preset("tiny-no-weights", progress=False)
     assert_untouched(server, "tiny-no-weights")
+
+
+def test_a_hub_repository_needs_the_converter_it_is_given(server, tiny_model):
+    """The presets package knows no model: a Hugging Face preset is converted by what the
+    caller passes, and refused by name, before any request, when nothing is passed."""
+    with pytest.raises(ValueError, match=r"^preset 'tiny-hub' in .*: the Hugging Face "
+                                         r"repository org/tiny is converted .* no converter"):
+        download("tiny-hub", progress=False)
+    assert server.log == [] and not os.path.exists(server.home / "presets")
+    calls = []
+
+    def convert(folder, prefix):
+        calls.append(sorted(n for n in os.listdir(folder) if not n.startswith(".")))
+        convert_hf_to_google(folder, prefix)
+
+    folder = download("tiny-hub", progress=False, convert=convert, weights_files=WEIGHTS_FILES)
+    assert calls == [["config.json", "model.safetensors", "vocab.txt"]]
+    assert download_preset("tiny-hub") == folder and len(calls) == 1  # cached: no conversion
 
 
 def test_a_hub_file_whose_sha256_differs_is_refused(server):
     with pytest.raises(DownloadError, match=rf"^preset tiny-tampered in {server.url}/org/tampered/"
                                             r"resolve/main/model\.safetensors: checksum mismatch"):
-        download("tiny-tampered", progress=False)
+        download_preset("tiny-tampered", progress=False)
     assert_untouched(server, "tiny-tampered")
 
 

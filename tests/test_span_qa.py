@@ -25,10 +25,10 @@ from kerasbert import (
     load_checkpoint,
     save_weights_as_checkpoint,
 )
-from kerasbert.checkpoints.convert import convert_hf_to_google, google_name
 from kerasbert.inference.answer_spans import best_spans, read_context, window_starts
 from kerasbert.inference.span_qa import QuestionAnswerer, add_span_head
 from kerasbert.models import names
+from kerasbert.models.convert import convert_hf_to_google, google_name
 from kerasbert.serving.graph_text import TextEncoder
 from kerasbert.serving.qa_export import find_answers
 from peers import have_transformers4, run_transformers4

@@ -2,7 +2,7 @@
 
 A checkpoint is a prefix ``.../bert_model.ckpt`` with two files beside it,
 ``bert_model.ckpt.index`` and ``bert_model.ckpt.data-00000-of-00001``. This module
-knows nothing of models; :mod:`kerasbert.checkpoints.loading` maps variables to layers.
+knows nothing of models; :mod:`kerasbert.models.loading` maps variables to layers.
 """
 
 from __future__ import annotations

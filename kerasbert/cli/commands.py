@@ -204,7 +204,7 @@ def command_pretrain(args):
 
 
 def command_convert(args):
-    from kerasbert.checkpoints.convert import convert_hf_to_google
+    from kerasbert.models.convert import convert_hf_to_google
     from kerasbert.training.rundir import check_export_target
 
     # Not into a run directory: its checkpoint is the run's own, even with --overwrite.
@@ -218,9 +218,9 @@ def command_convert(args):
 
 
 def command_download(args):
-    from kerasbert.presets.download import download
+    from kerasbert.models.convert import download_preset
 
-    print(download(args.name, progress=not args.quiet))
+    print(download_preset(args.name, progress=not args.quiet))
     return 0
 
 

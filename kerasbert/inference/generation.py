@@ -151,10 +151,10 @@ class Decoder:
     """
 
     def __init__(self, model):
-        from kerasbert.checkpoints.loading import table_family
         from kerasbert.models.attention_masks import AttentionMask
         from kerasbert.models.families import family_class
         from kerasbert.models.layers import FeedForward, MultiHeadSelfAttention
+        from kerasbert.models.loading import table_family
 
         self.model = model
         self.layers = {layer.name: layer for layer in model.layers}
@@ -493,9 +493,9 @@ class Seq2SeqDecoder(Decoder):
     """
 
     def __init__(self, model):
-        from kerasbert.checkpoints.loading import table_family
         from kerasbert.models.attention_masks import AttentionMask
         from kerasbert.models.families import family_class
+        from kerasbert.models.loading import table_family
 
         self.model = model
         self.layers = {layer.name: layer for layer in model.layers}

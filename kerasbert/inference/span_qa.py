@@ -26,7 +26,6 @@ from typing import Any
 import keras
 import numpy as np
 
-from kerasbert.checkpoints.loading import load_checkpoint
 from kerasbert.inference.answer_spans import (
     best_spans,
     char_span,
@@ -39,6 +38,7 @@ from kerasbert.inference.predictor import Predictor
 from kerasbert.models import names
 from kerasbert.models.build import build_transformer_model
 from kerasbert.models.layers import truncated_normal
+from kerasbert.models.loading import load_checkpoint
 from kerasbert.models.model import functional_model
 from kerasbert.text.tokenizer import Tokenizer
 from kerasbert.training.rundir import (

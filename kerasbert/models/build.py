@@ -206,9 +206,9 @@ def _preset_paths(config_path, checkpoint_path):
 
     if not table.is_preset(config_path):
         return config_path, checkpoint_path
-    from kerasbert.presets.download import download
+    from kerasbert.models.convert import download_preset
 
-    folder = download(config_path)
+    folder = download_preset(config_path)
     return (os.path.join(folder, "bert_config.json"),
             checkpoint_path or os.path.join(folder, "bert_model.ckpt"))
 

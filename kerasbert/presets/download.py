@@ -8,10 +8,11 @@ all. A Google zip is fetched with ``requests`` into ``<cache>/downloads/<name>/`
 folder beside the preset's and renamed into place. A Hugging Face repository is fetched with
 ``huggingface_hub`` (which resumes, and honours ``HF_ENDPOINT``): its config, vocabulary and
 weights (``model.safetensors``, or ``tf_model.h5`` where the repository has only that),
-each file checked against the hub's SHA-256 ETag, converted once to the Google format
-(:func:`kerasbert.checkpoints.convert.convert_hf_to_google`) the same way. A
-``filelock.FileLock`` per preset lets two processes ask for the same one: the second waits,
-then finds it cached.
+each file checked against the hub's SHA-256 ETag, converted once to the Google format the
+same way, by the converter the caller gives (``convert`` and the ``weights_files`` it reads:
+this package knows no model; :func:`kerasbert.models.convert.download_preset` passes
+kerasbert's). A ``filelock.FileLock`` per preset lets two processes ask for the same one: the
+second waits, then finds it cached.
 
 Every failure is a :class:`DownloadError` naming the preset and the URL; the preset's folder
 is then left as it was (absent), and only the resumable ``.part`` stays in ``downloads/``
@@ -58,7 +59,7 @@ def _fail(preset, url, why):
     return DownloadError(f"preset {preset.name} in {url}: {why}")
 
 
-def download(name, path=None, progress=True, timeout=60):
+def download(name, path=None, progress=True, timeout=60, convert=None, weights_files=()):
     """The cached folder of preset ``name``, downloaded (and converted) on first use.
 
     Args:
@@ -66,16 +67,28 @@ def download(name, path=None, progress=True, timeout=60):
         path: the table file; None: ``$KERASBERT_PRESETS`` or the shipped one.
         progress: draw a tqdm progress bar on stderr.
         timeout: seconds to wait for the server before giving up.
+        convert: what makes a Hugging Face preset a Google checkpoint, called as
+            ``convert(folder, prefix)`` on the folder of the repository's files; needed by a
+            Hugging Face preset only (:func:`kerasbert.models.convert.download_preset`
+            gives kerasbert's).
+        weights_files: the weights files ``convert`` reads, in its order of preference: the
+            first one the repository holds is fetched.
 
     Returns:
         The folder holding ``bert_config.json``, ``vocab.txt`` and ``bert_model.ckpt``.
 
     Raises:
-        ValueError: ``name`` is no preset.
+        ValueError: ``name`` is no preset, or a Hugging Face preset and no converter given.
         DownloadError: no connection, an HTTP error, a checksum or length mismatch, a full
             disk, a zip or repository without the expected files (named, with the URL).
     """
     preset = table.get(name, path)
+    if preset.kind == "hf" and (convert is None or not weights_files):
+        # Refused even when cached: a call that works only until the cache is emptied is a bug.
+        raise ValueError(f"preset {name!r} in {path or table.table_path()}: the Hugging Face "
+                         f"repository {preset.hf} is converted to a Google checkpoint on "
+                         "download, and no converter was given (convert= and weights_files=; "
+                         "kerasbert.models.convert.download_preset gives kerasbert's)")
     final = table.preset_dir(name)
     if table.is_cached(name) and damage(name) is None:
         return final
@@ -96,7 +109,7 @@ def download(name, path=None, progress=True, timeout=60):
             if preset.kind == "zip":
                 _from_zip(preset, final, staging, progress, timeout)
             else:
-                _from_hub(preset, final, staging)
+                _from_hub(preset, final, staging, convert, weights_files)
         except BaseException:
             # A resumable .part stays; folders left empty go.
             _remove_empty(staging, os.path.dirname(staging), os.path.dirname(final))
@@ -241,15 +254,13 @@ def _unpack(preset, url, archive, final):
 
 
 # ------------------------------------------------------------- a Hugging Face repository
-def _from_hub(preset, final, staging):
+def _from_hub(preset, final, staging, convert, weights_files):
     from huggingface_hub.errors import EntryNotFoundError
-
-    from kerasbert.checkpoints.convert import WEIGHTS_FILES, convert_hf_to_google
 
     endpoint = (os.environ.get("HF_ENDPOINT") or HUB).rstrip("/")
     for filename in HUB_FILES:
         _fetch_from_hub(preset, filename, staging, endpoint)
-    for filename in WEIGHTS_FILES:  # the first one the repository holds
+    for filename in weights_files:  # the first one the repository holds
         try:
             _fetch_from_hub(preset, filename, staging, endpoint, absent_ok=True)
             break
@@ -257,11 +268,11 @@ def _from_hub(preset, final, staging):
             continue
     else:
         raise _fail(preset, f"{endpoint}/{preset.hf}", f"no weights: the repository holds "
-                                                      f"neither {' nor '.join(WEIGHTS_FILES)}")
+                                                      f"neither {' nor '.join(weights_files)}")
     url = f"{endpoint}/{preset.hf}"
     try:
         with files.atomic_directory(final) as temporary:
-            convert_hf_to_google(staging, os.path.join(temporary, "bert_model.ckpt"))
+            convert(staging, os.path.join(temporary, "bert_model.ckpt"))
             _finish(temporary, preset, url)
     except (ValueError, OSError) as error:
         raise _fail(preset, url, f"cannot convert it: {_first(error)}") from None

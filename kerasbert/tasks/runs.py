@@ -73,7 +73,7 @@ def write_model_files(options, model):
     """Writes ``bert_config.json``, ``vocab.txt`` (a T5's: its SentencePiece model as
     ``spiece.model``) and ``bert_model.ckpt`` (the fine-tuned weights under Google's names;
     a T5's under Mesh TensorFlow's, as bert4keras writes them) into the run directory."""
-    from kerasbert.checkpoints.loading import save_weights_as_checkpoint
+    from kerasbert.models.loading import save_weights_as_checkpoint
 
     output = options.output
     config = BertConfig.from_json_file(options.config, family=options.model)

@@ -230,14 +230,14 @@ def _default_copies_too_long(options, values):
 def _preset_values(options):
     """The family, config, checkpoint and vocab of the preset ``--model`` names (downloaded
     on first use)."""
-    from kerasbert.presets.download import download
+    from kerasbert.models.convert import download_preset
     from kerasbert.presets.table import get
 
     given = [flag(name) for name in ("config", "checkpoint", "vocab") if getattr(options, name)]
     if given:
         raise OptionError(f"conflicting options in --model and {' and '.join(given)}: the preset "
                           f"{options.model} brings its own config, checkpoint and vocab")
-    folder = download(options.model)
+    folder = download_preset(options.model)
     return {"model": get(options.model).family,
             "config": os.path.join(folder, "bert_config.json"),
             "checkpoint": os.path.join(folder, "bert_model.ckpt"),

@@ -35,14 +35,14 @@ from kerasbert.models.layers import built_activation, truncated_normal
 from kerasbert.models.model import functional_model
 
 if TYPE_CHECKING:  # annotations only
-    from kerasbert.checkpoints.loading import LoadReport
     from kerasbert.models.config import BertConfig
+    from kerasbert.models.loading import LoadReport
 
 
 @dataclasses.dataclass(frozen=True)
 class HuggingFaceLayout:
     """Where one Hugging Face family keeps each weight, in Google's names
-    (:func:`kerasbert.checkpoints.convert.google_name` reads it).
+    (:func:`kerasbert.models.convert.google_name` reads it).
 
     Attributes:
         prefix: the base model's attribute (``"bert."``), optional in the file.
@@ -375,12 +375,12 @@ class Transformer:
             mapping: dict[str, dict[str, str]] | None = None, strict: bool = True,
             streaming: bool = False) -> LoadReport:
         """Loads a Google checkpoint by this model's table (or ``mapping``), with its
-        keep / compound tokens; see :func:`kerasbert.checkpoints.loading.load_checkpoint`.
+        keep / compound tokens; see :func:`kerasbert.models.loading.load_checkpoint`.
 
         Returns:
             the :class:`LoadReport` (also kept as ``self.load_report``).
         """
-        from kerasbert.checkpoints.loading import load_checkpoint
+        from kerasbert.models.loading import load_checkpoint
 
         self.load_report = load_checkpoint(
             self.model, checkpoint, strict=strict, keep_tokens=self.keep_tokens,
@@ -392,12 +392,12 @@ class Transformer:
                                    mapping: dict[str, dict[str, str]] | None = None,
                                    dtype: DTypeLike | None = None) -> list[str]:
         """Writes the weights under Google's names, by this model's table (or
-        ``mapping``); see :func:`kerasbert.checkpoints.loading.save_weights_as_checkpoint`.
+        ``mapping``); see :func:`kerasbert.models.loading.save_weights_as_checkpoint`.
 
         Returns:
             the sorted names written.
         """
-        from kerasbert.checkpoints.loading import save_weights_as_checkpoint
+        from kerasbert.models.loading import save_weights_as_checkpoint
 
         return save_weights_as_checkpoint(self.model, filename, dtype=dtype, family=self.family,
                                           mapping=mapping or self.variable_mapping())

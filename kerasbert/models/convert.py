@@ -16,6 +16,9 @@ A conversion replaces no file unless asked to (``overwrite``), and then only wha
 earlier conversion to the same checkpoint wrote and recorded, unchanged since: each
 conversion records its files' sizes and SHA-256 in ``kerasbert-conversion.json`` beside
 them. Everything is checked, the free space included, before the first byte is written.
+
+A preset that is a Hugging Face repository is converted here on download:
+:func:`download_preset` gives the presets package (which knows no model) this converter.
 """
 
 import contextlib
@@ -39,11 +42,12 @@ from kerasbert.checkpoints.io import (
     is_float_dtype,
     save_variables,
 )
-from kerasbert.checkpoints.loading import table
 from kerasbert.models import names
 from kerasbert.models.config import BertConfig
 from kerasbert.models.families import FAMILIES, family_class, model_type_of
 from kerasbert.models.families.base import HuggingFaceRecipe
+from kerasbert.models.loading import table
+from kerasbert.presets.download import download
 
 # An Embedding's ``weight`` is the table itself (no transposing, no ``kernel``).
 EMBEDDINGS = ("word_embeddings", "position_embeddings", "token_type_embeddings")
@@ -190,6 +194,31 @@ def convert_hf_to_google(hf_dir, prefix, dtype="float32", overwrite=False):
     _write(variables, prefix, config, config_path, vocab_source if vocab_path else None,
            vocab_path)
     return Conversion(prefix, config_path, vocab_path, len(variables), skipped)
+
+
+def download_preset(name, **options):
+    """The cached folder of preset ``name``, downloaded on first use (a Hugging Face
+    repository converted by :func:`convert_hf_to_google`). The presets package knows no
+    model: this is where it is given its converter.
+
+    Args:
+        name: a preset of the table (:mod:`kerasbert.presets.table`).
+        **options: ``path``, ``progress``, ``timeout`` of
+            :func:`kerasbert.presets.download.download`.
+
+    Returns:
+        The folder holding ``bert_config.json``, ``vocab.txt`` and ``bert_model.ckpt``.
+
+    Raises:
+        ValueError: ``name`` is no preset.
+        kerasbert.presets.download.DownloadError: the download or the conversion failed
+            (named, with the URL).
+
+    Example::
+
+        download_preset("rbt3")  # <cache>/presets/rbt3, from hfl/rbt3, converted once
+    """
+    return download(name, convert=convert_hf_to_google, weights_files=WEIGHTS_FILES, **options)
 
 
 #: The record of a conversion's files, beside them: ``{"checkpoint": name of the prefix,
