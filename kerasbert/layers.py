@@ -450,10 +450,10 @@ class MultiHeadAttention(Layer):
             position = ops.expand_dims(ops.transpose(inputs[n], (2, 0, 1)), 0)
             bias = position * scale if scale else position if bias is None else \
                 bias + (position * scale if scale else position)
-        o, a = attend(*(ops.transpose(x, (0, 2, 1, 3)) for x in (qw, kw, vw)), scale=scale,
-                      bias=bias, key_mask=v_mask, allowed=allowed, relative=relative,
-                      dropout=self.dropout, training=training,
-                      normalization=self.normalization, return_scores=True)
+        query, key, value = (ops.transpose(x, (0, 2, 1, 3)) for x in (qw, kw, vw))
+        o, a = attend(query, key, value, scale=scale, bias=bias, key_mask=v_mask,
+                      allowed=allowed, relative=relative, dropout=self.dropout,
+                      training=training, normalization=self.normalization, return_scores=True)
         return ops.transpose(o, (0, 2, 1, 3)), a
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:

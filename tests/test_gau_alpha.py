@@ -18,9 +18,9 @@ import pytest
 
 from conftest import TINY
 from kerasbert import BertConfig, CheckpointError, build_transformer_model
-from kerasbert.checkpoints.loading import save_weights_as_checkpoint
 from kerasbert.models import plot as plotting
 from kerasbert.models.audit import audit_model, expected_rows
+from kerasbert.models.loading import save_weights_as_checkpoint
 from peers import run_bert4keras
 from test_families import assert_same_checkpoint
 
