@@ -11,7 +11,8 @@ import contextlib
 import glob
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +25,7 @@ DATA_SUFFIX = ".data-"
 
 # TensorFlow's reader raises its own errors, and plain ones where its C++ status is
 # translated by pybind (OutOfRange → IndexError for a truncated data file).
-def _read_errors():
+def _read_errors() -> tuple[type[Exception], ...]:
     import tensorflow as tf
 
     return (tf.errors.OpError, ValueError, IndexError, RuntimeError)
@@ -34,7 +35,7 @@ class CheckpointError(ValueError):
     """A checkpoint that exists but cannot be used: corrupt, truncated, or not fitting the model."""
 
 
-def resolve_prefix(path):
+def resolve_prefix(path: str | os.PathLike[str]) -> str:
     """The checkpoint prefix for a prefix, a directory holding one, or one of its files.
 
     Args:
@@ -77,18 +78,18 @@ def resolve_prefix(path):
     return path
 
 
-def _data_files(prefix):
+def _data_files(prefix: str) -> list[str]:
     return sorted(glob.glob(glob.escape(prefix) + DATA_SUFFIX + "*-of-*"))
 
 
-def checkpoints_in(directory):
+def checkpoints_in(directory: str) -> list[str]:
     """The prefixes of the checkpoints in ``directory`` (those with an index), sorted."""
     # glob's * skips hidden names, so unfinished writes of write_checkpoint are never found.
     return sorted(found[: -len(INDEX_SUFFIX)] for found in
                   glob.glob(os.path.join(glob.escape(directory), "*" + INDEX_SUFFIX)))
 
 
-def _prefix_in_directory(directory):
+def _prefix_in_directory(directory: str) -> str:
     prefixes = checkpoints_in(directory)
     if len(prefixes) == 1:
         return resolve_prefix(prefixes[0])
@@ -109,21 +110,21 @@ def _prefix_in_directory(directory):
 class DictSource:
     """Checkpoint variables held in a dict of arrays (tests, converted weights)."""
 
-    def __init__(self, arrays, description="<dict>"):
+    def __init__(self, arrays: Mapping[str, Any], description: str = "<dict>") -> None:
         self.arrays = arrays
         self.description = description
 
-    def shapes(self):
+    def shapes(self) -> dict[str, tuple[int, ...]]:
         """``{name: shape}`` of every variable."""
         return {name: tuple(np.shape(value)) for name, value in self.arrays.items()}
 
-    def dtypes(self):
+    def dtypes(self) -> dict[str, str]:
         """``{name: dtype name}`` of every variable (see :func:`dtype_name`)."""
         return {name: dtype_name(value.dtype if hasattr(value, "dtype")
                                  else np.asarray(value).dtype)
                 for name, value in self.arrays.items()}
 
-    def read_all(self, names):
+    def read_all(self, names: Sequence[str]) -> list[np.ndarray]:
         """The variables ``names`` as NumPy arrays, in that order."""
         return [np.asarray(self.arrays[name]) for name in names]
 
@@ -136,7 +137,7 @@ class FileSource:
         CheckpointError: the index cannot be parsed (the message names the file).
     """
 
-    def __init__(self, path):
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         import tensorflow as tf
 
         self.prefix = resolve_prefix(path)
@@ -151,17 +152,17 @@ class FileSource:
                 f"(corrupt or not a TensorFlow checkpoint): {_message(error)}"
             ) from None
 
-    def shapes(self):
+    def shapes(self) -> dict[str, tuple[int, ...]]:
         """``{name: shape}`` of every variable, from the index alone."""
         shapes = self.reader.get_variable_to_shape_map()
         return {name: tuple(shape) for name, shape in shapes.items()}
 
-    def dtypes(self):
+    def dtypes(self) -> dict[str, str]:
         """``{name: dtype name}`` of every variable, from the index alone."""
         return {name: dtype_name(dtype)
                 for name, dtype in self.reader.get_variable_to_dtype_map().items()}
 
-    def read_all(self, names):
+    def read_all(self, names: Sequence[str]) -> list[Any]:
         """The variables ``names`` as TensorFlow tensors, in that order, in one read.
 
         One ``RestoreV2`` reads them all (checksums checked) straight into tensors
@@ -186,13 +187,13 @@ class FileSource:
             ) from None
 
 
-def _message(error):
+def _message(error: BaseException) -> str:
     # Eager op errors carry the wrapped function's name and the op name: noise to a user.
     message = getattr(error, "message", None) or str(error)
     return re.sub(r"\{\{function_node [^}]*\}\}\s*|\s*\[Op:\w+\]", "", message)
 
 
-def dtype_name(dtype):
+def dtype_name(dtype: Any) -> str:
     """A NumPy or TensorFlow dtype as a user knows it: "float32", "bfloat16", "string"..."""
     if hasattr(dtype, "as_numpy_dtype"):  # TensorFlow's, which also names strings "string"
         return dtype.name
@@ -200,12 +201,12 @@ def dtype_name(dtype):
     return "string" if dtype.kind in "US" else dtype.name
 
 
-def is_float_dtype(name):
+def is_float_dtype(name: str) -> bool:
     """Whether a :func:`dtype_name` names a floating-point type (bfloat16 and float8 included)."""
     return name.startswith(("float", "bfloat"))
 
 
-def count_non_finite(value):
+def count_non_finite(value: Any) -> tuple[int, int]:
     """``(NaN count, inf count)`` of a float NumPy array or TensorFlow tensor.
 
     A healthy tensor costs one summing pass (a NaN or inf anywhere makes the sum
@@ -223,7 +224,8 @@ def count_non_finite(value):
     return int(np.isnan(value).sum()), int(np.isinf(value).sum())
 
 
-def open_source(checkpoint):
+def open_source(
+        checkpoint: str | os.PathLike[str] | dict[str, Any]) -> DictSource | FileSource:
     """A :class:`DictSource` for a dict, else a :class:`FileSource` for a path."""
     if isinstance(checkpoint, dict):
         return DictSource(checkpoint)
@@ -267,7 +269,7 @@ def write_checkpoint(variables: Mapping[str, np.ndarray],
     return prefix
 
 
-def check_prefix(prefix):
+def check_prefix(prefix: str) -> None:
     """Refuses a checkpoint prefix that is a directory, or whose name is empty or hidden
     (``out/``: its files would be ``out/.index``); nothing is written.
 
@@ -287,21 +289,21 @@ def check_prefix(prefix):
                          f"{os.path.join(folder or '.', 'bert_model.ckpt')}")
 
 
-def checkpoint_size(variables):
+def checkpoint_size(variables: Mapping[str, Any]) -> int:
     """An upper bound of the bytes of a checkpoint of ``{name: array}`` (its data and index)."""
     arrays = [value if hasattr(value, "shape") and hasattr(value, "dtype") else np.asarray(value)
               for value in variables.values()]
     return disk_space.estimated_size(arrays, overhead=256)
 
 
-def checkpoint_files(prefix):
+def checkpoint_files(prefix: str) -> list[str]:
     """The files of the checkpoint at ``prefix`` that exist: its index and data shards."""
     index = [prefix + INDEX_SUFFIX] if os.path.lexists(prefix + INDEX_SUFFIX) else []
     return index + _data_files(prefix)
 
 
 @contextlib.contextmanager
-def atomic_checkpoint(prefix):
+def atomic_checkpoint(prefix: str) -> Iterator[str]:
     """Yields a hidden temporary prefix beside ``prefix``; on success the checkpoint written
     there replaces the one at ``prefix`` (old index removed first, new index renamed
     last). On an exception the temporary files are removed, and so are the folders made
@@ -318,7 +320,7 @@ def atomic_checkpoint(prefix):
                 os.remove(leftover)
 
 
-def save_variables(variables, prefix):
+def save_variables(variables: Mapping[str, Any], prefix: str) -> None:
     """Writes ``{name: array}`` at ``prefix`` with TensorFlow's ``SaveV2`` (not atomic: see
     :func:`atomic_checkpoint`)."""
     import tensorflow as tf
@@ -333,11 +335,11 @@ def save_variables(variables, prefix):
         )
 
 
-def _folder(prefix):
+def _folder(prefix: str) -> str:
     return os.path.dirname(prefix) or "."
 
 
-def _move_into_place(temporary, prefix):
+def _move_into_place(temporary: str, prefix: str) -> None:
     # An old index beside new data would be a corrupt mix: it goes first, then the
     # old data shards, then the new data; the new index last makes the prefix valid.
     if os.path.exists(prefix + INDEX_SUFFIX):

@@ -5,6 +5,11 @@ As in bert4keras, ``keep_tokens`` picks rows of ``word_embeddings`` (and of the 
 average of existing rows, whose ids count in the vocabulary *after* ``keep_tokens``.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from kerasbert.checkpoints.io import CheckpointError
@@ -25,7 +30,9 @@ class KeepTokens:
         [0.0, 5.0, 2.0, 3.5]
     """
 
-    def __init__(self, keep_tokens=None, compound_tokens=None, where="<checkpoint>"):
+    def __init__(self, keep_tokens: Sequence[int] | None = None,
+                 compound_tokens: Sequence[Any] | None = None,
+                 where: str = "<checkpoint>") -> None:
         self.keep = None if keep_tokens is None else [int(i) for i in keep_tokens]
         self.compound = [(list(item[0]), list(item[1])) if _is_weighted(item)
                          else (list(item), [1.0] * len(item))
@@ -38,15 +45,15 @@ class KeepTokens:
                     "one weight per id")
 
     @property
-    def changes_rows(self):
+    def changes_rows(self) -> bool:
         """Whether :meth:`apply` changes anything."""
         return self.keep is not None or bool(self.compound)
 
-    def size(self, stored_rows):
+    def size(self, stored_rows: int) -> int:
         """The number of rows after selection, for a checkpoint with ``stored_rows``."""
         return (stored_rows if self.keep is None else len(self.keep)) + len(self.compound)
 
-    def check(self, stored_rows):
+    def check(self, stored_rows: int) -> None:
         """Raises CheckpointError naming the first id outside the vocabulary."""
         kept_rows = stored_rows if self.keep is None else len(self.keep)
         compound_ids = [i for ids, _ in self.compound for i in ids]
@@ -59,7 +66,7 @@ class KeepTokens:
                     f"Token id {bad[0]} in {argument} is outside the vocabulary of "
                     f"{self.where} (0 to {rows - 1}{note})")
 
-    def apply(self, rows):
+    def apply(self, rows: np.ndarray) -> np.ndarray:
         """The selected rows (and the compound rows appended) of a [vocab, ...] array."""
         if self.keep is not None:
             rows = rows[self.keep]
@@ -71,7 +78,7 @@ class KeepTokens:
         return rows
 
 
-def _is_weighted(item):
+def _is_weighted(item: Any) -> bool:
     # bert4keras accepts (ids, weights) as well as a plain list of ids.
     return (isinstance(item, tuple) and len(item) == 2
             and not isinstance(item[0], (int, np.integer)))

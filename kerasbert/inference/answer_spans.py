@@ -11,9 +11,17 @@ window reaches); proposals whose text is the same, ignoring case, are one answer
 is the sum of theirs, so an answer found in two overlapping windows counts twice.
 """
 
+from __future__ import annotations
+
 import dataclasses
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:  # annotations only
+    from kerasbert.text.tokenizer import Tokenizer
 
 #: The logit a masked token gets before the softmax (the pipeline's value).
 MASKED_LOGIT = -10000.0
@@ -38,7 +46,7 @@ class Context:
     word_last: list
 
 
-def read_context(tokenizer, text):
+def read_context(tokenizer: Tokenizer, text: str) -> Context:
     """Tokenizes ``text`` and finds each token's characters and word.
 
     A word is what the tokenizer splits on whitespace and punctuation: a token that does
@@ -65,7 +73,8 @@ def read_context(tokenizer, text):
     if not tokens:
         raise ValueError(f"context ({text!r:.60}) holds no token: nothing to answer from")
     chars = tokenizer.rematch(text, tokens)
-    word_first, word_last = [], [len(tokens) - 1] * len(tokens)
+    word_first: list[int] = []
+    word_last = [len(tokens) - 1] * len(tokens)
     for index, token in enumerate(tokens):
         continues = index > 0 and token.startswith("##")
         word_first.append(word_first[-1] if continues else index)
@@ -78,7 +87,7 @@ def read_context(tokenizer, text):
                    [c[-1] + 1 for c in chars], word_first, word_last)
 
 
-def window_starts(num_tokens, length, stride):
+def window_starts(num_tokens: int, length: int, stride: int) -> list[int]:
     """The first token of each window of ``length`` tokens over ``num_tokens`` tokens.
 
     Each window shares ``stride`` tokens with the one before; the last one ends at the
@@ -111,7 +120,7 @@ def window_starts(num_tokens, length, stride):
     if not 0 <= stride < length:
         raise ValueError(f"doc_stride ({stride}) must be smaller than the context tokens a "
                          f"window holds ({length}): lower doc_stride or raise max_seq_len")
-    starts = []
+    starts: list[int] = []
     for start in range(0, num_tokens, length - stride):
         starts.append(start)
         if start + length >= num_tokens:
@@ -119,7 +128,7 @@ def window_starts(num_tokens, length, stride):
     return starts
 
 
-def _probabilities(logits, first, last):
+def _probabilities(logits: np.ndarray, first: int, last: int) -> np.ndarray:
     """The window's softmax with every token but [CLS] and the context masked, then
     [CLS] set to 0; the context tokens' part."""
     masked = np.full(len(logits), MASKED_LOGIT)
@@ -128,7 +137,7 @@ def _probabilities(logits, first, last):
     return exp[first:last] / exp.sum()
 
 
-def null_score(start_logits, end_logits, first, last):
+def null_score(start_logits: ArrayLike, end_logits: ArrayLike, first: int, last: int) -> float:
     """The window's score of "no answer": [CLS]'s start and end probabilities multiplied,
     from the same softmax as the spans' (SQuAD v2.0 models point at [CLS] for it).
 
@@ -140,14 +149,15 @@ def null_score(start_logits, end_logits, first, last):
                           for logits in (start_logits, end_logits)]))
 
 
-def _cls_probability(logits, first, last):
+def _cls_probability(logits: np.ndarray, first: int, last: int) -> float:
     masked = np.full(len(logits), MASKED_LOGIT)
     masked[0], masked[first:last] = logits[0], logits[first:last]
     exp = np.exp(masked - masked.max())
     return exp[0] / exp.sum()
 
 
-def best_spans(start_logits, end_logits, first, last, max_answer_len, count):
+def best_spans(start_logits: ArrayLike, end_logits: ArrayLike, first: int, last: int,
+               max_answer_len: int, count: int) -> list[tuple[float, int, int]]:
     """The ``count`` best spans of one window, best first.
 
     Args:
@@ -178,7 +188,8 @@ def best_spans(start_logits, end_logits, first, last, max_answer_len, count):
     return [(float(scores[k]), int(i[k]), int(j[k])) for k in order]
 
 
-def char_span(context, window, i, j, align_to_words=True):
+def char_span(context: Context, window: tuple[int, int], i: int, j: int,
+              align_to_words: bool = True) -> tuple[int, int]:
     """The characters of context tokens ``i .. j``, widened to whole words as far as the
     window ``(first token, end token)`` reaches: ``(start, end)``, end exclusive."""
     if align_to_words:
@@ -187,7 +198,8 @@ def char_span(context, window, i, j, align_to_words=True):
     return context.starts[i], context.ends[j]
 
 
-def merge_answers(proposals, text, top_k):
+def merge_answers(proposals: Iterable[tuple[float, int, int]], text: str,
+                  top_k: int) -> list[dict[str, Any]]:
     """The ``top_k`` answers from the windows' proposals, as the pipeline ranks them.
 
     Args:
@@ -204,7 +216,8 @@ def merge_answers(proposals, text, top_k):
         >>> merge_answers([(0.5, 0, 3), (0.2, 4, 7), (0.1, 8, 11)], "Foo bar foo", 1)
         [{'score': 0.6, 'start': 0, 'end': 3, 'answer': 'Foo'}]
     """
-    answers, by_text = [], {}
+    answers: list[dict[str, Any]] = []
+    by_text: dict[str, dict[str, Any]] = {}
     for score, start, end in proposals:
         answer = text[start:end]
         found = by_text.get(answer.lower())

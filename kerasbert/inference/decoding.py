@@ -6,10 +6,19 @@ decodes kerasbert's language models through a key/value cache instead, and runs 
 as its reference (``use_cache=False`` with beams).
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
+if TYPE_CHECKING:  # annotations only
+    import keras
 
-def _check(where, value, low, high=None, whole=True, allow_none=False):
+
+def _check(where: str, value: Any, low: float, high: float | None = None, whole: bool = True,
+           allow_none: bool = False) -> Any:
     """``value`` when it is a number (a whole one if ``whole``) from ``low`` up to
     ``high`` (included); else a ValueError naming ``where``, the value and the range."""
     if value is None and allow_none:
@@ -25,7 +34,7 @@ def _check(where, value, low, high=None, whole=True, allow_none=False):
     return value
 
 
-def softmax(x, axis=-1):
+def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     """Numpy softmax along ``axis``."""
     x = np.exp(x - np.max(x, axis=axis, keepdims=True))
     return x / x.sum(axis=axis, keepdims=True)
@@ -54,19 +63,23 @@ class AutoRegressiveDecoder:
         [0, 1, 2, 3]
     """
 
-    def __init__(self, start_id, end_id, maxlen, minlen=1):
+    def __init__(self, start_id: int | None, end_id: int | Sequence[int] | None, maxlen: int,
+                 minlen: int = 1) -> None:
         self.start_id, self.end_id = start_id, end_id
         self.maxlen, self.minlen = maxlen, minlen
-        self.models = {}
+        self.models: dict[keras.Model, keras.Model] = {}
         self.first_output_ids = (np.empty((1, 0), dtype=int) if start_id is None
                                  else np.array([[start_id]]))
 
     @staticmethod
-    def wraps(default_rtype="probas", use_states=False):
+    def wraps(default_rtype: str = "probas", use_states: bool = False,
+              ) -> Callable[[Callable[..., Any]], Callable[..., tuple[np.ndarray, Any]]]:
         """Decorator of ``predict``: adds ``temperature`` and ``rtype`` (``"probas"`` or
         ``"logits"``, the latter giving log-probabilities) and the states convention."""
-        def decorator(predict):
-            def wrapper(self, inputs, output_ids, states, temperature=1, rtype=default_rtype):
+        def decorator(predict: Callable[..., Any]) -> Callable[..., tuple[np.ndarray, Any]]:
+            def wrapper(self: AutoRegressiveDecoder, inputs: Any, output_ids: np.ndarray,
+                        states: Any, temperature: float = 1,
+                        rtype: str = default_rtype) -> tuple[np.ndarray, Any]:
                 _check("temperature", temperature, 0, whole=False)
                 if rtype not in ("probas", "logits"):
                     raise ValueError(f"rtype must be 'probas' or 'logits', got rtype={rtype!r}")
@@ -81,7 +94,7 @@ class AutoRegressiveDecoder:
             return wrapper
         return decorator
 
-    def last_token(self, model):
+    def last_token(self, model: keras.Model) -> keras.Model:
         """``model`` with each output cut to its last position, made once per model."""
         if model not in self.models:
             import keras
@@ -92,18 +105,19 @@ class AutoRegressiveDecoder:
                                              outputs if len(outputs) > 1 else outputs[0])
         return self.models[model]
 
-    def predict(self, inputs, output_ids, states=None):
+    def predict(self, inputs: Any, output_ids: np.ndarray, states: Any = None) -> Any:
         """The next token's scores for each row of ``output_ids``: yours to write."""
         raise NotImplementedError("an AutoRegressiveDecoder subclass writes predict(self, "
                                   "inputs, output_ids, states), decorated with wraps()")
 
-    def _ended(self, output_ids, min_ends):
+    def _ended(self, output_ids: np.ndarray, min_ends: int) -> np.ndarray:
         """Per row: whether it ends with an end id, having at least ``min_ends`` of them."""
-        end_ids = [] if self.end_id is None else np.ravel(self.end_id)
+        end_ids: list[int] | np.ndarray = [] if self.end_id is None else np.ravel(self.end_id)
         ends = np.isin(output_ids, end_ids).sum(axis=1)
         return np.isin(output_ids[:, -1], end_ids) & (ends >= min_ends)
 
-    def beam_search(self, inputs, topk, states=None, temperature=1, min_ends=1):
+    def beam_search(self, inputs: Sequence[Any], topk: int, states: Any = None,
+                    temperature: float = 1, min_ends: int = 1) -> np.ndarray:
         """The highest-scoring output of a beam of ``topk``, as an id array.
 
         Raises:
@@ -116,7 +130,9 @@ class AutoRegressiveDecoder:
         inputs = [np.array([x]) for x in inputs]
         output_ids, output_scores = self.first_output_ids, np.zeros(1)
         for step in range(self.maxlen):
-            scores, states = self.predict(inputs, output_ids, states, temperature, "logits")
+            # The subclass's predict, as wraps() makes it: it also takes temperature and rtype.
+            scores, states = self.predict(  # type: ignore[call-arg]
+                inputs, output_ids, states, temperature, "logits")
             if step == 0:
                 _check("topk", topk, 1, scores.shape[1])  # the vocabulary's size
                 inputs = [np.repeat(x, topk, axis=0) for x in inputs]
@@ -138,8 +154,9 @@ class AutoRegressiveDecoder:
                 topk = going.sum()
         return output_ids[output_scores.argmax()]
 
-    def random_sample(self, inputs, n, topk=None, topp=None, states=None, temperature=1,
-                      min_ends=1):
+    def random_sample(self, inputs: Sequence[Any], n: int, topk: int | None = None,
+                      topp: float | None = None, states: Any = None, temperature: float = 1,
+                      min_ends: int = 1) -> list[np.ndarray]:
         """``n`` outputs, each token drawn from the predicted distribution (cut to the
         ``topk`` likeliest tokens, and to the likeliest whose probabilities reach ``topp``).
 
@@ -160,7 +177,8 @@ class AutoRegressiveDecoder:
         inputs = [np.array([x]) for x in inputs]
         output_ids, results = self.first_output_ids, []
         for step in range(self.maxlen):
-            probas, states = self.predict(inputs, output_ids, states, temperature, "probas")
+            probas, states = self.predict(  # type: ignore[call-arg]  # as in beam_search
+                inputs, output_ids, states, temperature, "probas")
             probas = probas / probas.sum(axis=1, keepdims=True)
             if step == 0:
                 _check("topk", topk, 1, probas.shape[1], allow_none=True)
@@ -196,7 +214,7 @@ class AutoRegressiveDecoder:
         return results
 
 
-def _draw(probas):
+def _draw(probas: np.ndarray) -> np.ndarray:
     """One index per row drawn from its probabilities, consuming ``np.random`` exactly as
     ``np.random.choice(len(p), p=p)`` row after row does (one uniform each)."""
     cdf = np.cumsum(probas.astype(np.float64), axis=1)

@@ -20,11 +20,17 @@ Example::
     scores["micro"]["f1"], scores["per_type"]["ORG"]["recall"]
 """
 
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
 PREFIXES = ("B", "I", "E", "S")
 OUTSIDE = "O"
 
 
-def split_tag(tag):
+def split_tag(tag: str) -> tuple[str, str]:
     """Splits a tag into its prefix and entity type.
 
     Args:
@@ -51,7 +57,7 @@ def split_tag(tag):
     return prefix, kind
 
 
-def entity_spans(tags):
+def entity_spans(tags: Sequence[str]) -> list[tuple[str, int, int]]:
     """The entities of one tagged sentence, read as conlleval reads them.
 
     Args:
@@ -69,8 +75,9 @@ def entity_spans(tags):
         >>> entity_spans(["B-PER", "I-PER", "O", "S-LOC", "I-ORG", "I-ORG", "B-ORG"])
         [('PER', 0, 2), ('LOC', 3, 4), ('ORG', 4, 6), ('ORG', 6, 7)]
     """
-    spans = []
-    start, kind, last = None, "", OUTSIDE
+    spans: list[tuple[str, int, int]] = []
+    start: int | None = None
+    kind, last = "", OUTSIDE
     for index, tag in enumerate(tags):
         try:
             prefix, tag_kind = split_tag(tag)
@@ -88,7 +95,8 @@ def entity_spans(tags):
     return spans
 
 
-def entity_scores(true_tags, predicted_tags):
+def entity_scores(true_tags: Iterable[Sequence[str]],
+                  predicted_tags: Iterable[Sequence[str]]) -> dict[str, dict[str, Any]]:
     """Entity-level precision, recall and F1 per type, micro- and macro-averaged.
 
     The same numbers as seqeval's ``classification_report`` / ``f1_score`` in their default
@@ -124,7 +132,8 @@ def entity_scores(true_tags, predicted_tags):
     if len(true_tags) != len(predicted_tags):
         raise ValueError(f"true_tags has {len(true_tags)} sentences but predicted_tags has "
                          f"{len(predicted_tags)}; they must be as many")
-    true_sets, predicted_sets = {}, {}
+    true_sets: dict[str, set[tuple[int, int, int]]] = {}
+    predicted_sets: dict[str, set[tuple[int, int, int]]] = {}
     for number, (truth, predicted) in enumerate(zip(true_tags, predicted_tags)):
         for name, sentence in (("true_tags", truth), ("predicted_tags", predicted)):
             if isinstance(sentence, str):
@@ -142,12 +151,12 @@ def entity_scores(true_tags, predicted_tags):
             for kind, start, end in spans:
                 found.setdefault(kind, set()).add((number, start, end))
 
-    per_type = {}
+    per_type: dict[str, dict[str, float]] = {}
     for kind in sorted(set(true_sets) | set(predicted_sets)):
-        truth, predicted = true_sets.get(kind, set()), predicted_sets.get(kind, set())
-        correct = len(truth & predicted)
-        per_type[kind] = {**_ratios(correct, len(predicted), len(truth)),
-                          "predicted": len(predicted), "correct": correct}
+        true_set, predicted_set = true_sets.get(kind, set()), predicted_sets.get(kind, set())
+        correct = len(true_set & predicted_set)
+        per_type[kind] = {**_ratios(correct, len(predicted_set), len(true_set)),
+                          "predicted": len(predicted_set), "correct": correct}
     micro = _ratios(sum(s["correct"] for s in per_type.values()),
                     sum(s["predicted"] for s in per_type.values()),
                     sum(s["support"] for s in per_type.values()))
@@ -158,14 +167,14 @@ def entity_scores(true_tags, predicted_tags):
     return {"per_type": per_type, "micro": micro, "macro": macro}
 
 
-def _ratios(correct, predicted, support):
+def _ratios(correct: float, predicted: float, support: float) -> dict[str, float]:
     precision = correct / predicted if predicted else 0.0
     recall = correct / support if support else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return {"precision": precision, "recall": recall, "f1": f1, "support": support}
 
 
-def format_report(scores, digits=4):
+def format_report(scores: dict[str, dict[str, Any]], digits: int = 4) -> str:
     """A plain-text table of :func:`entity_scores`' result, one row per type, then the averages.
 
     Args:
@@ -196,7 +205,7 @@ def format_report(scores, digits=4):
     return "\n".join(lines)
 
 
-def read_conll(path):
+def read_conll(path: str | os.PathLike[str]) -> list[tuple[list[str], list[str]]]:
     """Reads a two-column CoNLL file: ``token tag`` on each line, a blank line after each
     sentence.
 
@@ -215,7 +224,9 @@ def read_conll(path):
         >>> len(sentences), sentences[0][1][:3]
         (1000, ['O', 'O', 'O'])
     """
-    sentences, tokens, tags = [], [], []
+    sentences: list[tuple[list[str], list[str]]] = []
+    tokens: list[str] = []
+    tags: list[str] = []
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
             fields = line.split()

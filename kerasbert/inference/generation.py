@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -71,7 +71,7 @@ class Settings:
     top_p: float = 1.0
     num_beams: int = 1
 
-    def check(self):
+    def check(self) -> None:
         """Raises ValueError naming a setting out of range."""
         if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) \
                 or self.max_new_tokens < 1:
@@ -94,7 +94,7 @@ class Settings:
                              "pass num_beams=1 with sample=True")
 
 
-def choose(logits, step, settings, seed, rows):
+def choose(logits: Any, step: Any, settings: Settings, seed: Any, rows: Any) -> Any:
     """The next id of each row from its ``(batch, vocabulary)`` logits at decoding ``step``
     (0 for the first new token): the end ids are ruled out before ``min_new_tokens``; then
     the highest, or a draw from the softmax of ``logits / temperature`` kept to its ``top_k``
@@ -150,7 +150,7 @@ class Decoder:
         ValueError: a model that is not a language model kerasbert can decode.
     """
 
-    def __init__(self, model):
+    def __init__(self, model: keras.Model) -> None:
         from kerasbert.models.attention_masks import AttentionMask
         from kerasbert.models.families import family_class
         from kerasbert.models.layers import FeedForward, MultiHeadSelfAttention
@@ -195,11 +195,12 @@ class Decoder:
                              if names.EMBEDDING_POSITION in self.layers else None)
         self.transformer = family.bound(
             model, with_mlm="with_mlm" in family.head_flags and names.MLM_ACTIVATION in self.layers)
-        self.compiled = {}
-        self.logits_model = None
+        self.compiled: dict[Settings, Callable[..., tuple[Any, Any]]] = {}
+        self.logits_model: Callable[[Any], Any] | None = None
 
     # ------------------------------------------------------------- the graph
-    def forward(self, ids, segments, positions, caches, start, allowed):
+    def forward(self, ids: Any, segments: Any, positions: Any, caches: list[tuple[Any, ...]],
+                start: Any, allowed: Any) -> tuple[Any, list[tuple[Any, ...]]]:
         """The model's own steps (its family's, as in its graph) on new tokens at cache slot
         ``start``, each attention layer through its cache.
 
@@ -221,12 +222,13 @@ class Decoder:
         model.caches = model.position_ids = model.attention_bias = None
         return logits, caches
 
-    def prompt_mask(self, ids, segments):
+    def prompt_mask(self, ids: Any, segments: Any) -> Any:
         """``(batch or 1, length, length)``: which prompt token each may attend to, by the
         model's own attention mask (UniLM's from the segment ids)."""
         return self.mask(segments if self.mask.kind == "unilm" else ids)
 
-    def prefill(self, ids, segments, extra):
+    def prefill(self, ids: Any, segments: Any,
+                extra: int) -> tuple[Any, list[tuple[Any, ...]], Any, Any]:
         """The prompts through the layers, filling caches with ``extra`` free slots.
 
         Returns:
@@ -238,7 +240,7 @@ class Decoder:
         batch, length = tf.shape(ids)[0], tf.shape(ids)[1]
         present = tf.concat([ids != 0, tf.zeros((batch, extra), "bool")], 1)
         positions = tf.maximum(tf.cumsum(tf.cast(ids != 0, "int32"), axis=1) - 1, 0)
-        caches = []
+        caches: list[tuple[Any, ...]] = []
         for layer in self.attention:
             slots = length + extra  # the values with their slots last (MultiHeadSelfAttention)
             caches.append((tf.zeros((batch, layer.num_heads, slots, layer.head_size),
@@ -250,7 +252,9 @@ class Decoder:
         logits, caches = self.forward(ids, segments, positions, caches, 0, allowed)
         return logits, caches, present, positions[:, -1]
 
-    def step(self, token, new_segments, last, present, caches, slot):
+    def step(self, token: Any, new_segments: Any, last: Any, present: Any,
+             caches: list[tuple[Any, ...]],
+             slot: Any) -> tuple[Any, list[tuple[Any, ...]], Any, Any]:
         """One new id per row at cache ``slot`` (its position ``last + 1``).
 
         Returns:
@@ -266,11 +270,12 @@ class Decoder:
                                       caches, slot, present[:, None, :])
         return logits, caches, present, last
 
-    def slot(self, length, step):
+    def slot(self, length: Any, step: Any) -> Any:
         """The cache slot of the id chosen at ``step`` (after a prompt ``length`` wide)."""
         return length + step
 
-    def run(self, ids, segments, new_segments, seed, settings):
+    def run(self, ids: Any, segments: Any, new_segments: Any, seed: Any,
+            settings: Settings) -> tuple[Any, Any]:
         """The compiled loop: ``(new ids (batch, max_new_tokens), lengths (batch,))``.
 
         The layers' weights are read in the model's compute dtype, as its layers read them
@@ -280,7 +285,8 @@ class Decoder:
                 return self.run_beams(ids, segments, new_segments, settings)
             return self.run_one(ids, segments, new_segments, seed, settings)
 
-    def run_one(self, ids, segments, new_segments, seed, settings):
+    def run_one(self, ids: Any, segments: Any, new_segments: Any, seed: Any,
+                settings: Settings) -> tuple[Any, Any]:
         """Greedy or sampled decoding, one output per row (see :meth:`run`)."""
         import tensorflow as tf
 
@@ -291,11 +297,13 @@ class Decoder:
         finished = tf.zeros((batch,), "bool")
         ends = tf.constant(settings.end_ids or (-1,), "int32")
 
-        def going(step, logits, caches, present, last, finished, outputs, lengths):
+        def going(step: Any, logits: Any, caches: Any, present: Any, last: Any, finished: Any,
+                  outputs: Any, lengths: Any) -> Any:
             return tf.logical_and(step < settings.max_new_tokens,
                                   tf.logical_not(tf.reduce_all(finished)))
 
-        def body(step, logits, caches, present, last, finished, outputs, lengths):
+        def body(step: Any, logits: Any, caches: Any, present: Any, last: Any, finished: Any,
+                 outputs: Any, lengths: Any) -> tuple[Any, ...]:
             token = tf.where(finished, 0, choose(logits, step, settings, seed, tf.range(batch)))
             outputs = tf.tensor_scatter_nd_update(
                 outputs, tf.stack([tf.range(batch), tf.fill((batch,), step)], 1), token)
@@ -310,7 +318,8 @@ class Decoder:
                                            finished, outputs, lengths))
         return loop[6], loop[7]
 
-    def run_beams(self, ids, segments, new_segments, settings):
+    def run_beams(self, ids: Any, segments: Any, new_segments: Any,
+                  settings: Settings) -> tuple[Any, Any]:
         """Beam search as bert4keras's ``AutoRegressiveDecoder.beam_search``: ``num_beams``
         outputs per prompt, each step the best continuations of all of them; a prompt ends
         when its best-scoring output ends with an end id, and an output that ends without
@@ -336,12 +345,14 @@ class Decoder:
         ends = tf.constant(settings.end_ids or (-1,), "int32")
         ranks = tf.range(beams)[None]
 
-        def going(step, logits, caches, present, last, scores, done, *_):
+        def going(step: Any, logits: Any, caches: Any, present: Any, last: Any, scores: Any,
+                  done: Any, *_: Any) -> Any:
             return tf.logical_and(step < settings.max_new_tokens,
                                   tf.logical_not(tf.reduce_all(done)))
 
-        def body(step, logits, caches, present, last, scores, done, width, outputs,
-                 best_ids, best_lengths):
+        def body(step: Any, logits: Any, caches: Any, present: Any, last: Any, scores: Any,
+                 done: Any, width: Any, outputs: Any, best_ids: Any,
+                 best_lengths: Any) -> tuple[Any, ...]:
             log_probabilities = tf.nn.log_softmax(tf.cast(logits, "float32"))
             if settings.end_ids and settings.min_new_tokens:
                 vocabulary = tf.shape(logits)[1]
@@ -357,7 +368,7 @@ class Decoder:
             kept_scores = tf.where(ranks < width[:, None], top.values, never)
             parents, tokens = top.indices // vocabulary, top.indices % vocabulary
             rows = tf.reshape(parents + tf.range(batch)[:, None] * beams, (-1,))
-            def reorder(x):  # each row takes its parent's state (the shape stays known)
+            def reorder(x: Any) -> Any:  # each row takes its parent's state (the shape stays known)
                 return tf.ensure_shape(tf.gather(x, rows), x.shape)
 
             caches = [tuple(reorder(x) for x in pair) for pair in caches]
@@ -391,12 +402,12 @@ class Decoder:
                                            done, width, outputs, best_ids, best_lengths))
         return loop[9], loop[10]
 
-    def compiled_run(self, settings):
+    def compiled_run(self, settings: Settings) -> Callable[..., tuple[Any, Any]]:
         """:meth:`run` compiled by XLA, once per settings."""
         import tensorflow as tf
 
         if settings not in self.compiled:
-            def run(ids, segments, new_segments, seed):
+            def run(ids: Any, segments: Any, new_segments: Any, seed: Any) -> tuple[Any, Any]:
                 with kernels.transposed_kernels(self.products):
                     return self.run(ids, segments, new_segments, seed, settings)
             # Traced per shape (never relaxed to unknown sizes): XLA compiles per shape anyway,
@@ -405,7 +416,7 @@ class Decoder:
         return self.compiled[settings]
 
     # ---------------------------------------------------------- no cache
-    def logits_of(self, ids, segments):
+    def logits_of(self, ids: Any, segments: Any) -> Any:
         """The last position's logits of each row, running the whole model (no cache)."""
         import keras
 
@@ -418,7 +429,8 @@ class Decoder:
         inputs = [ids, segments] if self.segments else ids
         return self.logits_model(inputs)
 
-    def run_without_cache(self, ids, segments, new_segments, seed, settings):
+    def run_without_cache(self, ids: np.ndarray, segments: np.ndarray, new_segments: np.ndarray,
+                          seed: Any, settings: Settings) -> tuple[np.ndarray, np.ndarray]:
         """bert4keras's way: the whole sequence through the model at every step (rows of one
         length at a time, unpadded)."""
         import tensorflow as tf
@@ -451,7 +463,9 @@ class Decoder:
         return outputs, lengths
 
 
-    def beams_without_cache(self, ids, segments, new_segments, seed, settings):
+    def beams_without_cache(self, ids: np.ndarray, segments: np.ndarray,
+                            new_segments: np.ndarray, seed: Any,
+                            settings: Settings) -> tuple[np.ndarray, np.ndarray]:
         """Beam search by :class:`kerasbert.inference.decoding.AutoRegressiveDecoder` (bert4keras's
         loop) on the whole sequence at every step, one prompt at a time."""
         from kerasbert.inference.decoding import AutoRegressiveDecoder
@@ -460,7 +474,8 @@ class Decoder:
 
         class Beams(AutoRegressiveDecoder):
             @AutoRegressiveDecoder.wraps(default_rtype="logits")
-            def predict(self, inputs, output_ids, states):
+            def predict(self, inputs: Sequence[np.ndarray], output_ids: np.ndarray,
+                        states: Any) -> np.ndarray:
                 tokens = np.concatenate([inputs[0], output_ids], 1)
                 types = np.concatenate([inputs[1], np.broadcast_to(
                     inputs[2], output_ids.shape)], 1)
@@ -492,7 +507,7 @@ class Seq2SeqDecoder(Decoder):
         ValueError: a model without T5's decoder and LM head.
     """
 
-    def __init__(self, model):
+    def __init__(self, model: keras.Model) -> None:
         from kerasbert.models.attention_masks import AttentionMask
         from kerasbert.models.families import family_class
         from kerasbert.models.loading import table_family
@@ -520,16 +535,17 @@ class Seq2SeqDecoder(Decoder):
         self.compiled = {}
         self.logits_model = None
 
-    def slot(self, length, step):
+    def slot(self, length: Any, step: Any) -> Any:
         return step + 1  # slot 0 holds the start id
 
-    def prefill(self, ids, segments, extra):
+    def prefill(self, ids: Any, segments: Any,
+                extra: int) -> tuple[Any, list[tuple[Any, ...]], Any, Any]:
         """The sources through the encoder, the caches made, and the start id decoded."""
         import tensorflow as tf
 
         batch = tf.shape(ids)[0]
         context = self.transformer.encode(ids)
-        caches = []
+        caches: list[tuple[Any, ...]] = []
         for layer, cross in zip(self.attention, self.cross):
             # The values with their slots last (MultiHeadSelfAttention); the source's padding
             # travels with the caches (beam search reorders rows).
@@ -542,7 +558,9 @@ class Seq2SeqDecoder(Decoder):
         start = tf.zeros((batch,), "int32")
         return self.step(start, None, tf.fill((batch,), -1), present, caches, 0)
 
-    def step(self, token, new_segments, last, present, caches, slot):
+    def step(self, token: Any, new_segments: Any, last: Any, present: Any,
+             caches: list[tuple[Any, ...]],
+             slot: Any) -> tuple[Any, list[tuple[Any, ...]], Any, Any]:
         """The decoder's own steps (T5's family's) on one new id per row at ``slot``."""
         import tensorflow as tf
 
@@ -565,7 +583,7 @@ class Seq2SeqDecoder(Decoder):
         model.caches = model.position_ids = model.attention_bias = None
         return logits, caches, present, last + 1
 
-    def logits_of(self, ids, segments):
+    def logits_of(self, ids: Any, segments: Any) -> Any:
         """The next id's logits of ``segments`` (here: the decoder's ids so far) after the
         sources ``ids``, running the whole model."""
         import keras
@@ -581,7 +599,8 @@ class Seq2SeqDecoder(Decoder):
             return tf.math.log(output)
         return output
 
-    def run_without_cache(self, ids, segments, new_segments, seed, settings):
+    def run_without_cache(self, ids: np.ndarray, segments: np.ndarray, new_segments: np.ndarray,
+                          seed: Any, settings: Settings) -> tuple[np.ndarray, np.ndarray]:
         """The whole model on the sources and the decoded ids at every step."""
         import tensorflow as tf
 
@@ -605,7 +624,9 @@ class Seq2SeqDecoder(Decoder):
         outputs[:, :decoded.shape[1] - 1] = decoded[:, 1:]
         return outputs, lengths
 
-    def beams_without_cache(self, ids, segments, new_segments, seed, settings):
+    def beams_without_cache(self, ids: np.ndarray, segments: np.ndarray,
+                            new_segments: np.ndarray, seed: Any,
+                            settings: Settings) -> tuple[np.ndarray, np.ndarray]:
         """Beam search by bert4keras's ``AutoRegressiveDecoder`` loop on the whole model,
         one source at a time."""
         from kerasbert.inference.decoding import AutoRegressiveDecoder
@@ -614,7 +635,8 @@ class Seq2SeqDecoder(Decoder):
 
         class Beams(AutoRegressiveDecoder):
             @AutoRegressiveDecoder.wraps(default_rtype="logits")
-            def predict(self, inputs, output_ids, states):
+            def predict(self, inputs: Sequence[np.ndarray], output_ids: np.ndarray,
+                        states: Any) -> np.ndarray:
                 logits = decoder.logits_of(inputs[0], output_ids).numpy()
                 if settings.end_ids and output_ids.shape[1] - 1 < settings.min_new_tokens:
                     logits[:, list(settings.end_ids)] = -np.inf
@@ -625,8 +647,8 @@ class Seq2SeqDecoder(Decoder):
         for row, tokens in enumerate(np.asarray(ids)):
             search = Beams(start_id=0, end_id=list(settings.end_ids),
                            maxlen=settings.max_new_tokens)
-            found = search.beam_search([tokens[tokens != 0]], topk=settings.num_beams)
-            found = list(found)[1:]  # after the start id
+            found = list(search.beam_search([tokens[tokens != 0]],
+                                            topk=settings.num_beams))[1:]  # after the start id
             outputs[row, :len(found)] = found
             lengths[row] = len(found)
         return outputs, lengths
@@ -635,19 +657,19 @@ class Seq2SeqDecoder(Decoder):
 _DECODERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
-def decoder_of(model):
+def decoder_of(model: keras.Model | Transformer) -> Decoder:
     """The :class:`Decoder` (or :class:`Seq2SeqDecoder`) of ``model`` (made once per model)."""
-    model = getattr(model, "model", model)  # the Transformer object: its Keras model
-    if model not in _DECODERS:
-        seq2seq = any(layer.name == names.ENCODER_INPUT_TOKEN for layer in model.layers)
-        _DECODERS[model] = (Seq2SeqDecoder if seq2seq else Decoder)(model)
-    return _DECODERS[model]
+    keras_model: keras.Model = getattr(model, "model", model)  # a Transformer: its model
+    if keras_model not in _DECODERS:
+        seq2seq = any(layer.name == names.ENCODER_INPUT_TOKEN for layer in keras_model.layers)
+        _DECODERS[keras_model] = (Seq2SeqDecoder if seq2seq else Decoder)(keras_model)
+    return _DECODERS[keras_model]
 
 
-def _ids(rows, where, low, high, what):
+def _ids(rows: Iterable[Any], where: str, low: int, high: int, what: str) -> list[np.ndarray]:
     """``rows`` (a list of prompts' values) checked: each a flat list of integers from
     ``low`` to ``high - 1``; the first one outside names ``where``, its row and the range."""
-    arrays = []
+    arrays: list[np.ndarray] = []
     for index, row in enumerate(rows):
         if isinstance(row, (str, bytes)) or np.ndim(row) != 1:
             raise ValueError(f"{where}[{index}]: {row!r} is not a list of {what}; pass one "
@@ -667,7 +689,10 @@ def _ids(rows, where, low, high, what):
     return arrays
 
 
-def _prompts(token_ids, segment_ids, decoder=None, where="token_ids"):
+def _prompts(token_ids: Sequence[Sequence[int]] | np.ndarray,
+             segment_ids: Sequence[Sequence[int]] | np.ndarray | None,
+             decoder: Decoder | None = None,
+             where: str = "token_ids") -> tuple[np.ndarray, np.ndarray]:
     """Left-padded ``(ids, segments)`` int32 arrays of ragged prompts, each id and segment
     id checked against ``decoder``'s tables (an id outside them is refused, never clamped)."""
     if isinstance(token_ids, (str, bytes)) or not hasattr(token_ids, "__len__") or \
@@ -699,7 +724,7 @@ def _prompts(token_ids, segment_ids, decoder=None, where="token_ids"):
     return ids, segments
 
 
-def _whole(where, value, low, high):
+def _whole(where: str, value: Any, low: int, high: int) -> int:
     """``value`` as an int when it is a whole number from ``low`` to ``high - 1`` (not a
     bool, a float or a string); else a ValueError naming ``where``, the value and the range."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
@@ -710,7 +735,7 @@ def _whole(where, value, low, high):
     return int(value)
 
 
-def _check_cache_fits(decoder, batch, width, new_slots):
+def _check_cache_fits(decoder: Decoder, batch: int, width: int, new_slots: int) -> None:
     """Refuses ``max_new_tokens`` whose key/value caches (``batch`` rows, a prompt
     ``width`` wide) could not be held: past int32 sizes, or larger than this machine's
     memory; checked before anything is allocated."""
@@ -727,7 +752,7 @@ def _check_cache_fits(decoder, batch, width, new_slots):
                             "(past what an int32 index reaches)"))
 
 
-def _right_padded(ids):
+def _right_padded(ids: np.ndarray) -> np.ndarray:
     """Left-padded rows moved to the left edge (an encoder's sources start at position 0)."""
     out = np.zeros_like(ids)
     for index, row in enumerate(ids):

@@ -20,6 +20,8 @@ uses without XLA, are the faster ones (see ``bench/``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import keras
 import numpy as np
@@ -30,7 +32,8 @@ from kerasbert.hardware import compute_policy
 DEFAULT_BUCKET = 32
 
 
-def with_dtype_policy(model, dtype_policy):
+def with_dtype_policy(model: keras.Model,
+                      dtype_policy: str | keras.DTypePolicy) -> keras.Model:
     """A copy of ``model`` computing under ``dtype_policy``, the original left as it is.
 
     ``"bfloat16"`` stores the copy's weights in bfloat16 (rounded once) and computes in
@@ -55,7 +58,7 @@ def with_dtype_policy(model, dtype_policy):
     """
     policy = keras.dtype_policies.get(dtype_policy)
 
-    def clone(layer):
+    def clone(layer: keras.layers.Layer) -> keras.layers.Layer:
         config = layer.get_config()
         if isinstance(layer, keras.layers.Layer):
             # Plain operations in the graph (the padding mask's not_equal) have no dtype.
@@ -111,14 +114,14 @@ class Predictor:
         self._max_length = _max_length(model)
         self._function = self._compile()
 
-    def _forward(self, *inputs):
+    def _forward(self, *inputs: Any) -> list[Any]:
         # Runs once per trace, not per call: the counter tells how often tracing happened.
         self.traces += 1
         outputs = self.model(list(inputs) if len(inputs) > 1 else inputs[0], training=False)
         outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
         return [keras.ops.cast(output, "float32") for output in outputs]
 
-    def _compile(self):
+    def _compile(self) -> Callable[..., list[Any]]:
         if keras.backend.backend() != "tensorflow":
             # Other backends run the model as it is; JAX users get jit from model.predict.
             return self._forward
@@ -162,7 +165,7 @@ class Predictor:
                    for output, has_length in zip(outputs, self._has_length)]
         return outputs[0] if len(outputs) == 1 else outputs
 
-    def _pad(self, x):
+    def _pad(self, x: np.ndarray) -> np.ndarray:
         """Pads the batch to a power of two and the length to a multiple of ``bucket``."""
         batch, length = x.shape
         padded_length = math.ceil(length / self.bucket) * self.bucket
@@ -172,7 +175,7 @@ class Predictor:
         return np.pad(x, ((0, padded_batch - batch), (0, padded_length - length)))
 
 
-def _max_length(model):
+def _max_length(model: keras.Model) -> int | None:
     """The longest input the model's position embedding accepts, if it has one."""
     for layer in model.layers:
         if hasattr(layer, "max_position"):

@@ -27,6 +27,7 @@ import keras
 import numpy as np
 
 from kerasbert.inference.answer_spans import (
+    Context,
     best_spans,
     char_span,
     merge_answers,
@@ -167,7 +168,7 @@ class QuestionAnswerer:
             if not _is_count(value) or (value == 0 and key != "doc_stride"):
                 rule = "a non-negative" if key == "doc_stride" else "a positive"
                 raise ValueError(f"{key} ({value!r}) must be {rule} integer")
-        if doc_stride >= max_seq_len:  # type: ignore[operator]  # ints, checked above
+        if doc_stride is None or doc_stride >= max_seq_len:  # never None here (checked above)
             raise ValueError(f"doc_stride ({doc_stride}) must be smaller than max_seq_len "
                              f"({max_seq_len})")
         shape = tuple(model.outputs[0].shape) if len(model.outputs) == 1 else None
@@ -266,12 +267,13 @@ class QuestionAnswerer:
             results.append(answers[0] if top_k == 1 else answers)
         return results[0] if single else results
 
-    def _logits(self, rows, progress=False):
+    def _logits(self, rows: Sequence[tuple[list[int], list[int]]],
+                progress: bool = False) -> list[np.ndarray]:
         """Each row's ``[length, 2]`` logits, the model run ``batch_size`` rows at a time
         (padded with id 0, which the model masks out)."""
         from kerasbert.training.callbacks import ProgressBar
 
-        outputs = []
+        outputs: list[np.ndarray] = []
         bar = ProgressBar(-(-len(rows) // self.batch_size)) if progress else None
         if bar:
             bar.on_predict_begin()
@@ -295,7 +297,8 @@ class QuestionAnswerer:
 _DEFAULTS = {"max_seq_len": 384, "max_answer_len": 15, "handle_impossible_answer": False}
 
 
-def _checkpoint_model(directory, do_lower_case=True):
+def _checkpoint_model(directory: str,
+                      do_lower_case: bool = True) -> tuple[keras.Model, Tokenizer]:
     """``(model, tokenizer)`` of a checkpoint directory with a span head."""
     for name in ("bert_config.json", "vocab.txt"):
         if not os.path.isfile(os.path.join(directory, name)):
@@ -306,14 +309,14 @@ def _checkpoint_model(directory, do_lower_case=True):
     return model, Tokenizer(os.path.join(directory, "vocab.txt"), do_lower_case=do_lower_case)
 
 
-def run_settings(maxlen, no_answer=True):
+def run_settings(maxlen: int, no_answer: bool = True) -> dict[str, Any]:
     """The :class:`QuestionAnswerer` settings of a ``--task qa`` run trained with
     ``maxlen``; ``no_answer``: whether "no answer" is considered."""
     return {"max_seq_len": maxlen, "max_answer_len": RUN_MAX_ANSWER_LEN,
             "handle_impossible_answer": bool(no_answer)}
 
 
-def _from_directory(directory):
+def _from_directory(directory: str) -> tuple[keras.Model, Tokenizer, dict[str, Any]]:
     """``(model, tokenizer, default settings)`` of a finished ``--task qa`` run (its best
     model and the settings ``kerasbert predict`` answers with) or a checkpoint directory."""
     options_path = os.path.join(directory, TRAIN_OPTIONS_FILE)
@@ -330,11 +333,12 @@ def _from_directory(directory):
     return model, tokenizer, run_settings(saved["maxlen"])
 
 
-def _is_count(value):
+def _is_count(value: Any) -> bool | np.bool_:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 0
 
 
-def _pairs(question, context):
+def _pairs(question: str | Sequence[str],
+           context: str | Sequence[str]) -> tuple[list[tuple[str, str]], bool]:
     """``([(question, context)...], single)`` from the call's arguments."""
     single = isinstance(question, str)
     questions, contexts = _texts(question, "question"), _texts(context, "context")
@@ -355,7 +359,7 @@ def _pairs(question, context):
     return list(zip(questions, contexts)), single
 
 
-def _texts(value, what):
+def _texts(value: str | Sequence[str], what: str) -> list[str]:
     if isinstance(value, str):
         return [value]
     if isinstance(value, (list, tuple)):
@@ -364,7 +368,10 @@ def _texts(value, what):
                     f"{type(value).__name__}: {value!r:.60}")
 
 
-def question_windows(tokenizer, question, context, max_seq_len, doc_stride, max_question_len):
+def question_windows(
+        tokenizer: Tokenizer, question: str, context: str, max_seq_len: int, doc_stride: int,
+        max_question_len: int,
+) -> tuple[list[int], Context, list[tuple[int, int]], list[tuple[list[int], list[int]]]]:
     """A question and its context as the model's windows.
 
     Returns:
@@ -382,7 +389,8 @@ def question_windows(tokenizer, question, context, max_seq_len, doc_stride, max_
         raise ValueError(f"the question ({len(question_ids)} tokens) leaves no room for "
                          f"context in max_seq_len ({max_seq_len}): {question!r:.60}")
     cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
-    spans, rows = [], []
+    spans: list[tuple[int, int]] = []
+    rows: list[tuple[list[int], list[int]]] = []
     for start in window_starts(len(found.ids), length, doc_stride):
         stop = min(start + length, len(found.ids))
         ids = [cls, *question_ids, sep, *found.ids[start:stop], sep]

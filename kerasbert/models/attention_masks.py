@@ -28,7 +28,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import keras
 from keras import ops
@@ -52,7 +52,7 @@ class AttentionMask(keras.layers.Layer):
         prefix_length: with ``"prefix"``.
     """
 
-    def __init__(self, kind, prefix_length=None, **kwargs):
+    def __init__(self, kind: str, prefix_length: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if kind not in KINDS:
             raise ValueError(f"kind={kind!r} is not one of {KINDS}")
@@ -62,7 +62,7 @@ class AttentionMask(keras.layers.Layer):
         self.kind = kind
         self.prefix_length = prefix_length
 
-    def call(self, ids):
+    def call(self, ids: Any) -> Any:
         if self.kind == "unilm":
             # A target token's rank is the number of target tokens up to it (source: 0).
             rank = ops.cumsum(ops.cast(ids, "int32"), axis=1)
@@ -73,15 +73,15 @@ class AttentionMask(keras.layers.Layer):
             allowed = ops.logical_or(allowed, ops.expand_dims(positions < self.prefix_length, 0))
         return ops.expand_dims(allowed, 0)
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         return None
 
-    def compute_output_spec(self, ids):
+    def compute_output_spec(self, ids: Any) -> keras.KerasTensor:
         length = ids.shape[1]
         batch = ids.shape[0] if self.kind == "unilm" else 1
         return keras.KerasTensor((batch, length, length), dtype="bool")
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         config = {**super().get_config(), "kind": self.kind}
         if self.prefix_length is not None:
             config["prefix_length"] = self.prefix_length
@@ -165,11 +165,21 @@ class PrefixLM:
         return f"PrefixLM({self.length})"
 
 
+class Mask(Protocol):
+    """What a model's ``application=`` takes besides a name: any object with the
+    ``application`` it builds as and an ``apply`` that adds its layer (as the classes above)."""
+
+    application: str
+
+    def apply(self, transformer: Any) -> keras.KerasTensor | None:
+        """The mask's layer on ``transformer``'s inputs (None: the padding mask alone)."""
+
+
 #: bert4keras's ``application=`` values -> their mask.
-APPLICATIONS = {"encoder": Bidirectional, "lm": Causal, "unilm": UniLM}
+APPLICATIONS: dict[str, type[Mask]] = {"encoder": Bidirectional, "lm": Causal, "unilm": UniLM}
 
 
-def mask_of(application):
+def mask_of(application: str | Mask) -> Mask:
     """The mask object of an ``application=`` value, or ``application`` itself when it is
     a mask already.
 

@@ -14,12 +14,22 @@ Example:
     101678594
 """
 
+from __future__ import annotations
+
 import contextlib
 import dataclasses
 import os
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from kerasbert.models import names
 from kerasbert.models.families import family_class
+
+if TYPE_CHECKING:  # annotations only
+    import keras
+
+    from kerasbert.models.config import BertConfig
+    from kerasbert.models.families.base import Transformer
 
 
 @dataclasses.dataclass
@@ -33,12 +43,14 @@ class Row:
     actual: int | None = None  # None until the built model is counted
 
     @property
-    def ok(self):
+    def ok(self) -> bool:
         return self.actual == self.expected
 
 
-def expected_rows(config, with_pool=False, with_nsp=False, with_mlm=False, num_labels=None,
-                  family=None, with_discriminator=False):
+def expected_rows(config: BertConfig, with_pool: bool | str = False, with_nsp: bool = False,
+                  with_mlm: bool | str = False, num_labels: int | None = None,
+                  family: str | type[Transformer] | None = None,
+                  with_discriminator: bool | str = False) -> list[Row]:
     """The layers that hold parameters, with formula and expected count, in graph order.
 
     The formulas are the family's (``family``, None: the config's): its class's
@@ -54,8 +66,10 @@ def expected_rows(config, with_pool=False, with_nsp=False, with_mlm=False, num_l
     return rows
 
 
-def audit_model(model, config, with_pool=False, with_nsp=False, with_mlm=False, num_labels=None,
-                family=None, with_discriminator=False):
+def audit_model(model: keras.Model, config: BertConfig, with_pool: bool | str = False,
+                with_nsp: bool = False, with_mlm: bool | str = False,
+                num_labels: int | None = None, family: str | type[Transformer] | None = None,
+                with_discriminator: bool | str = False) -> list[Row]:
     """Fills in each row's actual count from ``model``.
 
     A layer of the model that holds parameters but has no row is reported as a row
@@ -77,23 +91,23 @@ def audit_model(model, config, with_pool=False, with_nsp=False, with_mlm=False, 
     return rows
 
 
-def group_totals(rows):
+def group_totals(rows: list[Row]) -> dict[str, tuple[int, int]]:
     """``{group: (expected, actual)}`` in first-seen order."""
-    totals = {}
+    totals: dict[str, tuple[int, int]] = {}
     for row in rows:
         expected, actual = totals.get(row.group, (0, 0))
         totals[row.group] = (expected + row.expected, actual + (row.actual or 0))
     return totals
 
 
-def format_table(rows, total_params=None):
+def format_table(rows: list[Row], total_params: int | None = None) -> str:
     """The audit as a plain-text table with group subtotals and the total."""
     lines = [f"{'group':<11} {'layer':<44} {'formula':<10} {'expected':>13} {'actual':>13}  ok"]
     lines.append("-" * len(lines[0]))
     for row in rows:
-        actual = "missing" if row.actual is None else f"{row.actual:,}"
+        shown = "missing" if row.actual is None else f"{row.actual:,}"
         lines.append(f"{row.group:<11} {row.layer:<44} {row.formula:<10} "
-                     f"{row.expected:>13,} {actual:>13}  {'yes' if row.ok else 'NO'}")
+                     f"{row.expected:>13,} {shown:>13}  {'yes' if row.ok else 'NO'}")
     lines.append("-" * len(lines[0]))
     for group, (expected, actual) in group_totals(rows).items():
         lines.append(f"{group:<11} {'(subtotal)':<44} {'':<10} {expected:>13,} {actual:>13,}  "
@@ -105,7 +119,7 @@ def format_table(rows, total_params=None):
     return "\n".join(lines)
 
 
-def to_json(rows, total_params):
+def to_json(rows: list[Row], total_params: int) -> dict[str, Any]:
     """The audit as a JSON-ready dict: rows, group subtotals, totals and ``ok``."""
     expected = sum(row.expected for row in rows)
     return {
@@ -126,7 +140,7 @@ _CONNECTION = "[10][0],"
 _RICH_SHRINK = 4
 
 
-def print_summary(model, print_fn=None):
+def print_summary(model: keras.Model, print_fn: Callable[[str], Any] | None = None) -> None:
     """Prints ``model.summary()`` with every layer name in full.
 
     Keras 3 draws the summary as a rich table at most 108 characters wide by default (less in a
@@ -164,7 +178,7 @@ def print_summary(model, print_fn=None):
 
 
 @contextlib.contextmanager
-def _console_width(columns):
+def _console_width(columns: int) -> Iterator[None]:
     """Sets the width rich gives its console while the summary is drawn.
 
     Keras makes the rich console inside ``summary`` and offers no argument for its width; rich

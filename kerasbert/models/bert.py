@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kerasbert.models.audit import expected_rows
@@ -68,10 +69,14 @@ def build_bert(config: BertConfig, with_pool: bool | str = False, with_nsp: bool
                             **family_options).model
 
 
-def make_transformer(config, with_pool=False, with_nsp=False, with_mlm=False,
-                     sequence_length=None, name=None, dtype=None, family="bert",
-                     with_discriminator=False, application="encoder", keep_tokens=None,
-                     compound_tokens=None, **family_options):
+def make_transformer(config: BertConfig, with_pool: bool | str = False, with_nsp: bool = False,
+                     with_mlm: bool | str = False, sequence_length: int | None = None,
+                     name: str | None = None, dtype: str | keras.DTypePolicy | None = None,
+                     family: str | type[Transformer] = "bert",
+                     with_discriminator: bool | str = False, application: str | Any = "encoder",
+                     keep_tokens: Sequence[int] | None = None,
+                     compound_tokens: Sequence[Any] | None = None,
+                     **family_options: Any) -> Transformer:
     """:func:`build_bert`'s checks, then the family's object, built (see
     :class:`kerasbert.models.families.base.Transformer`)."""
     cls = variant_of(family, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
@@ -90,8 +95,9 @@ def make_transformer(config, with_pool=False, with_nsp=False, with_mlm=False,
     return transformer
 
 
-def parameter_count(config, with_pool=False, with_nsp=False, with_mlm=False, family=None,
-                    with_discriminator=False):
+def parameter_count(config: BertConfig, with_pool: bool | str = False, with_nsp: bool = False,
+                    with_mlm: bool | str = False, family: str | type[Transformer] | None = None,
+                    with_discriminator: bool | str = False) -> int:
     """The number of weights :func:`build_bert` makes for ``config`` (and ``family``, None:
     the config's), without building it.
 
@@ -111,7 +117,7 @@ def parameter_count(config, with_pool=False, with_nsp=False, with_mlm=False, fam
     return one + (config.num_hidden_layers - 1) * (two - one)
 
 
-def physical_memory():
+def physical_memory() -> int | None:
     """This machine's memory in bytes, or None where the system does not say."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -119,8 +125,10 @@ def physical_memory():
         return None
 
 
-def check_fits_in_memory(config, with_pool=False, with_nsp=False, with_mlm=False, family=None,
-                         with_discriminator=False):
+def check_fits_in_memory(config: BertConfig, with_pool: bool | str = False,
+                         with_nsp: bool = False, with_mlm: bool | str = False,
+                         family: str | type[Transformer] | None = None,
+                         with_discriminator: bool | str = False) -> None:
     """Raises before building when the weights alone would exceed this machine's memory.
 
     A config with a huge ``vocab_size`` or ``hidden_size`` (a typo, an extra digit)
@@ -140,8 +148,9 @@ def check_fits_in_memory(config, with_pool=False, with_nsp=False, with_mlm=False
             f"the weights alone, more than this machine's {_format_bytes(memory)} of memory")
 
 
-def _format_bytes(count):
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if count < 1024 or unit == "PiB":
+def _format_bytes(count: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if count < 1024:
             return f"{count:.3g} {unit}"
         count /= 1024
+    return f"{count:.3g} PiB"

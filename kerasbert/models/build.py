@@ -20,7 +20,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from kerasbert.models.attention_masks import Causal, UniLM, mask_of
+from kerasbert.models.attention_masks import Causal, Mask, UniLM, mask_of
 from kerasbert.models.bert import make_transformer
 from kerasbert.models.config import BertConfig
 from kerasbert.models.deferred import deferred_weights, forget, settle
@@ -171,7 +171,7 @@ def build_transformer_model(
     if vocab_size != config.vocab_size:
         config = config.replace(vocab_size=vocab_size)
 
-    def build():
+    def build() -> Transformer:
         return make_transformer(
             config, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
             sequence_length=sequence_length, name=name, dtype=dtype,
@@ -197,7 +197,11 @@ def build_transformer_model(
     return built.model if return_keras_model else built
 
 
-def _preset_paths(config_path, checkpoint_path):
+def _preset_paths(
+        config_path: str | os.PathLike[str] | BertConfig | dict[str, Any] | None,
+        checkpoint_path: str | os.PathLike[str] | dict[str, np.ndarray] | None,
+) -> tuple[str | os.PathLike[str] | BertConfig | dict[str, Any] | None,
+           str | os.PathLike[str] | dict[str, np.ndarray] | None]:
     """A preset's name (not a path) -> its cached config and checkpoint (downloaded on
     first use); anything else as it is."""
     if not isinstance(config_path, str) or os.path.exists(config_path):
@@ -213,7 +217,7 @@ def _preset_paths(config_path, checkpoint_path):
             checkpoint_path or os.path.join(folder, "bert_model.ckpt"))
 
 
-def _registered_family(cls):
+def _registered_family(cls: type[Transformer]) -> str | None:
     """The ``model=`` name of ``cls``'s closest registered ancestor (``"roformer"`` for
     ``extend_with_language_model(RoFormer)``): the family its config is read for."""
     for klass in cls.__mro__:
@@ -223,20 +227,21 @@ def _registered_family(cls):
     return None
 
 
-def _options_of(cls):
+def _options_of(cls: type) -> set[str]:
     """The keywords a family's class takes beyond the base class's (GPT's
     ``final_activation``), a mixin's ``__init__`` in its way or not."""
-    own = set()
+    own: set[str] = set()
     for klass in cls.__mro__:
         if "__init__" in vars(klass) and klass is not object:
             own.update(name for name, parameter in
-                       inspect.signature(klass.__init__).parameters.items()
+                       inspect.signature(vars(klass)["__init__"]).parameters.items()
                        if parameter.kind not in (parameter.VAR_POSITIONAL,
                                                  parameter.VAR_KEYWORD))
     return own - set(inspect.signature(Transformer.__init__).parameters) - {"self"}
 
 
-def resolve_config(config, family=None, **overrides):
+def resolve_config(config: str | os.PathLike[str] | BertConfig | dict[str, Any] | None,
+                   family: str | None = None, **overrides: Any) -> BertConfig:
     """A :class:`BertConfig` from a path, a dict or a config, with overrides applied,
     read for ``family`` (None: the one the config names)."""
     if config is None:
@@ -259,12 +264,14 @@ class _DefaultMask:
     ``build_transformer_model(application=...)`` or by an outer decorator (whose
     ``__init__`` runs first), as the outermost mask mixin does in bert4keras."""
 
-    mask: type | None = None
+    mask: type[Mask]  # each mixin's own
 
-    def __init__(self, *args, application="encoder", **kwargs):
+    def __init__(self, *args: Any, application: str | Any = "encoder", **kwargs: Any) -> None:
         if mask_of(application).application == "encoder":
             application = self.mask()
-        super().__init__(*args, application=application, **kwargs)
+        # A mixin: super() is the family class after it in the MRO (mypy sees object's
+        # __init__, which takes no application).
+        super().__init__(*args, application=application, **kwargs)  # type: ignore[call-arg]
 
 
 class LM_Mask(_DefaultMask):

@@ -22,17 +22,17 @@ VOCABULARY_VARIABLES = (WORD_EMBEDDINGS, MLM_OUTPUT_BIAS, T5_EMBEDDING, T5_LOGIT
 TRANSPOSED_VARIABLES = (NSP_OUTPUT_WEIGHTS, SQUAD_OUTPUT_WEIGHTS, T5_LOGITS)
 
 
-def dense(scope):
+def dense(scope: str) -> dict[str, str]:
     """A dense layer's names in a Google checkpoint."""
     return {"kernel": f"{scope}/kernel", "bias": f"{scope}/bias"}
 
 
-def norm(scope):
+def norm(scope: str) -> dict[str, str]:
     """A layer norm's names in a Google checkpoint."""
     return {"gamma": f"{scope}/gamma", "beta": f"{scope}/beta"}
 
 
-def attention_variables(scope):
+def attention_variables(scope: str) -> dict[str, str]:
     """``MultiHeadSelfAttention``'s weights under BERT's names in ``scope`` (``.../attention``)."""
     return {
         **{f"{projection}_{kind}": f"{scope}/self/{projection}/{kind}"
@@ -42,7 +42,7 @@ def attention_variables(scope):
     }
 
 
-def is_vocabulary_variable(name):
+def is_vocabulary_variable(name: str) -> bool:
     """Whether ``name`` has one row per vocabulary entry in any family's checkpoint
     (``bert/``, ``electra/``, ``gpt/`` ``embeddings/word_embeddings``, GPT2-ML's
     ``newslm/embeddings/word_embed``, the MLM bias).

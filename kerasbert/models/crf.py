@@ -26,6 +26,7 @@ compiled again: ``model.compile(loss=model.get_layer("CRF").loss, ...)``.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import keras
@@ -42,7 +43,7 @@ PACKAGE = names.SERIALIZATION_PACKAGE
 PADDING_TAG = 0
 
 
-def _prepare(emissions, transitions, mask):
+def _prepare(emissions: Any, transitions: Any, mask: Any) -> tuple[Any, Any, Any, Any]:
     """Emissions ``[length, batch, num_tags]`` with padding zeroed, the mask as
     ``[length, batch, 1]`` and as ``[batch, length]``, the transitions, all checked.
 
@@ -71,7 +72,8 @@ def _prepare(emissions, transitions, mask):
             ops.cast(transitions, dtype))
 
 
-def _loop(body, start, length, backwards=False):
+def _loop(body: Callable[..., tuple[Any, ...]], start: tuple[Any, ...], length: Any,
+          backwards: bool = False) -> Any:
     """``body(t, *state)`` for t over the positions, forwards or backwards.
 
     ``keras.ops.while_loop`` with the number of positions as ``maximum_iterations``: XLA
@@ -80,16 +82,16 @@ def _loop(body, start, length, backwards=False):
     """
     first = length - 1 if backwards else 0
 
-    def step(t, *state):
+    def step(t: Any, *state: Any) -> tuple[Any, ...]:
         return (t - 1 if backwards else t + 1, *body(t, *state))
 
-    def more(t, *state):
+    def more(t: Any, *state: Any) -> Any:
         return t >= 0 if backwards else t < length
 
     return ops.while_loop(more, step, (first, *start), maximum_iterations=length)[1:]
 
 
-def _tags(y_true):
+def _tags(y_true: Any) -> Any:
     """Integer tags ``[batch, length]`` from ``[batch, length]`` or ``[batch, length, 1]``."""
     tags = ops.convert_to_tensor(y_true)
     if len(tags.shape) == 3 and tags.shape[-1] == 1:
@@ -100,7 +102,7 @@ def _tags(y_true):
     return ops.cast(tags, "int32")
 
 
-def crf_log_likelihood(tags, emissions, transitions, mask=None):
+def crf_log_likelihood(tags: Any, emissions: Any, transitions: Any, mask: Any = None) -> Any:
     """The log-probability of each tag path under a linear-chain CRF.
 
     Args:
@@ -129,7 +131,8 @@ def crf_log_likelihood(tags, emissions, transitions, mask=None):
     gold_tags = ops.one_hot(ops.transpose(tags, (1, 0)), transitions.shape[0],
                             dtype=emissions.dtype)
 
-    def step(t, paths, gold, previous, started):
+    def step(t: Any, paths: Any, gold: Any, previous: Any,
+             started: Any) -> tuple[Any, Any, Any, Any]:
         # paths: log-sum-exp of the scores of all paths so far, by last tag; gold: the
         # gold path's score; previous: its last tag (one-hot); started: a position was real.
         emission, tag, here = emissions[t], gold_tags[t], valid[t]
@@ -149,7 +152,7 @@ def crf_log_likelihood(tags, emissions, transitions, mask=None):
     return (gold - ops.where(started, log_z, ops.zeros_like(log_z)))[:, 0]
 
 
-def viterbi_decode(emissions, transitions, mask=None):
+def viterbi_decode(emissions: Any, transitions: Any, mask: Any = None) -> Any:
     """The best tag path of each sequence (Viterbi), in the graph.
 
     Args:
@@ -177,7 +180,7 @@ def viterbi_decode(emissions, transitions, mask=None):
     stay = ops.zeros_like(emissions[0], dtype="int32") + ops.arange(transitions.shape[0],
                                                                     dtype="int32")
 
-    def forward(t, best, started, pointers):
+    def forward(t: Any, best: Any, started: Any, pointers: Any) -> tuple[Any, Any, Any]:
         # best: the best score of a path so far, by last tag; pointers[t]: for each tag at
         # t, the tag before it on that path (at padding: the same tag, carried through).
         emission, here = emissions[t], valid[t]
@@ -193,7 +196,7 @@ def viterbi_decode(emissions, transitions, mask=None):
              ops.zeros_like(emissions, dtype="int32"))
     best, _, pointers = _loop(forward, start, length)
 
-    def backward(t, tag, path):
+    def backward(t: Any, tag: Any, path: Any) -> tuple[Any, Any]:
         path = ops.slice_update(path, (t, 0), tag[None])
         return ops.take_along_axis(pointers[t], tag[:, None], axis=1)[:, 0], path
 
@@ -292,7 +295,7 @@ class ConditionalRandomField(keras.layers.Layer):
         return {**super().get_config(), "lr_multiplier": self.lr_multiplier}
 
 
-def _mask_of(emissions, mask):
+def _mask_of(emissions: Any, mask: Any) -> Any:
     return get_keras_mask(emissions) if mask is None else mask
 
 
@@ -306,12 +309,13 @@ class _BoundToLayer:
     """
 
     attribute: str | None = None  # the layer's attribute that makes one
+    name: str  # the loss's or metric's own (Keras's class beside this one sets it)
 
-    def _bind(self, crf, layer_name):
+    def _bind(self, crf: ConditionalRandomField | None, layer_name: str | None) -> None:
         self._layer = weakref.ref(crf) if crf is not None else None
         self.layer_name = crf.name if crf is not None else layer_name
 
-    def crf(self):
+    def crf(self) -> ConditionalRandomField:
         layer = self._layer() if self._layer is not None else None
         if layer is None:
             raise ValueError(
@@ -320,8 +324,10 @@ class _BoundToLayer:
                 f"with model.get_layer({self.layer_name!r}).{self.attribute}")
         return layer
 
-    def get_config(self):
-        return {**super().get_config(), "layer_name": self.layer_name}
+    def get_config(self) -> dict[str, Any]:
+        # A mixin: super() is the Keras loss or metric after it in the MRO (mypy sees object,
+        # which has no get_config).
+        return {**super().get_config(), "layer_name": self.layer_name}  # type: ignore[misc]
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
@@ -347,12 +353,13 @@ class CRFLoss(_BoundToLayer, keras.losses.Loss):
 
     attribute = "loss"
 
-    def __init__(self, crf=None, name="crf_loss", reduction="sum_over_batch_size",
-                 layer_name=None):
+    def __init__(self, crf: ConditionalRandomField | None = None, name: str = "crf_loss",
+                 reduction: str | None = "sum_over_batch_size",
+                 layer_name: str | None = None) -> None:
         super().__init__(name=name, reduction=reduction)
         self._bind(crf, layer_name)
 
-    def __call__(self, y_true, y_pred, sample_weight=None):
+    def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
         # Keras's Loss.__call__ weights the loss values by the mask of y_pred, which fits
         # one value per token; here there is one per sequence. The mask goes in beside the
         # emissions (a pair carries no mask) and the CRF takes the padding out itself.
@@ -361,7 +368,7 @@ class CRFLoss(_BoundToLayer, keras.losses.Loss):
             mask = ops.ones_like(y_pred[..., 0], dtype="bool")
         return super().__call__(y_true, (y_pred, mask), sample_weight)
 
-    def call(self, y_true, y_pred):
+    def call(self, y_true: Any, y_pred: tuple[Any, Any]) -> Any:
         emissions, mask = y_pred
         return -self.crf().log_likelihood(y_true, emissions, mask)
 
@@ -382,11 +389,12 @@ class CRFAccuracy(_BoundToLayer, keras.metrics.Mean):
 
     attribute = "sparse_accuracy"
 
-    def __init__(self, crf=None, name="sparse_accuracy", dtype=None, layer_name=None):
+    def __init__(self, crf: ConditionalRandomField | None = None, name: str = "sparse_accuracy",
+                 dtype: str | None = None, layer_name: str | None = None) -> None:
         super().__init__(name=name, dtype=dtype)
         self._bind(crf, layer_name)
 
-    def update_state(self, y_true, y_pred, sample_weight=None):
+    def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
         mask = _mask_of(y_pred, None)
         tags = _tags(y_true)
         right = ops.cast(ops.equal(self.crf().decode(y_pred, mask), tags), self.dtype)

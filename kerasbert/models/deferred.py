@@ -16,7 +16,11 @@ With the fast paths off (``KERASBERT_FAST=0``) nothing is deferred: the weights 
 and the loader assigns the checkpoint's values over them.
 """
 
+from __future__ import annotations
+
 import contextlib
+from collections.abc import Collection, Iterator
+from typing import Any
 
 import keras
 
@@ -24,7 +28,7 @@ from kerasbert import internals
 
 
 @contextlib.contextmanager
-def deferred_weights():
+def deferred_weights() -> Iterator[list[keras.Variable]]:
     """Variables created inside are deferred (no value) until :func:`set_value` or
     :func:`settle`. Within another stateless scope (the caller's) or with the fast paths
     off it defers nothing.
@@ -32,7 +36,7 @@ def deferred_weights():
     Yields a list that, on exit, holds the deferred variables made inside. A caller that
     drops the model (a failed load) calls :func:`forget` on it.
     """
-    made = []
+    made: list[keras.Variable] = []
     if not internals.fast_paths_enabled("deferred") or internals.in_stateless_scope():
         yield made
         return
@@ -43,12 +47,12 @@ def deferred_weights():
                 if id(variable) not in before)
 
 
-def is_deferred(variable):
+def is_deferred(variable: keras.Variable) -> bool:
     """True for a variable made by :func:`deferred_weights` and not given a value yet."""
     return internals.is_deferred(variable)
 
 
-def set_value(variable, value):
+def set_value(variable: keras.Variable, value: Any) -> None:
     """Gives ``variable`` the value ``value`` (its dtype and shape already): a deferred
     variable is created from it (one allocation), any other is assigned."""
     if is_deferred(variable):
@@ -57,7 +61,7 @@ def set_value(variable, value):
         variable.assign(value)
 
 
-def settle(variables):
+def settle(variables: Collection[keras.Variable]) -> None:
     """Initializes what is still deferred in ``variables`` with its own initializer and
     takes them all off Keras's pending list."""
     for variable in variables:
@@ -66,7 +70,7 @@ def settle(variables):
     forget(variables)
 
 
-def forget(variables):
+def forget(variables: Collection[keras.Variable]) -> None:
     """Takes ``variables`` off Keras's pending list (a model dropped half-made)."""
     ours = {id(variable) for variable in variables}
     internals.set_pending_variables(
@@ -74,7 +78,7 @@ def forget(variables):
 
 
 @contextlib.contextmanager
-def shapes_only():
+def shapes_only() -> Iterator[None]:
     """Models built inside get every weight's shape and dtype but no value: enough for
     ``count_params``, ``summary`` and ``plot_model``, not for calling the model.
 

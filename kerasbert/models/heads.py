@@ -8,7 +8,7 @@ the names are bert4keras's (see :mod:`kerasbert.models.names`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import keras
 
@@ -21,6 +21,9 @@ from kerasbert.models.layers import (
 )
 from kerasbert.models.model import functional_model
 
+if TYPE_CHECKING:  # annotations only
+    from kerasbert.models.config import BertConfig
+
 # The CRF's transitions learn this many times faster than BERT's weights (bert4keras's
 # lr_multiplier): at a fine-tuning rate of 1e-4 they move by about 0.02 per step.
 CRF_LR_MULTIPLIER = 200
@@ -30,7 +33,9 @@ PREDICTION_HEADS = (names.NSP_PROBA, names.MLM_ACTIVATION, names.OUTPUT_MLM_ACTI
                     names.DISCRIMINATOR_PREDICTION, names.LM_ACTIVATION)
 
 
-def apply_pooler(sequence, config, activation="tanh", dtype=None):
+def apply_pooler(sequence: Any, config: BertConfig,
+                 activation: str | Callable[..., Any] | None = "tanh",
+                 dtype: str | keras.DTypePolicy | None = None) -> Any:
     """``Pooler`` (first token) then ``Pooler-Dense`` (H -> H, tanh by default)."""
     x = FirstToken(name=names.POOLER, dtype=dtype)(sequence)
     return keras.layers.Dense(
@@ -42,7 +47,8 @@ def apply_pooler(sequence, config, activation="tanh", dtype=None):
     )(x)
 
 
-def apply_nsp(pooled, config, dtype=None):
+def apply_nsp(pooled: Any, config: BertConfig,
+              dtype: str | keras.DTypePolicy | None = None) -> Any:
     """``NSP-Proba``: the two-way next-sentence softmax on the pooled vector."""
     return keras.layers.Dense(
         2, activation="softmax",

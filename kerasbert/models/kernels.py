@@ -25,10 +25,15 @@ paths off (``KERASBERT_FAST=0``, :func:`kerasbert.internals.fast_paths`) every b
 gets Keras's own expressions.
 """
 
+from __future__ import annotations
+
 import contextlib
 import functools
 import math
 import threading
+from collections.abc import Callable, Iterable, Iterator
+from types import ModuleType
+from typing import Any
 
 import keras
 from keras import ops
@@ -43,7 +48,7 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _separate = threading.local()
 
 
-def _tensorflow():
+def _tensorflow() -> ModuleType | None:
     """TensorFlow where the fast forms apply (its backend, the fast paths on), else None."""
     if keras.backend.backend() != "tensorflow" or not internals.fast_paths_enabled("kernels"):
         return None
@@ -52,7 +57,7 @@ def _tensorflow():
     return tf
 
 
-def affine(rows, kernel, bias):
+def affine(rows: Any, kernel: Any, bias: Any) -> Any:
     """``rows @ kernel + bias`` for 2-D ``rows`` (``bias`` may be None).
 
     On TensorFlow it is written as ``MatMul`` + ``BiasAdd``: the pair that TensorFlow's
@@ -74,7 +79,7 @@ def affine(rows, kernel, bias):
     return ops.matmul(rows, kernel) + bias
 
 
-def _kept_apart(product):
+def _kept_apart(product: Any) -> Any:
     """``product`` behind an XLA optimization barrier within :func:`separate_products`;
     outside it, ``product`` itself."""
     if not getattr(_separate, "on", False):
@@ -86,7 +91,7 @@ def _kept_apart(product):
 
 
 @contextlib.contextmanager
-def separate_products():
+def separate_products() -> Iterator[None]:
     """Within it, :func:`affine` traced for XLA (TensorFlow backend) keeps each product
     apart from the bias that follows, behind an optimization barrier.
 
@@ -107,7 +112,7 @@ def separate_products():
 
 
 @contextlib.contextmanager
-def transposed_kernels(layers):
+def transposed_kernels(layers: Iterable[keras.layers.Layer]) -> Iterator[None]:
     """Within it, :func:`affine` multiplies by a transposed copy of each 2-D kernel of
     ``layers`` (``rows @ copy^T``), made once when it is entered. Enter it inside an XLA
     trace (TensorFlow backend), around a decoding loop: the copies are made once per call
@@ -126,7 +131,7 @@ def transposed_kernels(layers):
         layers: the Keras layers whose kernels (2-D weights named ``*kernel``) are copied.
     """
     tf = _tensorflow()
-    copies = {}
+    copies: dict[int, Any] = {}
     if tf is not None:
         from tensorflow.compiler.tf2xla.python import xla
 
@@ -144,7 +149,7 @@ def transposed_kernels(layers):
         _separate.transposed = before
 
 
-def tied_logits(rows, embedding):
+def tied_logits(rows: Any, embedding: keras.layers.ReversibleEmbedding) -> Any:
     """``rows @ table^T``: the logits of a token embedding's transposed table (its
     ``reverse=True`` call, with tied weights), for 2-D ``rows``.
 
@@ -167,15 +172,15 @@ def tied_logits(rows, embedding):
 
 
 @functools.cache
-def _exact_gelu_with_derivative():
+def _exact_gelu_with_derivative() -> Callable[[Any], Any]:
     import tensorflow as tf
 
     @tf.custom_gradient
-    def gelu(x):
+    def gelu(x: Any) -> tuple[Any, Callable[[Any], Any]]:
         wide = tf.cast(x, tf.float32)
         value = tf.nn.gelu(wide, approximate=False)
 
-        def derivative(upstream):
+        def derivative(upstream: Any) -> Any:
             # d/dx x * Phi(x) = Phi(x) + x * phi(x), Phi the normal CDF, phi its density.
             slope = (0.5 * tf.math.erfc(-wide * _SQRT_HALF)
                      + wide * tf.exp(-0.5 * tf.square(wide)) * _INV_SQRT_2PI)
@@ -186,7 +191,7 @@ def _exact_gelu_with_derivative():
     return gelu
 
 
-def training_activation(activation):
+def training_activation(activation: Callable[..., Any]) -> Callable[..., Any]:
     """The form of an activation function to train with: the same function, but for the
     exact GELU (``keras.activations.gelu``) on TensorFlow, whose derivative is written out
     in float32."""
@@ -195,7 +200,8 @@ def training_activation(activation):
     return _exact_gelu_with_derivative()
 
 
-def token_rows(mask):
+def token_rows(
+        mask: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any]] | None:
     """How to take the rows of real tokens out of a layer's rows, and put products back.
 
     Args:
@@ -216,17 +222,17 @@ def token_rows(mask):
     index = tf.where(flat)  # (tokens, 1) int64
     count = tf.size(flat, out_type=tf.int64)
 
-    def gather(rows):
+    def gather(rows: Any) -> Any:
         return tf.gather_nd(rows, index)
 
-    def spread(product):
+    def spread(product: Any) -> Any:
         return tf.scatter_nd(index, product,
                              tf.stack([count, tf.shape(product, out_type=tf.int64)[1]]))
 
     return gather, spread
 
 
-def _dropout(tf, inputs, rate, seed):
+def _dropout(tf: ModuleType, inputs: Any, rate: float, seed: Any) -> Any:
     """``inputs`` with each element zeroed with probability ``rate`` (to 2**-16), the
     rest scaled by ``1 / (1 - rate)``; the mask drawn from ``seed`` (a [2] int32)."""
     shape = tf.shape(inputs)
@@ -255,7 +261,7 @@ class Dropout(keras.layers.Dropout):
         True
     """
 
-    def call(self, inputs, training=False):
+    def call(self, inputs: Any, training: bool | None = False) -> Any:
         tf = _tensorflow()
         if tf is None or not training or self.noise_shape is not None or not 0 < self.rate < 1:
             return super().call(inputs, training=training)

@@ -10,7 +10,11 @@ the output bias of the MLM head. All build their weights in ``build()`` so
 saved ``.keras`` file loads with ``safe_mode=True``.
 """
 
+from __future__ import annotations
+
 import math
+from collections.abc import Callable
+from typing import Any, TypeAlias
 
 import keras
 from keras import ops
@@ -22,15 +26,17 @@ from kerasbert.models.kernels import Dropout, affine, token_rows, training_activ
 from kerasbert.models.positions import rotate
 
 PACKAGE = names.SERIALIZATION_PACKAGE
+# What an ``initializer=`` takes: a name, a Keras initializer, or its config (from get_config).
+_Initializer: TypeAlias = str | dict[str, Any] | keras.initializers.Initializer
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
-def gelu_approximate(x):
+def gelu_approximate(x: Any) -> Any:
     """The tanh approximation of GELU (Hugging Face's ``gelu_new``)."""
     return keras.activations.gelu(x, approximate=True)
 
 
-def get_activation(name):
+def get_activation(name: str | Callable[..., Any] | None) -> Callable[..., Any]:
     """Resolves a config's ``hidden_act``: ``"gelu"`` is the exact erf form."""
     if name in APPROXIMATE_GELU_NAMES:
         return gelu_approximate
@@ -43,7 +49,7 @@ def get_activation(name):
 _GELU = {"version": "erf"}
 
 
-def set_gelu(version):
+def set_gelu(version: str) -> None:
     """Chooses the GELU that ``hidden_act: "gelu"`` builds from now on: ``"erf"`` or
     ``"tanh"`` (bert4keras's ``set_gelu``).
 
@@ -56,24 +62,24 @@ def set_gelu(version):
     _GELU["version"] = version
 
 
-def gelu_version():
+def gelu_version() -> str:
     """The version :func:`set_gelu` chose last (``"erf"`` unless told otherwise)."""
     return _GELU["version"]
 
 
-def built_activation(name):
+def built_activation(name: str) -> str:
     """The activation name a model is built with for a config's ``hidden_act``: ``"gelu"``
     is ``"gelu_approximate"`` after ``set_gelu("tanh")``."""
     return "gelu_approximate" if name == "gelu" and _GELU["version"] == "tanh" else name
 
 
-def truncated_normal(stddev):
+def truncated_normal(stddev: float) -> keras.initializers.Initializer:
     """The initializer of every BERT weight matrix: Google's truncated normal with the
     config's ``initializer_range`` as its standard deviation."""
     return keras.initializers.TruncatedNormal(stddev=stddev)
 
 
-def kernel_initializer(layer):
+def kernel_initializer(layer: keras.layers.Layer) -> keras.initializers.Initializer:
     """A layer's kernel initializer: its ``initializer`` if given, else BERT's truncated
     normal with its ``initializer_range``."""
     if layer.initializer is not None:
@@ -86,10 +92,10 @@ def kernel_initializer(layer):
 POSITION_KINDS = (None, "rotary", "relative", "bias")
 
 
-def variant_config(layer):
+def variant_config(layer: keras.layers.Layer) -> dict[str, Any]:
     """The family options of a layer that differ from BERT's, for ``get_config`` (files
     saved before they existed have none)."""
-    config = {} if layer.use_bias else {"use_bias": False}
+    config: dict[str, Any] = {} if layer.use_bias else {"use_bias": False}
     if getattr(layer, "position", None):
         config["position"] = layer.position
     if getattr(layer, "attention_mask", False):
@@ -97,7 +103,7 @@ def variant_config(layer):
     return config
 
 
-def initializer_config(layer):
+def initializer_config(layer: keras.layers.Layer) -> dict[str, Any]:
     """``{"initializer": ...}`` for ``get_config`` where one was given (files saved before
     the argument existed have none)."""
     if layer.initializer is None:
@@ -119,7 +125,7 @@ class TokenEmbedding(keras.layers.ReversibleEmbedding):
         (1, 4, 16)
     """
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         if self.mask_zero and "int" in str(inputs.dtype):
             return ops.not_equal(inputs, 0)
         # The output matrix (reverse): the padding mask goes on to the MLM / LM outputs, as
@@ -137,8 +143,8 @@ class Add(keras.layers.Add):
     (and ``plot_model``) holds one padding-mask operation, not one per layer.
     """
 
-    def compute_mask(self, inputs, mask=None):
-        masks = []
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        masks: list[Any] = []
         for m in mask or []:
             if m is not None and not any(m is seen for seen in masks):
                 masks.append(m)
@@ -166,21 +172,22 @@ class PositionEmbedding(keras.layers.Layer):
         (2, 10, 16)
     """
 
-    def __init__(self, max_position, initializer_range=0.02, initializer=None, **kwargs):
+    def __init__(self, max_position: int, initializer_range: float = 0.02,
+                 initializer: _Initializer | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.max_position = max_position
         self.initializer_range = initializer_range
         self.initializer = initializer
         self.supports_masking = True
 
-    def build(self, input_shape):
+    def build(self, input_shape: Any) -> None:
         self.embeddings = self.add_weight(
             name="embeddings",
             shape=(self.max_position, input_shape[-1]),
             initializer=kernel_initializer(self),
         )
 
-    def call(self, inputs, positions=None):
+    def call(self, inputs: Any, positions: Any = None) -> Any:
         """``positions``: each token's ``(batch, length)`` position ids, where they do not
         count from 0 (decoding: left-padded rows, the new tokens after a cache)."""
         if positions is not None:
@@ -188,7 +195,7 @@ class PositionEmbedding(keras.layers.Layer):
         length = ops.shape(inputs)[1]
         return inputs + ops.cast(self.embeddings[:length], inputs.dtype)[None]
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {
             **super().get_config(),
             "max_position": self.max_position,
@@ -197,7 +204,7 @@ class PositionEmbedding(keras.layers.Layer):
         }
 
 
-def attention_bias(mask, dtype, axis=(1, 2)):
+def attention_bias(mask: Any, dtype: Any, axis: int | tuple[int, ...] | None = (1, 2)) -> Any:
     """The additive attention bias of a mask: 0 where attended, a large negative where not.
 
     A padding mask's ``(batch, length)`` booleans become ``(batch, 1, 1, length)``,
@@ -211,9 +218,10 @@ def attention_bias(mask, dtype, axis=(1, 2)):
     return bias if axis is None else ops.expand_dims(bias, axis)
 
 
-def attend(query, key, value, scale=None, bias=None, key_mask=None, allowed=None,
-           relative=None, dropout=None, training=None, normalization="softmax",
-           return_scores=False):
+def attend(query: Any, key: Any, value: Any, scale: float | None = None, bias: Any = None,
+           key_mask: Any = None, allowed: Any = None, relative: Any = None,
+           dropout: keras.layers.Layer | None = None, training: bool | None = None,
+           normalization: str = "softmax", return_scores: bool = False) -> Any:
     """Dot-product attention of heads: the one place kerasbert computes it (BERT's and every
     family's self-attention, T5's, decoding through a cache, bert4keras's
     ``MultiHeadAttention``).
@@ -271,12 +279,12 @@ def attend(query, key, value, scale=None, bias=None, key_mask=None, allowed=None
     return (context, raw) if return_scores else context
 
 
-def _heads_axis(allowed):
+def _heads_axis(allowed: Any) -> Any:
     """An attention mask with its heads axis: ``(batch or 1, [heads,] queries, keys)``."""
     return ops.expand_dims(allowed, 1) if len(allowed.shape) == 3 else allowed
 
 
-def _normalized(scores, key_mask, allowed, normalization):
+def _normalized(scores: Any, key_mask: Any, allowed: Any, normalization: str) -> Any:
     """bert4keras's other attention normalizations of masked ``scores`` (see :func:`attend`)."""
     dtype = scores.dtype
     length = ops.cast(ops.shape(scores)[-1], scores.dtype)
@@ -346,9 +354,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     #: on one sequence.
     two_sequences = False
 
-    def __init__(self, num_heads, head_size, dropout=0.0, initializer_range=0.02,
-                 initializer=None, use_bias=True, position=None, attention_mask=False,
-                 **kwargs):
+    def __init__(self, num_heads: int, head_size: int, dropout: float = 0.0,
+                 initializer_range: float = 0.02, initializer: _Initializer | None = None,
+                 use_bias: bool = True, position: str | None = None,
+                 attention_mask: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if position not in POSITION_KINDS:
             raise ValueError(f"position={position!r} is not one of {POSITION_KINDS}")
@@ -364,7 +373,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.probability_dropout = (Dropout(dropout, dtype=self.dtype_policy)
                                     if dropout else None)
 
-    def _split(self, inputs):
+    def _split(self, inputs: Any) -> tuple[Any, Any, Any, Any]:
         """``(queries' states, keys' states, position input or None, attention mask or
         None)``: the position input is a table (rotary, relative) or T5's bias."""
         if not (self.position or self.attention_mask or self.two_sequences):
@@ -374,7 +383,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         table = inputs.pop() if self.position else None
         return inputs[0], inputs[-1], table, mask
 
-    def build(self, input_shape):
+    def build(self, input_shape: Any) -> None:
         queries, keys = self._split(input_shape)[:2]
         inner = self.num_heads * self.head_size
         initializer = kernel_initializer(self)
@@ -389,7 +398,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.output_bias = (self.add_weight(name="output_bias", shape=(queries[-1],),
                                             initializer="zeros") if self.use_bias else None)
 
-    def heads(self, states, projection, rows=None, spread=None):
+    def heads(self, states: Any, projection: str, rows: Any = None,
+              spread: Callable[[Any], Any] | None = None) -> Any:
         """``(batch, length, hidden)`` states projected to ``(batch, heads, length,
         head_size)``; ``rows``: the states as 2-D rows already (in training the real tokens'
         alone, put back in place by ``spread``)."""
@@ -403,7 +413,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         x = ops.reshape(x, (batch, length, self.num_heads, self.head_size))
         return ops.transpose(x, (0, 2, 1, 3))
 
-    def call(self, inputs, mask=None, training=None, cache=None):
+    def call(self, inputs: Any, mask: Any = None, training: bool | None = None,
+             cache: dict[str, Any] | None = None) -> Any:
         queries, keys, table, allowed = self._split(inputs)
         masks = list(mask) if isinstance(mask, (list, tuple)) else [mask]
         key_mask = masks[1] if self.two_sequences and len(masks) > 1 else masks[0]
@@ -448,7 +459,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         output = ops.reshape(output, (batch, length, output.shape[-1]))  # (B, T, H)
         return output if cache is None else (output, cache)
 
-    def write(self, cache, key, value):
+    def write(self, cache: dict[str, Any], key: Any, value: Any) -> dict[str, Any]:
         """The cache with the new tokens' ``key`` and ``value`` written from its ``start``."""
         zero, start = ops.zeros((), "int32"), ops.cast(cache["start"], "int32")
         keys = ops.slice_update(cache["keys"], (zero, zero, start, zero),
@@ -457,15 +468,15 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             ops.transpose(value, (0, 1, 3, 2)), cache["values"].dtype))
         return {**cache, "keys": keys, "values": values}
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> Any:
         return self._split(input_shape)[0]
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         if isinstance(mask, (list, tuple)):
             return mask[0]
         return mask
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {
             **super().get_config(),
             "num_heads": self.num_heads,
@@ -496,8 +507,10 @@ class FeedForward(keras.layers.Layer):
         (1, 5, 16)
     """
 
-    def __init__(self, intermediate_size, activation="gelu", initializer_range=0.02,
-                 initializer=None, use_bias=True, **kwargs):
+    def __init__(self, intermediate_size: int,
+                 activation: str | Callable[..., Any] = "gelu",
+                 initializer_range: float = 0.02, initializer: _Initializer | None = None,
+                 use_bias: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.initializer = initializer
         self.use_bias = use_bias
@@ -508,7 +521,7 @@ class FeedForward(keras.layers.Layer):
         self.training_activation_fn = training_activation(self.activation_fn)
         self.supports_masking = True
 
-    def build(self, input_shape):
+    def build(self, input_shape: Any) -> None:
         hidden = input_shape[-1]
         initializer = kernel_initializer(self)
         self.intermediate_kernel = self.add_weight(
@@ -522,7 +535,7 @@ class FeedForward(keras.layers.Layer):
         self.output_bias = self.add_weight(
             name="output_bias", shape=(hidden,), initializer="zeros") if self.use_bias else None
 
-    def call(self, inputs, training=None):
+    def call(self, inputs: Any, training: bool | None = None) -> Any:
         # On 2-D rows, so each product is one GEMM fused with its bias and activation.
         rows = ops.reshape(inputs, (-1, inputs.shape[-1]))  # (B*T, H)
         # In training, the products of the real tokens only (padding's output is zeros). The
@@ -538,10 +551,10 @@ class FeedForward(keras.layers.Layer):
             x = spread(x)
         return ops.reshape(x, ops.shape(inputs))
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> Any:
         return input_shape
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {
             **super().get_config(),
             "intermediate_size": self.intermediate_size,
@@ -564,13 +577,13 @@ class FirstToken(keras.layers.Layer):
         (2, 16)
     """
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         return inputs[:, 0]
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         return None
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> Any:
         return (input_shape[0], input_shape[-1])
 
 
@@ -583,17 +596,17 @@ class BiasAdd(keras.layers.Layer):
         (1, 3, 10)
     """
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.supports_masking = True
 
-    def build(self, input_shape):
+    def build(self, input_shape: Any) -> None:
         self.bias = self.add_weight(name="bias", shape=(input_shape[-1],), initializer="zeros")
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         return inputs + ops.cast(self.bias, inputs.dtype)
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> Any:
         return input_shape
 
 
@@ -608,18 +621,18 @@ class ScaleFreeNorm(keras.layers.Layer):
         [0.8485, 1.1314]
     """
 
-    def __init__(self, epsilon=1e-12, **kwargs):
+    def __init__(self, epsilon: float = 1e-12, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.epsilon = epsilon
         self.supports_masking = True
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         x = ops.cast(inputs, "float32")
         x = x * ops.rsqrt(ops.mean(ops.square(x), axis=-1, keepdims=True) + self.epsilon)
         return ops.cast(x, inputs.dtype)
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> Any:
         return input_shape
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "epsilon": self.epsilon}

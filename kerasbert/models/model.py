@@ -27,7 +27,10 @@ Example:
     (2, 'Functional')
 """
 
+from __future__ import annotations
+
 import functools
+from typing import Any
 
 import keras
 import numpy as np
@@ -38,27 +41,31 @@ from kerasbert import internals
 DEFAULT_BATCH_SIZE = 32
 
 
-def functional_model(inputs, outputs, name=None):
+def functional_model(inputs: Any, outputs: Any, name: str | None = None) -> keras.Model:
     """``keras.Model(inputs, outputs, name=name)`` with the fast ``fit`` on arrays."""
     return with_fast_fit(keras.Model(inputs, outputs, name=name))
 
 
-def with_fast_fit(model):
+def with_fast_fit(model: keras.Model) -> keras.Model:
     """Gives ``model`` (a Keras model) the ``fit`` of this module; returns the model."""
     model.fit = functools.partial(fit, model)
     functools.update_wrapper(model.fit, fit)
     return model
 
 
-def has_fast_fit(model):
+def has_fast_fit(model: keras.Model) -> bool:
     """Whether ``model``'s ``fit`` is this module's."""
     return getattr(vars(model).get("fit"), "func", None) is fit
 
 
-def fit(model, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
-        validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
-        sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None,
-        validation_batch_size=None, validation_freq=1):
+def fit(model: keras.Model, x: Any = None, y: Any = None, batch_size: int | None = None,
+        epochs: int = 1, verbose: str | int = "auto",
+        callbacks: list[keras.callbacks.Callback] | None = None,
+        validation_split: float = 0.0, validation_data: Any = None, shuffle: bool | str = True,
+        class_weight: dict[int, float] | None = None, sample_weight: Any = None,
+        initial_epoch: int = 0, steps_per_epoch: int | None = None,
+        validation_steps: int | None = None, validation_batch_size: int | None = None,
+        validation_freq: int = 1) -> keras.callbacks.History:
     """Keras's ``Model.fit``, with its arguments and results; NumPy arrays (or nests of
     them) are fed through one endless pipeline of Keras's own batches (see the module).
 
@@ -103,7 +110,7 @@ def fit(model, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callba
                            else None, **rest)
 
 
-def _build_before_tracing(model, data):
+def _build_before_tracing(model: keras.Model, data: Any) -> None:
     """Makes ``fit``'s state of ``model`` from the shapes of ``data`` when it is a
     ``tf.data.Dataset`` of dense tensors, so the train step is traced once (see
     :func:`kerasbert.internals.build_before_tracing`); other data is left to Keras."""
@@ -118,7 +125,8 @@ def _build_before_tracing(model, data):
     internals.build_before_tracing(model, data.element_spec)
 
 
-def _endless_possible(x, y, sample_weight, shuffle, steps_per_epoch):
+def _endless_possible(x: Any, y: Any, sample_weight: Any, shuffle: bool | str,
+                      steps_per_epoch: int | None) -> bool:
     """Whether this ``fit`` feeds arrays through one endless pipeline."""
     return (internals.fast_paths_enabled("fit") and steps_per_epoch is None and shuffle != "batch"
             and x is not None and keras.backend.backend() == "tensorflow"

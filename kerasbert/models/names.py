@@ -76,36 +76,36 @@ DECODER_INPUT_TOKEN = "Decoder-Input-Token"
 INPUT_CONTEXT = "Input-Context"
 
 
-def side_name(side, name):
+def side_name(side: str, name: str) -> str:
     """A T5 layer's name: ``side_name("Encoder", "Output-Norm") -> "Encoder-Output-Norm"``."""
     return f"{side}-{name}"
 
 
-def cross_attention_name(index):
+def cross_attention_name(index: int) -> str:
     """``cross_attention_name(0) -> "Decoder-Transformer-0-MultiHeadCrossAttention"``."""
     return f"{DECODER}-Transformer-{index}-MultiHeadCrossAttention"
 
 
-def attention_name(index):
+def attention_name(index: int) -> str:
     """``attention_name(0) -> "Transformer-0-MultiHeadSelfAttention"``."""
     return f"Transformer-{index}-MultiHeadSelfAttention"
 
 
-def feed_forward_name(index):
+def feed_forward_name(index: int) -> str:
     """``feed_forward_name(0) -> "Transformer-0-FeedForward"``."""
     return f"Transformer-{index}-FeedForward"
 
 
-def dropout_name(block):
+def dropout_name(block: str) -> str:
     """The dropout after a block: ``"Transformer-0-FeedForward-Dropout"``."""
     return f"{block}-Dropout"
 
 
-def add_name(block):
+def add_name(block: str) -> str:
     """The residual sum after a block: ``"Transformer-0-FeedForward-Add"``."""
     return f"{block}-Add"
 
 
-def norm_name(block):
+def norm_name(block: str) -> str:
     """The layer norm after a block: ``"Transformer-0-FeedForward-Norm"``."""
     return f"{block}-Norm"

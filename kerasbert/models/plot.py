@@ -1,5 +1,7 @@
 """Drawing a model with ``keras.utils.plot_model`` (pydot + Graphviz)."""
 
+from __future__ import annotations
+
 import os
 import shutil
 
@@ -10,7 +12,7 @@ class GraphvizMissing(RuntimeError):
     """Graphviz's ``dot`` program (or pydot) is not installed."""
 
 
-def check_graphviz():
+def check_graphviz() -> None:
     """Raises :class:`GraphvizMissing` with install instructions if a plot cannot be drawn."""
     try:
         import pydot  # noqa: F401  (plot_model needs it)
@@ -27,7 +29,7 @@ def check_graphviz():
 FORMATS = ("png", "svg", "pdf")
 
 
-def picture_format(path):
+def picture_format(path: str | os.PathLike[str]) -> str:
     """The format of ``path`` by its extension (none: PNG).
 
     Raises:
@@ -40,7 +42,8 @@ def picture_format(path):
     return extension or "png"
 
 
-def plot(model, path, dpi=96):
+def plot(model: keras.Model, path: str | os.PathLike[str],
+         dpi: int = 96) -> str | os.PathLike[str]:
     """Draws ``model`` to ``path`` (PNG, SVG or PDF by extension) with names and shapes.
 
     Raises:

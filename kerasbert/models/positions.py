@@ -8,13 +8,17 @@ Hugging Face lay it out: ``[sin(p w0), cos(p w0), sin(p w1), cos(p w1), ...]`` w
 layer; neither is limited to a maximum length.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import keras
 from keras import ops
 
 from kerasbert.models.names import SERIALIZATION_PACKAGE as PACKAGE
 
 
-def sinusoid(positions, dim):
+def sinusoid(positions: Any, dim: int) -> Any:
     """``(..., dim)`` interleaved sin/cos of float ``positions`` (``dim`` even)."""
     frequencies = ops.power(10000.0, -2.0 * ops.arange(dim // 2, dtype="float32") / dim)
     angles = ops.expand_dims(ops.cast(positions, "float32"), -1) * frequencies
@@ -22,7 +26,7 @@ def sinusoid(positions, dim):
                        (*ops.shape(angles)[:-1], dim))
 
 
-def rotate(x, table):
+def rotate(x: Any, table: Any) -> Any:
     """RoFormer's rotation of queries or keys ``x`` (``(batch, heads, length, dim)``) by
     the position ``table`` (``(1, length, dim)``, from :class:`RotaryPositions`)."""
     table = ops.cast(ops.expand_dims(table, 1), x.dtype)  # (1, 1, length, dim)
@@ -44,20 +48,20 @@ class RotaryPositions(keras.layers.Layer):
         (1, 5, 8)
     """
 
-    def __init__(self, head_size, **kwargs):
+    def __init__(self, head_size: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.head_size = head_size
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         return ops.expand_dims(sinusoid(ops.arange(ops.shape(inputs)[1]), self.head_size), 0)
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         return None
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> Any:
         return (1, input_shape[1], self.head_size)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "head_size": self.head_size}
 
 
@@ -75,29 +79,29 @@ class RelativePositions(keras.layers.Layer):
         (5, 5, 8)
     """
 
-    def __init__(self, head_size, max_relative_position=64, **kwargs):
+    def __init__(self, head_size: int, max_relative_position: int = 64, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.head_size = head_size
         self.max_relative_position = max_relative_position
 
-    def build(self, input_shape):
+    def build(self, input_shape: Any) -> None:
         size = 2 * self.max_relative_position + 1
         self.embeddings = self.add_weight(
             name="embeddings", shape=(size, self.head_size), trainable=False,
             initializer=lambda shape, dtype=None: sinusoid(ops.arange(shape[0]), shape[1]))
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         positions = ops.arange(ops.shape(inputs)[1])
         relative = ops.expand_dims(positions, 0) - ops.expand_dims(positions, 1)  # k - j
         m = self.max_relative_position
         return ops.take(self.embeddings, ops.clip(relative, -m, m) + m, axis=0)
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         return None
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> Any:
         return (input_shape[1], input_shape[1], self.head_size)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "head_size": self.head_size,
                 "max_relative_position": self.max_relative_position}
