@@ -237,6 +237,8 @@ def test_a_seq2seq_run_learns_to_generate_and_the_command_line_uses_it(seq2seq_i
 @pytest.mark.parametrize("flags, message", [
     (["--model", "albert"], "invalid family 'albert' in --model: --task seq2seq trains UniLM"),
     (["--model", "electra"], "invalid family 'electra' in --model: --task seq2seq trains UniLM"),
+    (["--model", "gpt2"], "invalid family 'gpt2' in --model: --task seq2seq trains UniLM"),
+    (["--model", "roformer"], "invalid family 'roformer' in --model: --task seq2seq trains UniLM"),
     (["--max-new-tokens", "500"], "invalid value 500 in max_new_tokens: with maxlen 128, "
                                   "generation would run past the 512 positions"),
 ])

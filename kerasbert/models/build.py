@@ -24,7 +24,13 @@ from kerasbert.models.attention_masks import Causal, Mask, UniLM, mask_of
 from kerasbert.models.bert import make_transformer
 from kerasbert.models.config import BertConfig
 from kerasbert.models.deferred import deferred_weights, forget, settle
-from kerasbert.models.families import FAMILIES, family_class, variant_of
+from kerasbert.models.families import (
+    DEFAULT_FAMILY,
+    FAMILIES,
+    family_class,
+    registered_name,
+    variant_of,
+)
 from kerasbert.models.families.base import Transformer
 
 if TYPE_CHECKING:  # annotations only
@@ -143,7 +149,7 @@ def build_transformer_model(
     if "ignore_invalid_weights" in overrides:
         strict = not overrides.pop("ignore_invalid_weights")
     fixed = {key: overrides.pop(key) for key in list(overrides) if key in FIXED}
-    cls = variant_of(model if model is not None else "bert")  # unknown: refused before reading
+    cls = variant_of(model if model is not None else DEFAULT_FAMILY)  # unknown: refused first
     # Without model=, the config's model_type picks the family: any family's keywords are
     # taken here and checked against that family's once the config is read.
     takes = _options_of(cls) if model is not None else set().union(
@@ -220,10 +226,10 @@ def _preset_paths(
 def _registered_family(cls: type[Transformer]) -> str | None:
     """The ``model=`` name of ``cls``'s closest registered ancestor (``"roformer"`` for
     ``extend_with_language_model(RoFormer)``): the family its config is read for."""
+    registered = {family_class(name) for name in FAMILIES}
     for klass in cls.__mro__:
-        for name in FAMILIES:
-            if family_class(name) is klass:
-                return name
+        if klass in registered:
+            return registered_name(klass)
     return None
 
 

@@ -23,7 +23,14 @@ from typing import Any
 import keras
 
 from kerasbert.files import open_input, write_text
-from kerasbert.models.families import FAMILIES, family_class, model_type_of
+from kerasbert.models.families import (
+    DEFAULT_FAMILY,
+    FAMILIES,
+    family_class,
+    model_type_of,
+    most_specific,
+    registered_name,
+)
 
 # bert4keras accepts these keyword overrides; they name the same facts as Google's keys.
 BERT4KERAS_ALIASES = {
@@ -37,13 +44,9 @@ BERT4KERAS_ALIASES = {
 # "gelu" is the exact erf form (Google, Hugging Face, bert4keras); the others are the tanh form.
 APPROXIMATE_GELU_NAMES = ("gelu_new", "gelu_approximate", "gelu_pytorch_tanh", "gelu_fast")
 
-# The original Google ALBERT configs have no model_type but ALBERT's group keys; brightmart's
-# (albert_zh: albert_config_tiny.json ... xlarge) have neither, but their layer norm's place.
-ALBERT_KEYS = ("num_hidden_groups", "inner_group_num", "ln_type")
-
 
 @functools.cache
-def model_types():
+def model_types() -> tuple[str, ...]:
     """The ``model_type`` values kerasbert builds, each as the family of that name.
 
     Example:
@@ -55,39 +58,32 @@ def model_types():
 
 
 @functools.cache
-def _family_rules():
+def _family_rules() -> tuple[tuple[Any, ...], ...]:
     """Keys whose values describe a model the family cannot build: (key, does the family
     build it?, why another is refused). A key that is absent or null is fine; ``values``
     is the whole config, for rules that compare two keys. The facts each rule reads are
-    the family class's (:mod:`kerasbert.models.families`)."""
+    the family class's (:mod:`kerasbert.models.families`).
+
+    ``model_type`` and factorised embeddings first, then each family's own rules (its
+    class's ``config_rules``, on the keys its configs bring), parents before children, then
+    Hugging Face's decoder keys: the order of the registry does not change which key a
+    config that breaks two rules is refused for.
+    """
     factorised = [name for name in FAMILIES if family_class(name).factorised]
+    classes = sorted({family_class(name) for name in FAMILIES},
+                     key=lambda cls: (len(cls.__mro__), registered_name(cls)))
+    # A subclass that keeps its parent's rules holds the same rule objects: listed once.
+    own = dict.fromkeys(rule for cls in classes for rule in cls.config_rules)
     return (
         ("model_type", lambda value, values, family: value == model_type_of(family),
          f"kerasbert builds model_type {', '.join(map(repr, model_types()))}, each "
          "with its own build_transformer_model(model=...) or --model (Hugging Face's RoBERTa, "
          "whose positions start after the padding id, is another family)"),
-        ("position_embedding_type", lambda value, values, family: value == "absolute"
-         or model_type_of(family) != "bert",
-         "kerasbert's BERT has absolute position embeddings; NEZHA (relative) and RoFormer "
-         "(rotary) are their own model= values"),
-        # NEZHA's own configs have no model_type, but this key.
-        ("use_relative_position", lambda value, values, family: not value
-         or family_class(family).position == "relative",
-         "relative positions are NEZHA's; build with model='nezha'"),
         ("embedding_size", lambda value, values, family: value == values.get("hidden_size")
          or family_class(family).factorised,
          "factorised embeddings (embedding_size other than hidden_size) belong to "
          f"{', '.join(factorised)}; build with one of those model= values"),
-        ("num_hidden_groups", lambda value, values, family: value == 1,
-         "ALBERT with several groups of shared layers is not supported (one group, as in "
-         "every published ALBERT checkpoint)"),
-        ("ln_type", lambda value, values, family: value == "postln",
-         "brightmart's ALBERT with its layer norms before each block (ln_type 'preln') is "
-         "not supported; kerasbert's ALBERT normalises after each block ('postln', as "
-         "every published albert_zh checkpoint)"),
-        ("inner_group_num", lambda value, values, family: value == 1,
-         "ALBERT with several layers per group is not supported (one, as in every published "
-         "ALBERT checkpoint)"),
+        *own,
         ("is_decoder", lambda value, values, family: not value,
          "kerasbert builds encoders with application='encoder', 'lm' or 'unilm' "
          "(build_transformer_model), not Hugging Face's decoder with cross-attention"),
@@ -96,12 +92,14 @@ def _family_rules():
     )
 
 
-def family_of_config(values):
-    """The family a config's own keys name: its ``model_type``, ALBERT's group keys or
-    brightmart's ``ln_type``, factorised embeddings without a ``model_type`` (an
-    ``embedding_size`` other than ``hidden_size``: brightmart's albert_zh configs have no
-    other mark; ELECTRA's configs name their ``model_type``), or ``"bert"``. An unknown
-    ``model_type`` is left to the checks, which name it.
+def family_of_config(values: dict[str, Any]) -> str:
+    """The family a config's own keys name: its ``model_type``, else the family whose keys
+    it has (each family's ``claims_config``: ALBERT's group keys, brightmart's ``ln_type``,
+    factorised embeddings), else the default family (``"bert"``). An unknown ``model_type``
+    is left to the checks, which name it.
+
+    Raises:
+        ValueError: keys of two unrelated families, and no ``model_type`` to choose.
 
     Example:
         >>> family_of_config({"model_type": "albert"}), family_of_config({"hidden_size": 8})
@@ -109,12 +107,13 @@ def family_of_config(values):
     """
     model_type = values.get("model_type")
     if model_type is not None:
-        return model_type if model_type in model_types() else "bert"
-    if any(values.get(key) is not None for key in ALBERT_KEYS):
-        return "albert"
-    if values.get("embedding_size") not in (None, values.get("hidden_size")):
-        return "albert"
-    return "bert"
+        return model_type if model_type in model_types() else DEFAULT_FAMILY
+    found = most_specific(name for name in model_types()
+                          if family_class(name).claims_config(values))
+    if len(found) > 1:
+        raise ValueError(f"config keys of several families ({', '.join(found)}) and no "
+                         "model_type; name one with model_type or model=")
+    return found[0] if found else DEFAULT_FAMILY
 
 
 REQUIRED_KEYS = (
@@ -155,7 +154,7 @@ class BertConfig:
     extra: dict = dataclasses.field(default_factory=dict)
     source: str = dataclasses.field(default="<dict>", compare=False, repr=False)
     #: The model family the config is read for (``model=``); not a key of the file.
-    family: str = dataclasses.field(default="bert", compare=False, repr=False)
+    family: str = dataclasses.field(default=DEFAULT_FAMILY, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -324,7 +323,8 @@ def _check_activation(activation, hidden_act, where):
             ) from None
 
 
-def check_family(values, where, family="bert"):
+def check_family(values: dict[str, Any], where: str,
+                 family: str | type[Any] = DEFAULT_FAMILY) -> None:
     """Raises when a key of ``values`` describes a model ``family`` does not build."""
     for key, builds, why in _family_rules():
         value = values.get(key)
@@ -369,7 +369,7 @@ def check_vocab_fits(config, vocab_size, vocab_path):
             "have no embedding row")
 
 
-def check_maxlen(config, maxlen, flag="--maxlen"):
+def check_maxlen(config: BertConfig, maxlen: int | None, flag: str = "--maxlen") -> None:
     """Raises when sequences of ``maxlen`` tokens would not fit the position table
     (a family with relative or rotary positions has none: any length fits).
 
@@ -398,8 +398,8 @@ def check_maxlen(config, maxlen, flag="--maxlen"):
     if isinstance(maxlen, bool) or not isinstance(maxlen, numbers.Integral) or maxlen < 1:
         raise ValueError(f"{flag} ({maxlen!r}): must be a positive integer")
     # NEZHA's relative and RoFormer's rotary positions have no table to run past.
-    if maxlen > config.max_position_embeddings and family_class(
-            config.family if config.family in FAMILIES else "bert").position == "absolute":
+    family = config.family if config.family in FAMILIES else DEFAULT_FAMILY
+    if maxlen > config.max_position_embeddings and family_class(family).position == "absolute":
         raise ValueError(f"{flag} ({maxlen}) in {config.source}: exceeds "
                          f"max_position_embeddings ({config.max_position_embeddings})")
 

@@ -44,8 +44,8 @@ from kerasbert.checkpoints.io import (
 )
 from kerasbert.models import names
 from kerasbert.models.config import BertConfig
-from kerasbert.models.families import FAMILIES, family_class, model_type_of
-from kerasbert.models.families.base import HuggingFaceRecipe
+from kerasbert.models.families import DEFAULT_FAMILY, FAMILIES, family_class, model_type_of
+from kerasbert.models.families.base import HuggingFaceLayout, HuggingFaceRecipe, Transformer
 from kerasbert.models.loading import table
 from kerasbert.presets.download import download
 
@@ -56,37 +56,64 @@ EMBEDDINGS = ("word_embeddings", "position_embeddings", "token_type_embeddings")
 WEIGHTS_FILES = ("model.safetensors", "tf_model.h5")
 
 
-def layouts():
+def layouts() -> dict[str, HuggingFaceLayout | HuggingFaceRecipe]:
     """``model_type`` -> its Hugging Face layout: each family module's ``hf_layout``.
 
     Example:
         >>> list(layouts())
         ['bert', 'albert', 'roformer', 'electra', 'gpt2', 'openai-gpt', 't5', 'mt5']
     """
-    found = {}
+    return {model_type: cls.hf_layout for model_type, cls in _layout_families().items()
+            if cls.hf_layout is not None}
+
+
+def _layout_families() -> dict[str, type[Transformer]]:
+    """Hugging Face ``model_type`` -> the family whose layout reads it; of families that
+    share one layout (GPT2-ML has GPT's), the one the others subclass."""
+    found: dict[str, type[Transformer]] = {}
     for name in FAMILIES:
-        layout = family_class(name).hf_layout
-        if layout is not None:
-            key = layout.model_type if isinstance(layout, HuggingFaceRecipe) else \
-                family_class(name).model_type
-            found.setdefault(key, layout)
+        cls = family_class(name)
+        layout = cls.hf_layout
+        if layout is None:
+            continue
+        key = layout.model_type if isinstance(layout, HuggingFaceRecipe) else cls.model_type
+        if key not in found or issubclass(found[key], cls):
+            found[key] = cls
     return found
+
+
+def hf_description(model_type: str) -> str:
+    """What to call a Hugging Face model of ``model_type`` in a message: its recipe's
+    description, else its family's ``checkpoint_description``.
+
+    Example:
+        >>> hf_description("albert"), hf_description("openai-gpt")
+        ('an ALBERT', 'an OpenAI GPT')
+    """
+    cls = _layout_families()[model_type]
+    return getattr(cls.hf_layout, "description", "") or cls.checkpoint_description
 
 
 # Old checkpoints name LayerNorm parameters gamma/beta, newer ones weight/bias.
 _NORM_PARAMETERS = {"weight": "gamma", "gamma": "gamma", "bias": "beta", "beta": "beta"}
-FAMILY_NAMES = {"bert": "a BERT", "albert": "an ALBERT", "electra": "an ELECTRA",
-                "roformer": "a RoFormer", "gpt2": "a GPT-2",
-                "openai-gpt": "an OpenAI GPT", "t5": "a T5", "mt5": "an mT5"}  # in messages
-# Keys of a Hugging Face config that the Google config keeps (the rest is bookkeeping).
-KEPT_KEYS = ("embedding_size", "num_hidden_groups", "inner_group_num")
+# Keys of a Hugging Face config that the Google config keeps (the rest is bookkeeping),
+# besides those its family's layout names (its ``config_keys``).
+KEPT_KEYS = ("embedding_size",)
 
 
-def google_name(hf_name, model_type="bert"):
+def google_name(hf_name: str, model_type: str | None = None) -> tuple[str, bool] | None:
     """The Google variable for a Hugging Face parameter, and whether to transpose it.
+
+    Args:
+        hf_name: the parameter's name in the Hugging Face file.
+        model_type: the Hugging Face ``model_type`` of a family with a layout (not a
+            recipe); None: the default family's (BERT's).
 
     Returns:
         ``(name, transpose)``, or None for a parameter with no Google counterpart.
+
+    Raises:
+        ValueError: a ``model_type`` whose family reads its parameters by a recipe.
 
     Example:
         >>> google_name("bert.encoder.layer.3.attention.self.query.weight")
@@ -94,7 +121,11 @@ def google_name(hf_name, model_type="bert"):
         >>> google_name("albert.encoder.albert_layer_groups.0.albert_layers.0.ffn.bias", "albert")
         ('bert/encoder/transformer/group_0/inner_group_0/ffn_1/intermediate/dense/bias', False)
     """
+    model_type = model_type or model_type_of(DEFAULT_FAMILY)
     layout = layouts()[model_type]
+    if not isinstance(layout, HuggingFaceLayout):
+        raise ValueError(f"model_type ({model_type!r}): its family reads each parameter by "
+                         "its recipe, not by name")
     name = hf_name.removeprefix(layout.prefix)
     if name in layout.plain:
         return layout.plain[name], False
@@ -308,7 +339,7 @@ def _write(variables, prefix, config, config_path, vocab_source, vocab_path):
 _CONFIG_SIZE = 4096  # a bert_config.json: well under a block
 
 
-def _read_config(path):
+def _read_config(path: str) -> tuple[BertConfig, str]:
     """The Google config of a Hugging Face ``config.json``, and its ``model_type``."""
     recipe = _recipe_of(path)
     if recipe is not None:
@@ -321,14 +352,14 @@ def _read_config(path):
         raise ValueError(f"model_type ({model_type!r}) in {path}: kerasbert convert reads "
                          f"{', '.join(layouts())} models; build {model_type} from its original "
                          "checkpoint instead")
-    if config.extra.get("rotary_value"):
-        raise ValueError(f"rotary_value (True) in {path}: not supported; kerasbert's RoFormer, "
-                         "as the original, rotates queries and keys only")
+    family_class(config.family).check_hf_config(config, path)
     # Google's bert_config.json: its own keys, none of Hugging Face's bookkeeping; a family
-    # other than BERT keeps its model_type, so that the output says what it holds.
+    # other than the default keeps its model_type, so that the output says what it holds
+    # (a config without one reads as the default family).
+    kept_keys = KEPT_KEYS + getattr(layouts()[model_type], "config_keys", ())
     kept = {key: value for key, value in config.to_dict().items()
-            if key not in config.extra or key in KEPT_KEYS}
-    if model_type != "bert":
+            if key not in config.extra or key in kept_keys}
+    if model_type != model_type_of(DEFAULT_FAMILY):
         kept["model_type"] = model_type
     return BertConfig.from_dict(kept, source=path, family=config.family), model_type
 
@@ -455,7 +486,8 @@ def pytorch_name(tf_name):
     return name, parts[-1] == "kernel"
 
 
-def _check_complete(variables, config, path, model_type):
+def _check_complete(variables: dict[str, np.ndarray], config: BertConfig, path: str,
+                    model_type: str) -> None:
     layout = layouts()[model_type]
     scope = layout.scope
     # An encoder may come without its pooler.
@@ -469,7 +501,7 @@ def _check_complete(variables, config, path, model_type):
         needed.remove(f"{scope}/embeddings/token_type_embeddings")
     missing = [name for name in dict.fromkeys(needed) if name not in variables]
     if missing:
-        family = FAMILY_NAMES[model_type]
+        family = hf_description(model_type)
         raise CheckpointError(
             f"weights in {path}: lacks {len(missing)} weight(s) that {family} with "
             f"num_hidden_layers={config.num_hidden_layers} needs, e.g. {missing[0]} "

@@ -12,7 +12,7 @@ import logging
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import keras
@@ -34,7 +34,13 @@ from kerasbert.models.checkpoint_names import (
     is_vocabulary_variable,
 )
 from kerasbert.models.deferred import set_value
-from kerasbert.models.families import FAMILIES, family_class, model_type_of
+from kerasbert.models.families import (
+    DEFAULT_FAMILY,
+    FAMILIES,
+    family_class,
+    model_type_of,
+    most_specific,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -57,11 +63,22 @@ def table(family):
     return family_class(family).checkpoint_table
 
 
-def table_family(model, available=(), family=None):
+def table_family(model: keras.Model, available: Collection[str] = (),
+                 family: str | None = None) -> str:
     """Whose variable names ``model``'s weights are stored under: ``family`` if given,
-    else what the model's layers say (ALBERT's shared layer, ELECTRA's discriminator),
-    else what the checkpoint's names say (``electra/...``; ALBERT's shared names for a
-    factorised model with one layer per index: ``albert_unshared``), else BERT's.
+    else the family whose layers the model has (ALBERT's shared layer, ELECTRA's
+    discriminator: each family's ``claims_layers``), else the family the checkpoint's names
+    say (``available``: ELECTRA's ``electra/...``, ALBERT's shared names for a factorised
+    model with one layer per index: each family's ``claims_checkpoint``), else BERT's.
+
+    Every registered family is asked, in no order: where several fit, the most specific
+    is meant (a GPT-2 model has GPT's ``LM-Activation`` too, and a subclass of GPT wins;
+    :func:`kerasbert.models.families.most_specific`), so the order of
+    :data:`~kerasbert.models.families.FAMILIES` never changes the answer.
+
+    Raises:
+        ValueError: ``family`` is not registered, or the model has the layers of two
+            unrelated families (one table cannot load it; ``family`` says which).
 
     Example:
         >>> from kerasbert import build_transformer_model
@@ -75,18 +92,18 @@ def table_family(model, available=(), family=None):
             raise ValueError(f"family={family!r} is not one of {', '.join(FAMILIES)}")
         return family
     layers = _layers_by_name(model)
-    for name in FAMILIES:
-        if family_class(name).marker_layer in layers:
-            return name
-    # ELECTRA's checkpoints have no pooler or MLM head: a model with one stays BERT's.
-    electra = family_class("electra").checkpoint_table(0)[names.EMBEDDING_TOKEN]["embeddings"]
-    if electra in available and not {
-            names.POOLER_DENSE, names.NSP_PROBA, names.MLM_DENSE} & set(layers):
-        return "electra"
-    if names.EMBEDDING_MAPPING in layers and any(
-            re.match(family_class("albert").checkpoint_pattern, name) for name in available):
-        return "albert_unshared"
-    return "bert"
+    asks: tuple[tuple[str, Callable[[type[Any]], bool]], ...] = (
+        ("layers", lambda cls: cls.claims_layers(layers)),
+        ("checkpoint's names", lambda cls: cls.claims_checkpoint(layers, available)))
+    for what, claims in asks:
+        found = most_specific(name for name in FAMILIES if claims(family_class(name)))
+        if len(found) > 1:
+            raise ValueError(f"model {model.name!r}: its {what} fit several families "
+                             f"({', '.join(found)}); pass family= to say whose names its "
+                             "weights are stored under")
+        if found:
+            return found[0]
+    return DEFAULT_FAMILY
 
 
 def model_targets(model, family=None, available=(), mapping=None):
@@ -343,43 +360,85 @@ def _hint(name, expected, found):
 
 # Variable names that mark a checkpoint of a family kerasbert does not build: (the family
 # with its article, None, pattern).
-NOT_BUILT = ()
+NOT_BUILT: tuple[tuple[str, None, str], ...] = ()
+# Where BERT's encoder layers begin: a checkpoint with them that does not load is named by
+# what the model's family says of BERT's checkpoints.
+_BERT_LAYER = "bert/encoder/layer_0/"
+# The kinds of a family's positions (its class's ``position``), in the order a message lists
+# families by them.
+_POSITION_ORDER = ("absolute", "rotary", "relative")
 
 
-def other_families():
-    """``(what, model=, pattern)`` of each family whose checkpoint names differ from BERT's:
-    the registered ones (their class's ``checkpoint_pattern``), then :data:`NOT_BUILT`."""
-    built = [(cls.checkpoint_description, name, cls.checkpoint_pattern)
-             for name, cls in ((name, family_class(name)) for name in FAMILIES)
-             if cls.checkpoint_pattern and cls.model_type == name]
+def other_families() -> tuple[tuple[str, str | None, str], ...]:
+    """``(what, model=, pattern)`` of each family whose checkpoint names tell it apart: the
+    registered ones under their own name (their ``model_type``) whose class has a
+    ``checkpoint_pattern`` of its own (t5.1.1 keeps T5's: T5 is named), then
+    :data:`NOT_BUILT`."""
+    built = []
+    for name in FAMILIES:
+        cls = family_class(name)
+        pattern = cls.checkpoint_pattern
+        if pattern and cls.model_type == name and not any(
+                getattr(base, "checkpoint_pattern", None) == pattern for base in cls.__mro__[1:]):
+            built.append((cls.checkpoint_description, name, pattern))
     return tuple(built) + NOT_BUILT
 
 
-def _other_family(available, family):
+def _other_family(available: Collection[str], family: str) -> tuple[str, str | None] | None:
     """What another family's checkpoint looks like, for the message: ``(what, model=)``;
-    None where it looks like ``family``'s own."""
+    None where it looks like ``family``'s own.
+
+    A family's own pattern names it, never ``family`` or one it subclasses; where the names
+    fit several, the most specific (GPT-2's names are GPT's and its own). Then what the
+    family's attributes say: BERT's layers in a model that names them
+    (``names_bert_checkpoints``), and BERT's names without a position table in a model with
+    one: a family whose positions are computed.
+    """
+    cls = family_class(family)
+    matches: dict[str | None, tuple[str, str]] = {}
     for what, loads_as, pattern in other_families():
-        if loads_as == model_type_of(family) or loads_as and issubclass(
-                family_class(family), family_class(loads_as)):
+        if loads_as is not None and (loads_as == model_type_of(family)
+                                     or issubclass(cls, family_class(loads_as))):
             continue
-        for name in sorted(available):
-            found = re.match(pattern, name)
-            if found:
-                return f"{what} checkpoint ({found.group(0)}...)", loads_as
-    if model_type_of(family) in ("albert", "electra") and any(
-            name.startswith("bert/encoder/layer_0/") for name in available):
-        return "a BERT checkpoint (bert/encoder/layer_0/...)", "bert"
-    if family_class(family).position != "absolute":
+        found = next((found for found in (re.match(pattern, name) for name in sorted(available))
+                      if found), None)
+        if found:
+            matches.setdefault(loads_as, (what, found.group(0)))
+    meant = most_specific(name for name in matches if name is not None)
+    if meant or None in matches:
+        # Of unrelated families (no real checkpoint is both), the one whose names come first.
+        loads_as = min(meant, key=lambda name: matches[name][1]) if meant else None
+        what, prefix = matches[loads_as]
+        return f"{what} checkpoint ({prefix}...)", loads_as
+    bert_layers = any(name.startswith(_BERT_LAYER) for name in available)
+    if cls.names_bert_checkpoints and bert_layers:
+        return (f"{family_class(DEFAULT_FAMILY).checkpoint_description} checkpoint "
+                f"({_BERT_LAYER}...)", DEFAULT_FAMILY)
+    if cls.position != "absolute" or POSITION_EMBEDDINGS in available or not bert_layers:
         return None
-    if POSITION_EMBEDDINGS not in available and any(
-            name.startswith("bert/encoder/layer_0/") for name in available):
-        return ("a RoFormer or NEZHA checkpoint "
-                f"(bert/encoder/layer_0/... but no {POSITION_EMBEDDINGS})", "roformer' or 'nezha")
-    return None
+    computed = _computed_positions()
+    if not computed:
+        return None
+    descriptions = [family_class(name).checkpoint_description for name in computed]
+    what = " or ".join([descriptions[0]] + [text.split(" ", 1)[1] for text in descriptions[1:]])
+    return (f"{what} checkpoint ({_BERT_LAYER}... but no {POSITION_EMBEDDINGS})",
+            "' or '".join(computed))
 
 
-def _failure_message(where, missing, mismatched, available, owners, other=None,
-                     family="bert"):
+def _computed_positions() -> list[str]:
+    """The families (under their own names) whose checkpoints keep BERT's names but hold no
+    position table, their positions computed; listed by :data:`_POSITION_ORDER`."""
+    found = [name for name in FAMILIES if family_class(name).model_type == name
+             and family_class(name).checkpoint_pattern is None
+             and family_class(name).position != "absolute"]
+    return sorted(found, key=lambda name: (_POSITION_ORDER.index(family_class(name).position),
+                                           name))
+
+
+def _failure_message(where: str, missing: list[str], mismatched: list[Any],
+                     available: Collection[str], owners: dict[str, str],
+                     other: tuple[str, str | None] | None = None,
+                     family: str = DEFAULT_FAMILY) -> str:
     if other:
         what, loads_as = other
         article = "an" if family[0] in "aeiou" else "a"

@@ -86,13 +86,12 @@ def write_model_files(options, model):
                                family=config.family if is_encoder_decoder(config) else None)
 
 
-def is_encoder_decoder(config):
-    """Whether a :class:`~kerasbert.models.config.BertConfig`'s family is T5's (``t5``,
-    ``t5.1.1``, ``mt5.1.1``)."""
-    from kerasbert.models.families import family_class
-    from kerasbert.models.families.t5 import T5
+def is_encoder_decoder(config: BertConfig) -> bool:
+    """Whether a :class:`~kerasbert.models.config.BertConfig`'s family is an encoder-decoder
+    (T5's: ``t5``, ``t5.1.1``, ``mt5.1.1``; its class's ``encoder_decoder``)."""
+    from kerasbert.models.families import DEFAULT_FAMILY, family_class
 
-    return issubclass(family_class(config.family or "bert"), T5)
+    return family_class(config.family or DEFAULT_FAMILY).encoder_decoder
 
 
 def run_tokenizer(run_dir, model):

@@ -242,25 +242,21 @@ def copy_baseline(sources, length):
     return [_normal(source)[:length] for source in sources]
 
 
-def check_family(options):
+def check_family(options: Seq2SeqOptions) -> bool:
     """Raises :class:`OptionError` when the run's family is neither a BERT family that can
-    train UniLM and decode nor a T5, or when its tokenizer flags do not fit it
-    (:func:`kerasbert.tasks.seq2seq_t5.check_tokenizer_flags`); returns whether it is a T5.
+    train UniLM and decode (its class's ``unilm_seq2seq``, with absolute positions) nor an
+    encoder-decoder (T5), or when its tokenizer flags do not fit it
+    (:func:`kerasbert.tasks.seq2seq_t5.check_tokenizer_flags`); returns whether it is an
+    encoder-decoder.
     """
     from kerasbert.models.config import BertConfig
-    from kerasbert.models.families import family_class
-    from kerasbert.models.families.albert import ALBERT
-    from kerasbert.models.families.bert import BERT
-    from kerasbert.models.families.electra import ELECTRA
-    from kerasbert.models.families.gpt import GPT
+    from kerasbert.models.families import DEFAULT_FAMILY, family_class
 
     config = BertConfig.from_json_file(options.config, family=options.model)
-    family = config.family or "bert"
+    family = config.family or DEFAULT_FAMILY
     kind = family_class(family)
     encoder_decoder = is_encoder_decoder(config)
-    if not encoder_decoder and (not issubclass(kind, BERT)
-                                or issubclass(kind, (GPT, ALBERT, ELECTRA))
-                                or kind.position != "absolute"):
+    if not encoder_decoder and (not kind.unilm_seq2seq or kind.position != "absolute"):
         where = "--model" if options.model else options.config
         raise OptionError(f"invalid family {family!r} in {where}: --task seq2seq trains UniLM "
                           "on a BERT-family model with absolute positions and an MLM head "

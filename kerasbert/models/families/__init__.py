@@ -7,10 +7,17 @@ registry names the class of each ``model=`` value as ``"module:Class"`` and impo
 module when the family is asked for: the command line reads the names without loading
 Keras (it loads this module alone).
 
-Adding a family: a module in this package and one line in :data:`FAMILIES`.
+Adding a family: a module in this package and one line in :data:`FAMILIES`, in any place:
+the order of the lines is the order in which listings show the families, nothing more.
+Where several families fit a model or a checkpoint, the most specific one is meant
+(:func:`most_specific`).
 """
 
+from __future__ import annotations
+
 import importlib
+from collections.abc import Iterable
+from typing import Any
 
 #: ``model=`` value -> ``"module:Class"`` of its family, in this package.
 FAMILIES = {
@@ -23,8 +30,6 @@ FAMILIES = {
     "roformer_v2": "roformer:RoFormerV2",
     "gau_alpha": "gau_alpha:GAUAlpha",
     "electra": "electra:ELECTRA",
-    # Before "gpt": their models have GPT's LM-Activation too, and a model's family is
-    # the first whose marker layer it has.
     "gpt2": "gpt2:GPT2",
     "gpt2_ml": "gpt2_ml:GPT2ML",
     "gpt": "gpt:GPT",
@@ -34,7 +39,12 @@ FAMILIES = {
     "mt5.1.1": "t5:MT5_1_1",
 }
 
-def family_class(family):
+#: The family of a ``model=`` left out and of a config that names none: BERT, as in
+#: bert4keras.
+DEFAULT_FAMILY = "bert"
+
+
+def family_class(family: str | type[Any]) -> type[Any]:
     """The class of ``family`` (a ``model=`` value, any case), or ``family`` itself when it
     is already a class (a bert4keras-style subclass).
 
@@ -53,7 +63,7 @@ def family_class(family):
     return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 
-def model_type_of(family):
+def model_type_of(family: str | type[Any]) -> str:
     """The ``model_type`` a family's configs carry (``albert_unshared`` reads ALBERT's).
 
     Example:
@@ -63,8 +73,46 @@ def model_type_of(family):
     return family_class(family).model_type
 
 
-def variant_of(family, with_pool=False, with_nsp=False, with_mlm=False,
-               with_discriminator=False):
+def registered_name(cls: type[Any]) -> str:
+    """The ``model=`` name of a registered family class; of a class registered under
+    several names, the one spelled as its ``model_type`` (``"bert"``, not ``"roberta"``;
+    ``"t5"``, not ``"t5.1.0"``), else the first in sorted order.
+
+    Raises:
+        ValueError: ``cls`` is not registered.
+
+    Example:
+        >>> registered_name(family_class("roberta")), registered_name(family_class("t5.1.0"))
+        ('bert', 't5')
+    """
+    found = [name for name in FAMILIES if family_class(name) is cls]
+    if not found:
+        raise ValueError(f"{cls.__name__} is not a registered family; "
+                         f"registered: {', '.join(FAMILIES)}")
+    return min(found, key=lambda name: (name != cls.model_type, name))
+
+
+def most_specific(families: Iterable[str]) -> list[str]:
+    """Of several families that fit, the ones meant: a family whose class another one
+    subclasses gives way to it (a GPT-2 model has GPT's layers too), each named by
+    :func:`registered_name`. What fits, not the order of :data:`FAMILIES`, decides.
+
+    Returns:
+        the sorted names left: one, where the families that fit are one line of descent.
+
+    Example:
+        >>> most_specific(["gpt", "gpt2"]), most_specific(["roberta", "bert"])
+        (['gpt2'], ['bert'])
+    """
+    classes = {family_class(name) for name in families}
+    kept = [cls for cls in classes
+            if not any(other is not cls and issubclass(other, cls) for other in classes)]
+    return sorted(registered_name(cls) for cls in kept)
+
+
+def variant_of(family: str | type[Any], with_pool: bool | str = False,
+               with_nsp: bool = False, with_mlm: bool | str = False,
+               with_discriminator: bool | str = False) -> type[Any]:
     """The class of ``family``, after checking that it has the heads asked for.
 
     Raises:

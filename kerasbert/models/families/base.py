@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Container, Sequence
+from collections.abc import Collection, Container, Sequence
 from typing import TYPE_CHECKING, Any
 
 import keras
@@ -54,6 +54,8 @@ class HuggingFaceLayout:
         plain: parameters stored as they are.
         ignored: buffers and copies of tied weights.
         optional: layers a model may come without (beyond the pooler), or ().
+        config_keys: keys of its Hugging Face config that its Google config keeps besides
+            ``embedding_size`` (ALBERT's groups), or ().
     """
 
     prefix: str
@@ -65,6 +67,7 @@ class HuggingFaceLayout:
     plain: dict
     ignored: tuple = ()
     optional: tuple = ()
+    config_keys: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +85,8 @@ class HuggingFaceRecipe:
         ignored: regular expressions of parameters (without the prefix) left out on
             purpose: buffers, tied copies.
         model_type: the ``model_type`` of Hugging Face's config (``"openai-gpt"``).
+        description: what to call such a model in a message (``"an OpenAI GPT"``);
+            "": the family's :attr:`Transformer.checkpoint_description`.
         finish: ``(variables, values) -> None``, or None: completes the Google variables
             read (a dict) from what the Hugging Face config's ``values`` say (T5's output
             matrix, tied or scaled).
@@ -94,6 +99,7 @@ class HuggingFaceRecipe:
     ignored: tuple = ()
     model_type: str = ""
     finish: object = None
+    description: str = ""
 
 
 class Transformer:
@@ -134,18 +140,33 @@ class Transformer:
     #: Its Hugging Face layout (or :class:`HuggingFaceRecipe`), for ``kerasbert convert``;
     #: None: not convertible.
     hf_layout: HuggingFaceLayout | HuggingFaceRecipe | None = None
-    #: Config keys whose values only this family builds: ``(key, rule, why)``; see
+    #: Rules on the config keys this family's configs bring, checked on every config
+    #: whatever family it is read for: ``(key, builds(value, values, family), why)``, where
+    #: ``builds`` says whether ``family`` builds a model with that ``value`` (``values``: the
+    #: whole config) and ``why`` ends the message of a refusal; see
     #: :func:`kerasbert.models.config.check_family`.
     config_rules: tuple[tuple[Any, ...], ...] = ()
     #: The ``application=`` values this family builds (bert4keras: ELECTRA is no LM).
     applications: tuple[str, ...] = ("encoder", "lm", "unilm", "prefix")
     #: A layer only this family's models have: a built model with it reads this family's
-    #: checkpoint names (None: nothing tells it apart).
+    #: checkpoint names (None: nothing tells it apart; a subclass that builds its parent's
+    #: layers sets None, else it would take its parent's models).
     marker_layer: str | None = None
-    #: How this family's checkpoint variables begin (a regular expression), and what to call
-    #: such a checkpoint in a message, when they differ from BERT's.
+    #: How this family's checkpoint variables begin (a regular expression), where they differ
+    #: from BERT's and from those of the family it subclasses (one that keeps its parent's
+    #: pattern is named by its parent's).
     checkpoint_pattern: str | None = None
-    checkpoint_description: str | None = None
+    #: What to call one of its checkpoints or models in a message (``"an ALBERT"``).
+    checkpoint_description = "a BERT"
+    #: Whether a checkpoint of BERT's encoder layers (``bert/encoder/layer_0/...``) that does
+    #: not load is named a BERT checkpoint (ALBERT, ELECTRA: BERT's other names, or names
+    #: like them, under their own layers).
+    names_bert_checkpoints = False
+    #: Whether its MLM head trains UniLM sequence-to-sequence and decodes it step by step
+    #: (``--task seq2seq``), where its positions are absolute.
+    unilm_seq2seq = False
+    #: An encoder-decoder (T5): sequence-to-sequence without UniLM's mask.
+    encoder_decoder = False
 
     def __init__(self, config: BertConfig, with_pool: bool | str = False,
                  with_nsp: bool = False, with_mlm: bool | str = False,
@@ -350,6 +371,32 @@ class Transformer:
     def checkpoint_table(cls, num_hidden_layers: int) -> dict[str, dict[str, str]]:
         """``{layer name: {weight attribute: Google variable name}}`` of the family."""
         raise NotImplementedError
+
+    @classmethod
+    def claims_layers(cls, layers: Container[str]) -> bool:
+        """Whether a built model's layer names (``layers``) are this family's: its
+        :attr:`marker_layer` is among them (see
+        :func:`kerasbert.models.loading.table_family`)."""
+        return cls.marker_layer is not None and cls.marker_layer in layers
+
+    @classmethod
+    def claims_checkpoint(cls, layers: Collection[str], available: Collection[str]) -> bool:
+        """Whether a model whose layers no family claims (BERT's names) reads its weights
+        under this family's names, by what the checkpoint holds (``available``, its
+        variable names); no family's claim: BERT's names."""
+        return False
+
+    @classmethod
+    def check_hf_config(cls, config: BertConfig, path: str) -> None:
+        """Raises ValueError where a Hugging Face config read for this family (``config``,
+        from ``path``) describes a model it does not build, beyond what the config's own
+        checks refuse (see :func:`kerasbert.models.convert.convert_hf_to_google`)."""
+
+    @classmethod
+    def claims_config(cls, values: dict[str, Any]) -> bool:
+        """Whether a config without ``model_type`` (``values``) is this family's, by its
+        own keys (see :func:`kerasbert.models.config.family_of_config`)."""
+        return False
 
     @classmethod
     def count_layers(cls, layers: Container[str]) -> int:

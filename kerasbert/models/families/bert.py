@@ -18,6 +18,8 @@ class attributes below.
 
 from __future__ import annotations
 
+from typing import Any
+
 import keras
 
 from kerasbert.models import names
@@ -32,6 +34,7 @@ from kerasbert.models.checkpoint_names import (
     dense,
     norm,
 )
+from kerasbert.models.families import model_type_of
 from kerasbert.models.families.base import (
     HuggingFaceLayout,
     HuggingFaceRecipe,
@@ -100,6 +103,14 @@ class BERT(Transformer):
     #: BERT's masked-LM head (``MLM-Dense``, ``MLM-Norm``, ``MLM-Bias``), which pretraining
     #: trains.
     masked_lm = True
+    unilm_seq2seq = True
+    config_rules: tuple[tuple[Any, ...], ...] = (
+        # Hugging Face's BERT configs say where positions come from; BERT's are a table.
+        ("position_embedding_type", lambda value, values, family: value == "absolute"
+         or model_type_of(family) != BERT.model_type,
+         "kerasbert's BERT has absolute position embeddings; NEZHA (relative) and RoFormer "
+         "(rotary) are their own model= values"),
+    )
     hf_layout: HuggingFaceLayout | HuggingFaceRecipe | None = HuggingFaceLayout(
         "bert.", "bert", {**hf_embedding_modules("bert"), **HF_HEADS},
         HF_LAYER, "bert/encoder/layer_{index}", HF_LAYER_MODULES, HF_PLAIN,

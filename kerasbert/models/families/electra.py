@@ -10,6 +10,8 @@ Audit: factorised embeddings; ``Discriminator-Dense`` H·H+H, ``-Prediction`` H+
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from kerasbert.models import names
 from kerasbert.models.checkpoint_names import dense
 from kerasbert.models.families.base import HuggingFaceLayout
@@ -34,6 +36,8 @@ class ELECTRA(BERT):
     marker_layer = names.DISCRIMINATOR_DENSE
     checkpoint_pattern = r"(electra|generator|discriminator_predictions|generator_predictions)/"
     checkpoint_description = "an ELECTRA"
+    names_bert_checkpoints = True
+    unilm_seq2seq = False  # a discriminator: no MLM head
     hf_layout = HuggingFaceLayout(
         "electra.", "electra",
         {**hf_embedding_modules("electra"), "embeddings_project": "electra/embeddings_project",
@@ -68,6 +72,15 @@ class ELECTRA(BERT):
         mapping[names.DISCRIMINATOR_DENSE] = dense("discriminator_predictions/dense")
         mapping[names.DISCRIMINATOR_PREDICTION] = dense("discriminator_predictions/dense_1")
         return mapping
+
+    @classmethod
+    def claims_checkpoint(cls, layers: Collection[str], available: Collection[str]) -> bool:
+        """ELECTRA's discriminator encoder is BERT's graph: a model of BERT's layers reads an
+        ELECTRA checkpoint, unless it has a head ELECTRA's checkpoints lack (pooler, NSP,
+        MLM), which stays BERT's."""
+        embeddings = cls.checkpoint_table(0)[names.EMBEDDING_TOKEN]["embeddings"]
+        return embeddings in available and not {
+            names.POOLER_DENSE, names.NSP_PROBA, names.MLM_DENSE} & set(layers)
 
     @classmethod
     def head_rows(cls, config, with_pool, with_nsp, with_mlm, with_discriminator):

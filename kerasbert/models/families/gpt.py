@@ -143,11 +143,13 @@ class GPT(BERT):
     factorised = True
     head_flags = ()
     hf_layout = HuggingFaceRecipe("transformer.", "gpt", hf_config, hf_variables,
-                                  HF_IGNORED, model_type="openai-gpt")
+                                  HF_IGNORED, model_type="openai-gpt",
+                                  description="an OpenAI GPT")
     marker_layer = names.LM_ACTIVATION
     checkpoint_pattern = r"gpt/"
     checkpoint_description = "a GPT"
     masked_lm = False
+    unilm_seq2seq = False  # a language model: its head is no MLM head
     applications: tuple[str, ...] = ("encoder", "lm", "unilm")
 
     def __init__(self, config: BertConfig, final_activation: str = "softmax",

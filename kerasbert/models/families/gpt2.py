@@ -70,6 +70,8 @@ class GPT2(GPT):
     model_type = "gpt2"
     default_name = "gpt2"
     marker_layer = names.OUTPUT_NORM
+    # GPT's names and its own final norm: a checkpoint with it is GPT-2's, not GPT's.
+    checkpoint_pattern = r"gpt/output/"
     checkpoint_description = "a GPT-2"
     segment_inputs = False
     applications = ("encoder", "lm")

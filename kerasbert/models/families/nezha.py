@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from kerasbert.models import names
+from kerasbert.models.families import family_class
 from kerasbert.models.families.bert import BERT
 from kerasbert.models.positions import RelativePositions
 
@@ -23,7 +24,14 @@ class NEZHA(BERT):
     model_type = "nezha"
     default_name = "nezha"
     position = "relative"
+    checkpoint_description = "a NEZHA"
     hf_layout = None  # Hugging Face has no NEZHA
+    config_rules: tuple[tuple[Any, ...], ...] = (
+        # NEZHA's own configs have no model_type, but this key.
+        ("use_relative_position", lambda value, values, family: not value
+         or family_class(family).position == "relative",
+         "relative positions are NEZHA's; build with model='nezha'"),
+    )
 
     def compute_position_bias(self, inputs: Any = None) -> Any:
         """``Embedding-Relative-Position`` of the embeddings' length (made once)."""

@@ -12,7 +12,7 @@ norm rows, its head ``Output-Mapping`` H·E (bias-free) or nothing.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import keras
 
@@ -29,6 +29,9 @@ from kerasbert.models.families.bert import (
 )
 from kerasbert.models.positions import RotaryPositions
 
+if TYPE_CHECKING:  # annotations only
+    from kerasbert.models.config import BertConfig
+
 
 class RoFormer(BERT):
     """RoFormer (``model="roformer"``)."""
@@ -37,6 +40,7 @@ class RoFormer(BERT):
     default_name = "roformer"
     position = "rotary"
     factorised = True
+    checkpoint_description = "a RoFormer"
     hf_layout: HuggingFaceLayout | None = HuggingFaceLayout(
         "roformer.", "bert",
         {**hf_embedding_modules("bert"), **HF_HEADS,
@@ -45,6 +49,14 @@ class RoFormer(BERT):
         # The sinusoid tables are computed, not learned.
         ("embeddings.embed_positions.weight", "encoder.embed_positions.weight") + HF_TIED,
         optional=(names.EMBEDDING_POSITION,))
+
+    @classmethod
+    def check_hf_config(cls, config: BertConfig, path: str) -> None:
+        """Refuses Hugging Face's ``rotary_value``: the original rotates queries and keys
+        only."""
+        if config.extra.get("rotary_value"):
+            raise ValueError(f"rotary_value (True) in {path}: not supported; kerasbert's "
+                             "RoFormer, as the original, rotates queries and keys only")
 
     def compute_position_bias(self, inputs: Any = None) -> Any:
         """``Embedding-Rotary-Position`` of the embeddings' length (made once)."""
@@ -59,6 +71,7 @@ class RoFormerV2(RoFormer):
     """RoFormer-v2 (``model="roformer_v2"``): bias-free, weightless norms, tied MLM head."""
 
     default_name = "roformer_v2"
+    checkpoint_description = "a RoFormer-v2"
     use_bias = False
     scale_free_norm = True
     head_flags = ("with_mlm",)

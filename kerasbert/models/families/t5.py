@@ -354,6 +354,7 @@ class T5(Transformer):
     segment_inputs = False
     head_flags = ()
     applications = ("encoder",)
+    encoder_decoder = True
     #: Whether its heads may be narrower or wider than hidden_size / heads (``d_kv``).
     free_head_size = True
     #: Whether ``hidden_act`` may be a list (a gated feed-forward).
