@@ -429,28 +429,51 @@ class Decoder:
         inputs = [ids, segments] if self.segments else ids
         return self.logits_model(inputs)
 
+    #: The id decoding starts from, before the first new one (T5's decoder: 0), or None.
+    start_id: int | None = None
+
+    def groups(self, ids: np.ndarray, segments: np.ndarray,
+               new_segments: np.ndarray) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+        """The prompts as the whole model reads them: ``(rows, prompt)`` per group of rows of
+        one length, unpadded (tokens, segments, the new ids' segment)."""
+        groups = []
+        for length in sorted({int((row != 0).sum()) for row in ids}):
+            rows = np.flatnonzero((ids != 0).sum(axis=1) == length)
+            groups.append((rows, [ids[rows][:, ids.shape[1] - length:],
+                                  segments[rows][:, ids.shape[1] - length:],
+                                  new_segments[rows][:, None]]))
+        return groups
+
+    def prompt_of(self, ids: np.ndarray, segments: np.ndarray, new_segments: np.ndarray,
+                  row: int) -> list[np.ndarray]:
+        """Row ``row``'s prompt, unpadded, for bert4keras's ``AutoRegressiveDecoder``."""
+        real = ids[row] != 0
+        return [ids[row][real], segments[row][real], new_segments[row:row + 1]]
+
+    def next_logits(self, prompt: Sequence[np.ndarray], decoded: np.ndarray) -> Any:
+        """The next id's logits after ``prompt`` and the ids ``decoded`` so far, running the
+        whole model."""
+        tokens = np.concatenate([prompt[0], decoded], 1)
+        types = np.concatenate([prompt[1], np.broadcast_to(prompt[2], decoded.shape)], 1)
+        return self.logits_of(tokens, types)
+
     def run_without_cache(self, ids: np.ndarray, segments: np.ndarray, new_segments: np.ndarray,
                           seed: Any, settings: Settings) -> tuple[np.ndarray, np.ndarray]:
-        """bert4keras's way: the whole sequence through the model at every step (rows of one
-        length at a time, unpadded)."""
+        """bert4keras's way: the whole sequence through the model at every step."""
         import tensorflow as tf
 
         ids, segments = np.asarray(ids), np.asarray(segments)
-        batch = len(ids)
         # Compiled as in the cached loop: XLA draws other random numbers than TensorFlow's
         # own kernels from the same seed.
         chooser = tf.function(lambda logits, step, seed, rows: choose(
             logits, step, settings, seed, rows), jit_compile=True, autograph=False)
-        outputs = np.zeros((batch, settings.max_new_tokens), "int32")
-        lengths = np.zeros(batch, "int32")
-        for length in sorted({int((row != 0).sum()) for row in ids}):
-            rows = np.flatnonzero((ids != 0).sum(axis=1) == length)
-            tokens = ids[rows][:, ids.shape[1] - length:]
-            types = segments[rows][:, ids.shape[1] - length:]
+        outputs = np.zeros((len(ids), settings.max_new_tokens), "int32")
+        lengths = np.zeros(len(ids), "int32")
+        for rows, prompt in self.groups(ids, segments, np.asarray(new_segments)):
+            decoded = np.zeros((len(rows), 0), "int32")
             finished = np.zeros(len(rows), bool)
             for step in range(settings.max_new_tokens):
-                logits = self.logits_of(tokens, types)
-                token = chooser(logits, tf.constant(step), seed,
+                token = chooser(self.next_logits(prompt, decoded), tf.constant(step), seed,
                                 tf.constant(rows, "int32")).numpy()
                 token = np.where(finished, 0, token)
                 outputs[rows, step] = token
@@ -458,10 +481,8 @@ class Decoder:
                 finished |= np.isin(token, settings.end_ids)
                 if finished.all():
                     break
-                tokens = np.concatenate([tokens, token[:, None]], axis=1)
-                types = np.concatenate([types, new_segments[rows][:, None]], axis=1)
+                decoded = np.concatenate([decoded, token[:, None]], axis=1)
         return outputs, lengths
-
 
     def beams_without_cache(self, ids: np.ndarray, segments: np.ndarray,
                             new_segments: np.ndarray, seed: Any,
@@ -470,28 +491,26 @@ class Decoder:
         loop) on the whole sequence at every step, one prompt at a time."""
         from kerasbert.inference.decoding import AutoRegressiveDecoder
 
-        decoder = self
+        decoder, skip = self, 0 if self.start_id is None else 1
 
         class Beams(AutoRegressiveDecoder):
             @AutoRegressiveDecoder.wraps(default_rtype="logits")
             def predict(self, inputs: Sequence[np.ndarray], output_ids: np.ndarray,
                         states: Any) -> np.ndarray:
-                tokens = np.concatenate([inputs[0], output_ids], 1)
-                types = np.concatenate([inputs[1], np.broadcast_to(
-                    inputs[2], output_ids.shape)], 1)
-                logits = decoder.logits_of(tokens, types).numpy()
-                if settings.end_ids and output_ids.shape[1] < settings.min_new_tokens:
+                decoded = output_ids[:, skip:]
+                logits = np.array(decoder.next_logits(inputs, decoded))
+                if settings.end_ids and decoded.shape[1] < settings.min_new_tokens:
                     logits[:, list(settings.end_ids)] = -np.inf
                 return logits
 
+        ids, segments = np.asarray(ids), np.asarray(segments)
         outputs = np.zeros((len(ids), settings.max_new_tokens), "int32")
         lengths = np.zeros(len(ids), "int32")
-        for row, (tokens, types) in enumerate(zip(ids, segments)):
-            real = tokens != 0
-            search = Beams(start_id=None, end_id=list(settings.end_ids),
+        for row in range(len(ids)):
+            search = Beams(start_id=self.start_id, end_id=list(settings.end_ids),
                            maxlen=settings.max_new_tokens)
-            found = search.beam_search([tokens[real], types[real], new_segments[row:row + 1]],
-                                       topk=settings.num_beams)
+            found = list(search.beam_search(self.prompt_of(ids, segments, new_segments, row),
+                                            topk=settings.num_beams))[skip:]
             outputs[row, :len(found)] = found
             lengths[row] = len(found)
         return outputs, lengths
@@ -599,59 +618,22 @@ class Seq2SeqDecoder(Decoder):
             return tf.math.log(output)
         return output
 
-    def run_without_cache(self, ids: np.ndarray, segments: np.ndarray, new_segments: np.ndarray,
-                          seed: Any, settings: Settings) -> tuple[np.ndarray, np.ndarray]:
-        """The whole model on the sources and the decoded ids at every step."""
-        import tensorflow as tf
+    start_id = 0
 
-        ids = np.asarray(ids)
-        batch = len(ids)
-        chooser = tf.function(lambda logits, step, seed, rows: choose(
-            logits, step, settings, seed, rows), jit_compile=True, autograph=False)
-        decoded = np.zeros((batch, 1), "int32")
-        finished = np.zeros(batch, bool)
-        lengths = np.zeros(batch, "int32")
-        for step in range(settings.max_new_tokens):
-            token = chooser(self.logits_of(ids, decoded), tf.constant(step), seed,
-                            tf.range(batch)).numpy()
-            token = np.where(finished, 0, token)
-            lengths += ~finished
-            finished |= np.isin(token, settings.end_ids)
-            decoded = np.concatenate([decoded, token[:, None]], axis=1)
-            if finished.all():
-                break
-        outputs = np.zeros((batch, settings.max_new_tokens), "int32")
-        outputs[:, :decoded.shape[1] - 1] = decoded[:, 1:]
-        return outputs, lengths
+    def groups(self, ids: np.ndarray, segments: np.ndarray,
+               new_segments: np.ndarray) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+        """All sources at once (padded on the right: the encoder masks the padding)."""
+        return [(np.arange(len(ids)), [ids])]
 
-    def beams_without_cache(self, ids: np.ndarray, segments: np.ndarray,
-                            new_segments: np.ndarray, seed: Any,
-                            settings: Settings) -> tuple[np.ndarray, np.ndarray]:
-        """Beam search by bert4keras's ``AutoRegressiveDecoder`` loop on the whole model,
-        one source at a time."""
-        from kerasbert.inference.decoding import AutoRegressiveDecoder
+    def prompt_of(self, ids: np.ndarray, segments: np.ndarray, new_segments: np.ndarray,
+                  row: int) -> list[np.ndarray]:
+        return [ids[row][ids[row] != 0]]
 
-        decoder = self
-
-        class Beams(AutoRegressiveDecoder):
-            @AutoRegressiveDecoder.wraps(default_rtype="logits")
-            def predict(self, inputs: Sequence[np.ndarray], output_ids: np.ndarray,
-                        states: Any) -> np.ndarray:
-                logits = decoder.logits_of(inputs[0], output_ids).numpy()
-                if settings.end_ids and output_ids.shape[1] - 1 < settings.min_new_tokens:
-                    logits[:, list(settings.end_ids)] = -np.inf
-                return logits
-
-        outputs = np.zeros((len(ids), settings.max_new_tokens), "int32")
-        lengths = np.zeros(len(ids), "int32")
-        for row, tokens in enumerate(np.asarray(ids)):
-            search = Beams(start_id=0, end_id=list(settings.end_ids),
-                           maxlen=settings.max_new_tokens)
-            found = list(search.beam_search([tokens[tokens != 0]],
-                                            topk=settings.num_beams))[1:]  # after the start id
-            outputs[row, :len(found)] = found
-            lengths[row] = len(found)
-        return outputs, lengths
+    def next_logits(self, prompt: Sequence[np.ndarray], decoded: np.ndarray) -> Any:
+        """The next id's logits of the decoder's ids (the start id, then ``decoded``) after
+        the sources ``prompt[0]``."""
+        start = np.full((len(decoded), 1), self.start_id, "int32")
+        return self.logits_of(prompt[0], np.concatenate([start, decoded], 1))
 
 
 _DECODERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
