@@ -88,7 +88,9 @@ def test_the_strictly_typed_modules_are_checked_by_mypy():
     files = set(config["mypy"]["files"].replace(",", " ").split())
     modules = package_modules()
     strict = strictly_typed(config, modules)
-    assert "kerasbert.models.layers" in strict and strict["kerasbert.inference.*"]
+    assert "kerasbert.models.layers" in strict["kerasbert.models.*"]
+    assert "kerasbert.models.families.t5" in strict["kerasbert.models.*"]
+    assert strict["kerasbert.inference.*"]
     assert [pattern for pattern, matched in strict.items() if not matched] == []
     assert sorted(modules[module] for matched in strict.values() for module in matched
                   if modules[module] not in files) == [], "add these to [mypy] files"

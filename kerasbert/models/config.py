@@ -255,7 +255,7 @@ class BertConfig:
             return self.extra["attention_head_size"]
         return self.hidden_size // self.num_attention_heads
 
-    def _family_attribute(self, name):
+    def _family_attribute(self, name: str) -> Any:
         return self.family in FAMILIES and getattr(family_class(self.family), name, False)
 
     @property
@@ -304,7 +304,7 @@ class BertConfig:
             _check_activation(activation, self.hidden_act, where)
 
 
-def _check_activation(activation, hidden_act, where):
+def _check_activation(activation: Any, hidden_act: Any, where: str) -> None:
     """Raises unless ``activation`` (``hidden_act`` or one of its list) is known."""
     if not isinstance(activation, str):
         raise ValueError(
@@ -340,7 +340,8 @@ def check_family(values: dict[str, Any], where: str,
             raise ValueError(f"{key} ({value!r}) {where}: not supported yet; {why}")
 
 
-def check_vocab_fits(config, vocab_size, vocab_path):
+def check_vocab_fits(config: BertConfig, vocab_size: int,
+                     vocab_path: str | os.PathLike[str]) -> None:
     """Raises when a vocabulary has more ids than the model has embedding rows.
 
     Call it before training: an id past ``config.vocab_size - 1`` otherwise fails
@@ -404,7 +405,7 @@ def check_maxlen(config: BertConfig, maxlen: int | None, flag: str = "--maxlen")
                          f"max_position_embeddings ({config.max_position_embeddings})")
 
 
-def _check_int(name, value, where, minimum):
+def _check_int(name: str, value: Any, where: str, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(
             f"{name} ({value!r}) {where}: must be an integer, received {type(value).__name__}"
@@ -414,7 +415,7 @@ def _check_int(name, value, where, minimum):
         raise ValueError(f"{name} ({value}) {where}: must be {rule}")
 
 
-def _check_number(name, value, where):
+def _check_number(name: str, value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ValueError(f"{name} ({value!r}) {where}: must be a finite number")
     return float(value)

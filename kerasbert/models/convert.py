@@ -21,14 +21,19 @@ A preset that is a Hugging Face repository is converted here on download:
 :func:`download_preset` gives the presets package (which knows no model) this converter.
 """
 
+from __future__ import annotations
+
 import contextlib
 import dataclasses
 import json
 import os
 import re
 import shutil
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from kerasbert import disk_space, files
 from kerasbert.checkpoints.io import (
@@ -45,7 +50,12 @@ from kerasbert.checkpoints.io import (
 from kerasbert.models import names
 from kerasbert.models.config import BertConfig
 from kerasbert.models.families import DEFAULT_FAMILY, FAMILIES, family_class, model_type_of
-from kerasbert.models.families.base import HuggingFaceLayout, HuggingFaceRecipe, Transformer
+from kerasbert.models.families.base import (
+    GoogleVariables,
+    HuggingFaceLayout,
+    HuggingFaceRecipe,
+    Transformer,
+)
 from kerasbert.models.loading import table
 from kerasbert.presets.download import download
 
@@ -155,9 +165,9 @@ class Conversion:
 
     prefix: str
     config_path: str
-    vocab_path: str
+    vocab_path: str | None
     variables: int
-    skipped: list
+    skipped: list[str]
 
 
 class WouldReplace(ValueError):
@@ -165,7 +175,9 @@ class WouldReplace(ValueError):
     ``overwrite``), or that no earlier conversion wrote (with it)."""
 
 
-def convert_hf_to_google(hf_dir, prefix, dtype="float32", overwrite=False):
+def convert_hf_to_google(hf_dir: str | os.PathLike[str], prefix: str | os.PathLike[str],
+                         dtype: DTypeLike | None = "float32",
+                         overwrite: bool = False) -> Conversion:
     """Converts a Hugging Face BERT, ALBERT, ELECTRA, RoFormer, GPT-2 or OpenAI GPT directory
     into a Google checkpoint directory, in the family's original variable names.
 
@@ -219,15 +231,16 @@ def convert_hf_to_google(hf_dir, prefix, dtype="float32", overwrite=False):
     check_output(prefix, config_path, vocab_path, overwrite)
     variables, skipped = _read_weights(weights_path, dtype, model_type)
     layout = layouts()[model_type]
-    if getattr(layout, "finish", None) is not None:
-        layout.finish(variables, _json_values(os.path.join(hf_dir, "config.json")))
+    finish = getattr(layout, "finish", None)
+    if finish is not None:
+        finish(variables, _json_values(os.path.join(hf_dir, "config.json")))
     _check_complete(variables, config, weights_path, model_type)
     _write(variables, prefix, config, config_path, vocab_source if vocab_path else None,
            vocab_path)
     return Conversion(prefix, config_path, vocab_path, len(variables), skipped)
 
 
-def download_preset(name, **options):
+def download_preset(name: str, **options: Any) -> str:
     """The cached folder of preset ``name``, downloaded on first use (a Hugging Face
     repository converted by :func:`convert_hf_to_google`). The presets package knows no
     model: this is where it is given its converter.
@@ -257,7 +270,8 @@ def download_preset(name, **options):
 RECORD = "kerasbert-conversion.json"
 
 
-def check_output(prefix, config_path, vocab_path, overwrite):
+def check_output(prefix: str, config_path: str, vocab_path: str | None,
+                 overwrite: bool) -> None:
     """Refuses, before anything is written, to replace a file that was not asked to be
     replaced: without ``overwrite`` any file of the output that exists, with it one that
     an earlier conversion to the same ``prefix`` did not write and record, or that changed
@@ -304,7 +318,7 @@ def check_output(prefix, config_path, vocab_path, overwrite):
                 "choose a new directory")
 
 
-def _record(folder):
+def _record(folder: str) -> dict[str, Any] | None:
     """The conversion record in ``folder`` (None: none, or not one kerasbert wrote)."""
     try:
         with open(os.path.join(folder or ".", RECORD), encoding="utf-8") as f:
@@ -315,7 +329,8 @@ def _record(folder):
         else None
 
 
-def _write(variables, prefix, config, config_path, vocab_source, vocab_path):
+def _write(variables: dict[str, np.ndarray], prefix: str, config: BertConfig,
+           config_path: str, vocab_source: str | None, vocab_path: str | None) -> None:
     """Writes the checkpoint, the config and the vocabulary under temporary names, then
     renames them into place; the free space is checked first."""
     folder = os.path.dirname(prefix) or "."
@@ -328,7 +343,7 @@ def _write(variables, prefix, config, config_path, vocab_source, vocab_path):
         staged_vocab = writes.enter_context(files.atomic_path(vocab_path)) if vocab_path else None
         save_variables(variables, writes.enter_context(atomic_checkpoint(prefix)))
         config.to_json_file(staged_config)
-        if staged_vocab:
+        if staged_vocab and vocab_source:
             shutil.copyfile(vocab_source, staged_vocab)
     written = checkpoint_files(prefix) + [path for path in (config_path, vocab_path) if path]
     files.write_json(os.path.join(folder, RECORD), {
@@ -364,17 +379,20 @@ def _read_config(path: str) -> tuple[BertConfig, str]:
     return BertConfig.from_dict(kept, source=path, family=config.family), model_type
 
 
-def _json_values(path):
+def _json_values(path: str) -> dict[str, Any]:
     """A config file's JSON object (BertConfig's errors for what is not one)."""
     try:
         with open(path, encoding="utf-8") as f:
             values = json.load(f)
     except (OSError, ValueError):
-        return BertConfig.from_json_file(path)  # raises its own one-line error
-    return values if isinstance(values, dict) else BertConfig.from_json_file(path)
+        values = None
+    if not isinstance(values, dict):
+        BertConfig.from_json_file(path)  # raises its own one-line error
+        raise ValueError(f"config in {path}: must be a JSON object")  # changed meanwhile
+    return values
 
 
-def _recipe_of(path):
+def _recipe_of(path: str) -> HuggingFaceRecipe | None:
     """The :class:`HuggingFaceRecipe` of the ``model_type`` a config names, or None."""
     try:
         with open(path, encoding="utf-8") as f:
@@ -385,7 +403,9 @@ def _recipe_of(path):
     return layout if isinstance(layout, HuggingFaceRecipe) else None
 
 
-def _google_variables(hf_name, value, layout, model_type):
+def _google_variables(hf_name: str, value: np.ndarray,
+                      layout: HuggingFaceLayout | HuggingFaceRecipe,
+                      model_type: str) -> GoogleVariables | None:
     """``[(Google name, value)]`` of one parameter, or None where it has none."""
     if isinstance(layout, HuggingFaceRecipe):
         return layout.variables(hf_name.removeprefix(layout.prefix), value)
@@ -396,14 +416,15 @@ def _google_variables(hf_name, value, layout, model_type):
     return [(name, value.T if transpose else value)]
 
 
-def _ignored(hf_name, layout):
+def _ignored(hf_name: str, layout: HuggingFaceLayout | HuggingFaceRecipe) -> bool:
     name = hf_name.removeprefix(layout.prefix)
     if isinstance(layout, HuggingFaceRecipe):
         return any(re.fullmatch(pattern, name) for pattern in layout.ignored)
     return name in layout.ignored
 
 
-def _read_weights(path, dtype, model_type):
+def _read_weights(path: str, dtype: DTypeLike | None,
+                  model_type: str) -> tuple[dict[str, np.ndarray], list[str]]:
     layout = layouts()[model_type]
     variables, skipped = {}, []
     for hf_name, value in _tensors(path):
@@ -420,7 +441,7 @@ def _read_weights(path, dtype, model_type):
     return variables, skipped
 
 
-def _tensors(path):
+def _tensors(path: str) -> Iterator[tuple[str, np.ndarray]]:
     """``(PyTorch name, array)`` of each weight of a weights file (:data:`WEIGHTS_FILES`)."""
     if os.path.basename(path) == "tf_model.h5":
         yield from _keras_h5_tensors(path)
@@ -437,7 +458,7 @@ def _tensors(path):
             f"weights in {path}: truncated or not a safetensors file ({error})") from None
 
 
-def _keras_h5_tensors(path):
+def _keras_h5_tensors(path: str) -> Iterator[tuple[str, np.ndarray]]:
     """The weights of the Keras h5 file that transformers' TensorFlow classes save, named and
     laid out as its PyTorch classes have them (:func:`pytorch_name`). A weight two layers
     share (the MLM head's tied embeddings) comes once."""
@@ -461,11 +482,11 @@ def _keras_h5_tensors(path):
                               f"({_text(error)})") from None
 
 
-def _text(value):
+def _text(value: object) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else " ".join(str(value).split())
 
 
-def pytorch_name(tf_name):
+def pytorch_name(tf_name: str) -> tuple[str, bool]:
     """The PyTorch name of a weight of transformers' TensorFlow classes, and whether its
     value is transposed on the way (a ``Dense`` kernel is ``(in, out)``, a ``Linear``
     weight ``(out, in)``).

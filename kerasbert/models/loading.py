@@ -13,7 +13,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import keras
 import numpy as np
@@ -21,6 +21,8 @@ from numpy.typing import DTypeLike
 
 from kerasbert.checkpoints.io import (
     CheckpointError,
+    DictSource,
+    FileSource,
     count_non_finite,
     is_float_dtype,
     open_source,
@@ -52,12 +54,15 @@ class Target:
     layer: str
     attribute: str
     name: str
-    variable: object
+    variable: keras.Variable
+
+
+#: A weight whose stored shape does not fit: ``(name, model shape, checkpoint shape, hint)``.
+Mismatch: TypeAlias = tuple[str, tuple[int, ...], tuple[int, ...], str]
 
 
 
-
-def table(family):
+def table(family: str | type[Any]) -> Callable[[int], dict[str, dict[str, str]]]:
     """``family``'s table maker: ``num_hidden_layers -> {layer: {attribute: Google name}}``
     (its class's ``checkpoint_table``, :mod:`kerasbert.models.families`)."""
     return family_class(family).checkpoint_table
@@ -106,7 +111,9 @@ def table_family(model: keras.Model, available: Collection[str] = (),
     return DEFAULT_FAMILY
 
 
-def model_targets(model, family=None, available=(), mapping=None):
+def model_targets(model: keras.Model, family: str | None = None,
+                  available: Collection[str] = (),
+                  mapping: dict[str, dict[str, str]] | None = None) -> list[Target]:
     """Every weight of ``model`` that has a Google name, as :class:`Target` rows.
 
     Layers are found by name, also inside nested models; the number of encoder
@@ -134,8 +141,9 @@ def model_targets(model, family=None, available=(), mapping=None):
     return targets
 
 
-def _layers_by_name(model):
-    found, pending = {}, list(model.layers)
+def _layers_by_name(model: keras.Model) -> dict[str, keras.layers.Layer]:
+    found: dict[str, keras.layers.Layer] = {}
+    pending = list(model.layers)
     while pending:
         layer = pending.pop(0)
         found.setdefault(layer.name, layer)
@@ -161,7 +169,7 @@ class LoadReport:
     loaded: list[str]
     missing: list[str]
     unused: list[str]
-    mismatched: list
+    mismatched: list[Mismatch]
 
     @property
     def ok(self) -> bool:
@@ -276,7 +284,7 @@ def load_checkpoint(model: keras.Model,
     return report
 
 
-def _check_dtypes(source, names):
+def _check_dtypes(source: DictSource | FileSource, names: Sequence[str]) -> None:
     dtypes = source.dtypes()
     wrong = [f"{name} ({dtypes[name]})" for name in names if not is_float_dtype(dtypes[name])]
     if wrong:
@@ -285,7 +293,7 @@ def _check_dtypes(source, names):
             "weights need float values (float16, bfloat16, float32 or float64)")
 
 
-def _non_finite(targets, values):
+def _non_finite(targets: Sequence[Target], values: Sequence[Any]) -> list[str]:
     # On the tensors already read: one pass each, no second read of the file.
     wrong = []
     for target, value in zip(targets, values):
@@ -301,9 +309,10 @@ def _non_finite(targets, values):
 STREAM_BYTES = 64 * 2**20
 
 
-def _groups(targets):
+def _groups(targets: Sequence[Target]) -> list[list[Target]]:
     """``targets`` cut into runs of about :data:`STREAM_BYTES` (a larger tensor alone)."""
-    groups, size = [[]], 0
+    groups: list[list[Target]] = [[]]
+    size = 0
     for target in targets:
         nbytes = math.prod(target.variable.shape) * 4
         if groups[-1] and size + nbytes > STREAM_BYTES:
@@ -314,12 +323,13 @@ def _groups(targets):
     return groups
 
 
-def _listing(items, limit=8):
+def _listing(items: Sequence[str], limit: int = 8) -> str:
     shown = ", ".join(items[:limit])
     return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
-def _loaded_shape(name, stored, vocabulary):
+def _loaded_shape(name: str, stored: tuple[int, ...],
+                  vocabulary: KeepTokens) -> tuple[int, ...]:
     if name in TRANSPOSED_VARIABLES:
         stored = stored[::-1]
     if is_vocabulary_variable(name) and stored:
@@ -328,7 +338,7 @@ def _loaded_shape(name, stored, vocabulary):
     return stored
 
 
-def _prepare(target, value, vocabulary):
+def _prepare(target: Target, value: Any, vocabulary: KeepTokens) -> Any:
     if target.name in TRANSPOSED_VARIABLES:
         value = np.asarray(value).T
     if is_vocabulary_variable(target.name) and vocabulary.changes_rows:
@@ -345,7 +355,7 @@ _FIRST_AXIS_KEYS = {
 }
 
 
-def _hint(name, expected, found):
+def _hint(name: str, expected: tuple[int, ...], found: tuple[int, ...]) -> str:
     key = "vocab_size" if is_vocabulary_variable(name) else _FIRST_AXIS_KEYS.get(name)
     if key and expected[:1] != found[:1]:
         hint = f"{key} in the config ({expected[0]}) vs the checkpoint ({found[0]})"
@@ -435,7 +445,7 @@ def _computed_positions() -> list[str]:
                                            name))
 
 
-def _failure_message(where: str, missing: list[str], mismatched: list[Any],
+def _failure_message(where: str, missing: list[str], mismatched: list[Mismatch],
                      available: Collection[str], owners: dict[str, str],
                      other: tuple[str, str | None] | None = None,
                      family: str = DEFAULT_FAMILY) -> str:
@@ -459,7 +469,8 @@ def _failure_message(where: str, missing: list[str], mismatched: list[Any],
     return "\n".join(lines)
 
 
-def _summary(missing, mismatched, available):
+def _summary(missing: list[str], mismatched: list[Mismatch],
+             available: Collection[str]) -> str:
     """The first line's gist: the first mismatch and what the missing variables mean."""
     parts = []
     if mismatched:
@@ -471,7 +482,7 @@ def _summary(missing, mismatched, available):
     return "; ".join(parts)
 
 
-def _missing_hint(missing, available):
+def _missing_hint(missing: list[str], available: Collection[str]) -> str:
     if any(name.endswith(".ATTRIBUTES/VARIABLE_VALUE") for name in available):
         return ("this is an object-based checkpoint (written by model.save_weights or "
                 "tf.train.Checkpoint), not a Google one; write with save_weights_as_checkpoint")

@@ -29,7 +29,7 @@ CHECKPOINT_PATTERN = r"bert/encoder/transformer/group_\d+/"
 ALBERT_KEYS = ("num_hidden_groups", "inner_group_num", "ln_type")
 
 
-def _block(attention, feed_forward):
+def _block(attention: str, feed_forward: str) -> dict[str, dict[str, str]]:
     return {
         attention: attention_variables(f"{SHARED_SCOPE}/attention_1"),
         names.norm_name(attention): norm(f"{SHARED_SCOPE}/LayerNorm"),

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Collection, Container, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection, Container, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import keras
 import numpy as np
@@ -37,6 +37,13 @@ from kerasbert.models.model import functional_model
 if TYPE_CHECKING:  # annotations only
     from kerasbert.models.config import BertConfig
     from kerasbert.models.loading import LoadReport
+
+#: A layer of a family's audit (its ``audit_rows``): ``(group, layer, formula, count)``.
+AuditRow: TypeAlias = tuple[str, str, str, int]
+#: The Google variables of one Hugging Face parameter: ``[(Google name, value)]``.
+GoogleVariables: TypeAlias = list[tuple[str, np.ndarray]]
+#: A recipe's ``(name, value) -> GoogleVariables`` (None: no Google counterpart).
+HfVariables: TypeAlias = Callable[[str, np.ndarray], GoogleVariables | None]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,14 +67,14 @@ class HuggingFaceLayout:
 
     prefix: str
     scope: str
-    modules: dict
+    modules: dict[str, str]
     layer: str
     layer_scope: str
-    layer_modules: dict
-    plain: dict
-    ignored: tuple = ()
-    optional: tuple = ()
-    config_keys: tuple = ()
+    layer_modules: dict[str, str]
+    plain: dict[str, str]
+    ignored: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
+    config_keys: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,11 +101,11 @@ class HuggingFaceRecipe:
 
     prefix: str
     scope: str
-    config: object
-    variables: object
-    ignored: tuple = ()
+    config: Callable[[dict[str, Any], str], dict[str, Any]]
+    variables: HfVariables
+    ignored: tuple[str, ...] = ()
     model_type: str = ""
-    finish: object = None
+    finish: Callable[[dict[str, np.ndarray], dict[str, Any]], None] | None = None
     description: str = ""
 
 
@@ -454,7 +461,7 @@ class Transformer:
                 f"H={self.hidden_size} application={self.attention_mask.application!r}>")
 
 
-def layer_names(index, shared=False):
+def layer_names(index: int, shared: bool = False) -> tuple[str, str]:
     """The attention and feed-forward names of encoder layer ``index`` (ALBERT: shared)."""
     if shared:
         return names.SHARED_ATTENTION, names.SHARED_FEED_FORWARD

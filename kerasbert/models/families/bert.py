@@ -18,7 +18,8 @@ class attributes below.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
 import keras
 
@@ -36,6 +37,7 @@ from kerasbert.models.checkpoint_names import (
 )
 from kerasbert.models.families import model_type_of
 from kerasbert.models.families.base import (
+    AuditRow,
     HuggingFaceLayout,
     HuggingFaceRecipe,
     Transformer,
@@ -53,6 +55,9 @@ from kerasbert.models.layers import (
     TokenEmbedding,
     get_activation,
 )
+
+if TYPE_CHECKING:  # annotations only
+    from kerasbert.models.config import BertConfig
 
 # --------------------------------------------------------- Hugging Face's layout
 # A Linear's ``weight`` is [out, in] and becomes a transposed ``kernel``; an Embedding's
@@ -85,7 +90,7 @@ HF_TIED = ("cls.predictions.decoder.weight", "cls.predictions.decoder.bias")
 HF_LAYER = r"encoder\.layer\.(?P<index>\d+)\.(?P<module>.+)"
 
 
-def hf_embedding_modules(scope):
+def hf_embedding_modules(scope: str) -> dict[str, str]:
     return {"embeddings.LayerNorm": f"{scope}/embeddings/LayerNorm"}
 
 
@@ -117,20 +122,21 @@ class BERT(Transformer):
         ("embeddings.position_ids",) + HF_TIED)
 
     # ----------------------------------------------------------------- layers
-    def norm(self, name):
+    def norm(self, name: str) -> keras.layers.Layer:
         """The layer norm named ``name`` (made once)."""
         if self.scale_free_norm:
             return self.apply(layer=ScaleFreeNorm, epsilon=self.config.layer_norm_eps, name=name)
         return self.apply(layer=keras.layers.LayerNormalization,
                           epsilon=self.config.layer_norm_eps, name=name)
 
-    def dense(self, inputs, units, name, activation=None):
+    def dense(self, inputs: Any, units: int, name: str,
+              activation: str | Callable[..., Any] | None = None) -> Any:
         """``inputs`` through a dense layer named ``name`` with BERT's initializer."""
         return self.apply(inputs=inputs, layer=keras.layers.Dense, units=units,
                           activation=activation, use_bias=self.use_bias,
                           kernel_initializer=self.initializer, name=name)
 
-    def layer_names(self, index):
+    def layer_names(self, index: int) -> tuple[str, str]:
         """The attention and feed-forward names of encoder layer ``index``."""
         return layer_names(index, shared=self.shared_layers)
 
@@ -158,12 +164,12 @@ class BERT(Transformer):
             x = self.dense(x, self.hidden_size, names.EMBEDDING_MAPPING)
         return x
 
-    def positions(self):
+    def positions(self) -> dict[str, Any] | None:
         """The position embedding's call arguments: the tokens' position ids where they do
         not count from 0 (decoding), else none."""
         return None if self.position_ids is None else {"positions": self.position_ids}
 
-    def token_and_segment(self, inputs):
+    def token_and_segment(self, inputs: list[keras.KerasTensor]) -> Any:
         """``Embedding-Token`` (+ ``Embedding-Segment`` by ``Embedding-Token-Segment``)."""
         x = self.apply(inputs=inputs[0], layer=TokenEmbedding, input_dim=self.vocab_size,
                        output_dim=self.embedding_size, embeddings_initializer=self.initializer,
@@ -176,14 +182,14 @@ class BERT(Transformer):
             x = self.apply(inputs=[x, s], layer=Add, name=names.EMBEDDING_TOKEN_SEGMENT)
         return x
 
-    def embedding_norm(self, x):
+    def embedding_norm(self, x: Any) -> Any:
         """``Embedding-Norm`` then ``Embedding-Dropout`` (RoFormer-v2: the other way)."""
         norm = self.norm(names.EMBEDDING_NORM)
         if self.scale_free_norm:
             return norm(self.dropout(x, names.EMBEDDING_DROPOUT))
         return self.dropout(norm(x), names.EMBEDDING_DROPOUT)
 
-    def attention_layer(self, name):
+    def attention_layer(self, name: str) -> keras.layers.Layer:
         """The self-attention block named ``name`` (made once)."""
         position = self.position if self.position != "absolute" else None
         return self.apply(layer=MultiHeadSelfAttention, num_heads=self.num_attention_heads,
@@ -193,21 +199,21 @@ class BERT(Transformer):
                           initializer_range=self.config.initializer_range,
                           use_bias=self.use_bias, name=name)
 
-    def feed_forward_layer(self, name):
+    def feed_forward_layer(self, name: str) -> keras.layers.Layer:
         """The feed-forward block named ``name`` (made once)."""
         return self.apply(layer=FeedForward, intermediate_size=self.intermediate_size,
                           activation=self.hidden_act,
                           initializer_range=self.config.initializer_range,
                           use_bias=self.use_bias, name=name)
 
-    def residual_layers(self, block):
+    def residual_layers(self, block: str) -> None:
         """The Dropout, Add and Norm after ``block`` (made once)."""
         self.apply(layer=Dropout, rate=self.dropout_rate,
                    name=names.dropout_name(block))
         self.apply(layer=Add, name=names.add_name(block))
         self.norm(names.norm_name(block))
 
-    def residual(self, x, block, inputs):
+    def residual(self, x: Any, block: str, inputs: Any) -> Any:
         """``Norm(x + Dropout(block(inputs)))``, bert4keras's post-norm residual."""
         y = self.apply(inputs=inputs, name=block)
         y = self.dropout(y, names.dropout_name(block))
@@ -235,20 +241,21 @@ class BERT(Transformer):
         heads = self.heads(inputs)
         return inputs if not heads else heads[0] if len(heads) == 1 else heads
 
-    def heads(self, x):
+    def heads(self, x: Any) -> list[Any]:
         """The outputs of the heads asked for, in bert4keras's order."""
         heads = []
         if self.with_pool or self.with_nsp:
-            pooled = apply_pooler(x, self.config,
-                                  "tanh" if self.with_pool in (True, False) else self.with_pool,
-                                  dtype=self.dtype)
+            # True or False (or 1 / 0, equal to them): tanh; else an activation's name
+            # (mypy does not narrow a type by `in`).
+            activation = "tanh" if self.with_pool in (True, False) else cast(str, self.with_pool)
+            pooled = apply_pooler(x, self.config, activation, dtype=self.dtype)
             heads.append(apply_nsp(pooled, self.config, dtype=self.dtype) if self.with_nsp
                          else pooled)
         if self.with_mlm:
             heads.append(self.apply_mlm(x))
         return heads
 
-    def apply_mlm(self, x):
+    def apply_mlm(self, x: Any) -> Any:
         """The masked-LM head: ``MLM-Dense`` (H -> E, hidden_act), ``MLM-Norm``, the
         transposed ``Embedding-Token``, ``MLM-Bias``, ``MLM-Activation`` (decoding: the
         logits before it)."""
@@ -307,8 +314,9 @@ class BERT(Transformer):
 
     # ------------------------------------------------------------------ audit
     @classmethod
-    def audit_rows(cls, config, with_pool=False, with_nsp=False, with_mlm=False,
-                   with_discriminator=False):
+    def audit_rows(cls, config: BertConfig, with_pool: bool | str = False,
+                   with_nsp: bool = False, with_mlm: bool | str = False,
+                   with_discriminator: bool | str = False) -> list[AuditRow]:
         """The layers that hold parameters, as ``(group, layer, formula, count)`` in graph
         order (V vocabulary, H hidden, E embedding width, T segment types, P positions,
         I intermediate)::
@@ -349,24 +357,26 @@ class BERT(Transformer):
         return rows + cls.head_rows(config, with_pool, with_nsp, with_mlm, with_discriminator)
 
     @classmethod
-    def norm_rows(cls, group, layer, width, letter):
+    def norm_rows(cls, group: str, layer: str, width: int, letter: str) -> list[AuditRow]:
         """A layer norm's row (none for RoFormer-v2's weightless norms)."""
         return [] if cls.scale_free_norm else [(group, layer, f"2·{letter}", 2 * width)]
 
     @classmethod
-    def dense_row(cls, group, layer, inputs, fan_in, outputs, fan_out):
+    def dense_row(cls, group: str, layer: str, inputs: str, fan_in: int, outputs: str,
+                  fan_out: int) -> AuditRow:
         """A dense layer's row: ``in·out+out`` (``in·out`` without biases)."""
         bias = f"+{outputs}" if cls.use_bias else ""
         return (group, layer, f"{inputs}·{outputs}{bias}",
                 fan_in * fan_out + (fan_out if cls.use_bias else 0))
 
     @classmethod
-    def position_rows(cls, config):
+    def position_rows(cls, config: BertConfig) -> list[AuditRow]:
         """Rows of position weights inside the encoder (NEZHA's relative table)."""
         return []
 
     @classmethod
-    def head_rows(cls, config, with_pool, with_nsp, with_mlm, with_discriminator):
+    def head_rows(cls, config: BertConfig, with_pool: bool | str, with_nsp: bool,
+                  with_mlm: bool | str, with_discriminator: bool | str) -> list[AuditRow]:
         """The heads' rows."""
         H, V, E = config.hidden_size, config.vocab_size, config.embedding_size
         e = "E" if E != H else "H"

@@ -11,10 +11,11 @@ Audit: factorised embeddings; ``Discriminator-Dense`` H·H+H, ``-Prediction`` H+
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
 
 from kerasbert.models import names
 from kerasbert.models.checkpoint_names import dense
-from kerasbert.models.families.base import HuggingFaceLayout
+from kerasbert.models.families.base import AuditRow, HuggingFaceLayout
 from kerasbert.models.families.bert import (
     BERT,
     HF_LAYER,
@@ -22,6 +23,9 @@ from kerasbert.models.families.bert import (
     hf_embedding_modules,
 )
 from kerasbert.models.layers import get_activation
+
+if TYPE_CHECKING:  # annotations only
+    from kerasbert.models.config import BertConfig
 
 
 class ELECTRA(BERT):
@@ -46,7 +50,7 @@ class ELECTRA(BERT):
         HF_LAYER, "electra/encoder/layer_{index}", HF_LAYER_MODULES, {},
         ("embeddings.position_ids",))
 
-    def heads(self, x):
+    def heads(self, x: Any) -> list[Any]:
         if not self.with_discriminator:
             return []
         x = self.dense(x, self.hidden_size, names.DISCRIMINATOR_DENSE,
@@ -83,7 +87,8 @@ class ELECTRA(BERT):
             names.POOLER_DENSE, names.NSP_PROBA, names.MLM_DENSE} & set(layers)
 
     @classmethod
-    def head_rows(cls, config, with_pool, with_nsp, with_mlm, with_discriminator):
+    def head_rows(cls, config: BertConfig, with_pool: bool | str, with_nsp: bool,
+                  with_mlm: bool | str, with_discriminator: bool | str) -> list[AuditRow]:
         H = config.hidden_size
         if not with_discriminator:
             return []

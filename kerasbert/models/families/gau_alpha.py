@@ -36,6 +36,7 @@ from keras import ops
 
 from kerasbert.models import names
 from kerasbert.models.checkpoint_names import WORD_EMBEDDINGS
+from kerasbert.models.families.base import AuditRow
 from kerasbert.models.families.roformer import RoFormerV2
 from kerasbert.models.kernels import Dropout
 from kerasbert.models.layers import (
@@ -218,9 +219,9 @@ class GAUAlpha(RoFormerV2):
         return mapping
 
     @classmethod
-    def audit_rows(cls, config: BertConfig, with_pool: bool = False, with_nsp: bool = False,
-                   with_mlm: bool = False,
-                   with_discriminator: bool = False) -> list[tuple[str, str, str, int]]:
+    def audit_rows(cls, config: BertConfig, with_pool: bool | str = False,
+                   with_nsp: bool = False, with_mlm: bool | str = False,
+                   with_discriminator: bool | str = False) -> list[AuditRow]:
         """RoFormer-v2's embedding and head rows around one row per unit (S: the key size)."""
         H, I, S = config.hidden_size, config.intermediate_size, key_size(config)  # noqa: E741
         rows = super().audit_rows(config, with_pool, with_nsp, with_mlm, with_discriminator)

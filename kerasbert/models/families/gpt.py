@@ -27,7 +27,12 @@ import numpy as np
 
 from kerasbert.models import names
 from kerasbert.models.attention_masks import Causal
-from kerasbert.models.families.base import HuggingFaceRecipe
+from kerasbert.models.families.base import (
+    AuditRow,
+    GoogleVariables,
+    HfVariables,
+    HuggingFaceRecipe,
+)
 from kerasbert.models.families.bert import BERT
 from kerasbert.models.layers import PositionEmbedding
 
@@ -42,7 +47,8 @@ HF_LAYER = re.compile(r"h\.(\d+)\.(.+)\.(weight|bias)")
 HF_IGNORED = (r"lm_head\.weight", r"h\.\d+\.attn\.(bias|masked_bias)", r"position_ids")
 
 
-def conv1d_config(values, path, model_type, defaults):
+def conv1d_config(values: dict[str, Any], path: str, model_type: str,
+                  defaults: dict[str, Any]) -> dict[str, Any]:
     """The sizes of a Hugging Face OpenAI GPT / GPT-2 config as Google keys.
 
     Raises:
@@ -67,7 +73,8 @@ def conv1d_config(values, path, model_type, defaults):
             "initializer_range": values.get("initializer_range", 0.02)}
 
 
-def conv1d_variables(embeddings, final_norms, layer_modules):
+def conv1d_variables(embeddings: dict[str, str], final_norms: dict[str, str],
+                     layer_modules: dict[str, str]) -> HfVariables:
     """``(name, value) -> [(Google name, value)]`` for a Hugging Face family of ``Conv1D``
     layers (None for a parameter it does not know).
 
@@ -85,7 +92,7 @@ def conv1d_variables(embeddings, final_norms, layer_modules):
         gpt/transformer/layer_0/attention/self/key/bias (16,)
         gpt/transformer/layer_0/attention/self/value/bias (16,)
     """
-    def variables(name, value):
+    def variables(name: str, value: np.ndarray) -> GoogleVariables | None:
         module, _, parameter = name.rpartition(".")
         if module in embeddings:
             return [(embeddings[module], value)] if parameter == "weight" else None
@@ -110,7 +117,7 @@ def conv1d_variables(embeddings, final_norms, layer_modules):
     return variables
 
 
-def hf_config(values, path):
+def hf_config(values: dict[str, Any], path: str) -> dict[str, Any]:
     """The Google config of a Hugging Face OpenAI GPT ``config.json``'s values (its
     ``afn: "gelu"`` is the tanh approximation in transformers' code).
 
@@ -161,7 +168,7 @@ class GPT(BERT):
         self.with_mlm = False  # the LM head is the tied embedding below, not BERT's MLM
         self.final_activation = final_activation
 
-    def token_and_position(self, inputs):
+    def token_and_position(self, inputs: list[keras.KerasTensor]) -> Any:
         """``Embedding-Token`` (+ ``Embedding-Segment``) + ``Embedding-Position``, added."""
         x = self.token_and_segment(inputs)
         return self.apply(inputs=x, layer=PositionEmbedding, arguments=self.positions(),
@@ -169,17 +176,17 @@ class GPT(BERT):
                           initializer_range=self.config.initializer_range,
                           name=names.EMBEDDING_POSITION)
 
-    def mapped(self, x):
+    def mapped(self, x: Any) -> Any:
         """``x`` mapped to the hidden size where the embeddings are narrower."""
         if self.embedding_size != self.hidden_size:
             return self.dense(x, self.hidden_size, names.EMBEDDING_MAPPING)
         return x
 
-    def embedding_norm(self, x):
+    def embedding_norm(self, x: Any) -> Any:
         """GPT adds the embeddings and drops out; it has no ``Embedding-Norm``."""
         return self.dropout(x, names.EMBEDDING_DROPOUT)
 
-    def heads(self, x):
+    def heads(self, x: Any) -> list[Any]:
         """``LM-Activation`` over the transposed ``Embedding-Token``."""
         x = self.tied_output(x)
         if self.decoding:  # the logits
@@ -202,10 +209,11 @@ class GPT(BERT):
                 and layer not in (names.POOLER_DENSE, names.SPAN_DENSE)}
 
     @classmethod
-    def norm_rows(cls, group, layer, width, letter):
+    def norm_rows(cls, group: str, layer: str, width: int, letter: str) -> list[AuditRow]:
         return [] if layer == names.EMBEDDING_NORM else super().norm_rows(
             group, layer, width, letter)
 
     @classmethod
-    def head_rows(cls, config, with_pool, with_nsp, with_mlm, with_discriminator):
+    def head_rows(cls, config: BertConfig, with_pool: bool | str, with_nsp: bool,
+                  with_mlm: bool | str, with_discriminator: bool | str) -> list[AuditRow]:
         return []

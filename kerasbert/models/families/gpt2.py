@@ -24,13 +24,19 @@ Audit: GPT's rows without ``Embedding-Segment`` (no segment input), plus ``Outpu
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 import keras
 
 from kerasbert.models import names
 from kerasbert.models.checkpoint_names import norm
-from kerasbert.models.families.base import HuggingFaceRecipe
+from kerasbert.models.families.base import AuditRow, HuggingFaceRecipe
 from kerasbert.models.families.gpt import GPT, HF_IGNORED, conv1d_config, conv1d_variables
 from kerasbert.models.layers import Add
+
+if TYPE_CHECKING:  # annotations only
+    from kerasbert.models.config import BertConfig
 
 #: GPT-2's layer-norm epsilon (bert4keras fixes it; the config's ``layer_norm_eps`` is not read).
 EPSILON = 1e-5
@@ -41,7 +47,7 @@ HF_DEFAULTS = {"scale_attn_weights": True, "scale_attn_by_inverse_layer_idx": Fa
                "reorder_and_upcast_attn": False, "add_cross_attention": False}
 
 
-def hf_config(values, path):
+def hf_config(values: dict[str, Any], path: str) -> dict[str, Any]:
     """The Google config of a Hugging Face GPT-2 ``config.json``'s values.
 
     Example:
@@ -78,14 +84,14 @@ class GPT2(GPT):
     hf_layout = HuggingFaceRecipe("transformer.", "gpt", hf_config, hf_variables, HF_IGNORED,
                                   model_type="gpt2")
 
-    def norm(self, name):
+    def norm(self, name: str) -> keras.layers.Layer:
         return self.apply(layer=keras.layers.LayerNormalization, epsilon=EPSILON, name=name)
 
     def apply_embeddings(self, inputs: list[keras.KerasTensor]) -> keras.KerasTensor:
         """Token and position embeddings added (no norm, no dropout: bert4keras's GPT2)."""
         return self.mapped(self.token_and_position(inputs))
 
-    def pre_norm_residual(self, x, block, extra=()):
+    def pre_norm_residual(self, x: Any, block: str, extra: Sequence[Any] = ()) -> Any:
         """``x + Dropout(block(Norm(x)))``, GPT-2's pre-norm residual."""
         y = self.apply(inputs=x, name=names.norm_name(block))
         y = self.apply(inputs=[y, *extra] if extra else y, name=block)
@@ -126,5 +132,6 @@ class GPT2(GPT):
         return table
 
     @classmethod
-    def head_rows(cls, config, with_pool, with_nsp, with_mlm, with_discriminator):
+    def head_rows(cls, config: BertConfig, with_pool: bool | str, with_nsp: bool,
+                  with_mlm: bool | str, with_discriminator: bool | str) -> list[AuditRow]:
         return cls.norm_rows("output", names.OUTPUT_NORM, config.hidden_size, "H")

@@ -20,12 +20,18 @@ feed-forward and its two norms.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import keras
 
 from kerasbert.models import names
 from kerasbert.models.checkpoint_names import dense, norm
+from kerasbert.models.families.base import AuditRow
 from kerasbert.models.families.gpt import GPT
 from kerasbert.models.layers import Add
+
+if TYPE_CHECKING:  # annotations only
+    from kerasbert.models.config import BertConfig
 
 #: GPT2-ML's layer-norm epsilon (bert4keras fixes it).
 EPSILON = 1e-5
@@ -33,7 +39,7 @@ EPSILON = 1e-5
 SCOPE = "newslm"
 
 
-def feed_forward_norm_name(index, which):
+def feed_forward_norm_name(index: int, which: int) -> str:
     """``"Transformer-0-FeedForward-Norm-0"`` (before) / ``-Norm-1`` (after the sum)."""
     return f"{names.norm_name(names.feed_forward_name(index))}-{which}"
 
@@ -49,7 +55,7 @@ class GPT2ML(GPT):
     segment_inputs = False
     applications = ("encoder", "lm")
 
-    def norm(self, name):
+    def norm(self, name: str) -> keras.layers.Layer:
         return self.apply(layer=keras.layers.LayerNormalization, epsilon=EPSILON, name=name)
 
     def apply_embeddings(self, inputs: list[keras.KerasTensor]) -> keras.KerasTensor:
@@ -104,8 +110,9 @@ class GPT2ML(GPT):
         return table
 
     @classmethod
-    def audit_rows(cls, config, with_pool=False, with_nsp=False, with_mlm=False,
-                   with_discriminator=False):
+    def audit_rows(cls, config: BertConfig, with_pool: bool | str = False,
+                   with_nsp: bool = False, with_mlm: bool | str = False,
+                   with_discriminator: bool | str = False) -> list[AuditRow]:
         """Embeddings, ``Embedding-Norm`` and each layer's attention, feed-forward and norms."""
         V, H, P, I = (config.vocab_size, config.hidden_size,  # noqa: E741
                       config.max_position_embeddings, config.intermediate_size)

@@ -10,12 +10,16 @@ bert4keras counts as a weight.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kerasbert.models import names
 from kerasbert.models.families import family_class
+from kerasbert.models.families.base import AuditRow
 from kerasbert.models.families.bert import BERT
 from kerasbert.models.positions import RelativePositions
+
+if TYPE_CHECKING:  # annotations only
+    from kerasbert.models.config import BertConfig
 
 
 class NEZHA(BERT):
@@ -43,6 +47,6 @@ class NEZHA(BERT):
         return self.position_bias
 
     @classmethod
-    def position_rows(cls, config):
+    def position_rows(cls, config: BertConfig) -> list[AuditRow]:
         return [("embeddings", names.EMBEDDING_RELATIVE_POSITION, "(2m+1)·d",
                  (2 * config.max_relative_position + 1) * config.head_size)]

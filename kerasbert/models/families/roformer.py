@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import keras
 
 from kerasbert.models import names
-from kerasbert.models.families.base import HuggingFaceLayout
+from kerasbert.models.families.base import AuditRow, HuggingFaceLayout
 from kerasbert.models.families.bert import (
     BERT,
     HF_HEADS,
@@ -78,7 +78,7 @@ class RoFormerV2(RoFormer):
     masked_lm = False
     hf_layout = None  # Hugging Face has no RoFormer-v2
 
-    def heads(self, x):
+    def heads(self, x: Any) -> list[Any]:
         if not self.with_mlm:
             return []
         activation = "softmax" if self.with_mlm is True else self.with_mlm
@@ -90,7 +90,8 @@ class RoFormerV2(RoFormer):
                            name=names.OUTPUT_MLM_ACTIVATION)]
 
     @classmethod
-    def head_rows(cls, config, with_pool, with_nsp, with_mlm, with_discriminator):
+    def head_rows(cls, config: BertConfig, with_pool: bool | str, with_nsp: bool,
+                  with_mlm: bool | str, with_discriminator: bool | str) -> list[AuditRow]:
         H, E = config.hidden_size, config.embedding_size
         if with_mlm and E != H:  # the tied embedding alone, after a bias-free mapping
             return [cls.dense_row("mlm", names.OUTPUT_MAPPING, "H", H, "E", E)]

@@ -50,7 +50,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import keras
 import numpy as np
@@ -59,7 +60,13 @@ from keras import ops
 from kerasbert.models import names
 from kerasbert.models.attention_masks import AttentionMask
 from kerasbert.models.checkpoint_names import T5_EMBEDDING, T5_LOGITS
-from kerasbert.models.families.base import HuggingFaceRecipe, Transformer
+from kerasbert.models.families.base import (
+    AuditRow,
+    GoogleVariables,
+    HfVariables,
+    HuggingFaceRecipe,
+    Transformer,
+)
 from kerasbert.models.layers import (
     Add,
     FeedForward,
@@ -90,8 +97,8 @@ OUTPUT_LM_ACTIVATION = "Decoder-Output-LM-Activation"
 
 
 # ---------------------------------------------------------------------- layers
-def relative_buckets(query_positions, key_positions, bidirectional,
-                     num_buckets=NUM_BUCKETS, max_distance=MAX_DISTANCE):
+def relative_buckets(query_positions: Any, key_positions: Any, bidirectional: bool,
+                     num_buckets: int = NUM_BUCKETS, max_distance: int = MAX_DISTANCE) -> Any:
     """T5's bucket of each (query, key) pair of positions: ``(queries, keys)`` int32.
 
     Half the buckets are exact distances, the rest grow on a log scale up to
@@ -130,8 +137,9 @@ class RelativePositionBias(keras.layers.Layer):
         (1, 2, 3, 5)
     """
 
-    def __init__(self, num_heads, bidirectional, num_buckets=NUM_BUCKETS,
-                 max_distance=MAX_DISTANCE, initializer_range=0.02, **kwargs):
+    def __init__(self, num_heads: int, bidirectional: bool, num_buckets: int = NUM_BUCKETS,
+                 max_distance: int = MAX_DISTANCE, initializer_range: float = 0.02,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.num_heads = num_heads
         self.bidirectional = bidirectional
@@ -140,30 +148,30 @@ class RelativePositionBias(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.initializer = None
 
-    def build(self, input_shape):
+    def build(self, input_shape: Any) -> None:
         # [heads, buckets], as Mesh TensorFlow stores it.
         self.embeddings = self.add_weight(name="embeddings",
                                           shape=(self.num_heads, self.num_buckets),
                                           initializer=kernel_initializer(self))
 
-    def bias(self, query_positions, key_positions):
+    def bias(self, query_positions: Any, key_positions: Any) -> Any:
         """``(1, heads, queries, keys)`` for the given 1-D positions (decoding one step)."""
         buckets = relative_buckets(query_positions, key_positions, self.bidirectional,
                                    self.num_buckets, self.max_distance)
         return ops.expand_dims(ops.take(self.embeddings, buckets, axis=1), 0)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         queries, keys = inputs
         return self.bias(ops.arange(ops.shape(queries)[1]), ops.arange(ops.shape(keys)[1]))
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         return None
 
-    def compute_output_spec(self, inputs):
+    def compute_output_spec(self, inputs: Any) -> keras.KerasTensor:
         return keras.KerasTensor((1, self.num_heads, inputs[0].shape[1], inputs[1].shape[1]),
                                  dtype=self.compute_dtype)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "num_heads": self.num_heads,
                 "bidirectional": self.bidirectional, "num_buckets": self.num_buckets,
                 "max_distance": self.max_distance, "initializer_range": self.initializer_range}
@@ -180,20 +188,20 @@ class RMSNorm(keras.layers.Layer):
         [0.8485, 1.1314]
     """
 
-    def __init__(self, epsilon=EPSILON, **kwargs):
+    def __init__(self, epsilon: float = EPSILON, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.epsilon = epsilon
         self.supports_masking = True
 
-    def build(self, input_shape):
+    def build(self, input_shape: Any) -> None:
         self.gamma = self.add_weight(name="gamma", shape=(input_shape[-1],), initializer="ones")
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         x = ops.cast(inputs, "float32")
         x = x * ops.rsqrt(ops.mean(ops.square(x), axis=-1, keepdims=True) + self.epsilon)
         return ops.cast(x * ops.cast(self.gamma, "float32"), inputs.dtype)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "epsilon": self.epsilon}
 
 
@@ -202,13 +210,13 @@ class T5TokenEmbedding(TokenEmbedding):
     """The shared ``Embedding-Token``: id 0 is padding, but never in the first column (the
     decoder's start id is 0), as bert4keras's ``Embedding`` masks."""
 
-    def call(self, inputs, reverse=False):
+    def call(self, inputs: Any, reverse: bool = False) -> Any:
         if reverse:
             return super().call(inputs, reverse=True)
         # Keras's ReversibleEmbedding sets id 0's mask itself; this one is compute_mask's.
         return keras.layers.Embedding.call(self, inputs)
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         mask = super().compute_mask(inputs, mask)
         if mask is None or "int" not in str(inputs.dtype):
             return mask
@@ -234,15 +242,16 @@ class T5Attention(MultiHeadSelfAttention):
     scaled = False
     two_sequences = True
 
-    def __init__(self, num_heads, head_size, dropout=0.0, initializer_range=0.02,
-                 position_bias=True, attention_mask=False, **kwargs):
+    def __init__(self, num_heads: int, head_size: int, dropout: float = 0.0,
+                 initializer_range: float = 0.02, position_bias: bool = True,
+                 attention_mask: bool = False, **kwargs: Any) -> None:
         super().__init__(num_heads, head_size, dropout=dropout,
                          initializer_range=initializer_range, use_bias=False,
                          position="bias" if position_bias else None,
                          attention_mask=attention_mask, **kwargs)
         self.position_bias = position_bias
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         config = super().get_config()
         for key in ("use_bias", "position"):
             config.pop(key, None)
@@ -260,7 +269,8 @@ class GatedFeedForward(keras.layers.Layer):
         ((1, 5, 16), 3)
     """
 
-    def __init__(self, intermediate_size, activations, initializer_range=0.02, **kwargs):
+    def __init__(self, intermediate_size: int, activations: Sequence[str],
+                 initializer_range: float = 0.02, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.intermediate_size = intermediate_size
         self.activations = list(activations)
@@ -269,7 +279,7 @@ class GatedFeedForward(keras.layers.Layer):
         self.functions = [get_activation(name) for name in self.activations]
         self.supports_masking = True
 
-    def build(self, input_shape):
+    def build(self, input_shape: Any) -> None:
         initializer = kernel_initializer(self)
         for i in range(len(self.activations)):  # the checkpoint table names each by attribute
             setattr(self, f"intermediate_kernel_{i}", self.add_weight(
@@ -279,7 +289,7 @@ class GatedFeedForward(keras.layers.Layer):
             name="output_kernel", shape=(self.intermediate_size, input_shape[-1]),
             initializer=initializer)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         rows = ops.reshape(inputs, (-1, inputs.shape[-1]))
         x = None
         for i, function in enumerate(self.functions):
@@ -287,10 +297,10 @@ class GatedFeedForward(keras.layers.Layer):
             x = y if x is None else x * y
         return ops.reshape(ops.matmul(x, self.output_kernel), ops.shape(inputs))
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> Any:
         return input_shape
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "intermediate_size": self.intermediate_size,
                 "activations": self.activations, "initializer_range": self.initializer_range}
 
@@ -299,15 +309,15 @@ class GatedFeedForward(keras.layers.Layer):
 class Scale(keras.layers.Layer):
     """Multiplies by a constant: ``Decoder-Output-Scale`` (H^-0.5)."""
 
-    def __init__(self, scale, **kwargs):
+    def __init__(self, scale: float, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.scale = scale
         self.supports_masking = True
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         return inputs * ops.cast(self.scale, inputs.dtype)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "scale": self.scale}
 
 
@@ -316,7 +326,8 @@ class OutputProjection(keras.layers.Layer):
     """t5.1.1's ``Decoder-Output-LM``: ``x Wᵀ`` with ``W`` one row per token ([V, H], so a
     smaller vocabulary keeps rows as the embedding does), then the activation."""
 
-    def __init__(self, vocab_size, activation="softmax", initializer_range=0.02, **kwargs):
+    def __init__(self, vocab_size: int, activation: str = "softmax",
+                 initializer_range: float = 0.02, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.activation = activation
@@ -324,21 +335,21 @@ class OutputProjection(keras.layers.Layer):
         self.initializer = None
         self.supports_masking = True
 
-    def build(self, input_shape):
+    def build(self, input_shape: Any) -> None:
         self.kernel = self.add_weight(name="kernel", shape=(self.vocab_size, input_shape[-1]),
                                       initializer=kernel_initializer(self))
 
-    def logits(self, inputs):
+    def logits(self, inputs: Any) -> Any:
         """The scores before the activation."""
         return ops.matmul(inputs, ops.transpose(ops.cast(self.kernel, inputs.dtype)))
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         return keras.activations.get(self.activation)(self.logits(inputs))
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> Any:
         return (*input_shape[:-1], self.vocab_size)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "vocab_size": self.vocab_size,
                 "activation": self.activation, "initializer_range": self.initializer_range}
 
@@ -375,17 +386,18 @@ class T5(Transformer):
         self.decoder: keras.Model | None = None
 
     # ------------------------------------------------------------- layers
-    def norm(self, name):
+    def norm(self, name: str) -> keras.layers.Layer:
         return self.apply(layer=RMSNorm, epsilon=EPSILON, name=name)
 
-    def attention(self, name, position_bias=True, attention_mask=False):
+    def attention(self, name: str, position_bias: bool = True,
+                  attention_mask: bool = False) -> keras.layers.Layer:
         return self.apply(layer=T5Attention, num_heads=self.num_attention_heads,
                           head_size=self.attention_head_size,
                           dropout=self.attention_dropout_rate, position_bias=position_bias,
                           attention_mask=attention_mask,
                           initializer_range=self.config.initializer_range, name=name)
 
-    def feed_forward(self, name):
+    def feed_forward(self, name: str) -> keras.layers.Layer:
         if isinstance(self.config.hidden_act, (list, tuple)):
             return self.apply(layer=GatedFeedForward, intermediate_size=self.intermediate_size,
                               activations=[built_activation(act) for act in self.config.hidden_act],
@@ -394,13 +406,13 @@ class T5(Transformer):
                           activation=self.hidden_act, use_bias=False,
                           initializer_range=self.config.initializer_range, name=name)
 
-    def relative_positions(self, side, bidirectional):
+    def relative_positions(self, side: str, bidirectional: bool) -> keras.layers.Layer:
         return self.apply(layer=RelativePositionBias, num_heads=self.num_attention_heads,
                           bidirectional=bidirectional,
                           initializer_range=self.config.initializer_range,
                           name=names.side_name(side, RELATIVE_POSITION))
 
-    def residual(self, x, block, call):
+    def residual(self, x: Any, block: str, call: Callable[[Any], Any]) -> Any:
         """``x + Dropout(block(Norm(x)))``: T5's pre-norm residual; ``call(normed)`` gives
         the block's inputs."""
         y = self.apply(inputs=x, name=names.norm_name(block))
@@ -408,14 +420,14 @@ class T5(Transformer):
         y = self.dropout(y, names.dropout_name(block))
         return self.apply(inputs=[x, y], layer=Add, name=names.add_name(block))
 
-    def embed(self, ids, side):
+    def embed(self, ids: Any, side: str) -> Any:
         x = self.apply(inputs=ids, layer=T5TokenEmbedding, input_dim=self.vocab_size,
                        output_dim=self.hidden_size, embeddings_initializer=self.initializer,
                        mask_zero=True, tie_weights=True, name=names.EMBEDDING_TOKEN)
         return self.dropout(x, names.side_name(side, names.EMBEDDING_DROPOUT))
 
     # -------------------------------------------------------------- graph
-    def encode(self, ids):
+    def encode(self, ids: Any) -> Any:
         """The encoder on token ids: the context the decoder attends to."""
         x = self.embed(ids, ENCODER)
         bias = self.relative_positions(ENCODER, bidirectional=True)([x, x])
@@ -431,14 +443,15 @@ class T5(Transformer):
         x = self.norm(names.side_name(ENCODER, names.OUTPUT_NORM))(x)
         return self.dropout(x, names.side_name(ENCODER, names.OUTPUT_DROPOUT))
 
-    def decode(self, context, ids):
+    def decode(self, context: Any, ids: Any) -> Any:
         """The decoder on the encoder's output and the decoder's token ids."""
         x = self.embed(ids, DECODER)
         positions = self.relative_positions(DECODER, bidirectional=False)
         if self.decoding:  # a new token at decoder slot `position_ids`, through the caches
             allowed = self.attention_bias
             here = ops.reshape(ops.cast(self.position_ids, "int32"), (1,))
-            slots, sources = (ops.shape(self.caches[name]["keys"])[2] for name in (
+            caches = cast(dict[str, dict[str, Any]], self.caches)  # set before a step
+            slots, sources = (ops.shape(caches[name]["keys"])[2] for name in (
                 names.side_name(DECODER, names.attention_name(0)),
                 names.cross_attention_name(0)))
             self_bias = positions.bias(here, ops.arange(slots))
@@ -470,7 +483,7 @@ class T5(Transformer):
         activation = "softmax" if self.with_lm is True else self.with_lm
         return self.lm_head(x, activation)
 
-    def lm_head(self, x, activation):
+    def lm_head(self, x: Any, activation: str) -> Any:
         """t5.1.0: the transposed ``Embedding-Token``, then ``Decoder-Output-LM-Activation``
         (decoding: the logits before it)."""
         x = self.tied_output(x)
@@ -522,11 +535,11 @@ class T5(Transformer):
             >>> table["Decoder-Transformer-0-MultiHeadCrossAttention"]["key_kernel"]
             'decoder/block_000/layer_001/EncDecAttention/k'
         """
-        def attention(scope):
+        def attention(scope: str) -> dict[str, str]:
             return {f"{projection}_kernel": f"{scope}/{projection[0]}"
                     for projection in ("query", "key", "value", "output")}
 
-        def scale(scope):
+        def scale(scope: str) -> dict[str, str]:
             return {"gamma": f"{scope}/{cls.norm_scope}/scale"}
 
         final = "final_layer_norm" if cls.norm_scope == "layer_norm" else cls.norm_scope
@@ -555,14 +568,15 @@ class T5(Transformer):
         return table
 
     @classmethod
-    def feed_forward_variables(cls, scope):
+    def feed_forward_variables(cls, scope: str) -> dict[str, str]:
         return {"intermediate_kernel": f"{scope}/wi/kernel",
                 "output_kernel": f"{scope}/wo/kernel"}
 
     # --------------------------------------------------------------- audit
     @classmethod
-    def audit_rows(cls, config, with_pool=False, with_nsp=False, with_mlm=False,
-                   with_discriminator=False):
+    def audit_rows(cls, config: BertConfig, with_pool: bool | str = False,
+                   with_nsp: bool = False, with_mlm: bool | str = False,
+                   with_discriminator: bool | str = False) -> list[AuditRow]:
         """``(group, layer, formula, count)`` of every layer with weights (module docstring)."""
         V, H, I, N = (config.vocab_size, config.hidden_size,  # noqa: E741
                       config.intermediate_size, config.num_attention_heads)
@@ -587,7 +601,7 @@ class T5(Transformer):
         return rows + cls.head_rows(config)
 
     @classmethod
-    def head_rows(cls, config):
+    def head_rows(cls, config: BertConfig) -> list[AuditRow]:
         return []
 
 
@@ -599,7 +613,7 @@ class T5_1_1(T5):
     default_name = "t5"
     marker_layer: str | None = OUTPUT_LM
 
-    def lm_head(self, x, activation):
+    def lm_head(self, x: Any, activation: str) -> Any:
         """``Decoder-Output-LM`` (decoding: its logits, before the activation)."""
         head = self.apply(layer=OutputProjection, vocab_size=self.vocab_size,
                           activation=activation, initializer_range=self.config.initializer_range,
@@ -607,13 +621,13 @@ class T5_1_1(T5):
         return head.logits(x) if self.decoding else head(x)
 
     @classmethod
-    def feed_forward_variables(cls, scope):
+    def feed_forward_variables(cls, scope: str) -> dict[str, str]:
         return {"intermediate_kernel_0": f"{scope}/wi_0/kernel",
                 "intermediate_kernel_1": f"{scope}/wi_1/kernel",
                 "output_kernel": f"{scope}/wo/kernel"}
 
     @classmethod
-    def checkpoint_table(cls, num_hidden_layers):
+    def checkpoint_table(cls, num_hidden_layers: int) -> dict[str, dict[str, str]]:
         """T5's table with t5.1.1's gated feed-forward and ``decoder/logits/kernel``.
 
         Example:
@@ -624,7 +638,7 @@ class T5_1_1(T5):
                 OUTPUT_LM: {"kernel": T5_LOGITS}}
 
     @classmethod
-    def head_rows(cls, config):
+    def head_rows(cls, config: BertConfig) -> list[AuditRow]:
         return [("decoder", OUTPUT_LM, "V·H", config.vocab_size * config.hidden_size)]
 
 
@@ -642,7 +656,7 @@ class MT5_1_1(T5_1_1):
 HF_LAYER = re.compile(r"(encoder|decoder)\.block\.(\d+)\.layer\.(\d)\.(.+)\.weight")
 
 
-def hf_config(values, path):
+def hf_config(values: dict[str, Any], path: str) -> dict[str, Any]:
     """The Google config of a Hugging Face T5 / mT5 ``config.json``'s values, the family
     read from its feed-forward and head (t5.1.0: relu, tied; t5.1.1 / mT5: gated-gelu,
     untied).
@@ -671,6 +685,7 @@ def hf_config(values, path):
             raise ValueError(f"{key} ({values[key]!r}) in {path}: kerasbert's T5 is built "
                              f"with {key}={built!r} (as bert4keras's)")
     projection = values.get("feed_forward_proj", "relu")
+    act: str | list[str]  # gated-gelu: one activation per gate
     if projection == "relu":
         family, act = "t5", "relu"
         if not decoder_scaled(values):
@@ -693,13 +708,13 @@ def hf_config(values, path):
             "cross_position_bias": False}
 
 
-def hf_variables_of(norm_scope):
+def hf_variables_of(norm_scope: str) -> HfVariables:
     """``(name, value) -> [(Google name, value)]`` for Hugging Face T5 parameters (None for
     one without a Google name): Linear weights transposed, ``relative_attention_bias`` as
     [heads, buckets], an untied ``lm_head`` as ``decoder/logits/kernel`` times sqrt(H)."""
     final = "final_layer_norm" if norm_scope == "layer_norm" else norm_scope
 
-    def variables(name, value):
+    def variables(name: str, value: np.ndarray) -> GoogleVariables | None:
         if name == "shared.weight":
             return [(T5_EMBEDDING, value)]
         if name == "lm_head.weight":  # [V, H]; scaled by hf_finish
@@ -725,7 +740,7 @@ def hf_variables_of(norm_scope):
     return variables
 
 
-def decoder_scaled(values):
+def decoder_scaled(values: dict[str, Any]) -> bool:
     """Whether a Hugging Face T5 config's model scales the decoder's output by H^-0.5
     (transformers 5 says ``scale_decoder_outputs``, 4 said it by ``tie_word_embeddings``;
     its mT5 never does)."""
@@ -734,7 +749,7 @@ def decoder_scaled(values):
     return values.get("scale_decoder_outputs", values.get("tie_word_embeddings", True))
 
 
-def hf_finish(variables, values):
+def hf_finish(variables: dict[str, np.ndarray], values: dict[str, Any]) -> None:
     """t5.1.1 / mT5: the output matrix (the shared embedding where the file has none: tied),
     times sqrt(H) where Hugging Face does not scale the decoder's output and bert4keras's
     graph does."""
