@@ -188,3 +188,13 @@ def test_padding_mask_is_computed_once_per_batch(tiny_config):
     model = build_transformer_model(tiny_config, with_pool=True)
     extra = [type(op).__name__ for op in model.operations if not isinstance(op, keras.layers.Layer)]
     assert extra == ["NotEqual"]
+
+
+@pytest.mark.parametrize("keyword, meant", [("with_poll", "with_pool"), ("with_nps", "with_nsp"),
+                                            ("hiden_size", "hidden_size"),
+                                            ("num_hiden_layers", "num_hidden_layers"),
+                                            ("dropout_rat", "dropout_rate")])
+def test_a_misspelt_keyword_is_refused_with_the_name_meant(tiny_config, keyword, meant):
+    """bert4keras drops ``with_poll=True`` and builds no pooler; kerasbert names the slip."""
+    with pytest.raises(ValueError, match=f"^{keyword}: unknown keyword; did you mean {meant}\\?$"):
+        build_transformer_model(tiny_config, **{keyword: 5})

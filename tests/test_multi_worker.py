@@ -135,6 +135,8 @@ def runs(tmp_path_factory):
 
 
 def test_two_workers_train_like_one_process(runs):
+    """Why slow: its fixture (the first test of the module to ask for it pays) trains the
+    tiny model in this process and again in a cluster of two fresh worker processes."""
     root, _, cluster = runs
     single, chief = root / "single", root / "two"
     got, want = (checkpoint_arrays(str(d / "bert_model.ckpt")) for d in (chief, single))

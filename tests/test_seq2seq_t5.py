@@ -256,7 +256,10 @@ def test_a_tokenizer_that_does_not_fit_the_family_is_refused_by_name(
 def test_a_mixed_precision_t5_run_generates_evaluates_and_predicts(t5_inputs, tmp_path, capsys):
     """``--mixed-precision`` on a T5: the dev generation after the epoch (where the encoder's
     cached pass met float32 weights in bfloat16 rows and the run stopped half-way), then
-    evaluate and predict."""
+    evaluate and predict.
+
+    Why slow: a training epoch, then the decoding loop compiled for the dev set, evaluate
+    and predict, all in bfloat16."""
     inputs, _ = t5_inputs
     output = tmp_path / "run"
     flags = [f"--{key}={value}" for key, value in inputs.items()]

@@ -15,6 +15,7 @@ bert4keras's class decorators are here too: :func:`extend_with_language_model` a
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import os
 from collections.abc import Sequence
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from kerasbert.models.attention_masks import Causal, Mask, UniLM, mask_of
 from kerasbert.models.bert import make_transformer
-from kerasbert.models.config import BertConfig
+from kerasbert.models.config import BertConfig, known_keys
 from kerasbert.models.deferred import deferred_weights, forget, settle
 from kerasbert.models.families import (
     DEFAULT_FAMILY,
@@ -155,6 +156,7 @@ def build_transformer_model(
     takes = _options_of(cls) if model is not None else set().union(
         *(_options_of(family_class(name)) for name in FAMILIES))
     family_options = {key: overrides.pop(key) for key in list(overrides) if key in takes}
+    _refuse_misspelt(overrides, takes)
     # The family the config is read for: None lets the config's model_type pick it.
     family = (model.lower() if isinstance(model, str)
               else None if model is None else _registered_family(cls))
@@ -201,6 +203,22 @@ def build_transformer_model(
         raise
     settle(deferred)  # what the checkpoint did not fill: dropout seeds, a non-strict load's gaps
     return built.model if return_keras_model else built
+
+
+def _refuse_misspelt(overrides: dict[str, Any], family_keywords: set[str]) -> None:
+    """Raises for a keyword that is no name kerasbert knows but a near miss of one
+    (``with_poll``, ``hiden_size``): bert4keras drops it and builds another model than the
+    one asked for. Other unknown keys go on into the config, as a config file's do.
+
+    Raises:
+        ValueError: naming the keyword and the one meant.
+    """
+    known = (known_keys() | family_keywords | set(REFUSED) | set(FIXED) | set(LOAD_ALIASES)
+             | set(inspect.signature(build_transformer_model).parameters) - {"overrides"})
+    for key in overrides:
+        meant = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
+        if key not in known and meant:
+            raise ValueError(f"{key}: unknown keyword; did you mean {meant[0]}?")
 
 
 def _preset_paths(

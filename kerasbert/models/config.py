@@ -92,6 +92,26 @@ def _family_rules() -> tuple[tuple[Any, ...], ...]:
     )
 
 
+#: Config keys kerasbert reads beyond :class:`BertConfig`'s fields (a family's own widths,
+#: T5's cross-attention bias, RoFormer's Hugging Face rotary values).
+READ_KEYS = ("embedding_size", "attention_head_size", "attention_key_size",
+             "max_relative_position", "cross_position_bias", "rotary_value")
+
+
+def known_keys() -> frozenset[str]:
+    """Every key a config means something by to kerasbert: :class:`BertConfig`'s fields,
+    bert4keras's aliases, the keys the families read and the keys the family rules check.
+
+    Example:
+        >>> {"hidden_size", "max_position", "embedding_size", "ln_type"} <= known_keys()
+        True
+    """
+    fields = {field.name for field in dataclasses.fields(BertConfig)} - {
+        "extra", "source", "family"}
+    return frozenset(fields | set(BERT4KERAS_ALIASES) | set(READ_KEYS)
+                     | {rule[0] for rule in _family_rules()})
+
+
 def family_of_config(values: dict[str, Any]) -> str:
     """The family a config's own keys name: its ``model_type``, else the family whose keys
     it has (each family's ``claims_config``: ALBERT's group keys, brightmart's ``ln_type``,
