@@ -210,17 +210,15 @@ class Decoder:
         import tensorflow as tf
 
         model, start = self.transformer, tf.cast(start, "int32")
-        model.caches = {layer.name: {"keys": keys, "values": values, "start": start}
-                        for layer, (keys, values) in zip(self.attention, caches)}
-        model.position_ids, model.attention_bias = positions, allowed
-        x = model.apply_embeddings([ids, segments] if self.segments else [ids])
-        for index in range(model.num_hidden_layers):
-            x = model.apply_main_layers(x, index)
-        logits = model.apply_final_layers(x[:, -1])
-        caches = [(model.caches[layer.name]["keys"], model.caches[layer.name]["values"])
-                  for layer in self.attention]
-        model.caches = model.position_ids = model.attention_bias = None
-        return logits, caches
+        with model.stepping({layer.name: {"keys": keys, "values": values, "start": start}
+                             for layer, (keys, values) in zip(self.attention, caches)},
+                            positions, allowed) as written:
+            x = model.apply_embeddings([ids, segments] if self.segments else [ids])
+            for index in range(model.num_hidden_layers):
+                x = model.apply_main_layers(x, index)
+            logits = model.apply_final_layers(x[:, -1])
+        return logits, [(written[layer.name]["keys"], written[layer.name]["values"])
+                        for layer in self.attention]
 
     def prompt_mask(self, ids: Any, segments: Any) -> Any:
         """``(batch or 1, length, length)``: which prompt token each may attend to, by the
@@ -546,7 +544,7 @@ class Seq2SeqDecoder(Decoder):
             raise ValueError(f"model {model.name!r} has no language-model head (built with "
                              "with_lm=False)")
         self.activation = head.activation
-        self.products = []  # T5's layers multiply with ops.matmul, not kernels.affine
+        self.products = []  # T5's products have no bias: affine reads their kernels as they lie
         self.segments = False
         self.vocab_size = self.layers[names.EMBEDDING_TOKEN].input_dim
         self.segment_vocab = None
@@ -589,18 +587,15 @@ class Seq2SeqDecoder(Decoder):
             present, tf.stack([tf.range(rows), tf.fill((rows,), slot)], 1),
             tf.logical_or(token != 0, tf.equal(slot, 0)))
         model, start = self.transformer, tf.cast(slot, "int32")
-        model.caches = {}
+        both = {}
         for layer, cross, (keys, values, cross_keys, cross_values, source) in zip(
                 self.attention, self.cross, caches):
-            model.caches[layer.name] = {"keys": keys, "values": values, "start": start}
-            model.caches[cross.name] = {"keys": cross_keys, "values": cross_values,
-                                        "present": source}
-        model.position_ids, model.attention_bias = start, present[:, None, :]
-        logits = model.decode(None, token[:, None])[:, -1]
-        caches = [(model.caches[layer.name]["keys"], model.caches[layer.name]["values"],
-                   *cache[2:]) for layer, cache in zip(self.attention, caches)]
-        model.caches = model.position_ids = model.attention_bias = None
-        return logits, caches, present, last + 1
+            both[layer.name] = {"keys": keys, "values": values, "start": start}
+            both[cross.name] = {"keys": cross_keys, "values": cross_values, "present": source}
+        with model.stepping(both, start, present[:, None, :]) as written:
+            logits = model.decode(None, token[:, None])[:, -1]
+        return logits, [(written[layer.name]["keys"], written[layer.name]["values"], *cache[2:])
+                        for layer, cache in zip(self.attention, caches)], present, last + 1
 
     def logits_of(self, ids: Any, segments: Any) -> Any:
         """The next id's logits of ``segments`` (here: the decoder's ids so far) after the

@@ -287,12 +287,14 @@ def _heads_axis(allowed: Any) -> Any:
 def _normalized(scores: Any, key_mask: Any, allowed: Any, normalization: str) -> Any:
     """bert4keras's other attention normalizations of masked ``scores`` (see :func:`attend`)."""
     dtype = scores.dtype
-    length = ops.cast(ops.shape(scores)[-1], scores.dtype)
-    visible = [ops.cast(key_mask, scores.dtype)[:, None, None, :]] if key_mask is not None else []
+    visible = None  # the keys each query sees, 1 or 0
+    if key_mask is not None:
+        visible = ops.cast(key_mask, scores.dtype)[:, None, None, :]
     if allowed is not None:
-        visible.append(ops.cast(_heads_axis(allowed), scores.dtype))
-    if visible:  # the keys each query sees
-        length = ops.sum(visible[0] * visible[-1], axis=-1, keepdims=True)
+        seen = ops.cast(_heads_axis(allowed), scores.dtype)
+        visible = seen if visible is None else visible * seen
+    length = (ops.cast(ops.shape(scores)[-1], scores.dtype) if visible is None
+              else ops.sum(visible, axis=-1, keepdims=True))
     if normalization == "squared_relu":
         return ops.relu(scores) ** 2 / length
     if normalization == "softmax_plus":

@@ -19,9 +19,10 @@ its Hugging Face layout (:class:`HuggingFaceLayout`) and its audit formulas.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
-from collections.abc import Callable, Collection, Container, Sequence
+from collections.abc import Callable, Collection, Container, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import keras
@@ -285,6 +286,19 @@ class Transformer:
         transformer.layers.update(layers)
         transformer.model, transformer.built, transformer.decoding = model, True, True
         return transformer
+
+    @contextlib.contextmanager
+    def stepping(self, caches: dict[str, dict[str, Any]], position_ids: Any,
+                 allowed: Any) -> Iterator[dict[str, dict[str, Any]]]:
+        """Within it, the steps of a :meth:`bound` object run on new tokens: each attention
+        layer named in ``caches`` reads and writes its cache (the dict yielded holds them
+        as written), ``position_ids`` are the tokens' positions and ``allowed`` the
+        attention mask over the cache's slots."""
+        self.caches, self.position_ids, self.attention_bias = caches, position_ids, allowed
+        try:
+            yield caches
+        finally:
+            self.caches = self.position_ids = self.attention_bias = None
 
     @classmethod
     def config_of_layers(cls, layers: dict[str, keras.layers.Layer]) -> BertConfig:
