@@ -16,8 +16,8 @@ import os
 import sys
 
 # In import order: kerasbert.cli.main imports the other two.
-COMMAND_LINE_MODULES = ("kerasbert.training.options", "kerasbert.cli.commands",
-                        "kerasbert.cli.main")
+COMMAND_LINE_MODULES = ("kerasbert.training.options", "kerasbert.tasks", "kerasbert.tasks.options",
+                        "kerasbert.cli.commands", "kerasbert.cli.main")
 # Modules those import from packages that must still load as usual later (kerasbert.models
 # holds the rest of the model code): loaded alone, their package left alone. The families
 # and the presets name --model's choices; disk_space is read by the error printer (a full

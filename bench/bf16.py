@@ -88,7 +88,7 @@ def measure(dtype_policy="mixed_bfloat16"):
     from safetensors.numpy import load_file
 
     from kerasbert import build_transformer_model
-    from kerasbert.serving.predictor import Predictor
+    from kerasbert.inference.predictor import Predictor
 
     folder = _minilm()
     model = build_transformer_model(os.path.join(folder, "config.json"))
@@ -148,8 +148,8 @@ def classifier_agreement(run_dir=None, data="kerasbert/resources/reviews/test.ts
     --format onnx --int8`` under ONNX Runtime)."""
     import tempfile
 
-    from kerasbert.serving.predictor import Predictor
-    from kerasbert.tasks.classification import Run
+    from kerasbert.inference.predictor import Predictor
+    from kerasbert.tasks.classification.task import Run
     from kerasbert.training import batches
     from kerasbert.training import data as datasets
 

@@ -59,7 +59,7 @@ def kerasbert(mode="predictor", dtype_policy=None, jit_compile=False,
 
     import kerasbert as package
     from kerasbert import build_transformer_model
-    from kerasbert.serving.predictor import Predictor
+    from kerasbert.inference.predictor import Predictor
 
     model = build_transformer_model(config_path)
     label = f"kerasbert {package.__version__}, keras {keras.__version__}"

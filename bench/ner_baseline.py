@@ -4,7 +4,7 @@ Each character is described by the characters around it (unigrams at offsets -2.
 bigrams among them) and their kind (digit, Chinese numeral, punctuation, Latin letter, other);
 a linear-chain CRF trained with L-BFGS tags it. The L1 / L2 weights ``c1`` and ``c2`` are
 chosen on the dev file from a small grid, as the best epoch of a BERT run is; the test file is
-scored once, entity by entity, with :func:`kerasbert.tasks.entities.entity_scores` (the same
+scored once, entity by entity, with :func:`kerasbert.tasks.ner.entities.entity_scores` (the same
 numbers as seqeval's default mode), so it is a yardstick for a fine-tuned BERT tagger on the
 same files.
 
@@ -20,7 +20,7 @@ import time
 import unicodedata
 
 from bench.baselines import write_json
-from kerasbert.tasks.entities import entity_scores, format_report, read_conll
+from kerasbert.tasks.ner.entities import entity_scores, format_report, read_conll
 
 C1_GRID = (0.05, 0.2)
 C2_GRID = (0.01, 0.1)

@@ -61,7 +61,7 @@ def prepare(folder):
     import keras
 
     from kerasbert import add_cls_classifier, build_transformer_model
-    from kerasbert.tasks.classification import Run, TrainOptions
+    from kerasbert.tasks.classification.task import ClassificationOptions, Run
 
     keras.utils.set_random_seed(0)
     bert = build_transformer_model(os.path.join(MODEL, "bert_config.json"),
@@ -73,7 +73,7 @@ def prepare(folder):
     shutil.copyfile(os.path.join(MODEL, "vocab.txt"), os.path.join(run_dir, "vocab.txt"))
     _write_json(os.path.join(run_dir, "labels.json"), LABELS)
     _write_json(os.path.join(run_dir, "train_config.json"),
-                dataclasses.asdict(TrainOptions(output=run_dir, maxlen=MAXLEN)))
+                dataclasses.asdict(ClassificationOptions(output=run_dir, maxlen=MAXLEN)))
     _write_json(os.path.join(run_dir, "metrics.json"), {})
     run = Run(run_dir)
     exports = {"saved_model": run.export, "onnx": lambda path: run.export(path, format="onnx"),
@@ -102,7 +102,7 @@ def _write_json(path, value):
 
 def predictor(folder):
     from kerasbert import Predictor
-    from kerasbert.tasks.classification import Run
+    from kerasbert.tasks.classification.task import Run
 
     run = Run(os.path.join(folder, "run"))
     predict = Predictor(run.model)

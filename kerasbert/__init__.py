@@ -22,7 +22,6 @@ from kerasbert import layers  # noqa: F401  (registers bert4keras's layers for l
 from kerasbert.checkpoints.io import CheckpointError, write_checkpoint
 from kerasbert.inference.generation import generate
 from kerasbert.inference.predictor import Predictor
-from kerasbert.inference.span_qa import QuestionAnswerer, add_span_head
 from kerasbert.models.attention_masks import Bidirectional, Causal, PrefixLM, UniLM
 from kerasbert.models.bert import build_bert
 from kerasbert.models.build import Transformer, build_transformer_model
@@ -30,6 +29,7 @@ from kerasbert.models.config import BertConfig
 from kerasbert.models.crf import ConditionalRandomField
 from kerasbert.models.heads import add_cls_classifier, add_crf_tagger, add_tagger
 from kerasbert.models.loading import LoadReport, load_checkpoint, save_weights_as_checkpoint  # noqa: E402
+from kerasbert.tasks.qa.span_qa import QuestionAnswerer, add_span_head
 from kerasbert.text.tokenizer import Tokenizer, load_vocab
 from kerasbert.training import optimizer  # noqa: F401  (registers WarmupLinearDecay for load_model)
 

@@ -1,5 +1,6 @@
-"""The files that ship inside the package: the small Chinese model, the review split and
-the People's Daily NER split, and tables kerasbert would otherwise compute at each start.
+"""The files that ship inside the package: the small Chinese model, the datasets the tasks
+train on by default (a folder each: train, dev and test), and tables kerasbert would otherwise
+compute at each start.
 
 They are package data (``kerasbert/resources/``), found through
 ``importlib.resources``, so the defaults of ``kerasbert train`` work from any directory
@@ -9,7 +10,7 @@ Example:
     >>> os.path.basename(model_dir())
     'kerasbert-zh-small'
     >>> from kerasbert.training.data import read_examples
-    >>> sorted(set(read_examples(review_file("dev")).labels))
+    >>> sorted(set(read_examples(data_file("reviews", "dev")).labels))
     ['negative', 'positive']
 """
 
@@ -43,34 +44,22 @@ def model_dir():
     return resource(MODEL_NAME)
 
 
-def ner_file(split):
-    """``train``, ``dev`` or ``test`` file (CoNLL, character BIO) of the shipped People's
-    Daily NER split."""
+def data_file(dataset, split):
+    """The ``train``, ``dev`` or ``test`` file of a shipped dataset, a folder of
+    ``kerasbert/resources/`` (``reviews``, ``peoples_daily``, ``peoples_daily_qa``, ...) that
+    holds one file per split, named after it.
+
+    Raises:
+        ValueError: another split.
+        FileNotFoundError: no such dataset, or not its split.
+    """
     if split not in SPLITS:
         raise ValueError(f"split {split!r}: must be one of {', '.join(SPLITS)}")
-    return resource("peoples_daily", f"{split}.txt")
-
-
-def qa_file(split):
-    """``train``, ``dev`` or ``test`` SQuAD v2.0 file of the shipped Chinese QA set."""
-    if split not in SPLITS:
-        raise ValueError(f"split {split!r}: must be one of {', '.join(SPLITS)}")
-    return resource("peoples_daily_qa", f"{split}.json")
-
-
-def seq2seq_file(split):
-    """``train``, ``dev`` or ``test`` JSONL (``source``, ``target``) of the shipped Chinese
-    answer-generation set."""
-    if split not in SPLITS:
-        raise ValueError(f"split {split!r}: must be one of {', '.join(SPLITS)}")
-    return resource("peoples_daily_seq2seq", f"{split}.jsonl")
-
-
-def review_file(split):
-    """``train``, ``dev`` or ``test`` TSV of the shipped review split."""
-    if split not in SPLITS:
-        raise ValueError(f"split {split!r}: must be one of {', '.join(SPLITS)}")
-    return resource("reviews", f"{split}.tsv")
+    folder = resource(dataset)
+    found = sorted(name for name in os.listdir(folder) if os.path.splitext(name)[0] == split)
+    if not found:
+        raise FileNotFoundError(f"shipped file in {folder}: no {split} split; reinstall kerasbert")
+    return os.path.join(folder, found[0])
 
 
 def precomputed(name, key, make):

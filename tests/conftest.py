@@ -72,14 +72,15 @@ def write_tsv(path, rows):
 
 
 def train_options(inputs, output, **changes):
-    """The TrainOptions of a tiny fine-tuning run on ``inputs`` (see ``tiny_run_inputs``)."""
-    from kerasbert.tasks.classification import TrainOptions
+    """The ClassificationOptions of a tiny fine-tuning run on ``inputs`` (see
+    ``tiny_run_inputs``)."""
+    from kerasbert.tasks.classification.task import ClassificationOptions
 
     # The tiny model learns the task from most seeds; seed 42's dropout masks leave it at chance.
     values = dict(inputs, output=str(output), epochs=3, batch_size=16, lr=1e-2, maxlen=32,
                   patience=0, seed=1)
     values.update(changes)
-    return TrainOptions(**values)
+    return ClassificationOptions(**values)
 
 
 @pytest.fixture(scope="session")
@@ -112,7 +113,7 @@ def finished_run(tiny_run_inputs, tmp_path_factory):
 
     Made once for the session and shared by the test files; tests only read it.
     """
-    from kerasbert.tasks.classification import train
+    from kerasbert.tasks.classification.task import train
 
     output = tmp_path_factory.mktemp("runs") / "run"
     return output, train(train_options(tiny_run_inputs, output))

@@ -35,14 +35,14 @@ import pytest
 from conftest import TINY
 from kerasbert import build_transformer_model, save_weights_as_checkpoint
 from kerasbert.cli.main import COMMANDS, main
-from kerasbert.tasks.classification import TrainOptions, train
+from kerasbert.tasks.classification.task import ClassificationOptions, train
 from kerasbert.training.options import flag
 
 GOOD, BAD, NEUTRAL = "好棒赞爱", "差烂坏糟", "这个东西我们买了用过书店"
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(GOOD + BAD + NEUTRAL))
 CONFIG = dict(TINY, vocab_size=len(VOCAB))  # max_position_embeddings 32
 
-# The good options of a fine-tuning run (paths relative to the sandbox), as TrainOptions
+# The good options of a fine-tuning run (paths relative to the sandbox), as ClassificationOptions
 # takes them; the finished run and the started run are made with them.
 TRAIN_OPTIONS = {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv",
                  "config": "bert_config.json", "vocab": "vocab.txt",
@@ -102,7 +102,7 @@ def finished_run(inputs, tmp_path_factory):
     output = tmp_path_factory.mktemp("finished") / "run"
     options = {key: str(inputs / value) if isinstance(value, str) else value
                for key, value in TRAIN_OPTIONS.items()}
-    train(TrainOptions(**options, output=str(output)))
+    train(ClassificationOptions(**options, output=str(output)))
     assert (output / "metrics.json").exists()
     return output
 
@@ -117,7 +117,7 @@ def sandbox(inputs, finished_run, tmp_path, monkeypatch):
     root = tmp_path / "sandbox"
     shutil.copytree(inputs, root)
     shutil.copytree(finished_run, root / "run")
-    started = TrainOptions(**TRAIN_OPTIONS, output="interrupted").resolved()
+    started = ClassificationOptions(**TRAIN_OPTIONS, output="interrupted").resolved()
     (root / "interrupted").mkdir()
     (root / "interrupted" / "train_config.json").write_text(
         json.dumps(dataclasses.asdict(started), indent=2))
@@ -812,6 +812,6 @@ def test_the_help_speaks_of_every_task(capsys):
         main(["--help"])
     assert exit_.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
-    for words in ("text classification", "named-entity recognition", "--task ner",
+    for words in ("a text classifier", "a named-entity tagger", "--task ner",
                   "span question answering", "--task qa", "pretrain", "convert", "export"):
         assert words in text, words

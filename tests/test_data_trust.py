@@ -19,10 +19,11 @@ import pytest
 from conftest import TINY
 from kerasbert import build_transformer_model
 from kerasbert.cli.main import main
-from kerasbert.inference.span_qa import add_span_head
 from kerasbert.models.heads import add_tagger
-from kerasbert.tasks import ner, ner_data, qa
-from kerasbert.tasks.squad import read_questions, read_squad
+from kerasbert.tasks import ner, qa
+from kerasbert.tasks.ner import data as ner_data
+from kerasbert.tasks.qa.span_qa import add_span_head
+from kerasbert.tasks.qa.squad import read_questions, read_squad
 from kerasbert.text.tokenizer import Tokenizer
 from kerasbert.training.data import (
     DataError,

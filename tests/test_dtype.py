@@ -6,7 +6,7 @@ import pytest
 
 from kerasbert import add_cls_classifier, build_transformer_model
 from kerasbert.models import names
-from kerasbert.tasks.classification import with_probabilities
+from kerasbert.tasks.classification.task import with_probabilities
 from tests.conftest import TINY
 
 IDS = np.array([[2, 7, 9, 11, 3, 0, 0, 0], [2, 5, 3, 0, 0, 0, 0, 0]], "int32")
@@ -111,10 +111,11 @@ def test_a_bfloat16_predictor_falls_back_to_float32_without_hardware_bfloat16(
 def test_mixed_precision_training_falls_back_to_float32_without_hardware_bfloat16(
         monkeypatch, caplog, tiny_config_path):
     from kerasbert import hardware
-    from kerasbert.tasks.classification import build_classifier
-    from kerasbert.training.options import TrainOptions
+    from kerasbert.tasks.classification.options import ClassificationOptions
+    from kerasbert.tasks.classification.task import build_classifier
 
-    options = TrainOptions(output="unused", config=str(tiny_config_path), mixed_precision=True)
+    options = ClassificationOptions(output="unused", config=str(tiny_config_path),
+                                    mixed_precision=True)
     monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx2"}))
     with caplog.at_level("WARNING", logger="kerasbert"):
         model = build_classifier(options, 2)

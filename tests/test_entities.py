@@ -1,4 +1,4 @@
-"""Entity-level NER scores (kerasbert.inference.entities) equal seqeval's on any tag sequences, and
+"""Entity-level NER scores (kerasbert.tasks.ner.entities) equal seqeval's on any tag sequences, and
 the shipped People's Daily split (kerasbert/resources/peoples_daily) is clean, disjoint, counted
 as its README says, and made as its make_split.py says."""
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kerasbert.inference.entities import entity_scores, entity_spans, format_report, read_conll
+from kerasbert.tasks.ner.entities import entity_scores, entity_spans, format_report, read_conll
 
 HERE = os.path.join("kerasbert", "resources", "peoples_daily")
 PARTS = ("train", "dev", "test")

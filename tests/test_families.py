@@ -268,7 +268,7 @@ def test_an_unshared_albert_that_was_fine_tuned_apart_is_not_saved_as_albert(tmp
 def test_the_command_line_fine_tunes_predicts_and_exports_a_family(
         tiny_run_inputs, tmp_path, capsys, family, changes, maxlen):
     from kerasbert.cli.main import main
-    from kerasbert.tasks.classification import Run
+    from kerasbert.tasks.classification.task import Run
 
     inputs = dict(tiny_run_inputs)
     config = {**json.loads(open(inputs["config"]).read()), **changes}

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import make_rows, train_options, write_tsv
 from kerasbert.cli.main import main
-from kerasbert.tasks.classification import Run, train
+from kerasbert.tasks.classification.task import Run, train
 from kerasbert.training.data import DataError
 from kerasbert.training.rundir import RunError
 from peers import run_python
@@ -127,9 +127,10 @@ def test_mirrored_strategy_on_two_cpus_matches_one_device(tiny_run_inputs, finis
         tf.config.set_logical_device_configuration(
             cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
         import sys; sys.path.insert(0, "tests")
-        from kerasbert.tasks.classification import TrainOptions, train
+        from kerasbert.tasks.classification.task import ClassificationOptions, train
         inputs = {tiny_run_inputs!r}
-        summary = train(TrainOptions(**inputs, output={str(tmp_path / 'mirrored')!r}, epochs=3,
+        summary = train(ClassificationOptions(
+                            **inputs, output={str(tmp_path / 'mirrored')!r}, epochs=3,
                                      batch_size=16, lr=1e-2, maxlen=32, patience=0,
                                      strategy="mirrored", seed=1))
         print(json.dumps(summary["test"]))

@@ -6,7 +6,7 @@ between packages (``kerasbert.models`` importing ``kerasbert.checkpoints`` while
 The imports are read from the source with ``ast``, everywhere in a module (a function's lazy
 ``import`` counts as much as one at the top, and so does one under ``if TYPE_CHECKING:``), and
 a string that names a module of the package
-(``importlib.import_module("kerasbert.serving.ner_export")``) counts as an import.
+(``importlib.import_module("kerasbert.tasks.ner.export")``) counts as an import.
 """
 
 import ast
@@ -233,8 +233,8 @@ def test_the_package_graph_sees_a_circle_made_by_different_modules():
 
 @pytest.mark.parametrize("module, target", [
     ("kerasbert.models.bert", "kerasbert.training"),
-    ("kerasbert.inference.span_qa", "kerasbert.tasks.qa"),
-    ("kerasbert.serving.qa_export", "kerasbert.tasks"),
+    ("kerasbert.inference.predictor", "kerasbert.tasks.qa.span_qa"),
+    ("kerasbert.serving.saved_model", "kerasbert.tasks"),
     ("kerasbert.checkpoints.io", "kerasbert.models.loading"),
     ("kerasbert.presets.download", "kerasbert.models.convert"),
     ("kerasbert.checkpoints.keep_tokens", "kerasbert.presets.table"),

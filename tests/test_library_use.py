@@ -15,19 +15,16 @@ import zipfile
 import numpy as np
 import pytest
 
-from kerasbert.training.options import (
-    BASE_LR,
+from kerasbert.tasks.classification.options import ClassificationOptions
+from kerasbert.tasks.ner.options import NerOptions
+from kerasbert.tasks.options import (
     FALLBACK_DEFAULTS,
     MODEL_DEFAULT_KEYS,
     MODEL_DEFAULTS_FILE,
-    ClassificationOptions,
-    NerOptions,
-    OptionError,
-    QaOptions,
-    TrainOptions,
     describe_defaults,
-    validate,
 )
+from kerasbert.tasks.qa.options import QaOptions
+from kerasbert.training.options import BASE_LR, OptionError, validate
 from peers import run_python
 
 TEXTS = ["这个好棒", "我们买了差", "书店东西好爱"]
@@ -219,20 +216,20 @@ def test_the_shipped_model_brings_its_defaults_per_task(tiny_run_inputs, tmp_pat
 
     shipped_defaults = json.loads(open(os.path.join(shipped.model_dir(), MODEL_DEFAULTS_FILE),
                                        encoding="utf-8").read())
-    chosen = TrainOptions(output="x").resolved()
+    chosen = ClassificationOptions(output="x").resolved()
     assert (chosen.lr, chosen.epochs, chosen.patience, chosen.maxlen, chosen.batch_size) == (
         shipped_defaults["lr"], 3, 2, 128, 32)
     assert shipped_defaults["lr"] == 1e-4
     # Short copies for the short texts a user tries (docs/classification.md): classification's.
     assert chosen.prefix_copies == 32
-    assert describe_defaults(TrainOptions(output="x", epochs=3)) == (
+    assert describe_defaults(ClassificationOptions(output="x", epochs=3)) == (
         "lr 0.0001, maxlen 128, batch_size 32, prefix_copies 32: the defaults of "
         "kerasbert-zh-small for --task classification (its finetune_defaults.json)")
     assert not hasattr(NerOptions(output="x").resolved(), "prefix_copies")
     # A maxlen no longer than the default copies: nothing to copy, the default turns off.
-    assert TrainOptions(output="x", maxlen=32).resolved().prefix_copies == 0
+    assert ClassificationOptions(output="x", maxlen=32).resolved().prefix_copies == 0
     assert tuple(FALLBACK_DEFAULTS) == MODEL_DEFAULT_KEYS  # a fallback for every key
-    ner = TrainOptions(output="x", task="ner").resolved()
+    ner = NerOptions(output="x").resolved()
     assert (ner.lr, ner.epochs, ner.patience, ner.maxlen) == (3e-4, 10, 3, 160)
     assert NerOptions(output="x").resolved().epochs == 10
     qa = QaOptions(output="x").resolved()
@@ -247,18 +244,19 @@ def test_the_shipped_model_brings_its_defaults_per_task(tiny_run_inputs, tmp_pat
     assert describe_defaults(NerOptions(output="x", epochs=2, lr=1e-4, patience=1, maxlen=64,
                                         batch_size=16)) is None
     given = dict(tiny_run_inputs, output="x")
-    fallback = TrainOptions(**given).resolved()  # a model that carries none
+    fallback = ClassificationOptions(**given).resolved()  # a model that carries none
     assert (fallback.lr, fallback.epochs, fallback.patience, fallback.batch_size,
             fallback.prefix_copies) == (BASE_LR, 3, 2, 32, 0)
-    assert describe_defaults(TrainOptions(**given)) is None
+    assert describe_defaults(ClassificationOptions(**given)) is None
 
     model = tmp_path / "model"
     model.mkdir()
     shutil.copy(tiny_run_inputs["config"], model / "bert_config.json")
     mine = dict(given, config=str(model / "bert_config.json"))
     (model / MODEL_DEFAULTS_FILE).write_text('{"lr": 5e-5, "tasks": {"ner": {"epochs": 4}}}')
-    assert TrainOptions(**mine).resolved().lr == 5e-5
-    assert (TrainOptions(**mine).resolved().epochs, NerOptions(**mine).resolved().epochs) == (3, 4)
+    assert ClassificationOptions(**mine).resolved().lr == 5e-5
+    assert (ClassificationOptions(**mine).resolved().epochs,
+            NerOptions(**mine).resolved().epochs) == (3, 4)
     assert NerOptions(**mine).resolved().lr == 5e-5
     for bad, named in [('{"lr": -1}', "lr"), ('{"tasks": {"ner": {"epochs": 0}}}', "epochs"),
                        ('{"lr": 1e-4, "maxlen": 2}', "maxlen"),
@@ -276,7 +274,7 @@ def test_the_shipped_model_brings_its_defaults_per_task(tiny_run_inputs, tmp_pat
 def test_prefix_copies_add_each_long_example_cut_short(tiny_run_inputs, tmp_path):
     """--prefix-copies N: the training rows, then each row longer than N tokens cut to N as
     --maxlen cuts (its [SEP] kept), with its label; the epoch's batches count them."""
-    from kerasbert.tasks.classification import TASK, _Inputs
+    from kerasbert.tasks.classification.task import TASK, _Inputs
     from kerasbert.text.tokenizer import Tokenizer
     from kerasbert.training import data
 
@@ -308,14 +306,14 @@ def test_prefix_copies_add_each_long_example_cut_short(tiny_run_inputs, tmp_path
 
 
 def test_a_run_that_ends_at_one_class_says_so_and_what_to_try():
-    from kerasbert.tasks.classification import TASK
+    from kerasbert.tasks.classification.task import TASK
 
     def summary(confusion):
         metrics = {"accuracy": 0.5, "macro_f1": 0.33, "confusion_matrix": confusion}
         return {"labels": ["negative", "positive"], "best_epoch": 1, "skipped_rows": {},
                 "test": metrics}
 
-    options = TrainOptions(output="runs/x", epochs=3, lr=1e-4)
+    options = ClassificationOptions(output="runs/x", epochs=3, lr=1e-4)
     lines = TASK.train_report(options, summary([[0, 40], [0, 60]]))
     said = [line for line in lines if "only one class" in line]
     assert said == ["every test example was labelled 'positive': the model learnt only one "

@@ -13,8 +13,9 @@ from kerasbert import (
     shipped,
 )
 from kerasbert.cli.main import main
-from kerasbert.inference.entities import entity_scores
-from kerasbert.tasks import ner_data, open_run
+from kerasbert.tasks import open_run
+from kerasbert.tasks.ner import data as ner_data
+from kerasbert.tasks.ner.entities import entity_scores
 from kerasbert.text.tokenizer import Tokenizer
 from kerasbert.training.data import DataError
 from peers import run_python
@@ -90,7 +91,7 @@ def test_entities_cut_off_by_maxlen_or_made_of_deleted_characters_are_counted_lo
 
 def test_every_representable_entity_of_the_shipped_split_comes_back_exactly():
     tokenizer = Tokenizer(SMALL_VOCAB)
-    sentences = ner_data.read_sentences(shipped.ner_file("dev"))
+    sentences = ner_data.read_sentences(shipped.data_file("peoples_daily", "dev"))
     tags = ner_data.tag_names(sentences)
     assert tags == ["O", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-PER", "I-PER"]
     for sentence in sentences:

@@ -15,7 +15,7 @@ import pytest
 from conftest import train_options
 from kerasbert import Predictor, add_cls_classifier, build_transformer_model, shipped
 from kerasbert.serving.portable import ExportError, litert_runner
-from kerasbert.tasks.classification import Run, TrainOptions, train
+from kerasbert.tasks.classification.task import ClassificationOptions, Run, train
 from kerasbert.training.data import read_examples
 from kerasbert.training.rundir import RunError
 
@@ -46,7 +46,7 @@ def small_run(tmp_path_factory):
     model.save(run_dir / "model.keras")
     (run_dir / "labels.json").write_text(json.dumps(["negative", "positive"]))
     shutil.copyfile(os.path.join(model_dir, "vocab.txt"), run_dir / "vocab.txt")
-    saved = dataclasses.asdict(TrainOptions(output=str(run_dir), maxlen=128))
+    saved = dataclasses.asdict(ClassificationOptions(output=str(run_dir), maxlen=128))
     (run_dir / "train_config.json").write_text(json.dumps(saved))
     (run_dir / "metrics.json").write_text("{}")
     return Run(str(run_dir))
@@ -54,7 +54,7 @@ def small_run(tmp_path_factory):
 
 def review_batches(run, batch_size=64):
     """The review test split, encoded at the run's maxlen in batches of similar length."""
-    texts = read_examples(shipped.review_file("test")).texts
+    texts = read_examples(shipped.data_file("reviews", "test")).texts
     assert len(texts) == 1736
     token_ids, _ = run.tokenizer.encode_batch(texts, maxlen=run.options.maxlen)
     order = np.argsort((token_ids != 0).sum(axis=1), kind="stable")

@@ -336,7 +336,8 @@ def test_the_command_line_says_a_failure_in_one_line(server, capsys):
 
 
 def test_train_takes_a_preset_for_model(server):
-    from kerasbert.training.options import ClassificationOptions, OptionError
+    from kerasbert.tasks.classification.options import ClassificationOptions
+    from kerasbert.training.options import OptionError
 
     resolved = ClassificationOptions(model="tiny", output="runs/x").resolved()
     folder = server.home / "presets" / "tiny"

@@ -10,8 +10,8 @@ from conftest import TINY
 from kerasbert import QuestionAnswerer, build_transformer_model, save_weights_as_checkpoint
 from kerasbert.cli.main import main
 from kerasbert.tasks import open_run
-from kerasbert.tasks.qa import SpanLoss, training_windows
-from kerasbert.tasks.squad import Question, read_squad
+from kerasbert.tasks.qa.squad import Question, read_squad
+from kerasbert.tasks.qa.task import SpanLoss, training_windows
 from kerasbert.text.tokenizer import Tokenizer
 from peers import run_python
 
@@ -175,5 +175,5 @@ def test_a_qa_run_learns_to_answer_and_the_command_line_uses_it(qa_inputs, tmp_p
                  "--format", "onnx"]) == 2
     assert capsys.readouterr().err.strip() == (
         "kerasbert export: invalid value 'onnx' in --format: qa runs export as saved_model "
-        "only (ONNX and LiteRT take classification runs)")
+        "only")
     assert not (tmp_path / "onnx").exists()

@@ -203,7 +203,8 @@ def test_paths_of_a_resumed_run_are_compared_as_files(tmp_path):
 
 
 def test_options_that_cannot_go_together(tmp_path):
-    from kerasbert.training.options import ClassificationOptions, OptionError, validate
+    from kerasbert.tasks.classification.options import ClassificationOptions
+    from kerasbert.training.options import OptionError, validate
 
     with pytest.raises(OptionError, match=r"conflicting options in --resume and --restart"):
         validate(ClassificationOptions(output="x", resume=True, restart=True), flags=True)

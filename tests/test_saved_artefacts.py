@@ -25,7 +25,7 @@ def expected():
 
 
 def test_an_old_run_directory_predicts_as_it_did(expected, tmp_path):
-    from kerasbert.tasks.classification import Run
+    from kerasbert.tasks.classification.task import Run
 
     run_dir = tmp_path / "run"
     shutil.copytree(os.path.join(SAVED, "run"), run_dir)

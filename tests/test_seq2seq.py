@@ -14,7 +14,7 @@ from conftest import TINY
 from kerasbert import build_transformer_model, save_weights_as_checkpoint, shipped
 from kerasbert.cli.main import main
 from kerasbert.tasks import open_run
-from kerasbert.tasks.seq2seq import (
+from kerasbert.tasks.seq2seq.task import (
     Pair,
     UnilmLoss,
     copy_baseline,
@@ -103,9 +103,10 @@ def test_the_shipped_set_is_rebuilt_byte_for_byte_by_its_script(tmp_path):
     subprocess.run([sys.executable, script, "--output", str(tmp_path)], check=True,
                    capture_output=True)
     for split in shipped.SPLITS:
-        with open(shipped.seq2seq_file(split), "rb") as f:
+        with open(shipped.data_file("peoples_daily_seq2seq", split), "rb") as f:
             assert (tmp_path / f"{split}.jsonl").read_bytes() == f.read(), split
-    sizes = {split: len(read_pairs(shipped.seq2seq_file(split))) for split in shipped.SPLITS}
+    sizes = {split: len(read_pairs(shipped.data_file("peoples_daily_seq2seq", split)))
+             for split in shipped.SPLITS}
     assert sizes == {"train": 3621, "dev": 409, "test": 802}
 
 

@@ -15,8 +15,8 @@ import pytest
 from conftest import ROOT
 from kerasbert import build_transformer_model, shipped
 from kerasbert.cli.main import main
-from kerasbert.tasks.seq2seq import Pair, generate_texts, read_pairs
-from kerasbert.tasks.seq2seq_t5 import training_arrays
+from kerasbert.tasks.seq2seq.t5 import training_arrays
+from kerasbert.tasks.seq2seq.task import Pair, generate_texts, read_pairs
 from kerasbert.text.pieces import SentencePieceText
 from kerasbert.tokenizers import SpTokenizer
 
@@ -31,7 +31,7 @@ def sp_model(tmp_path_factory):
     import sentencepiece
 
     root = tmp_path_factory.mktemp("pieces")
-    texts = [text for pair in read_pairs(shipped.seq2seq_file("train"))[:300]
+    texts = [text for pair in read_pairs(shipped.data_file("peoples_daily_seq2seq", "train"))[:300]
              for text in (pair.source, pair.target)]
     sentencepiece.SentencePieceTrainer.train(
         sentence_iterator=iter(texts), model_prefix=str(root / "spiece"), vocab_size=2000,
@@ -96,7 +96,8 @@ def t5_inputs(sp_model, tmp_path_factory):
 def test_pieces_are_those_of_sptokenizer_for_t5_and_decode_back(sp_model):
     ours = SentencePieceText(sp_model)
     theirs = SpTokenizer(sp_model, token_start=None, token_end="</s>")
-    sources = [pair.source for pair in read_pairs(shipped.seq2seq_file("dev"))[:50]]
+    sources = [pair.source
+               for pair in read_pairs(shipped.data_file("peoples_daily_seq2seq", "dev"))[:50]]
     for maxlen in (None, 6):
         assert [ours.encode(s, maxlen) for s in sources] == \
             [theirs.encode(s, maxlen=maxlen)[0] for s in sources]
@@ -242,7 +243,8 @@ def test_a_tokenizer_that_does_not_fit_the_family_is_refused_by_name(
     config = tmp_path / "config.json"
     config.write_text(json.dumps(t5_config(2000)))
     paths = {"t5": str(config), "sp": sp_model, "folder": os.path.dirname(sp_model),
-             "english": english_sp_model, "train": shipped.seq2seq_file("train"),
+             "english": english_sp_model,
+             "train": shipped.data_file("peoples_daily_seq2seq", "train"),
              "bert": os.path.join(shipped.model_dir(), "bert_config.json")}
     output = tmp_path / "run"
     argv = ["train", "--task", "seq2seq", "--output", str(output),

@@ -19,7 +19,7 @@ import tensorflow as tf
 from kerasbert import build_transformer_model, save_weights_as_checkpoint, shipped
 from kerasbert.cli.main import main
 from kerasbert.serving.graph_text import TextEncoder
-from kerasbert.tasks.classification import Run, TrainOptions, train
+from kerasbert.tasks.classification.task import ClassificationOptions, Run, train
 from kerasbert.text.tokenizer import Tokenizer
 from kerasbert.training.data import read_examples
 from kerasbert.training.rundir import RunError
@@ -99,8 +99,8 @@ def _finished_run(root, pairs):
     for split, n, seed in (("train", 128, 1), ("dev", 32, 2)):
         inputs[split] = _write(root / f"{split}.tsv", _rows(n, seed, pairs), pairs)
     output = root / "run"
-    train(TrainOptions(**inputs, output=str(output), epochs=1, batch_size=16, lr=1e-2, maxlen=24,
-                       seed=1, pair_column="pair" if pairs else None))
+    train(ClassificationOptions(**inputs, output=str(output), epochs=1, batch_size=16, lr=1e-2,
+                                maxlen=24, seed=1, pair_column="pair" if pairs else None))
     return Run(str(output))
 
 
@@ -122,7 +122,7 @@ def exported(single_run, tmp_path_factory):
 
 
 def _review_texts(n=None):
-    return read_examples(shipped.review_file("test")).texts[:n]
+    return read_examples(shipped.data_file("reviews", "test")).texts[:n]
 
 
 # --- the SavedModel -----------------------------------------------------------------------

@@ -25,12 +25,12 @@ from kerasbert import (
     load_checkpoint,
     save_weights_as_checkpoint,
 )
-from kerasbert.inference.answer_spans import best_spans, read_context, window_starts
-from kerasbert.inference.span_qa import QuestionAnswerer, add_span_head
 from kerasbert.models import names
 from kerasbert.models.convert import convert_hf_to_google, google_name
 from kerasbert.serving.graph_text import TextEncoder
-from kerasbert.serving.qa_export import find_answers
+from kerasbert.tasks.qa.answer_spans import best_spans, read_context, window_starts
+from kerasbert.tasks.qa.export import find_answers
+from kerasbert.tasks.qa.span_qa import QuestionAnswerer, add_span_head
 from peers import have_transformers4, run_transformers4
 
 CHINESE_VOCAB = "checkpoints/chinese_L-12_H-768_A-12/vocab.txt"
@@ -416,7 +416,7 @@ def test_the_seed_example_points_at_foo():
 @pytest.mark.slow
 @pytest.mark.peer
 def test_the_exported_graph_answers_as_the_question_answerer(google_qa_dir):
-    """The ``answer`` signature of a QA export (kerasbert.serving.qa_export) on the real
+    """The ``answer`` signature of a QA export (kerasbert.tasks.qa.export) on the real
     MiniLM weights, under the settings with the most windows and with "no answer" (each
     graph takes minutes to trace; the others differ from these in sizes alone): the same
     answers, offsets and scores, whole words and windows included.

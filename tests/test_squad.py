@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from kerasbert.tasks.squad import exact_match, f1, normalize_answer, read_squad, squad_scores
+from kerasbert.tasks.qa.squad import exact_match, f1, normalize_answer, read_squad, squad_scores
 from kerasbert.training.data import DataError
 
 QA_DIR = "kerasbert/resources/peoples_daily_qa"

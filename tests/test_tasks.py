@@ -1,4 +1,4 @@
-"""A task is one module: its options class holds only its flags, the command line takes
+"""A task is one folder: its options class holds only its flags, the command line takes
 everything task-specific from the task (help, printouts, what predict takes), and a flag
 a task does not use is refused by name."""
 
@@ -9,16 +9,13 @@ import io
 import pytest
 
 from kerasbert.cli.main import main
-from kerasbert.tasks import get_task, open_run, run_task
-from kerasbert.tasks.task import Task
-from kerasbert.training.options import (
-    TASK_OPTIONS,
-    FinetuneOptions,
-    NerOptions,
-    OptionError,
-    TrainOptions,
-    for_task,
-)
+from kerasbert.tasks import TASKS, get_task, open_run, options_class, run_task
+from kerasbert.tasks.base import Task
+from kerasbert.tasks.ner.options import NerOptions
+from kerasbert.tasks.qa.options import QaOptions
+from kerasbert.training.options import FinetuneOptions
+
+TASK_OPTIONS = {name: options_class(name) for name in TASKS}
 
 
 def fields(kind):
@@ -26,10 +23,10 @@ def fields(kind):
 
 
 @pytest.mark.parametrize("name", list(TASK_OPTIONS))
-def test_every_registered_task_is_a_module_with_its_task_and_run(name):
+def test_every_registered_task_is_a_folder_with_its_task_and_run(name):
     task = get_task(name)
     assert isinstance(task, Task) and task.name == name
-    assert task.__module__ == f"kerasbert.tasks.{name}"
+    assert task.__module__ == f"kerasbert.tasks.{name}.task"
     assert task.run_class.__module__ == task.__module__ and task.monitor
     assert issubclass(TASK_OPTIONS[name], FinetuneOptions) and TASK_OPTIONS[name].FILES
 
@@ -41,12 +38,11 @@ def test_each_task_has_only_its_own_flags_and_the_shared_ones_work_for_all():
                    "ner": {"no_crf"}, "qa": set(),
                    "seq2seq": {"max_new_tokens", "num_beams", "sp_model"}}
     assert {"grad_accum", "mixed_precision", "jit_compile"} <= fields(FinetuneOptions)
-    ner = for_task(TrainOptions(output="x", task="ner", grad_accum=8, mixed_precision=True))
-    assert type(ner) is NerOptions and (ner.grad_accum, ner.mixed_precision) == (8, True)
-    with pytest.raises(OptionError, match=r"^invalid option in strategy: --task ner does not "
-                                          r"use it \(only --task classification\)$"):
-        for_task(TrainOptions(output="x", task="ner", strategy="mirrored"))
-    assert type(TrainOptions(output="x", task="qa").resolved()).__name__ == "QaOptions"
+    ner = NerOptions(output="x", grad_accum=8, mixed_precision=True)
+    assert (ner.task, ner.grad_accum, ner.mixed_precision) == ("ner", 8, True)
+    with pytest.raises(TypeError, match="strategy"):
+        NerOptions(output="x", strategy="mirrored")
+    assert type(QaOptions(output="x").resolved()) is QaOptions
 
 
 def help_of(*argv):
@@ -84,5 +80,6 @@ def test_a_squad_file_given_as_labelled_rows_is_named_as_such(tmp_path, indent):
     path = tmp_path / "dev.json"
     path.write_text(json.dumps({"version": "v2.0", "data": [{"title": "t", "paragraphs": []}]},
                                indent=indent), encoding="utf-8")
-    with pytest.raises(DataError, match=r"dev.json: a SQuAD JSON file .* --task qa run$"):
+    with pytest.raises(DataError, match=r"dev.json: a SQuAD JSON file .* span question answering "
+                                         r"reads it$"):
         read_examples(path)

@@ -10,14 +10,17 @@ import json
 import os
 import sys
 
-from kerasbert.training.options import (
-    TASK_OPTIONS,
-    TrainOptions,
-    describe_defaults,
-    for_task,
-    from_arguments,
-    validate,
-)
+from kerasbert.tasks import options_class
+from kerasbert.tasks.options import describe_defaults, options_from_arguments, users_of
+from kerasbert.training.options import from_arguments, validate
+
+
+def _library():
+    """Imports the package as a script does, its ``__init__`` first. The command line loads
+    its own modules alone (``kerasbert_cli``), the task registry among them; a module of the
+    library imported through the registry before the package would meet the package half
+    made."""
+    import kerasbert  # noqa: F401
 
 
 class UsageError(ValueError):
@@ -77,10 +80,11 @@ def command_plot(args):
 
 
 def command_train(args):
-    options = for_task(from_arguments(TrainOptions, args), flags=True)
+    options = options_from_arguments(args)
     validate(options, flags=True)  # a bad flag is refused before TensorFlow is imported
+    _library()
     from kerasbert.tasks import get_task
-    from kerasbert.tasks.task import train
+    from kerasbert.tasks.base import train
 
     defaults = describe_defaults(options)
     # Said once the inputs are checked: a refused run prints its one error line alone.
@@ -119,12 +123,13 @@ def _columns(args):
 
 def _open(args):
     """The run of ``--model`` and its task; column flags refused where its files have none."""
+    _library()
     from kerasbert.tasks import open_run, run_task
 
     task = run_task(args.model)
     if _columns(args) and not task.columns:
         raise UsageError(f"column in --text-column/--pair-column/--label-column: a "
-                         f"{task.name} run reads {TASK_OPTIONS[task.name].FILES} files, "
+                         f"{task.name} run reads {options_class(task.name).FILES} files, "
                          "which have no columns")
     return open_run(args.model, accept_changed=args.accept_changed), task
 
@@ -133,9 +138,10 @@ def command_evaluate(args):
     run, task = _open(args)
     skipping = {}
     if args.skip_bad_rows:
-        if task.name != "classification":
+        if task.name not in users_of("skip_bad_rows"):
             raise UsageError(f"invalid flag in --skip-bad-rows: a {task.name} run's evaluate "
-                             "reads every row (only classification runs skip bad rows)")
+                             f"reads every row (only {' and '.join(users_of('skip_bad_rows'))} "
+                             "runs skip bad rows)")
         skipping = {"skip_bad_rows": True}
     metrics = run.evaluate(args.data, progress=True, **skipping, **_columns(args))
     lines = ([json.dumps(metrics, indent=2, ensure_ascii=False)] if args.json
@@ -174,6 +180,7 @@ def command_predict(args):
 
 
 def command_export(args):
+    _library()
     from kerasbert.tasks import open_run
 
     options = {"version": args.version} if args.format == "saved_model" else {}

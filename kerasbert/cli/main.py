@@ -1,26 +1,7 @@
-"""kerasbert: Chinese (and any Google) BERT on Keras 3, with bert4keras layer names.
+"""The ``kerasbert`` command line: its parser, its help and its one-line errors.
 
-Audit and draw a model from its bert_config.json; fine-tune it from a Google checkpoint
-(or the shipped small Chinese model) for one of four tasks: text classification (the
-default), named-entity recognition with a CRF (--task ner), span question answering
-(--task qa) or text generation (--task seq2seq: UniLM or T5); evaluate a run, predict with it,
-export it for TF Serving, ONNX Runtime or LiteRT; pretrain a masked LM; convert Hugging
-Face weights to a Google checkpoint.
-
-examples:
-  kerasbert train --output runs/reviews              # the shipped model and review split
-  kerasbert predict --model runs/reviews 这家店的菜很好吃
-  kerasbert train --task ner --output runs/ner       # the shipped People's Daily split
-  kerasbert train --task qa --output runs/qa         # the shipped Chinese QA set
-  kerasbert train --task seq2seq --output runs/gen   # the shipped answer-generation set
-  kerasbert audit chinese_L-12_H-768_A-12/bert_config.json --num-labels 2
-  kerasbert presets                                  # well-known checkpoints by name
-  kerasbert train --model chinese-base --train my.csv --dev dev.csv --output runs/x
-  kerasbert <command> --help                         # the options of one command
-
-A failure ends with exit code 2 and one line on stderr,
-"kerasbert <command>: <what> in <file or flag>: <why>"; --debug (or KERASBERT_DEBUG=1)
-adds the traceback, --verbose shows TensorFlow's start-up logging.
+The tasks ``train`` takes, their flags, files and examples come from
+:mod:`kerasbert.tasks` (each task's ``options.py``); this module names none of them.
 """
 
 import argparse
@@ -35,7 +16,25 @@ import traceback
 from kerasbert.cli import commands as handlers
 from kerasbert.cli.commands import UsageError
 from kerasbert.models.families import FAMILIES
-from kerasbert.training.options import TASK_OPTIONS, add_arguments, add_task_arguments
+from kerasbert.tasks import TASKS, options_class
+from kerasbert.tasks.options import add_task_arguments
+from kerasbert.training.options import add_arguments
+
+DESCRIPTION = """kerasbert: Chinese (and any Google) BERT on Keras 3, with bert4keras layer names.
+
+{intro}
+
+examples:
+{examples}
+  kerasbert audit chinese_L-12_H-768_A-12/bert_config.json --num-labels 2
+  kerasbert presets                                  # well-known checkpoints by name
+  kerasbert train --model chinese-base --train my.csv --dev dev.csv --output runs/x
+  kerasbert <command> --help                         # the options of one command
+
+A failure ends with exit code 2 and one line on stderr,
+"kerasbert <command>: <what> in <file or flag>: <why>"; --debug (or KERASBERT_DEBUG=1)
+adds the traceback, --verbose shows TensorFlow's start-up logging.
+"""
 
 COMMANDS = ("audit", "plot", "train", "pretrain", "evaluate", "predict", "export", "convert",
             "download", "presets")
@@ -145,8 +144,42 @@ def _column_arguments(parser):
                                  "train_config.json)")
 
 
+def _examples(task, *commands):
+    """The command lines a task's options give as examples (``EXAMPLE``) for ``commands``
+    (``"train"``, ``"predict"``)."""
+    example = options_class(task).EXAMPLE
+    lines = {"train": f"kerasbert train{'' if task == TASKS[0] else f' --task {task}'} --output "
+                      f"{example['run']}",
+             "predict": f"kerasbert predict --model {example['run']} {example['predict']}"}
+    notes = {"train": example["train"]}
+    return [f"{lines[command]:<50} # {notes[command]}" if command in notes else lines[command]
+            for command in commands]
+
+
+def _runs_with(field):
+    """``"ner runs"``: the tasks whose options have ``field``, in words."""
+    from kerasbert.tasks.options import users_of
+
+    return " and ".join(users_of(field)) + " runs"
+
+
+def _runs_in(export_format):
+    """The tasks that export as ``export_format``, in words."""
+    return " and ".join(name for name in TASKS
+                        if export_format in options_class(name).FORMATS) + " runs"
+
+
 def make_parser():
-    parser = _Parser(prog="kerasbert", description=__doc__,
+    tasks = {name: options_class(name) for name in TASKS}
+    intro = ("Audit and draw a model from its bert_config.json; fine-tune it from a Google "
+             "checkpoint (or the shipped small Chinese model) for a task ("
+             + "; ".join(f"{name}: {kind.SUMMARY.split(';')[0]}" for name, kind in tasks.items())
+             + "); evaluate a run, predict with it, export it for TF Serving, ONNX Runtime or "
+             "LiteRT; pretrain a masked LM; convert Hugging Face weights to a Google checkpoint.")
+    parser = _Parser(prog="kerasbert", description=DESCRIPTION.format(
+                         intro=textwrap.fill(intro, 88),
+                         examples="\n".join(f"  {line}" for name in TASKS
+                                            for line in _examples(name, "train", "predict")[:2])),
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--debug", action="store_true",
                         help="show the traceback of a failure (also KERASBERT_DEBUG=1)")
@@ -180,19 +213,16 @@ def make_parser():
     from kerasbert.training.options import PretrainOptions
 
     train = _command(
-        commands, "train", f"fine-tune BERT for a task: {', '.join(TASK_OPTIONS)}",
-        ["kerasbert train --output runs/reviews       # shipped model and review split",
+        commands, "train", f"fine-tune BERT for a task: {', '.join(TASKS)}",
+        [*(line for name in TASKS for line in _examples(name, "train")),
          "kerasbert train --output runs/news --config chinese_L-12_H-768_A-12/bert_config.json \\",
          "    --checkpoint chinese_L-12_H-768_A-12/bert_model.ckpt \\",
          "    --train train.tsv --dev dev.tsv --test test.tsv --epochs 3",
-         "kerasbert train --task ner --output runs/ner       # People's Daily NER",
-         "kerasbert train --task qa --output runs/qa         # Chinese span QA",
-         "kerasbert train --task seq2seq --output runs/gen   # UniLM answer generation",
-         "kerasbert train --output runs/reviews --resume   # after an interruption"],
+         "kerasbert train --output runs/news --resume   # after an interruption"],
         description="Fine-tunes BERT for one task (--task) and writes a run directory: "
                     "model.keras (best dev epoch), the backbone as a Google checkpoint, "
                     "train_config.json and metrics.json. "
-                    + " ".join(f"{name}: {kind.SUMMARY}." for name, kind in TASK_OPTIONS.items())
+                    + " ".join(f"{name}: {kind.SUMMARY}." for name, kind in tasks.items())
                     + " A flag of another task is refused.",
         run=handlers.command_train)
     add_task_arguments(train)
@@ -206,12 +236,12 @@ def make_parser():
                     "bert_config.json and vocab.txt in Google's format.",
         run=handlers.command_pretrain, options=PretrainOptions)
 
-    files = "; ".join(f"a {name} run: {kind.FILES}" for name, kind in TASK_OPTIONS.items())
+    files = "; ".join(f"a {name} run: {kind.FILES}" for name, kind in tasks.items())
     evaluate = _command(
         commands, "evaluate", "metrics of a run's model on a labelled file",
         ["kerasbert evaluate --model runs/reviews --data test.tsv",
          "kerasbert evaluate --model runs/reviews --data other.csv --text-column review --json",
-         "kerasbert evaluate --model runs/ner --data kerasbert/resources/peoples_daily/test.txt"],
+         "kerasbert evaluate --model runs/x --data test.txt   # in the format of the run's task"],
         description="Scores a run's model on a labelled file in its task's format, with the "
                     f"task's metrics ({files}).", run=handlers.command_evaluate)
     _run_argument(evaluate)
@@ -220,26 +250,23 @@ def make_parser():
     _column_arguments(evaluate)
     evaluate.add_argument("--skip-bad-rows", action="store_true",
                           help="skip and count malformed rows and rows of labels the run does "
-                               "not know, instead of failing (classification runs)")
+                               f"not know, instead of failing ({_runs_with('skip_bad_rows')})")
     evaluate.add_argument("--json", action="store_true", help="print the metrics as JSON")
 
-    texts = "; ".join(f"a {name} run: {kind.TEXTS}" for name, kind in TASK_OPTIONS.items())
+    texts = "; ".join(f"a {name} run: {kind.TEXTS}" for name, kind in tasks.items())
     predict = _command(
         commands, "predict", "a run's predictions; one JSON line per example",
-        ["kerasbert predict --model runs/reviews 这家店的菜很好吃 服务太差了",
-         "kerasbert predict --model runs/reviews --input reviews.tsv > predictions.jsonl",
+        ["kerasbert predict --model runs/reviews --input reviews.tsv > predictions.jsonl",
          "kerasbert predict --model runs/reviews --input texts.txt   # one text per line",
-         "kerasbert predict --model runs/ner 江泽民在北京会见了新华社记者。",
-         "kerasbert predict --model runs/qa 这句话提到的人是谁？ 江泽民在北京会见了新华社记者。",
-         "kerasbert predict --model runs/gen 江泽民在北京会见了新华社记者。这句话提到的人是谁？"],
+         *(line for name in TASKS for line in _examples(name, "predict"))],
         description="Runs a run's model on texts, or on a file in its task's format, and "
                     f"prints one JSON line per example ({texts}).",
         run=handlers.command_predict)
     _run_argument(predict)
     predict.add_argument("--input", type=_path, metavar="FILE",
-                         help="a file in the run's task's format, or (classification, "
-                              "ner and seq2seq) a .txt file of one text per line; or give "
-                              "TEXTs")
+                         help="a file in the run's task's format, or ("
+                              + ", ".join(name for name, kind in tasks.items() if kind.TEXT_LINES)
+                              + ") a .txt file of one text per line; or give TEXTs")
     _column_arguments(predict)
     predict.add_argument("texts", nargs="*", metavar="TEXT",
                          help=f"what to predict on: {texts}")
@@ -251,11 +278,12 @@ def make_parser():
          "kerasbert export --model runs/reviews --to onnx/int8 --format onnx --int8"],
         description="Writes a run's model for serving. saved_model: TF Serving's layout "
                     "<to>/<version>/ with a signature that takes raw strings (the WordPiece "
-                    "tokenizer runs in the graph: 'classify' for a classification run, "
-                    "'entities' for ner, 'answer' for qa, 'generate' for seq2seq) and the int32 "
-                    "'serving_default'. "
-                    "onnx (classification runs): <to>/model.onnx with labels.json and "
-                    "vocab.txt. litert (classification runs): <to>/model.tflite.",
+                    "tokenizer runs in the graph: "
+                    + ", ".join(f"'{kind.SIGNATURE}' for a {name} run"
+                                for name, kind in tasks.items())
+                    + ") and the int32 'serving_default'. "
+                    f"onnx ({_runs_in('onnx')}): <to>/model.onnx with labels.json and "
+                    f"vocab.txt. litert ({_runs_in('litert')}): <to>/model.tflite.",
         run=handlers.command_export)
     _run_argument(export)
     export.add_argument("--to", required=True, type=_path, metavar="DIR",

@@ -184,7 +184,7 @@ def pretrain(options, callbacks=(), verbose="auto"):
 
     ``options`` is a :class:`PretrainOptions`; ``callbacks`` and ``verbose`` and the
     errors of the run directory and of training are those of
-    :func:`kerasbert.tasks.classification.train`.
+    :func:`kerasbert.tasks.base.train`.
 
     Raises:
         kerasbert.training.data.DataError: a corpus file without text.

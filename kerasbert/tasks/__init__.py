@@ -1,37 +1,72 @@
-"""The tasks a run trains, one module each, named as ``--task`` names them.
+"""The tasks ``kerasbert train`` trains, one folder each, named as ``--task`` names them.
 
-Each module holds ``TASK``, a :class:`kerasbert.tasks.task.Task` (its data, head, loss, dev
-score, printouts and ``Run``); its options are its own class, registered by name in
-:data:`kerasbert.training.options.TASK_OPTIONS`. :func:`kerasbert.tasks.task.train` trains
-any of them and :func:`open_run` opens a finished run by the task it saved. A further task
-is one module here, its options class and one line in ``TASK_OPTIONS``.
+A task's folder holds all it knows: ``options.py`` (its options class, ``OPTIONS``: only
+the flags it uses, its summary, files and shipped dataset), ``task.py`` (``TASK``, a
+:class:`kerasbert.tasks.base.Task`: its data, head, loss, dev score and printouts, and its
+``Run``: evaluate, predict, export) and the modules only it uses (readers, decoding of its
+outputs, export). :func:`kerasbert.tasks.base.train` trains any of them, :func:`open_run`
+opens a finished run by the task it saved, and the command line reads the flags, summaries
+and formats of each from here: it names no task. A further task is a folder here and one
+line in :data:`TASKS`.
+
+Importing this package, or a task's options, loads no TensorFlow; ``kerasbert.tasks.ner``
+gives the names of its ``task.py`` (``Run``, ``train``, ``NerOptions``, ...) on first use.
 """
 
 import importlib
 import json
 import os
 
-from kerasbert.training.options import TASK_OPTIONS
+from kerasbert.training.options import OptionError
+
+#: Each ``--task``, as its folder here is named; the first is the default.
+TASKS = (
+    "classification",
+    "ner",
+    "qa",
+    "seq2seq",
+)
+
+
+def _folder(name):
+    if name not in TASKS:
+        raise OptionError(f"invalid value {name!r} in --task: must be one of {', '.join(TASKS)}")
+    return f"{__name__}.{name}"
+
+
+def options_class(name):
+    """The options class of the task called ``name`` (its ``options.py``'s ``OPTIONS``).
+
+    Raises:
+        OptionError: an unknown task.
+    """
+    return importlib.import_module(f"{_folder(name)}.options").OPTIONS
 
 
 def get_task(name):
-    """The :class:`~kerasbert.tasks.task.Task` called ``name`` (a key of ``TASK_OPTIONS``).
+    """The :class:`~kerasbert.tasks.base.Task` called ``name`` (its ``task.py``'s ``TASK``).
 
     Raises:
-        ValueError: an unknown task.
+        OptionError: an unknown task.
     """
-    if name not in TASK_OPTIONS:
-        raise ValueError(f"task {name!r}: must be one of {', '.join(TASK_OPTIONS)}")
-    return importlib.import_module(f"{__name__}.{name}").TASK
+    return importlib.import_module(f"{_folder(name)}.task").TASK
 
 
-def task_module(name):
-    """The module of the task called ``name``."""
-    return importlib.import_module(get_task(name).__module__)
+def task_names(task_module):
+    """The ``__getattr__`` of a task's folder: its ``task.py``'s names, imported on first
+    use, so that ``from kerasbert.tasks.ner import Run`` works while ``import
+    kerasbert.tasks.ner.options`` stays free of TensorFlow."""
+
+    def names(name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(importlib.import_module(f"{task_module}.task"), name)
+
+    return names
 
 
 def run_task(run_dir):
-    """The task of the run in ``run_dir``, from its saved options (``classification`` for
+    """The task of the run in ``run_dir``, from its saved options (the default task for
     runs saved before tasks were recorded, or when the file cannot be read: the task's
     ``Run`` then names what is wrong)."""
     from kerasbert.training.rundir import TRAIN_OPTIONS_FILE
@@ -42,7 +77,7 @@ def run_task(run_dir):
         task = saved.get("task") if isinstance(saved, dict) else None
     except (OSError, ValueError):
         task = None
-    return get_task(task if task in TASK_OPTIONS else "classification")
+    return get_task(task if task in TASKS else TASKS[0])
 
 
 def open_run(run_dir, accept_changed=False):

@@ -1,19 +1,17 @@
 """What every task's run shares: the checks of its model files, its encoder, the files it
 writes beside ``model.keras``, and the opening of a finished run directory.
 
-Each task module (``classification``, ``ner``, ``qa``, ``seq2seq``) adds its data, its head and its
-metrics (:class:`kerasbert.tasks.task.Task`); the model side of a run is the same for all
-of them.
+Each task's folder adds its data, its head and its metrics
+(:class:`kerasbert.tasks.base.Task`); the model side of a run is the same for all of them.
 """
 
-import dataclasses
 import os
 
 from kerasbert import files
 from kerasbert.hardware import compute_policy
 from kerasbert.models.build import build_transformer_model
 from kerasbert.models.config import BertConfig, check_maxlen, check_vocab_fits
-from kerasbert.training.options import TASK_OPTIONS, ClassificationOptions
+from kerasbert.tasks.options import saved_options
 from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
 from kerasbert.training.rundir import TRAIN_OPTIONS_FILE as OPTIONS_FILE
 from kerasbert.training.rundir import RunError, check_finished, load_run_model, read_json
@@ -157,14 +155,12 @@ def read_options(run_dir):
     saved = read_json(path, "options")
     if not isinstance(saved, dict) or "output" not in saved:
         raise RunError(f"options in {path}: not the options of a kerasbert run")
-    kind = TASK_OPTIONS.get(saved.get("task") or "classification", ClassificationOptions)
-    names = {field.name for field in dataclasses.fields(kind)}
-    return kind(**{key: value for key, value in saved.items() if key in names})
+    return saved_options(saved)
 
 
 def export_saved_model(run, module, directory, overwrite, format, options, vocab=None):
     """A run's ``export``, for the tasks that export a SavedModel only: ``module``'s
-    ``export`` (e.g. ``"kerasbert.serving.ner_export"``), given the run's ``vocab.txt`` or
+    ``export`` (e.g. ``"kerasbert.tasks.ner.export"``), given the run's ``vocab.txt`` or
     ``vocab`` (a T5 run's SentencePiece model).
 
     Raises:
@@ -172,9 +168,9 @@ def export_saved_model(run, module, directory, overwrite, format, options, vocab
     """
     import importlib
 
-    if format != "saved_model":
+    if format not in run.options.FORMATS:
         raise RunError(f"invalid value {format!r} in --format: {run.options.task} runs export "
-                       "as saved_model only (ONNX and LiteRT take classification runs)")
+                       f"as {' or '.join(run.options.FORMATS)} only")
     export = importlib.import_module(module).export
     return export(run.model, vocab or os.path.join(run.run_dir, "vocab.txt"), directory,
                   overwrite=overwrite, source=run.run_dir, **options)

@@ -453,7 +453,7 @@ def _refuse_squad(path, first_line):
         return
     if isinstance(document, dict) and isinstance(document.get("data"), list):
         raise DataError(f"data file in {path}: a SQuAD JSON file (one object with 'data'), not "
-                        "labelled rows, one JSON object per line; it trains a --task qa run")
+                        "labelled rows, one JSON object per line; span question answering reads it")
 
 
 def read_examples(path, text_column="text", pair_column=None, label_column="label",

@@ -14,20 +14,13 @@ Example:
 """
 
 import dataclasses
-import json
 import math
-import os
 
 from kerasbert.models.families import FAMILIES
-from kerasbert.presets.table import DEFAULT_KEYS as MODEL_DEFAULT_KEYS
 from kerasbert.presets.table import DEFAULTS_FILE as MODEL_DEFAULTS_FILE
 from kerasbert.presets.table import names as preset_names
 
 BASE_LR = 2e-5  # BERT-base's fine-tuning rate, for models that carry no defaults
-#: The options whose default depends on the model and the task (those a model folder's
-#: finetune_defaults.json may set), and their values for a model that carries none.
-FALLBACK_DEFAULTS = {"lr": BASE_LR, "epochs": 3, "patience": 2, "maxlen": 128, "batch_size": 32,
-                     "prefix_copies": 0}
 
 
 class OptionError(ValueError):
@@ -104,7 +97,7 @@ SEQUENCE_LENGTH = Rule(int, 3)  # [CLS] one token [SEP]
 
 @dataclasses.dataclass(kw_only=True)
 class RunOptions:
-    """What every training run takes; :class:`TrainOptions` and :class:`PretrainOptions`
+    """What every training run takes; :class:`FinetuneOptions` and :class:`PretrainOptions`
     add their own."""
 
     output: str = option(help="run directory to create (or to continue with --resume)",
@@ -128,10 +121,9 @@ class RunOptions:
 
 
 def task_option(name):
-    """The ``task`` field, ``name`` by default: each task's options class names its own
-    task, so ``NerOptions(...)`` trains a tagger."""
-    return option(name, "what to train (each task's own flags are listed under it below)",
-                  choices=lambda: TASKS)
+    """The ``task`` field of a task's options class: its own name, the one value it takes,
+    so ``NerOptions(...)`` trains a tagger (:mod:`kerasbert.tasks` lists the tasks)."""
+    return option(name, "what to train", choices=(name,))
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -140,17 +132,24 @@ class FinetuneOptions(RunOptions):
     the flags only it uses, and is saved as the run's ``train_config.json``.
 
     A task's class says, for the command line, what the task is (``SUMMARY``), which files
-    it reads (``FILES``, the ``--train`` / ``--data`` formats) and what ``predict`` takes
-    (``TEXTS``); ``SHIPPED`` names the :mod:`kerasbert.shipped` split it trains on by
-    default.
+    it reads (``FILES``, the ``--train`` / ``--data`` formats), what ``predict`` takes
+    (``TEXTS``; ``TEXT_LINES``: also a .txt file of one per line) and the signature of its
+    SavedModel export (``SIGNATURE``; ``FORMATS``: the export formats it takes);
+    ``SHIPPED`` names the :func:`kerasbert.shipped.data_file` dataset it trains on by
+    default. ``EXAMPLE``: the run folder and the words of the command line's examples
+    (``{"run": "runs/ner", "train": "People's Daily NER", "predict": "江泽民..."}``).
     """
 
     SUMMARY = ""
     FILES = ""
     TEXTS = "texts"
-    SHIPPED = "review_file"
+    TEXT_LINES = True
+    SIGNATURE = ""
+    FORMATS = ("saved_model",)
+    SHIPPED = ""
+    EXAMPLE = {}  # noqa: RUF012 (read only)
 
-    task: str = task_option("classification")
+    task: str = option(None, "what to train", required=True)
     model: str = option(None, f"model family, as bert4keras names it ({', '.join(FAMILIES)}), or "
                         "a preset (see kerasbert presets; downloaded on first use, its config, "
                         "checkpoint and vocab are the run's) (default: the config's model_type, "
@@ -184,263 +183,8 @@ class FinetuneOptions(RunOptions):
     max_train_examples: int = option(None, "use only the first N training examples", COUNT,
                                      metavar="N")
     mixed_precision: bool = option(False, "bfloat16 compute (float32 weights)")
-    # Filled in by resolved(), recorded in train_config.json; not a flag.
+    # Filled in by kerasbert.tasks.defaults.resolve, recorded in train_config.json; not a flag.
     weights: str = dataclasses.field(default=None)
-
-    def resolved(self):
-        """Fills in the shipped model and the task's shipped split where none is given, the
-        model's learning rate where none is given, and ``weights`` (``checkpoint`` or
-        ``random``)."""
-        from kerasbert import shipped
-
-        values = dataclasses.asdict(self)
-        if self.model and self.model not in FAMILIES:
-            values.update(_preset_values(self))
-        if not self.train:
-            split = getattr(shipped, self.SHIPPED)
-            values.update(train=split("train"), dev=self.dev or split("dev"),
-                          test=self.test or split("test"))
-        if not values["config"]:
-            model_dir = shipped.model_dir()
-            values.update(config=os.path.join(model_dir, "bert_config.json"),
-                          checkpoint=self.checkpoint or os.path.join(model_dir, "bert_model.ckpt"),
-                          vocab=self.vocab or os.path.join(model_dir, "vocab.txt"))
-        if not values["dev"]:
-            raise OptionError("missing file in --dev: the best epoch is chosen on a dev file")
-        if not values["vocab"] and not values.get("sp_model"):
-            values["vocab"] = os.path.join(os.path.dirname(values["config"]), "vocab.txt")
-        defaults = model_defaults(values["config"], self.task)
-        for key, fallback in FALLBACK_DEFAULTS.items():
-            if key in values and values[key] is None:  # a task's own options: its fields
-                values[key] = defaults.get(key, fallback)
-        if _default_copies_too_long(self, values):  # no text is cut to a longer copy
-            values["prefix_copies"] = 0
-        values["weights"] = "checkpoint" if values["checkpoint"] else "random"
-        return type(self)(**values)
-
-
-def _default_copies_too_long(options, values):
-    """Whether the model's default ``prefix_copies`` is no shorter than the ``maxlen`` the run
-    takes (``--maxlen 32`` on a model whose copies are 32 tokens): then there is nothing to
-    copy, and the default turns off instead of being refused as a given value is."""
-    return (getattr(options, "prefix_copies", 0) is None and values.get("prefix_copies")
-            and values["prefix_copies"] >= values["maxlen"])
-
-
-def _preset_values(options):
-    """The family, config, checkpoint and vocab of the preset ``--model`` names (downloaded
-    on first use)."""
-    from kerasbert.models.convert import download_preset
-    from kerasbert.presets.table import get
-
-    given = [flag(name) for name in ("config", "checkpoint", "vocab") if getattr(options, name)]
-    if given:
-        raise OptionError(f"conflicting options in --model and {' and '.join(given)}: the preset "
-                          f"{options.model} brings its own config, checkpoint and vocab")
-    folder = download_preset(options.model)
-    return {"model": get(options.model).family,
-            "config": os.path.join(folder, "bert_config.json"),
-            "checkpoint": os.path.join(folder, "bert_model.ckpt"),
-            "vocab": os.path.join(folder, "vocab.txt")}
-
-
-@dataclasses.dataclass(kw_only=True)
-class ClassificationOptions(FinetuneOptions):
-    """``kerasbert train --task classification``: a text classifier on the [CLS] token."""
-
-    SUMMARY = ("a text classifier on the [CLS] token (the default task); without --train and "
-               "--config it fine-tunes the shipped kerasbert-zh-small on the shipped review "
-               "split")
-    FILES = "labelled TSV, CSV or JSONL with a header naming the columns"
-    TEXTS = "texts to classify"
-
-    # Named again (FinetuneOptions has it) because TrainOptions inherits from every task's
-    # class, this one first: its task stays classification by default.
-    task: str = task_option("classification")
-    text_column: str = option("text", "column of the text", metavar="NAME")
-    pair_column: str = option(None, "column of the second text of sentence pairs",
-                              metavar="NAME")
-    label_column: str = option("label", "column of the label", metavar="NAME")
-    strategy: str = option(None, "distribution strategy (multi-worker: one process per host, "
-                           "each with its TF_CONFIG)", choices=("mirrored", "multi-worker"))
-    skip_bad_rows: bool = option(False, "skip and count bad rows instead of failing")
-    prefix_copies: int = option(None, "also train on a copy of each example longer than N "
-                                "tokens, cut to N as --maxlen cuts, with its label: short "
-                                "texts to learn from where the training texts are long (0: "
-                                "none; default: the model's for the task, else 0)",
-                                NON_NEGATIVE_INT, metavar="N")
-
-
-@dataclasses.dataclass(kw_only=True)
-class NerOptions(FinetuneOptions):
-    """``kerasbert train --task ner``: a named-entity tagger (CRF) on the sequence output."""
-
-    SUMMARY = ("a named-entity tagger (BERT + CRF); without --train it takes the shipped "
-               "People's Daily split")
-    FILES = ("CoNLL (a token and its BIO, IOB1 or BIOES tag per line) or JSONL (text and "
-             "entities at character offsets)")
-    TEXTS = ("texts to tag (--input: plain text, a text per line; TSV, CSV or JSONL with a "
-             "'text' column; or a tagged file)")
-    SHIPPED = "ner_file"
-
-    task: str = task_option("ner")
-    no_crf: bool = option(False, "a softmax tagger instead of the CRF")
-
-
-@dataclasses.dataclass(kw_only=True)
-class QaOptions(FinetuneOptions):
-    """``kerasbert train --task qa``: span question answering (start and end of the answer)."""
-
-    SUMMARY = ("span question answering; without --train it takes the shipped Chinese QA set")
-    FILES = "SQuAD v1.1 / v2.0 JSON (CMRC 2018 and DRCD too)"
-    TEXTS = ("QUESTION CONTEXT pairs: a question, then the text to answer it from (--input: "
-             "SQuAD JSON, JSONL with 'question' and 'context', or a question, a tab and its "
-             "context per line)")
-    SHIPPED = "qa_file"
-
-    task: str = task_option("qa")
-
-
-@dataclasses.dataclass(kw_only=True)
-class Seq2SeqOptions(FinetuneOptions):
-    """``kerasbert train --task seq2seq``: text generation (source to target), UniLM on a
-    BERT-family model and its MLM head, or a T5 encoder-decoder (``t5``, ``t5.1.1``,
-    ``mt5.1.1``) with its SentencePiece model (``sp_model``)."""
-
-    SUMMARY = ("text generation, source to target (UniLM on a BERT-family model, or a T5 "
-               "encoder-decoder with --sp-model); without --train it takes the shipped "
-               "Chinese answer-generation set")
-    FILES = "JSONL, one {\"source\": ..., \"target\": ...} object per line"
-    TEXTS = ("source texts to generate from (--input: JSONL with 'source', or plain text, a "
-             "source per line)")
-    SHIPPED = "seq2seq_file"
-
-    task: str = task_option("seq2seq")
-    max_new_tokens: int = option(32, "the most tokens generated per source, the closing "
-                                 "[SEP] (T5: </s>) included", COUNT)
-    num_beams: int = option(1, "beam search width of the generation (1: greedy)", COUNT)
-    sp_model: str = option(None, "SentencePiece .model file of a T5 family (t5, t5.1.1, "
-                           "mt5.1.1), its tokenizer instead of --vocab", metavar="FILE",
-                           input="file")
-
-
-#: Each ``--task``, by name, and its options class; the task itself is the module of that
-#: name in :mod:`kerasbert.tasks`. A new task is a module there and one line here.
-TASK_OPTIONS = {"classification": ClassificationOptions, "ner": NerOptions, "qa": QaOptions,
-                "seq2seq": Seq2SeqOptions}
-TASKS = tuple(TASK_OPTIONS)
-
-
-@dataclasses.dataclass(kw_only=True)
-class TrainOptions(ClassificationOptions, NerOptions, QaOptions, Seq2SeqOptions):
-    """Any task's options in one class, as earlier versions took them (``task`` picks the
-    task). :func:`for_task` turns them into the task's own class, refusing a value the task
-    would not use."""
-
-    SUMMARY, FILES, TEXTS, SHIPPED = (ClassificationOptions.SUMMARY, ClassificationOptions.FILES,
-                                      ClassificationOptions.TEXTS, ClassificationOptions.SHIPPED)
-
-    def resolved(self):
-        return for_task(self).resolved()
-
-
-def for_task(options, flags=False):
-    """``options`` as their task's own class (:data:`TASK_OPTIONS`).
-
-    Args:
-        options: a :class:`FinetuneOptions` of any class (:class:`TrainOptions` too).
-        flags: name options as command-line flags (``--grad-accum``), else as fields.
-
-    Raises:
-        OptionError: an unknown task, or a value other than the default in a field the task
-            does not have: ``invalid flag in --strategy: --task ner does not use it``.
-
-    Example:
-        >>> type(for_task(TrainOptions(output="runs/x", task="ner"))).__name__
-        'NerOptions'
-    """
-    if options.task not in TASK_OPTIONS:
-        raise OptionError(f"invalid value {options.task!r} in {flag('task') if flags else 'task'}"
-                          f": must be one of {', '.join(TASK_OPTIONS)}")
-    target = TASK_OPTIONS[options.task]
-    if type(options) is target:
-        return options
-    names = {field.name for field in dataclasses.fields(target)}
-    for field in dataclasses.fields(options):
-        if field.name not in names and getattr(options, field.name) != field.default:
-            name = flag(field.name) if flags else field.name
-            users = [task for task, kind in TASK_OPTIONS.items()
-                     if field.name in {f.name for f in dataclasses.fields(kind)}]
-            raise OptionError(f"invalid {'flag' if flags else 'option'} in {name}: --task "
-                              f"{options.task} does not use it (only --task "
-                              f"{' and --task '.join(users)})")
-    return target(**{name: getattr(options, name) for name in names})
-
-
-def model_defaults(config_path, task=None):
-    """The fine-tuning defaults in ``finetune_defaults.json`` beside a config ({} if none),
-    for ``task`` where the file gives that task its own.
-
-    The file is a JSON object of options (:data:`MODEL_DEFAULT_KEYS`: ``lr``, ``epochs``,
-    ``patience``, ``maxlen``, ``batch_size``) for every task,
-    and under ``"tasks"`` the values one task uses instead:
-    ``{"lr": 1e-4, "tasks": {"ner": {"lr": 3e-4, "epochs": 10}}}``.
-
-    Raises:
-        OptionError: the file is not such an object, or a value breaks its option's rule.
-
-    Example:
-        >>> from kerasbert import shipped
-        >>> config = os.path.join(shipped.model_dir(), "bert_config.json")
-        >>> model_defaults(config)["lr"], model_defaults(config, "ner")["lr"]
-        (0.0001, 0.0003)
-    """
-    path = os.path.join(os.path.dirname(os.fspath(config_path)), MODEL_DEFAULTS_FILE)
-    if not os.path.isfile(path):
-        return {}
-    try:
-        with open(path, encoding="utf-8") as f:
-            found = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise OptionError(f"defaults in {path}: not readable JSON ({error})") from None
-    keys = ", ".join(MODEL_DEFAULT_KEYS)
-    tasks = found.get("tasks", {}) if isinstance(found, dict) else None
-    if (not isinstance(found, dict) or not set(found) <= {*MODEL_DEFAULT_KEYS, "tasks"}
-            or not isinstance(tasks, dict) or not set(tasks) <= set(TASKS)
-            or not all(isinstance(values, dict) and set(values) <= set(MODEL_DEFAULT_KEYS)
-                       for values in tasks.values())):
-        raise OptionError(f"defaults in {path}: must be a JSON object with only {keys}, and "
-                          f"under \"tasks\" an object of those per task ({', '.join(TASKS)})")
-    for name in (None, *tasks):
-        values = {key: value for key, value in found.items() if key != "tasks"}
-        values.update(tasks.get(name, {}))
-        kind = TASK_OPTIONS[name or "classification"]
-        own = {field.name for field in dataclasses.fields(kind)}
-        unused = sorted(set(values) - own)
-        if name is not None and set(tasks[name]) & set(unused):
-            raise OptionError(f"defaults in {path}: {', '.join(unused)} under \"tasks\", "
-                              f"\"{name}\": --task {name} does not use it")
-        try:
-            validate(kind(output="-", **{key: values[key] for key in values if key in own}))
-        except OptionError as error:
-            raise OptionError(f"defaults in {path}: {error}") from None
-    return {**{key: value for key, value in found.items() if key != "tasks"},
-            **tasks.get(task, {})}
-
-
-def describe_defaults(options):
-    """One line naming the options a run takes from its model's defaults (those not given),
-    or None: ``lr 0.0003, epochs 10, patience 3: the defaults of kerasbert-zh-small for
-    --task ner (its finetune_defaults.json)``."""
-    resolved = options.resolved()
-    found = model_defaults(resolved.config, resolved.task)
-    taken = [key for key in MODEL_DEFAULT_KEYS
-             if hasattr(options, key) and getattr(options, key) is None and key in found]
-    if not taken:
-        return None
-    model = os.path.basename(os.path.dirname(os.path.abspath(resolved.config)))
-    return (f"{', '.join(f'{key} {getattr(resolved, key):g}' for key in taken)}: the defaults of "
-            f"{model} for --task {resolved.task} (its {MODEL_DEFAULTS_FILE})")
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -557,19 +301,6 @@ def add_arguments(parser, options_class, only=None):
             flag(field.name), type={int: integer, float: number}.get(kind, str),
             default=field.default, required=bool(meta.get("required")), help=help_text,
             choices=choices_of(meta), nargs=meta.get("nargs"), metavar=meta.get("metavar"))
-
-
-def add_task_arguments(parser):
-    """The flags of ``kerasbert train``: those every task takes, then a group per task
-    (:data:`TASK_OPTIONS`) with the flags only it takes, its summary and its files."""
-    add_arguments(parser, FinetuneOptions)
-    shared = {field.name for field in dataclasses.fields(FinetuneOptions)}
-    for name, kind in TASK_OPTIONS.items():
-        own = {field.name for field in dataclasses.fields(kind)} - shared
-        group = parser.add_argument_group(
-            f"--task {name}", f"{kind.SUMMARY[0].upper()}{kind.SUMMARY[1:]}. Files: {kind.FILES}."
-            + ("" if own else " No flags of its own."))
-        add_arguments(group, kind, only=own)
 
 
 def from_arguments(options_class, arguments):

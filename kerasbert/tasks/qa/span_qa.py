@@ -6,7 +6,7 @@ end logit, stored as ``cls/squad/output_weights`` and ``cls/squad/output_bias``.
 :class:`QuestionAnswerer` does what transformers 4.x's ``pipeline("question-answering")``
 does with such a model: it cuts a long context into overlapping windows, runs the model on
 all of them in batches, and picks the best span of context tokens over all windows, scored
-and returned as the pipeline returns it (:mod:`kerasbert.inference.answer_spans`).
+and returned as the pipeline returns it (:mod:`kerasbert.tasks.qa.answer_spans`).
 
 Example::
 
@@ -26,7 +26,14 @@ from typing import Any
 import keras
 import numpy as np
 
-from kerasbert.inference.answer_spans import (
+from kerasbert.inference.predictor import Predictor
+from kerasbert.models import names
+from kerasbert.models.build import build_transformer_model
+from kerasbert.models.layers import truncated_normal
+from kerasbert.models.loading import load_checkpoint
+from kerasbert.models.model import functional_model
+from kerasbert.tasks import TASKS
+from kerasbert.tasks.qa.answer_spans import (
     Context,
     best_spans,
     char_span,
@@ -35,12 +42,6 @@ from kerasbert.inference.answer_spans import (
     read_context,
     window_starts,
 )
-from kerasbert.inference.predictor import Predictor
-from kerasbert.models import names
-from kerasbert.models.build import build_transformer_model
-from kerasbert.models.layers import truncated_normal
-from kerasbert.models.loading import load_checkpoint
-from kerasbert.models.model import functional_model
 from kerasbert.text.tokenizer import Tokenizer
 from kerasbert.training.rundir import (
     TRAIN_OPTIONS_FILE,
@@ -324,7 +325,7 @@ def _from_directory(directory: str) -> tuple[keras.Model, Tokenizer, dict[str, A
         return (*_checkpoint_model(directory), _DEFAULTS)
     check_finished(directory)
     saved = read_json(options_path, "options")
-    task = saved.get("task") or "classification" if isinstance(saved, dict) else None
+    task = saved.get("task") or TASKS[0] if isinstance(saved, dict) else None
     if task != "qa" or not isinstance(saved.get("maxlen"), int):
         raise ValueError(f"run in {directory}: a {task or 'foreign'} run; QuestionAnswerer "
                          "takes a run of kerasbert train --task qa")

@@ -1,7 +1,7 @@
 """Span question answering runs: train on SQuAD files, evaluate exact match and F1, predict.
 
-The model is BERT with ``Span-Dense`` (:func:`kerasbert.inference.span_qa.add_span_head`).
-Each question is cut into windows as :class:`~kerasbert.inference.span_qa.QuestionAnswerer`
+The model is BERT with ``Span-Dense`` (:func:`kerasbert.tasks.qa.span_qa.add_span_head`).
+Each question is cut into windows as :class:`~kerasbert.tasks.qa.span_qa.QuestionAnswerer`
 cuts it (``--maxlen`` tokens, overlapping by half of it, at most 128); a window is trained
 to point at the answer's first and last token, or at [CLS] when the answer is not inside
 it or the question has none (SQuAD v2.0). The loss is the mean of the start and end
@@ -26,14 +26,17 @@ import keras
 import numpy as np
 from keras import ops
 
-from kerasbert.inference.span_qa import (
+from kerasbert.internals import get_keras_mask
+from kerasbert.models import names
+from kerasbert.tasks.base import DevScores, Task, train
+from kerasbert.tasks.qa.options import QaOptions
+from kerasbert.tasks.qa.span_qa import (
     QuestionAnswerer,
     add_span_head,
     question_windows,
     run_settings,
 )
-from kerasbert.internals import get_keras_mask
-from kerasbert.models import names
+from kerasbert.tasks.qa.squad import read_questions, read_squad, squad_scores
 from kerasbert.tasks.runs import (
     FinishedRun,
     build_encoder,
@@ -43,11 +46,8 @@ from kerasbert.tasks.runs import (
     load_run_model,
     write_model_files,
 )
-from kerasbert.tasks.squad import read_questions, read_squad, squad_scores
-from kerasbert.tasks.task import DevScores, Task, train
-from kerasbert.training.options import QaOptions, TrainOptions
 
-__all__ = ["QaOptions", "Run", "SpanLoss", "TASK", "TrainOptions", "answer_settings", "answerer",
+__all__ = ["QaOptions", "Run", "SpanLoss", "TASK", "answer_settings", "answerer",
            "predictions", "train", "training_windows"]
 MONITOR = "val_f1"
 MAX_QUESTION_LEN = 64  # QuestionAnswerer's default
@@ -224,7 +224,7 @@ class Run(FinishedRun):
         ``[question, context, question, context...]``, or for the questions of a file (with
         their ``id`` where it gives one): SQuAD JSON (answers not needed), JSONL with
         ``question`` and ``context``, or one ``question<TAB>context`` per line (see
-        :func:`~kerasbert.tasks.squad.read_questions`); "no answer" is an empty answer."""
+        :func:`~kerasbert.tasks.qa.squad.read_questions`); "no answer" is an empty answer."""
         if path is not None:
             questions = read_questions(path)
             pairs = [(q.question, q.context) for q in questions]
@@ -240,9 +240,9 @@ class Run(FinishedRun):
         return rows
 
     def export(self, directory, overwrite=False, format="saved_model", **options):
-        """Writes the model for serving, a SavedModel (:mod:`kerasbert.serving.qa_export`);
+        """Writes the model for serving, a SavedModel (:mod:`kerasbert.tasks.qa.export`);
         returns the files written."""
-        return export_saved_model(self, "kerasbert.serving.qa_export", directory, overwrite,
+        return export_saved_model(self, "kerasbert.tasks.qa.export", directory, overwrite,
                                   format, dict(options, settings=answer_settings(self.options)))
 
 

@@ -30,7 +30,7 @@ import dataclasses
 import os
 
 from kerasbert.files import open_input
-from kerasbert.inference.entities import entity_spans, split_tag
+from kerasbert.tasks.ner.entities import entity_spans, split_tag
 from kerasbert.training.data import (
     DataError,
     decode_text,

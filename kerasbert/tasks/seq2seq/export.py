@@ -52,9 +52,10 @@ def export(model, vocab, directory, *, maxlen, max_new_tokens, num_beams=1, vers
         maxlen: the source is cut to ``maxlen - 2`` tokens, as the run cuts it.
         max_new_tokens, num_beams: the run's generation settings.
         directory, version, overwrite, source: as for
-            :func:`kerasbert.serving.saved_model.export`.
+            :func:`kerasbert.serving.saved_model.version_folder`.
 
-    Returns and raises as :func:`kerasbert.serving.saved_model.export`.
+    Returns the paths written (:func:`~kerasbert.serving.saved_model.write_archive`);
+    raises as :func:`~kerasbert.serving.saved_model.version_folder`.
     """
     directory = os.fspath(directory)
     target = version_folder(directory, source, version, overwrite)

@@ -2,9 +2,9 @@
 
 The tagger is ``Tagger-Dropout`` → ``Tagger-Dense`` (one score per tag and token) → ``CRF``
 (:func:`kerasbert.models.heads.add_tagger`), or a softmax over the tags without the CRF
-(``no_crf``). Files are CoNLL or JSONL (:mod:`kerasbert.tasks.ner_data`); the best
+(``no_crf``). Files are CoNLL or JSONL (:mod:`kerasbert.tasks.ner.data`); the best
 epoch is the one with the best entity-level F1 on the dev file, scored on characters
-against the file's own spans as conlleval counts them (:mod:`kerasbert.inference.entities`).
+against the file's own spans as conlleval counts them (:mod:`kerasbert.tasks.ner.entities`).
 
 A run directory holds::
 
@@ -26,10 +26,12 @@ import keras
 import numpy as np
 
 from kerasbert import files
-from kerasbert.inference.entities import entity_scores
 from kerasbert.models import names
 from kerasbert.models.heads import add_tagger
-from kerasbert.tasks import ner_data
+from kerasbert.tasks.base import DevScores, Task, train
+from kerasbert.tasks.ner import data as ner_data
+from kerasbert.tasks.ner.entities import entity_scores
+from kerasbert.tasks.ner.options import NerOptions
 from kerasbert.tasks.runs import (
     build_encoder,
     check_checkpoint,
@@ -41,14 +43,12 @@ from kerasbert.tasks.runs import (
     run_tokenizer,
     write_model_files,
 )
-from kerasbert.tasks.task import DevScores, Task, train
 from kerasbert.training import batches
 from kerasbert.training.callbacks import ProgressBar
-from kerasbert.training.options import NerOptions, TrainOptions
 from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
 from kerasbert.training.rundir import RunError, read_json
 
-__all__ = ["NerOptions", "Run", "TASK", "TrainOptions", "build_tagger", "decode", "encode",
+__all__ = ["NerOptions", "Run", "TASK", "build_tagger", "decode", "encode",
            "predict_tags", "score", "train"]
 TAGS_FILE = "tags.json"
 MONITOR = "val_entity_f1"
@@ -282,9 +282,9 @@ class Run:
                 for s, found in zip(sentences, predicted)]
 
     def export(self, directory, overwrite=False, format="saved_model", **options):
-        """Writes the model for serving, a SavedModel (:mod:`kerasbert.serving.ner_export`);
+        """Writes the model for serving, a SavedModel (:mod:`kerasbert.tasks.ner.export`);
         returns the files written."""
-        return export_saved_model(self, "kerasbert.serving.ner_export", directory, overwrite,
+        return export_saved_model(self, "kerasbert.tasks.ner.export", directory, overwrite,
                                   format, dict(options, tags=self.tags,
                                                maxlen=self.options.maxlen))
 

@@ -12,7 +12,7 @@ the number of pairs cut is in ``metrics.json``.
 T5 (``--model t5``, ``t5.1.1`` or ``mt5.1.1``, or the config's ``model_type``; its
 SentencePiece model in ``--sp-model``): the encoder reads ``source </s>``, the decoder
 ``0 target`` (teacher forcing, 0 is T5's start id), and the loss is the same cross-entropy
-of each next id of ``target </s>`` (:mod:`kerasbert.tasks.seq2seq_t5`). Each side is cut
+of each next id of ``target </s>`` (:mod:`kerasbert.tasks.seq2seq.t5`). Each side is cut
 to ``--maxlen`` ids; the pairs cut are counted as for UniLM.
 
 Generation (:func:`kerasbert.inference.generation.generate`, with its key/value cache) reads
@@ -53,7 +53,7 @@ import numpy as np
 from keras import ops
 
 from kerasbert.models import names
-from kerasbert.tasks import seq2seq_t5
+from kerasbert.tasks.base import DevScores, Task, train
 from kerasbert.tasks.runs import (
     FinishedRun,
     check_checkpoint,
@@ -63,7 +63,8 @@ from kerasbert.tasks.runs import (
     load_run_model,
     write_model_files,
 )
-from kerasbert.tasks.task import DevScores, Task, train
+from kerasbert.tasks.seq2seq import t5 as seq2seq_t5
+from kerasbert.tasks.seq2seq.options import Seq2SeqOptions
 from kerasbert.text.pieces import SentencePieceText
 from kerasbert.training.data import (
     TEXT_SUFFIXES,
@@ -74,10 +75,10 @@ from kerasbert.training.data import (
     read_texts,
     unknown_keys,
 )
-from kerasbert.training.options import OptionError, Seq2SeqOptions, TrainOptions
+from kerasbert.training.options import OptionError
 from kerasbert.training.rundir import RunError
 
-__all__ = ["Pair", "Run", "Seq2SeqOptions", "TASK", "TrainOptions", "UnilmLoss",
+__all__ = ["Pair", "Run", "Seq2SeqOptions", "TASK", "UnilmLoss",
            "copy_baseline", "generate_texts", "read_pairs", "scores", "train",
            "training_arrays"]
 MONITOR = "val_rouge_l"
@@ -113,7 +114,7 @@ def read_pairs(path, targets=True):
 
     Example:
         >>> from kerasbert import shipped
-        >>> pairs = read_pairs(shipped.seq2seq_file("dev"))
+        >>> pairs = read_pairs(shipped.data_file("peoples_daily_seq2seq", "dev"))
         >>> len(pairs), pairs[1].target
         (409, '辛业江')
     """
@@ -246,7 +247,7 @@ def check_family(options: Seq2SeqOptions) -> bool:
     """Raises :class:`OptionError` when the run's family is neither a BERT family that can
     train UniLM and decode (its class's ``unilm_seq2seq``, with absolute positions) nor an
     encoder-decoder (T5), or when its tokenizer flags do not fit it
-    (:func:`kerasbert.tasks.seq2seq_t5.check_tokenizer_flags`); returns whether it is an
+    (:func:`kerasbert.tasks.seq2seq.t5.check_tokenizer_flags`); returns whether it is an
     encoder-decoder.
     """
     from kerasbert.models.config import BertConfig
@@ -500,7 +501,7 @@ class Run(FinishedRun):
 
     def export(self, directory, overwrite=False, format="saved_model", **options):
         """Writes the model for serving, a SavedModel whose ``generate`` signature takes raw
-        sources (:mod:`kerasbert.serving.seq2seq_export`); returns the files written.
+        sources (:mod:`kerasbert.tasks.seq2seq.export`); returns the files written.
 
         Raises:
             RunError: a format other than ``saved_model``.
@@ -509,7 +510,7 @@ class Run(FinishedRun):
                     "max_new_tokens": self.options.max_new_tokens,
                     "num_beams": self.options.num_beams}
         vocab = self.tokenizer.path if isinstance(self.tokenizer, SentencePieceText) else None
-        return export_saved_model(self, "kerasbert.serving.seq2seq_export", directory,
+        return export_saved_model(self, "kerasbert.tasks.seq2seq.export", directory,
                                   overwrite, format, dict(options, **settings), vocab=vocab)
 
 

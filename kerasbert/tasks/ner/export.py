@@ -15,7 +15,7 @@ signatures::
 WordPiece tokens of the text and their characters (:meth:`TextEncoder.pieces`), the model,
 the CRF's best path (or the best tag of each token without a CRF), and the entities read
 off the tags as conlleval reads them, ``text[start:end]`` in characters (code points). The
-chunking rule is a table of tag pairs asked of :func:`kerasbert.inference.entities.entity_spans`
+chunking rule is a table of tag pairs asked of :func:`kerasbert.tasks.ner.entities.entity_spans`
 when the model is exported, so the served model reads tags as the run's scores did.
 
 Example::
@@ -33,10 +33,10 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from kerasbert.inference.entities import OUTSIDE, entity_spans, split_tag
 from kerasbert.models import names
 from kerasbert.serving.graph_text import TextEncoder, substrings
 from kerasbert.serving.saved_model import version_folder, write_archive
+from kerasbert.tasks.ner.entities import OUTSIDE, entity_spans, split_tag
 
 
 def export(model, vocab, directory, *, tags, maxlen, version=None, overwrite=False,
@@ -50,9 +50,10 @@ def export(model, vocab, directory, *, tags, maxlen, version=None, overwrite=Fal
         tags: the tag of each score, in order (``O`` among them).
         maxlen: tokens per text, [CLS] and [SEP] included, for ``entities``.
         directory, version, overwrite, source: as for
-            :func:`kerasbert.serving.saved_model.export`.
+            :func:`kerasbert.serving.saved_model.version_folder`.
 
-    Returns and raises as :func:`kerasbert.serving.saved_model.export`.
+    Returns the paths written (:func:`~kerasbert.serving.saved_model.write_archive`);
+    raises as :func:`~kerasbert.serving.saved_model.version_folder`.
     """
     directory = os.fspath(directory)
     target = version_folder(directory, source, version, overwrite)

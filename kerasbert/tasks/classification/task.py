@@ -23,6 +23,8 @@ import numpy as np
 from kerasbert import files
 from kerasbert.models import names
 from kerasbert.models.heads import add_cls_classifier
+from kerasbert.tasks.base import Task, train
+from kerasbert.tasks.classification.options import ClassificationOptions
 from kerasbert.tasks.runs import (
     build_encoder,
     check_checkpoint,
@@ -33,14 +35,12 @@ from kerasbert.tasks.runs import (
     run_tokenizer,
     write_model_files,
 )
-from kerasbert.tasks.task import Task, train
 from kerasbert.training import batches, data, distribute, reports
 from kerasbert.training.callbacks import ProgressBar
-from kerasbert.training.options import ClassificationOptions, TrainOptions
 from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
 from kerasbert.training.rundir import RunError, read_json
 
-__all__ = ["ClassificationOptions", "Run", "TASK", "TrainOptions", "build_classifier", "train",
+__all__ = ["ClassificationOptions", "Run", "TASK", "build_classifier", "train",
            "with_probabilities"]
 
 
@@ -322,11 +322,11 @@ class Run:
     def export(self, directory, overwrite=False, format="saved_model", **options):
         """Writes the model for serving; returns the files written.
 
-        ``format`` ``saved_model`` (:func:`kerasbert.serving.saved_model.export`), ``onnx`` or
-        ``litert`` (:mod:`kerasbert.serving.portable`).
+        ``format`` ``saved_model`` (:func:`kerasbert.tasks.classification.export.export`),
+        ``onnx`` or ``litert`` (:mod:`kerasbert.serving.portable`).
         """
         if format == "saved_model":
-            from kerasbert.serving.saved_model import export
+            from kerasbert.tasks.classification.export import export
 
             options = dict(options, pairs=bool(self.options.pair_column))
         elif format == "onnx":

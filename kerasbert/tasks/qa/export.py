@@ -9,14 +9,14 @@ signatures::
                       -> answer (string [batch]), start, end (int32 [batch]),
                          score (float64 [batch])
 
-``answer`` does what the run's :class:`kerasbert.inference.span_qa.QuestionAnswerer` does
+``answer`` does what the run's :class:`kerasbert.tasks.qa.span_qa.QuestionAnswerer` does
 (``kerasbert predict`` on a QA run), in the graph: the question's and the context's
 WordPiece tokens with their characters (:meth:`TextEncoder.pieces`), the context cut into
 windows of ``maxlen`` tokens that share ``doc_stride`` tokens, the model on every window,
 each window's 12 best spans (``PROPOSALS``) of at most ``max_answer_len`` tokens widened to
 whole words, spans with the same text but for case summed into one answer, and "no answer"
 (``""`` at ``start = end = 0``) when the lowest [CLS] score beats the best answer
-(:mod:`kerasbert.inference.answer_spans`). ``context[start:end]`` is the answer, in characters
+(:mod:`kerasbert.tasks.qa.answer_spans`). ``context[start:end]`` is the answer, in characters
 (code points). A question that leaves no room for context, a context without a token, or
 one needing windows no longer than ``doc_stride`` fail the request with that message, as
 the Python class raises.
@@ -36,10 +36,10 @@ import typing
 
 import tensorflow as tf
 
-from kerasbert.inference.answer_spans import MASKED_LOGIT
-from kerasbert.inference.span_qa import QuestionAnswerer
 from kerasbert.serving.graph_text import TextEncoder, row_concat, substrings
 from kerasbert.serving.saved_model import version_folder, write_archive
+from kerasbert.tasks.qa.answer_spans import MASKED_LOGIT
+from kerasbert.tasks.qa.span_qa import QuestionAnswerer
 from kerasbert.text.tokenizer import Tokenizer
 
 #: Spans each window proposes: the pipeline's ``2 * top_k + 10`` for one answer.
@@ -52,14 +52,15 @@ def export(model, vocab, directory, *, settings, version=None, overwrite=False, 
     Args:
         model: token and segment ids -> start and end logits ``[batch, length, 2]``.
         vocab: its ``vocab.txt``.
-        settings: the :class:`~kerasbert.inference.span_qa.QuestionAnswerer` settings the
+        settings: the :class:`~kerasbert.tasks.qa.span_qa.QuestionAnswerer` settings the
             ``answer`` signature follows (``max_seq_len``, ``max_answer_len``...; a
-            run's: :func:`kerasbert.inference.span_qa.run_settings`).
+            run's: :func:`kerasbert.tasks.qa.span_qa.run_settings`).
         directory, version, overwrite, source: as for
-            :func:`kerasbert.serving.saved_model.export`.
+            :func:`kerasbert.serving.saved_model.version_folder`.
 
-    Returns and raises as :func:`kerasbert.serving.saved_model.export`; ``ValueError``
-    for settings :class:`~kerasbert.inference.span_qa.QuestionAnswerer` refuses.
+    Returns the paths written (:func:`~kerasbert.serving.saved_model.write_archive`);
+    raises as :func:`~kerasbert.serving.saved_model.version_folder`; ``ValueError``
+    for settings :class:`~kerasbert.tasks.qa.span_qa.QuestionAnswerer` refuses.
     """
     directory = os.fspath(directory)
     target = version_folder(directory, source, version, overwrite)
@@ -83,7 +84,7 @@ def find_answers(settings, encoder, logits, question, context):
     """The ``answer`` signature's graph: see the module's docstring.
 
     Args:
-        settings: the :class:`kerasbert.inference.span_qa.QuestionAnswerer` whose settings
+        settings: the :class:`kerasbert.tasks.qa.span_qa.QuestionAnswerer` whose settings
             (``max_seq_len``, ``doc_stride``, ``max_question_len``, ``max_answer_len``,
             ``handle_impossible_answer``) the graph follows.
         encoder: a :class:`TextEncoder` of the model's vocabulary.

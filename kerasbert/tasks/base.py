@@ -1,11 +1,10 @@
 """What a ``--task`` is, and the one training loop that drives every task.
 
-A task is one module of :mod:`kerasbert.tasks` that holds a :class:`Task`: how it reads
-and checks its files, the head it puts on BERT, its loss, the dev score its best epoch is
-chosen by, the files a run writes, what ``train`` and ``evaluate`` print, and its
+A task is one folder of :mod:`kerasbert.tasks` whose ``task.py`` holds a :class:`Task`: how
+it reads and checks its files, the head it puts on BERT, its loss, the dev score its best
+epoch is chosen by, the files a run writes, what ``train`` and ``evaluate`` print, and its
 ``Run`` (a finished run directory: evaluate / predict / export). Its options are its own
-class in :mod:`kerasbert.training.options` (only the flags it uses), and the module is
-named as ``--task`` names it there (``TASK_OPTIONS``). :func:`train` does the rest, for
+class in its ``options.py`` (only the flags it uses). :func:`train` does the rest, for
 every task alike: options checked, every input read before the first step, the
 distribution strategy, gradient accumulation, mixed precision, backups, resume.
 
@@ -22,12 +21,13 @@ import os
 
 import keras
 
+from kerasbert.tasks import get_task
 from kerasbert.tasks.runs import OPTIONS_FILE
 from kerasbert.training import batches, distribute
 from kerasbert.training.callbacks import inference_model
 from kerasbert.training.lifecycle import TrainingRun
 from kerasbert.training.optimizer import make_optimizer
-from kerasbert.training.options import OptionError, for_task, validate
+from kerasbert.training.options import OptionError, validate
 from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
 from kerasbert.training.rundir import RunDirectory
 
@@ -109,8 +109,8 @@ def train(options, callbacks=(), verbose="auto", on_checked=None):
     and ``maxlen``, and the checkpoint.
 
     Args:
-        options: the task's options (:data:`kerasbert.training.options.TASK_OPTIONS`), or a
-            :class:`~kerasbert.training.options.TrainOptions` naming the task.
+        options: the task's options, its folder's ``options.py`` class
+            (:class:`~kerasbert.tasks.ner.options.NerOptions`, ...).
         callbacks: more Keras callbacks for ``fit``.
         verbose: Keras's progress output (``"auto"``, 0, 1 or 2: one line per epoch).
         on_checked: called with no arguments once every input is checked, before anything
@@ -126,9 +126,6 @@ def train(options, callbacks=(), verbose="auto", on_checked=None):
         kerasbert.training.data.DataError: a bad row (file and line named).
         kerasbert.training.callbacks.TrainingDiverged: the loss became NaN or infinite.
     """
-    from kerasbert.tasks import get_task
-
-    options = for_task(options)
     validate(options)
     options = options.resolved()
     task = get_task(options.task)
