@@ -25,6 +25,7 @@ TASKS = (
     "ner",
     "qa",
     "seq2seq",
+    "similarity",
 )
 
 

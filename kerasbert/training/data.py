@@ -348,14 +348,15 @@ def _records(path, kind):
         yield number, fields, problem, list(lines) if len(lines) > 1 else ()
 
 
-def _table_rows(path, kind, required, label_column=None):
-    """Yields ``(first_line_number, dict or problem string)`` for every CSV / TSV record.
+def _table_rows(path, kind, required, label_column=None, header=None):
+    """Yields ``(first_line_number, dict or problem string)`` for every CSV / TSV record;
+    ``header``: the column names of a file without a header row (its first line is a row).
 
     A quoted CSV field may hold line breaks, but one that takes in lines that read as rows
     of the file on their own is a bad row: a stray quote opened it (see :func:`_row_test`).
     The file is read whole first, as its labels tell such a line from text.
     """
-    header, rows = None, []
+    header, rows = (None if header is None else list(header)), []
     for number, fields, problem, lines in _records(path, kind):
         if header is None:
             if problem:
@@ -457,7 +458,7 @@ def _refuse_squad(path, first_line):
 
 
 def read_examples(path, text_column="text", pair_column=None, label_column="label",
-                  skip_bad_rows=False, require_labels=True):
+                  skip_bad_rows=False, require_labels=True, header=None):
     """Reads a labelled TSV / CSV / JSONL file.
 
     Texts are kept exactly as written; labels are stripped of surrounding spaces (a
@@ -471,6 +472,8 @@ def read_examples(path, text_column="text", pair_column=None, label_column="labe
             ``kerasbert`` logger) then says how many rows were skipped, why and where.
         require_labels: False for files to predict (the label column may be absent or
             empty; labels are then None).
+        header: the column names of a TSV / CSV file that has no header row (LCQMC's
+            ``text_a<TAB>text_b<TAB>label`` lines); None: its first row names them.
 
     Returns:
         :class:`Examples`; ``skipped`` lists ``(line, problem)`` of skipped rows.
@@ -492,7 +495,7 @@ def read_examples(path, text_column="text", pair_column=None, label_column="labe
     wanted = [text_column] + ([pair_column] if pair_column else [])
     required = wanted + ([label_column] if require_labels else [])
     rows = (_json_rows(path, wanted + [label_column]) if kind == "jsonl"
-            else _table_rows(path, kind, required, label_column))
+            else _table_rows(path, kind, required, label_column, header))
     examples, spellings = Examples([], [], [], path), {}
     for number, row in rows:
         row = row if isinstance(row, str) else _values(row, wanted, label_column, require_labels)

@@ -16,7 +16,7 @@ with two signatures:
 (:mod:`kerasbert.serving.saved_model`); the signatures are this task's.
 
 An exporter takes a model, its vocabulary and its settings (labels, ``maxlen``), not a
-run: a task's run passes its own (:meth:`kerasbert.tasks.classification.Run.export`).
+run: a task's run passes its own (:meth:`kerasbert.tasks.classification.task.Run.export`).
 
 Example::
 

@@ -11,7 +11,7 @@ signatures::
                          count (int32 [batch]): each text's entities in order, padded
                          with "" and -1 to the most entities of the batch
 
-``entities`` does what :meth:`kerasbert.tasks.ner.Run.predict` does, in the graph: the
+``entities`` does what :meth:`kerasbert.tasks.ner.task.Run.predict` does, in the graph: the
 WordPiece tokens of the text and their characters (:meth:`TextEncoder.pieces`), the model,
 the CRF's best path (or the best tag of each token without a CRF), and the entities read
 off the tags as conlleval reads them, ``text[start:end]`` in characters (code points). The

@@ -7,7 +7,7 @@ signatures::
                       -> probabilities (float32 [batch, length, vocab]): the MLM head
     generate          source (string [batch]) -> output (string [batch])
 
-``generate`` does what :meth:`kerasbert.tasks.seq2seq.Run.predict` does, in the graph: the
+``generate`` does what :meth:`kerasbert.tasks.seq2seq.task.Run.predict` does, in the graph: the
 source's WordPiece ids (:class:`~kerasbert.serving.graph_text.TextEncoder`, cut to
 ``maxlen - 2``) as ``[CLS] source [SEP]`` padded on the left, the decoding loop of
 :func:`kerasbert.inference.generation.generate` with its key/value cache (greedy or beam

@@ -1,0 +1,31 @@
+"""The options of ``kerasbert train --task similarity``: it takes only the flags every task
+takes."""
+
+import dataclasses
+
+from kerasbert.tasks.options import TaskOptions
+from kerasbert.training.options import task_option
+
+
+@dataclasses.dataclass(kw_only=True)
+class SimilarityOptions(TaskOptions):
+    """``kerasbert train --task similarity``: a siamese (bi-)encoder that scores two texts by
+    the cosine of their mean-pooled BERT vectors, trained with CoSENT."""
+
+    SUMMARY = ("sentence-pair similarity: each text encoded alone by the same BERT, mean-pooled, "
+               "scored by the cosine of the two vectors (CoSENT loss); without --train it takes "
+               "the shipped Chinese sentence pairs")
+    FILES = ("TSV, CSV or JSONL with the columns text_a, text_b and label (0 or 1); a TSV or "
+             "CSV without a header row is read as text_a, text_b, label (LCQMC's files)")
+    TEXTS = ("TEXT_A TEXT_B pairs: two texts to compare (--input: TSV, CSV or JSONL with "
+             "text_a and text_b)")
+    TEXT_LINES = False
+    SHIPPED = "peoples_daily_pairs"
+    SIGNATURE = "similarity"
+    EXAMPLE = {"run": "runs/pairs", "train": "the shipped People's Daily sentence pairs",
+               "predict": "江泽民会见了克林顿。 克林顿访问北京。"}
+
+    task: str = task_option("similarity")
+
+
+OPTIONS = SimilarityOptions

@@ -1,0 +1,278 @@
+"""Sentence-pair similarity: a siamese BERT trained with CoSENT, evaluated, used.
+
+Each text of a pair is encoded alone by the same BERT (zero segment ids), its token vectors
+averaged over the text's tokens, [CLS] and [SEP] included and padding left out
+(``Pooler-Mean``, :class:`MeanPooling`), and the pair is scored by the cosine of its two
+vectors: a bi-encoder, as Sentence-BERT and bert4keras's CoSENT scripts build it, not a
+cross-encoder reading both texts at once (classification's ``pair_column``). The loss is
+CoSENT (:func:`kerasbert.tasks.similarity.scores.cosent_loss`); the best epoch is the one
+whose dev cosines correlate best with the dev labels (Spearman), and the cosine threshold
+with the best dev accuracy is kept for ``predict`` and ``evaluate``.
+
+A run directory holds::
+
+    model.keras          the encoder, text -> vector (best epoch by dev Spearman)
+    bert_model.ckpt.*    the fine-tuned backbone as a Google checkpoint
+    bert_config.json  vocab.txt  threshold.json  train_config.json  history.csv  metrics.json
+
+Example::
+
+    # the shipped kerasbert-zh-small on the shipped People's Daily sentence pairs
+    summary = train(SimilarityOptions(output="runs/pairs"))
+    summary["test"]["spearman"], summary["test"]["accuracy"]
+"""
+
+import os
+
+import keras
+import numpy as np
+
+from kerasbert import files
+from kerasbert.models.names import SERIALIZATION_PACKAGE
+from kerasbert.tasks.base import DevScores, Task, train
+from kerasbert.tasks.runs import (
+    FinishedRun,
+    build_encoder,
+    check_checkpoint,
+    check_model_files,
+    export_saved_model,
+    load_run_model,
+    write_model_files,
+)
+from kerasbert.tasks.similarity import data as pair_data
+from kerasbert.tasks.similarity.options import SimilarityOptions
+from kerasbert.tasks.similarity.scores import best_threshold, cosent_loss, pair_scores
+from kerasbert.training import batches, data
+from kerasbert.training.callbacks import ProgressBar, inference_model
+from kerasbert.training.rundir import RunError, read_json
+
+__all__ = ["MeanPooling", "Run", "SimilarityOptions", "TASK", "build_encoder_model",
+           "build_siamese", "cosines", "embed", "train"]
+MONITOR = "val_spearman"
+THRESHOLD_FILE = "threshold.json"
+#: The layer names of the head: the mean over the tokens, and the encoder inside the
+#: siamese model (the model a run saves).
+MEAN_POOLING = "Pooler-Mean"
+ENCODER = "Pair-Encoder"
+
+
+@keras.saving.register_keras_serializable(package=SERIALIZATION_PACKAGE)
+class MeanPooling(keras.layers.Layer):
+    """The mean of a sequence's vectors over its tokens, padding (token id 0) left out:
+    ``[(batch, length, hidden), (batch, length)] -> (batch, hidden)``, in float32.
+
+    Example:
+        >>> vectors = np.array([[[1.0, 2.0], [3.0, 4.0], [9.0, 9.0]]], "float32")
+        >>> pooled = MeanPooling()([vectors, np.array([[5, 7, 0]], "int32")])
+        >>> keras.ops.convert_to_numpy(pooled).tolist()
+        [[2.0, 3.0]]
+    """
+
+    def call(self, inputs):
+        sequence, token_ids = inputs
+        mask = keras.ops.cast(keras.ops.not_equal(token_ids, 0), "float32")[:, :, None]
+        total = keras.ops.sum(keras.ops.cast(sequence, "float32") * mask, axis=1)
+        return total / keras.ops.maximum(keras.ops.sum(mask, axis=1), 1.0)
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0][0], input_shape[0][-1])
+
+
+def build_encoder_model(options):
+    """The model a run saves: the run's BERT (token and segment ids), then ``Pooler-Mean``:
+    one vector per text."""
+    bert = build_encoder(options).model
+    vector = MeanPooling(name=MEAN_POOLING, dtype="float32")([bert.outputs[0], bert.inputs[0]])
+    return keras.Model(bert.inputs, vector, name=ENCODER)
+
+
+def build_siamese(encoder):
+    """The model trained: the token ids of both texts -> the cosine of their vectors, each
+    text encoded by ``encoder`` with zero segment ids."""
+    first = keras.Input((None,), dtype="int32", name="Input-Token-A")
+    second = keras.Input((None,), dtype="int32", name="Input-Token-B")
+    vectors = [keras.ops.normalize(encoder([ids, keras.ops.zeros_like(ids)]), axis=-1)
+               for ids in (first, second)]
+    cosine = keras.ops.sum(vectors[0] * vectors[1], axis=-1)
+    return keras.Model([first, second], cosine, name="siamese")
+
+
+def embed(model, tokenizer, texts, maxlen, batch_size=64, progress=False):
+    """The vectors ``[texts, hidden]`` of ``model`` (a run's encoder) for ``texts``."""
+    token_ids, segment_ids = tokenizer.encode_batch(list(texts), maxlen=maxlen)
+    dataset = batches.make_dataset(token_ids, segment_ids, batch_size=batch_size)
+    bar = [ProgressBar(-(-len(token_ids) // batch_size), "batches")] if progress else []
+    return np.asarray(model.predict(dataset, verbose=0, callbacks=bar), dtype="float32")
+
+
+def cosines(model, tokenizer, pairs, maxlen, progress=False):
+    """The cosine of each pair of :class:`~kerasbert.training.data.Examples` (its
+    ``texts`` and ``pairs``)."""
+    a, b = (embed(model, tokenizer, texts, maxlen, progress=progress)
+            for texts in (pairs.texts, pairs.pairs))
+    a /= np.maximum(np.linalg.norm(a, axis=-1, keepdims=True), 1e-12)
+    b /= np.maximum(np.linalg.norm(b, axis=-1, keepdims=True), 1e-12)
+    return (a * b).sum(-1)
+
+
+def _labels(pairs):
+    return np.asarray([int(label) for label in pairs.labels], "int32")
+
+
+def _dev_result(model, inputs, options):
+    """The dev scores of an encoder at the threshold it is best at."""
+    found = cosines(model, inputs.tokenizer, inputs.dev, options.maxlen)
+    labels = _labels(inputs.dev)
+    return pair_scores(found, labels, best_threshold(found, labels))
+
+
+class _Inputs:
+    """A run's pairs, read and checked before the directory is made."""
+
+    @classmethod
+    def read(cls, options):
+        self = cls()
+        self.tokenizer = check_model_files(options)
+        self.train = pair_data.read_pairs(options.train)
+        if options.max_train_examples:
+            self.train = self.train.head(options.max_train_examples)
+        self.dev = pair_data.read_pairs(options.dev)
+        self.test = pair_data.read_pairs(options.test) if options.test else None
+        for pairs in (self.train, self.dev):
+            pair_data.check_both_labels(pairs)
+        check_checkpoint(options)
+        self.steps = -(-len(self.train) // options.batch_size)
+        return self
+
+
+class Similarity(Task):
+    """``--task similarity``: a siamese encoder scored by cosine, chosen by dev Spearman."""
+
+    name = "similarity"
+    monitor = MONITOR
+    texts_per_example = 2
+
+    def read_inputs(self, options):
+        return _Inputs.read(options)
+
+    def training_arrays(self, options, inputs):
+        # The second text's ids go where other tasks have segment ids (make_dataset cuts
+        # both to the batch's longest row).
+        first, second = (inputs.tokenizer.encode_batch(texts, maxlen=options.maxlen)[0]
+                         for texts in (inputs.train.texts, inputs.train.pairs))
+        width = max(first.shape[1], second.shape[1])
+        first, second = (np.pad(ids, [(0, 0), (0, width - ids.shape[1])])
+                         for ids in (first, second))
+        return first, second, _labels(inputs.train)
+
+    def build_model(self, options, inputs):
+        return build_siamese(build_encoder_model(options))
+
+    def loss(self, model):
+        return cosent_loss
+
+    def dev_scoring(self, options, inputs):
+        def dev_spearman(model):
+            result = _dev_result(model.get_layer(ENCODER), inputs, options)
+            return {MONITOR: result["spearman"]}, result
+
+        inputs.dev_scores = DevScores(dev_spearman)
+        return None, [inputs.dev_scores]
+
+    def saved_model(self, model):
+        return inference_model(model.get_layer(ENCODER))
+
+    def write_results(self, options, inputs, recorder):
+        output = options.output
+        model = load_run_model(output)
+        write_model_files(options, model)
+        dev = inputs.dev_scores.result(recorder.best_epoch,
+                                       lambda: _dev_result(model, inputs, options))
+        files.write_json(os.path.join(output, THRESHOLD_FILE), {"threshold": dev["threshold"]})
+        summary = {"best_epoch": recorder.best_epoch, "train_pairs": len(inputs.train),
+                   "dev": dev}
+        if inputs.test is not None:
+            summary["test"] = pair_scores(
+                cosines(model, inputs.tokenizer, inputs.test, options.maxlen),
+                _labels(inputs.test), dev["threshold"])
+        return summary
+
+    def train_report(self, options, summary):
+        shown = "test" if "test" in summary else "dev"
+        return [f"\n{shown} {_scores_line(summary[shown])} (threshold "
+                f"{summary['dev']['threshold']:.4f} from dev; best epoch "
+                f"{summary['best_epoch']})",
+                f"run directory: {options.output} (metrics.json, model.keras, "
+                f"{THRESHOLD_FILE})"]
+
+    def evaluation_report(self, metrics):
+        return [f"pairs {metrics['pairs']}  {_scores_line(metrics)}  (threshold "
+                f"{metrics['threshold']:.4f})"]
+
+
+def _scores_line(scores):
+    rho = "n/a" if scores["spearman"] is None else f"{scores['spearman']:.4f}"
+    return (f"Spearman {rho}  accuracy {scores['accuracy']:.4f}  F1 {scores['f1']:.4f} "
+            f"(precision {scores['precision']:.4f}, recall {scores['recall']:.4f})")
+
+
+class Run(FinishedRun):
+    """A finished similarity run directory, for evaluate / predict / export.
+
+    Raises:
+        RunError: not a finished similarity run, or a missing or corrupt file (named).
+    """
+
+    def __init__(self, run_dir, accept_changed=False):
+        super().__init__(run_dir, accept_changed=accept_changed)
+        path = os.path.join(self.run_dir, THRESHOLD_FILE)
+        saved = read_json(path, "threshold")
+        value = saved.get("threshold") if isinstance(saved, dict) else None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise RunError(f"threshold in {path}: must be a JSON object "
+                           "{\"threshold\": <cosine>}")
+        self.threshold = float(value)
+
+    def check_model(self):
+        if len(self.model.inputs) != 2 or len(self.model.outputs[0].shape) != 2:
+            raise RunError(f"model in {os.path.join(self.run_dir, 'model.keras')}: not a text "
+                           "encoder (token and segment ids -> a vector); is it the run's own?")
+
+    def evaluate(self, path, progress=False):
+        """Spearman, and accuracy, precision, recall and F1 at the run's threshold, on a
+        labelled file of pairs."""
+        pairs = pair_data.read_pairs(path)
+        found = cosines(self.model, self.tokenizer, pairs, self.options.maxlen, progress)
+        return pair_scores(found, _labels(pairs), self.threshold)
+
+    def predict(self, texts=None, path=None, progress=False):
+        """``[{"text_a", "text_b", "similarity", "label"}]`` for ``texts`` given as
+        ``[text_a, text_b, text_a, text_b...]``, or for the pairs of a file (labels not
+        needed); ``label`` is 1 where the cosine is at least the run's threshold."""
+        if path is not None:
+            pairs = pair_data.read_pairs(path, require_labels=False)
+        else:
+            TASK.check_texts(texts)
+            pairs = data.Examples.from_texts(texts[::2], texts[1::2])
+        found = cosines(self.model, self.tokenizer, pairs, self.options.maxlen, progress)
+        return [{"text_a": a, "text_b": b, "similarity": float(cosine),
+                 "label": int(cosine >= self.threshold)}
+                for a, b, cosine in zip(pairs.texts, pairs.pairs, found)]
+
+    def embed(self, texts, progress=False):
+        """The vectors ``[texts, hidden]`` (float32) of the run's encoder for ``texts``."""
+        return embed(self.model, self.tokenizer, texts, self.options.maxlen, progress=progress)
+
+    def export(self, directory, overwrite=False, format="saved_model", **options):
+        """Writes the model for serving, a SavedModel (:mod:`kerasbert.tasks.similarity.export`);
+        returns the files written."""
+        return export_saved_model(self, "kerasbert.tasks.similarity.export", directory,
+                                  overwrite, format, dict(options, threshold=self.threshold,
+                                                          maxlen=self.options.maxlen))
+
+
+Similarity.run_class = Run
+TASK = Similarity()
