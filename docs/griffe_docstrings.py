@@ -95,7 +95,8 @@ def _literal_blocks(text: str) -> str:
 def _member(root: griffe.Object, dotted: str):
     """``root``'s member at the dotted path, or None."""
     for part in dotted.split("."):
-        members = getattr(root, "members", {})
+        # A class's inherited methods count: `Tokenizer.rematch` is the engine's.
+        members = getattr(root, "all_members", None) or getattr(root, "members", {})
         if part not in members:
             return None
         root = members[part]

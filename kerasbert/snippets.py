@@ -33,7 +33,6 @@ import logging
 import os
 import queue
 import re
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
@@ -44,6 +43,7 @@ from kerasbert.inference.decoding import (  # noqa: F401 (bert4keras's names)
     AutoRegressiveDecoder,
     softmax,
 )
+from kerasbert.text.vocab import lowercase_and_normalize  # noqa: F401 (bert4keras's name)
 
 if TYPE_CHECKING:  # annotations only; the module loads TensorFlow where it needs it
     import tensorflow as tf
@@ -92,12 +92,6 @@ def convert_to_unicode(text: str | bytes, encoding: str = "utf-8", errors: str =
 
 
 convert_to_str = convert_to_unicode  # the same on Python 3
-
-
-def lowercase_and_normalize(text: str) -> str:
-    """Lowercased, decomposed (NFD), without non-spacing marks: ``"Ça"`` -> ``"ca"``."""
-    text = unicodedata.normalize("NFD", text.lower())
-    return "".join(ch for ch in text if unicodedata.category(ch) != "Mn")
 
 
 def is_one_of(x: object, ys: Iterable[object]) -> bool:

@@ -2,9 +2,9 @@
 keywords and results.
 
 ``from kerasbert.tokenizers import Tokenizer, load_vocab`` gives bert4keras 0.11.5's tokens,
-ids, segment ids, ``decode`` text and ``rematch`` offsets. The splitting and WordPiece run
-in Hugging Face ``tokenizers``, set up with bert4keras's rules where they differ from
-Google's (and so from :class:`kerasbert.Tokenizer`, which follows Google):
+ids, segment ids, ``decode`` text and ``rematch`` offsets. ``Tokenizer`` is kerasbert's one
+WordPiece engine (``kerasbert.text.engine``, which also runs :class:`kerasbert.Tokenizer`)
+under bert4keras's rules where they differ from Google's:
 
 - ``do_lower_case`` defaults to False; lowercasing is Python's ``str.lower`` with accents
   stripped, before anything else;
@@ -28,43 +28,29 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import os
-import re
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, overload
 
 import sentencepiece  # noqa: F401 (SpTokenizer's example trains a model with it)
-from tokenizers import Regex, models, normalizers, pre_tokenizers
-from tokenizers import Tokenizer as _Engine
 
-from kerasbert import shipped
-from kerasbert.snippets import is_string, lowercase_and_normalize, open, truncate_sequences
+from kerasbert.snippets import is_string, open, truncate_sequences
+from kerasbert.text.engine import Lookups, WordPieceEngine
 from kerasbert.text.pieces import load_sentencepiece
+from kerasbert.text.rules import CJK_PUNCTUATION, Rules
 from kerasbert.text.vocab import (
-    _char_class,
-    _ranges,
-    google_classes_key,
     is_cjk,
+    is_control,
     is_punctuation,
     is_redundant,
+    is_space,
     is_special,
+    lowercase_and_normalize,
     simplify_vocab,
 )
 from kerasbert.text.vocab import stem as _stem
 
 __all__ = ["SpTokenizer", "Tokenizer", "TokenizerBase", "load_vocab", "save_vocab"]
-
-# Never a word: "\x00" is deleted before splitting. The engine answers it for a word
-# WordPiece cannot split, which bert4keras keeps whole.
-_WHOLE_WORD = "\x00whole word"
-_CJK_PUNCTUATION = ("＂＃＄％＆＇（）＊＋，－／：；＜＝＞＠［＼］＾＿｀｛｜｝～｟｠｢｣､"
-                    "\u3000、〃〈〉《》「」『』【】〔〕〖〗〘〙〚〛〜〝〞〟〰〾〿–—‘’‛“”„‟…‧﹏﹑﹔·！？｡。")
-# decode: no space after these, nor in "it ' s", "2. 5".
-_GLUED_AFTER = re.compile("(%s) " % "|".join(map(re.escape, _CJK_PUNCTUATION + "+-/={(<[")))
-_CONTRACTION = re.compile("' (re|m|s|t|ve|d|ll) ")
-_DECIMAL = re.compile(r"(\d\.) (\d)")
 
 
 @overload
@@ -128,8 +114,9 @@ def save_vocab(dict_path: str | os.PathLike[str], token_dict: Mapping[str, int],
             writer.write(token + "\n")
 
 
-class TokenizerBase:
-    """What bert4keras's tokenizers share: the frame tokens, ``tokenize`` and ``encode``.
+class TokenizerBase(Lookups):
+    """What bert4keras's tokenizers share: the frame tokens, ``tokenize``, ``encode`` and the
+    id lookups.
 
     Args:
         token_start, token_end: the tokens put around a text (None: none).
@@ -160,20 +147,6 @@ class TokenizerBase:
         if maxlen is not None:
             truncate_sequences(maxlen, -(self._token_end is not None) - 1, tokens)
         return tokens
-
-    def token_to_id(self, token: str) -> int:
-        raise NotImplementedError
-
-    def tokens_to_ids(self, tokens: Iterable[str]) -> list[int]:
-        """``token_to_id`` of each token."""
-        return [self.token_to_id(token) for token in tokens]
-
-    def id_to_token(self, i: int) -> str:
-        raise NotImplementedError
-
-    def ids_to_tokens(self, ids: Iterable[int]) -> list[str]:
-        """``id_to_token`` of each id."""
-        return [self.id_to_token(i) for i in ids]
 
     def encode(self, first_text: str | Sequence[str],
                second_text: str | Sequence[str] | None = None, maxlen: int | None = None,
@@ -223,39 +196,8 @@ class TokenizerBase:
         raise NotImplementedError
 
 
-#: bert4keras's character classes, in the order :func:`_engine_classes` returns them.
-ENGINE_CLASSES = ("deleted", "spaces", "alone")
-
-
-def engine_class_ranges():
-    """``{class: ranges}`` of :data:`ENGINE_CLASSES` from this Python's ``unicodedata``:
-    deleted (controls, U+0000, U+FFFD), spaces, and split off alone (punctuation and CJK
-    ideographs). ~0.5 s; shipped for the Unicode version the tests run on."""
-    deleted, spaces, alone = [], [], []
-    for cp in range(0x110000):
-        ch = chr(cp)
-        if is_punctuation(ch) or is_cjk(ch):
-            alone.append(cp)
-        elif Tokenizer._is_space(ch):
-            spaces.append(cp)
-        elif cp in (0, 0xFFFD) or Tokenizer._is_control(ch):
-            deleted.append(cp)
-        elif ch.isspace():  # U+2028, U+2029: bert4keras's str.split() splits there too
-            spaces.append(cp)
-    return dict(zip(ENGINE_CLASSES, map(_ranges, (deleted, spaces, alone))))
-
-
-@functools.cache
-def _engine_classes():
-    """:func:`engine_class_ranges` as engine regexes (the shipped table where it was made
-    on this Unicode version); made once per process."""
-    ranges = shipped.precomputed("bert4keras_classes", google_classes_key(),
-                                 engine_class_ranges)
-    return tuple(_char_class(ranges[name]) for name in ENGINE_CLASSES)
-
-
-class Tokenizer(TokenizerBase):
-    """bert4keras's BERT tokenizer, on Hugging Face ``tokenizers``.
+class Tokenizer(TokenizerBase, WordPieceEngine):
+    """bert4keras's BERT tokenizer: kerasbert's WordPiece engine under bert4keras's rules.
 
     Args:
         token_dict: a ``vocab.txt`` path, or ``{token: id}``.
@@ -276,36 +218,17 @@ class Tokenizer(TokenizerBase):
 
     def __init__(self, token_dict: str | dict[str, int],
                  do_lower_case: bool = False, word_maxlen: int = 200, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        TokenizerBase.__init__(self, **kwargs)
         if isinstance(token_dict, str):
             token_dict = load_vocab(token_dict)
-        self._do_lower_case = do_lower_case
-        self._token_dict = token_dict
-        self._token_dict_inv = {v: k for k, v in token_dict.items()}
+        WordPieceEngine.__init__(self, token_dict, Rules("bert4keras", do_lower_case, word_maxlen))
+        self._token_dict_inv = self._id_to_token
         self._vocab_size = len(token_dict)
         self._word_maxlen = word_maxlen
         for name in ("pad", "unk", "mask", "start", "end"):
             token = getattr(self, f"_token_{name}")
             if token in token_dict:
                 setattr(self, f"_token_{name}_id", token_dict[token])
-        deleted, spaces, alone = _engine_classes()
-        vocab = dict(token_dict)
-        self._whole_word_id = vocab[_WHOLE_WORD] = max(vocab.values(), default=-1) + 1
-        self._engine = _Engine(models.WordPiece(vocab, unk_token=_WHOLE_WORD,
-                                                max_input_chars_per_word=word_maxlen))
-        self._engine.normalizer = normalizers.Sequence(
-            [normalizers.Replace(deleted, ""), normalizers.Replace(spaces, " ")])
-        self._engine.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(" +"), behavior="removed"),
-            pre_tokenizers.Split(alone, behavior="isolated")])
-
-    def token_to_id(self, token: str) -> int:
-        """The token's id, or [UNK]'s."""
-        return self._token_dict.get(token, self._token_unk_id)
-
-    def id_to_token(self, i: int) -> str:
-        """The token of id ``i`` (KeyError if none)."""
-        return self._token_dict_inv[i]
 
     def decode(self, ids: Iterable[int], tokens: Sequence[str] | None = None) -> str:
         """Readable text: frame tokens dropped, ``##`` pieces joined, CJK unspaced.
@@ -315,23 +238,7 @@ class Tokenizer(TokenizerBase):
             >>> tokenizer.decode(tokenizer.encode("语言模型, it's 2.5 倍")[0])
             "语言模型, it's 2.5倍"
         """
-        tokens = [t for t in tokens or self.ids_to_tokens(ids) if not self._is_special(t)]
-        text = ""
-        for token in tokens:
-            if token[:2] == "##":
-                text += token[2:]
-            elif len(token) == 1 and self._is_cjk_character(token):
-                text += token
-            elif len(token) == 1 and self._is_punctuation(token):
-                text += token + " "
-            elif text and self._is_cjk_character(text[-1]):
-                text += token
-            else:
-                text += " " + token
-        text = re.sub(" +", " ", text)
-        text = _CONTRACTION.sub(r"'\1 ", text)
-        text = _GLUED_AFTER.sub(r"\1", text)
-        return _DECIMAL.sub(r"\1\2", text).strip()
+        return self._rules.join(tokens or self.ids_to_tokens(ids))
 
     def _tokenize(self, text, pre_tokenize=True):
         """The tokens of ``text`` without the frame tokens."""
@@ -339,59 +246,10 @@ class Tokenizer(TokenizerBase):
             text = lowercase_and_normalize(text)
         if pre_tokenize and self._pre_tokenize is not None:
             words = list(self._pre_tokenize(text))
-            split = iter(self._word_pieces([lowercase_and_normalize(w) if self._do_lower_case
-                                            else w for w in words if w not in self._token_dict]))
+            split = iter(self._pieces([lowercase_and_normalize(w) if self._do_lower_case
+                                       else w for w in words if w not in self._token_dict]))
             return [t for w in words for t in ([w] if w in self._token_dict else next(split))]
-        return self._word_pieces([text])[0]
-
-    def _word_pieces(self, texts):
-        """The WordPiece tokens of each text (already lowercased if so set)."""
-        rows = []
-        # The fast batch call gives ids only (no token strings, no word indices).
-        for text, encoding in zip(texts, self._engine.encode_batch_fast(
-                texts, add_special_tokens=False)):
-            if self._whole_word_id in encoding.ids:
-                encoding = self._engine.encode(text, add_special_tokens=False)
-                words = self._engine.pre_tokenizer.pre_tokenize_str(
-                    self._engine.normalizer.normalize_str(text))
-                rows.append([words[w][0] if t == _WHOLE_WORD else t
-                             for t, w in zip(encoding.tokens, encoding.word_ids)])
-            else:
-                rows.append([self._token_dict_inv[i] for i in encoding.ids])
-        return rows
-
-    def rematch(self, text: str, tokens: Sequence[str]) -> list[list[int]]:
-        """The positions in ``text`` of each token's characters (``[]`` for special tokens),
-        as bert4keras gives them: positions count in the lowercased text when lowercasing.
-
-        Raises:
-            ValueError: a token not found in what is left of the text.
-
-        Example:
-            >>> tokenizer = Tokenizer("checkpoints/chinese_L-12_H-768_A-12/vocab.txt")
-            >>> tokenizer.rematch("模型bert", ["[CLS]", "模", "型", "bert", "[SEP]"])
-            [[], [0], [1], [2, 3, 4, 5], []]
-        """
-        if self._do_lower_case:
-            text = text.lower()
-        normalized, positions = "", []
-        for i, ch in enumerate(text):
-            if self._do_lower_case:
-                ch = lowercase_and_normalize(ch)
-            ch = "".join(c for c in ch if not (c in "\x00\ufffd" or self._is_control(c)))
-            normalized += ch
-            positions += [i] * len(ch)
-        mapping: list[list[int]] = []
-        offset = 0
-        for token in tokens:
-            if self._is_special(token):
-                mapping.append([])
-                continue
-            token = self.stem(token)
-            start = normalized.index(token, offset)
-            offset = start + len(token)
-            mapping.append(positions[start:offset])
-        return mapping
+        return self._pieces([text])[0]
 
     # bert4keras's character classes, as its scripts call them.
     stem = staticmethod(_stem)
@@ -399,21 +257,13 @@ class Tokenizer(TokenizerBase):
     _is_punctuation = staticmethod(is_punctuation)
     _is_special = staticmethod(is_special)
     _is_redundant = staticmethod(is_redundant)
-
-    @staticmethod
-    def _is_space(ch):
-        """Space, tab, newline, carriage return or a Unicode space separator (Zs)."""
-        return ch in " \n\r\t" or unicodedata.category(ch) == "Zs"
-
-    @staticmethod
-    def _is_control(ch):
-        """A control or format character (Cc, Cf)."""
-        return unicodedata.category(ch) in ("Cc", "Cf")
+    _is_space = staticmethod(is_space)
+    _is_control = staticmethod(is_control)
 
     @staticmethod
     def _cjk_punctuation():
         """The full-width and CJK punctuation ``decode`` writes without a space after it."""
-        return _CJK_PUNCTUATION
+        return CJK_PUNCTUATION
 
 
 class SpTokenizer(TokenizerBase):

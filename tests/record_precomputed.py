@@ -13,16 +13,16 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from kerasbert import shipped, tokenizers  # noqa: E402
+from kerasbert import shipped  # noqa: E402
 from kerasbert.serving import graph_text  # noqa: E402
-from kerasbert.text import vocab  # noqa: E402
+from kerasbert.text import rules  # noqa: E402
 
 #: name -> (the versions the table depends on, the table made here), both functions.
 TABLES = {
     # Google's character classes, read by every Tokenizer (~0.4 s to make).
-    "google_classes": (vocab.google_classes_key, vocab.google_class_ranges),
+    "google_classes": (rules.google_classes_key, rules.google_class_ranges),
     # bert4keras's, read by its Tokenizer (~0.5 s).
-    "bert4keras_classes": (vocab.google_classes_key, tokenizers.engine_class_ranges),
+    "bert4keras_classes": (rules.google_classes_key, rules.bert4keras_class_ranges),
     # The in-graph tokenizer's character tables, read by every export (~3 s).
     **{graph_text.tables_name(lower): (
         functools.partial(graph_text.tables_key, lower),

@@ -29,8 +29,8 @@ import numpy as np
 import tensorflow as tf
 
 from kerasbert import shipped
-from kerasbert.text.tokenizer import MAX_WORD_CHARS
-from kerasbert.text.vocab import google_normalizer, google_pre_tokenizer, load_vocab
+from kerasbert.text.rules import MAX_WORD_CHARS, google_normalizer, google_pre_tokenizer
+from kerasbert.text.vocab import load_vocab
 
 _CODE_POINTS = 0x110000
 _SIGMA, _FINAL_SIGMA = 0x3A3, 0x3C2  # Σ, and ς that the Tokenizer writes at a word's end
@@ -411,7 +411,7 @@ class TextDecoder(tf.Module):
     """
 
     def __init__(self, vocab):
-        from kerasbert.text import tokenizer as rules
+        from kerasbert.text import rules
         from kerasbert.text.vocab import is_cjk, is_punctuation, is_special
 
         super().__init__(name="text_decoder")

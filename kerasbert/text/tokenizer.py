@@ -1,7 +1,8 @@
 """BERT tokenizer with the bert4keras interface and Google's ids, run by Hugging Face `tokenizers`.
 
-The engine is a `tokenizers` WordPiece model behind Google's text cleaning and word
-splitting (see `kerasbert.text.vocab`); this module adds bert4keras's methods and numpy batches.
+The engine (`kerasbert.text.engine`) under Google's rules (`kerasbert.text.rules`) does the
+text cleaning, word splitting, WordPiece, `decode` and `rematch`; this module adds encoding
+with bert4keras's methods, truncation and numpy batches.
 
 Example:
     >>> tokenizer = Tokenizer("checkpoints/chinese_L-12_H-768_A-12/vocab.txt")
@@ -12,37 +13,24 @@ Example:
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Sequence
 from itertools import chain
 from typing import Any
 
 import numpy as np
 from tokenizers import Tokenizer as _Engine
-from tokenizers import models, processors
+from tokenizers import processors
 
-from kerasbert.text.vocab import (
-    check_vocab,
-    google_normalizer,
-    google_pre_tokenizer,
-    is_cjk,
-    is_punctuation,
-    is_special,
-    load_vocab,
-)
+from kerasbert.text.engine import WordPieceEngine, _encode, _named, _need_str
+from kerasbert.text.rules import Rules
+from kerasbert.text.vocab import check_vocab, load_vocab
 
 __all__ = ["Tokenizer", "load_vocab"]
 
-MAX_WORD_CHARS = 100  # Google's WordPiece gives [UNK] for any longer word
 _PATTERNS = ("S*E*E", "S*ES*E")  # [CLS] a [SEP] b [SEP]; the second repeats [CLS] before b
-# decode: no space after openers ("(a", "$5"), none around joiners ("state-of-the-art").
-_OPENERS = set("([{<“‘«《〈「『【〔（［｛＜$#£€¥")
-_JOINERS = set("-/+=@_~^\\")
-_CONTRACTIONS = {"s", "t", "m", "d", "re", "ve", "ll"}
-_SURROGATE = re.compile("[\ud800-\udfff]")  # half of a UTF-16 pair: not a Unicode character
 
 
-class Tokenizer:
+class Tokenizer(WordPieceEngine):
     """BERT WordPiece tokenizer with bert4keras's methods and Google's ids.
 
     Args:
@@ -67,15 +55,10 @@ class Tokenizer:
         else:
             raise TypeError(f"vocab must be a vocab.txt path or a dict, got {type(vocab).__name__}")
         check_vocab(token_dict, source)
-        self._token_dict = token_dict
-        self._id_to_token = {i: t for t, i in token_dict.items()}
-        self._do_lower_case = bool(do_lower_case)
-        self._unk_id, self._pad_id = token_dict["[UNK]"], token_dict["[PAD]"]
+        super().__init__(token_dict, Rules("google", bool(do_lower_case)))
+        self._pad_id = token_dict["[PAD]"]
         self._cls_id, self._sep_id = token_dict["[CLS]"], token_dict["[SEP]"]
-        self._frame = {"[CLS]", "[SEP]", "[PAD]", "[MASK]"}
         self._engines: dict[tuple[Any, ...], _Engine] = {}
-        self._vanishing: dict[str, bool] = {}
-        self._engine = self._engine_for()
 
     @property
     def vocab_size(self) -> int:
@@ -95,10 +78,7 @@ class Tokenizer:
         key = (maxlen, truncate_from if maxlen else "right", pad)
         engine = self._engines.get(key)
         if engine is None:
-            engine = _Engine(models.WordPiece(self._token_dict, unk_token="[UNK]",
-                                              max_input_chars_per_word=MAX_WORD_CHARS))
-            engine.normalizer = google_normalizer(self._do_lower_case)
-            engine.pre_tokenizer = google_pre_tokenizer()
+            engine = self._new_engine()
             engine.post_processor = processors.TemplateProcessing(
                 single="[CLS] $A [SEP]",
                 special_tokens=[("[CLS]", self._cls_id), ("[SEP]", self._sep_id)])
@@ -145,8 +125,8 @@ class Tokenizer:
         """
         _need_str(text, "text")
         self._check(maxlen, "S*E*E", "right", False)
-        ids = _encode(self._engine_for(maxlen), [text], _named("text"))[0].ids
-        return [self._id_to_token[i] for i in ids]
+        pieces = self._pieces([text])[0]
+        return ["[CLS]", *(pieces if maxlen is None else pieces[:maxlen - 2]), "[SEP]"]
 
     def encode(self, first_text: str, second_text: str | None = None, maxlen: int | None = None,
                pattern: str = "S*E*E", truncate_from: str = "right") -> tuple[list[int], list[int]]:
@@ -254,136 +234,10 @@ class Tokenizer:
                                 count=shape[0] * shape[1]).reshape(shape)
         return token_ids, np.zeros(shape, dtype=np.int32)
 
-    def token_to_id(self, token: str) -> int:
-        """Id of `token`, or the [UNK] id if it is not in the vocabulary."""
-        return self._token_dict.get(token, self._unk_id)
-
-    def tokens_to_ids(self, tokens: Iterable[str]) -> list[int]:
-        """`token_to_id` of each token."""
-        return [self._token_dict.get(t, self._unk_id) for t in tokens]
-
-    def id_to_token(self, i: int) -> str:
-        """Token of id `i`. Raises KeyError if `i` is not an id of the vocabulary."""
-        try:
-            return self._id_to_token[int(i)]
-        except KeyError:
-            raise KeyError(f"id {i!r} is not in the vocabulary "
-                           f"({len(self._token_dict)} tokens)") from None
-
-    def ids_to_tokens(self, ids: Iterable[int]) -> list[str]:
-        """`id_to_token` of each id."""
-        return [self.id_to_token(i) for i in ids]
-
-    def decode(self, ids: Iterable[int]) -> str:
-        """Readable text: special tokens dropped, `##` pieces joined, CJK without spaces.
-
-        Other words are separated by a space, punctuation attached as in prose;
-        lowercasing and accent stripping are not undone.
-
-        Example:
-            >>> tokenizer = Tokenizer("checkpoints/chinese_L-12_H-768_A-12/vocab.txt")
-            >>> tokenizer.decode(tokenizer.encode("语言模型 BERT, 2.5 倍")[0])
-            '语言模型bert, 2.5倍'
-        """
-        text, prev, quotes = "", "", 0
-        for token in self.ids_to_tokens(ids):
-            if is_special(token):
-                continue
-            suffix = token.startswith("##") and len(token) > 2
-            piece = token[2:] if suffix else token
-            if text and not (suffix or _glued(text, prev, piece, quotes % 2)):
-                text += " "
-            text += piece
-            quotes += piece == '"'
-            prev = piece
-        return text
-
-    def rematch(self, text: str, tokens: Sequence[str]) -> list[list[int]]:
-        """Character positions in `text` of each token, e.g. to map spans back.
-
-        Args:
-            text: the original text. tokens: its tokens, as `tokenize(text)` gave them.
-
-        Returns:
-            a list of character indices per token, without the characters the tokenizer
-            deletes (controls, zero-width, combining accents when lowercasing); [CLS],
-            [SEP], [PAD] and [MASK] get `[]`, an [UNK] the word it replaced.
-
-        Raises:
-            ValueError: a token that does not occur, in order, in `text`.
-
-        Example:
-            >>> tokenizer = Tokenizer("checkpoints/chinese_L-12_H-768_A-12/vocab.txt")
-            >>> tokenizer.rematch("BERT模型", ['[CLS]', 'be', '##rt', '模', '型', '[SEP]'])
-            [[], [0, 1], [2, 3], [4], [5], []]
-        """
-        _need_str(text, "text")
-        encoding = _encode(self._engine, [text], _named("text"), add_special_tokens=False,
-                           offsets=True)[0]
-        pieces = list(zip(encoding.tokens, encoding.offsets))
-        mapping, start = [], 0
-        for n, token in enumerate(tokens):
-            k = None if token in self._frame else next(
-                (k for k in range(start, len(pieces)) if pieces[k][0] == token), None)
-            if k is not None:
-                begin, end = pieces[k][1]
-                mapping.append([i for i in range(begin, end) if not self._vanishes(text[i])])
-                start = k + 1
-            elif is_special(token):
-                mapping.append([])
-            else:
-                after = pieces[start - 1][1][1] if start else 0
-                raise ValueError(f"tokens[{n}]={token!r} does not occur in the text after "
-                                 f"character {after}; rematch needs the tokens of tokenize(text)")
-        return mapping
-
-    def _vanishes(self, ch):
-        """Whether normalization deletes `ch` (a control, zero-width or combining character)."""
-        gone = self._vanishing.get(ch)
-        if gone is None:
-            gone = self._vanishing[ch] = not self._engine.normalizer.normalize_str(ch)
-        return gone
-
-
-def _encode(engine, texts, name, add_special_tokens=True, offsets=False):
-    """The engine's encodings of `texts` (with character offsets if `offsets`).
-
-    The engine only takes valid Unicode and answers a lone surrogate (e.g. from a JSON
-    "\\ud800" escape) with a TypeError about its input types. The texts are searched
-    only then, so valid input pays nothing.
-
-    Raises:
-        ValueError: a text holds a lone surrogate; `name(i)` names the i-th text.
-    """
-    try:
-        if offsets:
-            return engine.encode_batch(texts, add_special_tokens=add_special_tokens)
-        return engine.encode_batch_fast(texts, add_special_tokens=add_special_tokens)
-    except Exception:
-        for i, text in enumerate(texts):
-            found = _SURROGATE.search(text)
-            if found:
-                point = ord(found.group())
-                # U+DC80..U+DCFF is also how Python keeps a byte that is not UTF-8.
-                byte = (f" (or the byte 0x{point - 0xDC00:02x}, not UTF-8, as Python keeps "
-                        "such bytes)" if 0xDC80 <= point <= 0xDCFF else "")
-                raise ValueError(f"{name(i)} contains a lone surrogate U+{point:04X} at "
-                                 f"character {found.start()}{byte}, not valid Unicode") from None
-        raise
-
-
-def _named(*names):
-    return lambda i: names[i]
-
 
 def _named_batch(n):
     """Names of the texts of a batch: `texts[i]`, then `pairs[i]` past the first `n`."""
     return lambda i: f"texts[{i}]" if i < n else f"pairs[{i - n}]"
-
-
-def _need_str(value, name):
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, got {type(value).__name__}: {value!r:.60}")
 
 
 def _str_list(values: Iterable[str], name: str) -> list[str]:
@@ -408,21 +262,3 @@ def _longest_first(a, b, budget):
     a, b = (a - cut, b) if a >= b else (a, b - cut)
     excess -= cut
     return a - (excess + 1) // 2, b - excess // 2
-
-
-def _glued(text, prev, piece, in_quote):
-    """Whether `piece` follows `text` (whose last token was `prev`) without a space."""
-    last = text[-1]
-    if is_cjk(last) or is_cjk(piece[0]) or last in _OPENERS or last in _JOINERS:
-        return True
-    if piece == '"' or last == '"' and in_quote:
-        return bool(in_quote)  # a closing quote, or the word after an opening one
-    if len(piece) == 1 and is_punctuation(piece) and piece not in _OPENERS:
-        return True
-    if is_punctuation(last) and not last.isascii():
-        return True  # full-width punctuation carries its own spacing
-    if prev == "'" and piece in _CONTRACTIONS:
-        return True
-    # "2 . 5" was 2.5 and "1 , 000" was 1,000
-    return (prev in (".", ",") and len(text) > 1 and text[-2].isdigit() and piece.isdigit()
-            and (prev == "." or len(piece) == 3))

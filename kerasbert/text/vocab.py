@@ -1,8 +1,7 @@
-"""BERT vocabularies and Google's character classes.
+"""BERT vocabularies and the character tests of the tokenizers' rules.
 
-Reads, checks and shrinks `vocab.txt`, and gives the `tokenizers` engine the
-normalizer and pre-tokenizer that split text into words exactly as Google's
-`BasicTokenizer` does.
+Reads, checks and shrinks `vocab.txt`; says which characters are CJK, punctuation, spaces
+or controls (the engine's character classes in `kerasbert.text.engine` are made from these).
 
 Example:
     >>> token_dict = load_vocab("checkpoints/chinese_L-12_H-768_A-12/vocab.txt")
@@ -12,16 +11,11 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import os
 import unicodedata
 from collections.abc import Sequence
 from typing import Literal, overload
 
-import numpy as np
-from tokenizers import Regex, normalizers, pre_tokenizers
-
-from kerasbert import shipped
 from kerasbert.files import open_input
 
 #: Tokens every BERT vocabulary must hold; [MASK] is only needed for pre-training.
@@ -46,6 +40,22 @@ def is_punctuation(ch):
     if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
         return True
     return unicodedata.category(ch).startswith("P")
+
+
+def is_space(ch):
+    """bert4keras's space: space, tab, newline, carriage return or a Unicode space (Zs)."""
+    return ch in " \n\r\t" or unicodedata.category(ch) == "Zs"
+
+
+def is_control(ch):
+    """bert4keras's control: a control or format character (Cc, Cf)."""
+    return unicodedata.category(ch) in ("Cc", "Cf")
+
+
+def lowercase_and_normalize(text: str) -> str:
+    """Lowercased, decomposed (NFD), without non-spacing marks: ``"Ça"`` -> ``"ca"``."""
+    text = unicodedata.normalize("NFD", text.lower())
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Mn")
 
 
 def is_special(token):
@@ -178,88 +188,3 @@ def check_vocab(token_dict, source="the given dict"):
             f"vocab in {source}: lacks the special token(s) {', '.join(missing)}; "
             f"a BERT vocabulary needs all of {', '.join(REQUIRED_TOKENS)}"
         )
-
-
-# Python lowercases a word-final capital sigma to "ς" (Unicode Final_Sigma), as
-# Google's tokenizer does through str.lower(); the engine lowercases letter by letter.
-_FINAL_SIGMA = Regex(r"(?<=\p{Cased}\p{Case_Ignorable}*)Σ(?!\p{Case_Ignorable}*\p{Cased})")
-
-
-def _ranges(codepoints):
-    """``[[first, last], ...]`` (int32): the sorted ``codepoints`` as inclusive ranges."""
-    ranges = []
-    for cp in codepoints:
-        if ranges and ranges[-1][1] == cp - 1:
-            ranges[-1][1] = cp
-        else:
-            ranges.append([cp, cp])
-    return np.array(ranges, np.int32).reshape(-1, 2)
-
-
-def _char_class(ranges):
-    """An engine regex matching the code points of ``ranges`` (from :func:`_ranges`)."""
-    return Regex("[" + "".join(f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in ranges) + "]")
-
-
-#: The classes' names, in the order :func:`_google_classes` returns them.
-GOOGLE_CLASSES = ("dropped", "marks", "punctuation")
-
-
-def google_class_ranges():
-    """``{class: ranges}`` of :data:`GOOGLE_CLASSES`, from this Python's ``unicodedata``
-    (~0.4 s; shipped for the Unicode version of the Python the tests run on)."""
-    dropped, marks, punctuation = [], [], []
-    for cp, cat in enumerate(map(unicodedata.category, map(chr, range(0x110000)))):
-        if cat[0] == "C" and cp not in (9, 10, 13) or cp == 0xFFFD:
-            dropped.append(cp)
-        elif cat == "Mn":
-            marks.append(cp)
-        elif cat[0] == "P" or 33 <= cp <= 126 and not chr(cp).isalnum():
-            punctuation.append(cp)
-        elif 0x2B820 <= cp <= 0x2B91F:
-            # Google's CJK Ext. E block starts at U+2B820, the engine's at U+2B920;
-            # a CJK character stands alone, exactly like punctuation.
-            punctuation.append(cp)
-    return dict(zip(GOOGLE_CLASSES, map(_ranges, (dropped, marks, punctuation))))
-
-
-def google_classes_key():
-    """What :func:`google_class_ranges` depends on: Python's Unicode version."""
-    return f"Unicode {unicodedata.unidata_version}"
-
-
-@functools.cache
-def _google_classes():
-    """Google's character classes, from this Python's `unicodedata`, as engine regexes.
-
-    The engine's own Unicode tables differ from Python's (some newer, some older):
-    alone it would keep unassigned code points and recent format characters as
-    [UNK], keep recent combining marks, and disagree on some punctuation. Google's
-    code classifies with `unicodedata`, so that is what decides here too.
-
-    Returns:
-        `(dropped, marks, punctuation)` regexes; built once per process.
-    """
-    ranges = shipped.precomputed("google_classes", google_classes_key(), google_class_ranges)
-    return tuple(_char_class(ranges[name]) for name in GOOGLE_CLASSES)
-
-
-def google_normalizer(do_lower_case):
-    """Engine normalizer: Google's text cleaning, CJK spacing, lowercasing, accent stripping."""
-    dropped, marks, _ = _google_classes()
-    steps = [normalizers.Replace(dropped, "")]
-    if do_lower_case:
-        # Google lowercases before NFD and dropping marks; the other order gives the same
-        # text (checked for every code point) and leaves one pass for BertNormalizer.
-        steps += [normalizers.Replace(_FINAL_SIGMA, "ς"), normalizers.NFD(),
-                  normalizers.Replace(marks, "")]
-    steps.append(normalizers.BertNormalizer(
-        clean_text=True, handle_chinese_chars=True, strip_accents=False, lowercase=do_lower_case))
-    return normalizers.Sequence(steps)
-
-
-def google_pre_tokenizer():
-    """Engine pre-tokenizer splitting on whitespace and isolating each punctuation mark."""
-    return pre_tokenizers.Sequence([
-        pre_tokenizers.WhitespaceSplit(),
-        pre_tokenizers.Split(_google_classes()[2], behavior="isolated")])
