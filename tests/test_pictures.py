@@ -29,11 +29,12 @@ before = dict(matplotlib.rcParams)
 
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
+    from kerasbert.tasks.classification.reports import plot_confusion_matrix
     from kerasbert.training import reports
 
     labels, out = json.loads(sys.argv[1]), sys.argv[2]
-    figure = reports.plot_confusion_matrix(f"{out}/confusion_matrix.png", labels,
-                                           [[50, 3, 1], [4, 40, 2], [0, 5, 30]])
+    figure = plot_confusion_matrix(f"{out}/confusion_matrix.png", labels,
+                                   [[50, 3, 1], [4, 40, 2], [0, 5, 30]])
     reports.plot_training_curves(f"{out}/training_curves.png",
                                  {"loss": [0.7, 0.4], "val_loss": [0.6, 0.5],
                                   "accuracy": [0.6, 0.8], "val_accuracy": [0.6, 0.7]},

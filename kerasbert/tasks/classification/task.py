@@ -24,6 +24,7 @@ from kerasbert import files
 from kerasbert.models import names
 from kerasbert.models.heads import add_cls_classifier
 from kerasbert.tasks.base import Task, train
+from kerasbert.tasks.classification import reports as class_reports
 from kerasbert.tasks.classification.options import ClassificationOptions
 from kerasbert.tasks.runs import (
     build_encoder,
@@ -213,7 +214,7 @@ def _write_results(options, inputs, recorder):
     if inputs.test is not None:
         summary["skipped_rows"][options.test] = len(inputs.test.skipped)
         summary["test"] = shown = _metrics(model, tokenizer, labels, inputs.test, options)
-    reports.plot_confusion_matrix(os.path.join(output, "confusion_matrix.png"), labels,
+    class_reports.plot_confusion_matrix(os.path.join(output, "confusion_matrix.png"), labels,
                                   shown["confusion_matrix"],
                                   title="test" if inputs.test is not None else "dev")
     reports.plot_training_curves(os.path.join(output, "training_curves.png"), recorder.history,
@@ -223,7 +224,7 @@ def _write_results(options, inputs, recorder):
 
 def _metrics(model, tokenizer, labels, rows, options, progress=False):
     probabilities = _predict(model, tokenizer, rows, options.maxlen, progress=progress)
-    return reports.classification_metrics(labels, data.label_ids(rows, labels),
+    return class_reports.classification_metrics(labels, data.label_ids(rows, labels),
                                           probabilities.argmax(-1))
 
 
