@@ -15,6 +15,7 @@ from kerasbert import (
 from kerasbert.cli.main import main
 from kerasbert.tasks import open_run
 from kerasbert.tasks.ner import data as ner_data
+from kerasbert.tasks.ner.decoding import EntityReader, token_entities
 from kerasbert.tasks.ner.entities import entity_scores
 from kerasbert.text.tokenizer import Tokenizer
 from kerasbert.training.data import DataError
@@ -78,7 +79,8 @@ def test_tags_follow_the_tokenizer_through_merged_and_deleted_characters():
         "iP", "ho", "ne", "上", "海"]  # the WordPiece pieces of iPhone, then 上海
     assert names[1:4] == ["B-PROD", "I-PROD", "I-PROD"] and "B-LOC" in names
     # Back to characters: token ends, not the entity's own end, where a token covers more.
-    assert ner_data.token_entities(tags, spans, TAGS) == [("PROD", 0, 6), ("LOC", 10, 12)]
+    assert token_entities(EntityReader(TAGS), [tags], [spans]) == [[("PROD", 0, 6),
+                                                                    ("LOC", 10, 12)]]
 
 
 def test_entities_cut_off_by_maxlen_or_made_of_deleted_characters_are_counted_lost():
@@ -94,10 +96,11 @@ def test_every_representable_entity_of_the_shipped_split_comes_back_exactly():
     sentences = ner_data.read_sentences(shipped.data_file("peoples_daily", "dev"))
     tags = ner_data.tag_names(sentences)
     assert tags == ["O", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-PER", "I-PER"]
-    for sentence in sentences:
-        _, tag_ids, spans, lost = ner_data.token_tags(tokenizer, sentence, 256, tags)
-        assert lost == 0
-        assert ner_data.token_entities(tag_ids, spans, tags) == sentence.entities, sentence.text
+    rows = [ner_data.token_tags(tokenizer, sentence, 256, tags) for sentence in sentences]
+    assert [lost for *_, lost in rows] == [0] * len(sentences)
+    found = token_entities(EntityReader(tags), [row[1] for row in rows], [row[2] for row in rows])
+    for sentence, entities in zip(sentences, found):
+        assert entities == sentence.entities, sentence.text
     truth = [ner_data.char_tags(s.text, s.entities) for s in sentences]
     assert entity_scores(truth, truth)["micro"]["f1"] == 1.0
 

@@ -28,7 +28,12 @@ from kerasbert import (
 from kerasbert.models import names
 from kerasbert.models.convert import convert_hf_to_google, google_name
 from kerasbert.serving.graph_text import TextEncoder
-from kerasbert.tasks.qa.answer_spans import best_spans, read_context, window_starts
+from kerasbert.tasks.qa.answer_spans import (
+    best_spans,
+    probabilities,
+    read_context,
+    window_starts,
+)
 from kerasbert.tasks.qa.export import find_answers
 from kerasbert.tasks.qa.span_qa import QuestionAnswerer, add_span_head
 from peers import have_transformers4, run_transformers4
@@ -192,15 +197,22 @@ def test_an_answer_in_a_late_window_is_found_at_its_offset(chinese):
 
 
 def test_answers_span_at_most_max_answer_len_tokens():
-    start = np.zeros(12)
-    end = np.zeros(12)
-    start[4], end[11] = 9.0, 9.0  # the best pair is 8 tokens long
+    start = np.zeros((1, 12))
+    end = np.zeros((1, 12))
+    start[0, 4], end[0, 11] = 9.0, 9.0  # the best pair is 8 tokens long
+
+    def spans(limit, count):  # (score, i, j), i and j counted from the context's first token
+        context = tf.constant([4], tf.int64), tf.constant([12], tf.int64)
+        score, _, i, j = best_spans(*probabilities(start, end, *context), limit, count)
+        return list(zip(score.numpy().tolist(), (i - 4).numpy().tolist(),
+                        (j - 4).numpy().tolist()))
+
     for limit in (1, 3, 8):
-        spans = best_spans(start, end, 4, 12, limit, 100)
-        assert spans and all(0 <= j - i < limit for _, i, j in spans)
-        assert len(spans) == sum(min(limit, 8 - i) for i in range(8))
-    assert best_spans(start, end, 4, 12, 8, 1)[0][1:] == (0, 7)
-    assert best_spans(start, end, 4, 12, 7, 1)[0][1:] != (0, 7)
+        found = spans(limit, 100)
+        assert found and all(0 <= j - i < limit for _, i, j in found)
+        assert len(found) == sum(min(limit, 8 - i) for i in range(8))
+    assert spans(8, 1)[0][1:] == (0, 7)
+    assert spans(7, 1)[0][1:] != (0, 7)
 
 
 def test_max_answer_len_holds_end_to_end(chinese):

@@ -21,9 +21,9 @@ The model sees WordPiece tokens: :func:`token_tags` gives each token the BIO tag
 entity it falls in, through the tokenizer's character offsets, so the characters the
 tokenizer deletes (spaces, controls) or merges into one word are handled; an entity that
 no token covers any more (truncated by ``maxlen``, or made only of deleted characters)
-is counted as lost. :func:`token_entities` maps predicted token tags back to character
-spans of the text, and scores are computed on characters against the file's own spans
-(:func:`char_tags`), so a lost entity counts as missed.
+is counted as lost. :func:`kerasbert.tasks.ner.decoding.token_entities` maps predicted
+token tags back to character spans of the text, and scores are computed on characters
+against the file's own spans (:func:`char_tags`), so a lost entity counts as missed.
 """
 
 import dataclasses
@@ -287,18 +287,6 @@ def token_tags(tokenizer, sentence, maxlen, tags):
         covered.add(found)
     lost = sum(entity not in covered for entity in sentence.entities)
     return tokenizer.tokens_to_ids(tokens), labels, spans, lost
-
-
-def token_entities(tag_ids, spans, tags):
-    """Character spans ``[(type, start, end)]`` of the entities in predicted token tags.
-
-    Example:
-        >>> token_entities([0, 1, 2, 0], [None, (0, 1), (1, 3), None], ["O", "B-PER", "I-PER"])
-        [('PER', 0, 3)]
-    """
-    names = [tags[i] if span is not None else "O" for i, span in zip(tag_ids, spans)]
-    return [(kind, spans[start][0], spans[end - 1][1])
-            for kind, start, end in entity_spans(names)]
 
 
 def char_tags(text, entities):

@@ -57,6 +57,20 @@ def split_tag(tag: str) -> tuple[str, str]:
     return prefix, kind
 
 
+def continues(before: tuple[str, str], tag: tuple[str, str]) -> bool:
+    """Whether a tag continues the entity of the tag before it, as conlleval reads the pair:
+    an ``I-`` or ``E-`` after a ``B-`` or ``I-`` of the same type.
+
+    Args:
+        before, tag: the two tags, split (:func:`split_tag`).
+
+    Example:
+        >>> continues(("B", "PER"), ("I", "PER")), continues(("E", "PER"), ("I", "PER"))
+        (True, False)
+    """
+    return tag[0] in ("I", "E") and before[0] in ("B", "I") and tag[1] == before[1]
+
+
 def entity_spans(tags: Sequence[str]) -> list[tuple[str, int, int]]:
     """The entities of one tagged sentence, read as conlleval reads them.
 
@@ -77,21 +91,21 @@ def entity_spans(tags: Sequence[str]) -> list[tuple[str, int, int]]:
     """
     spans: list[tuple[str, int, int]] = []
     start: int | None = None
-    kind, last = "", OUTSIDE
+    before = (OUTSIDE, "")
     for index, tag in enumerate(tags):
         try:
-            prefix, tag_kind = split_tag(tag)
+            split = split_tag(tag)
         except ValueError as error:
             raise ValueError(f"{error} (at position {index})") from None
-        continues = (prefix in ("I", "E") and last in ("B", "I") and tag_kind == kind)
-        if start is not None and not continues:
-            spans.append((kind, start, index))
+        joined = continues(before, split)
+        if start is not None and not joined:
+            spans.append((before[1], start, index))
             start = None
-        if prefix != OUTSIDE and not continues:
+        if split[0] != OUTSIDE and not joined:
             start = index
-        kind, last = tag_kind, prefix
+        before = split
     if start is not None:
-        spans.append((kind, start, len(tags)))
+        spans.append((before[1], start, len(tags)))
     return spans
 
 

@@ -24,12 +24,14 @@ import weakref
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from kerasbert import files
 from kerasbert.models import names
 from kerasbert.models.heads import add_tagger
 from kerasbert.tasks.base import DevScores, Task, train
 from kerasbert.tasks.ner import data as ner_data
+from kerasbert.tasks.ner.decoding import EntityReader, best_tags, token_entities
 from kerasbert.tasks.ner.entities import entity_scores
 from kerasbert.tasks.ner.options import NerOptions
 from kerasbert.tasks.runs import (
@@ -48,20 +50,10 @@ from kerasbert.training.callbacks import ProgressBar
 from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
 from kerasbert.training.rundir import RunError, read_json
 
-__all__ = ["NerOptions", "Run", "TASK", "build_tagger", "decode", "encode",
+__all__ = ["NerOptions", "Run", "TASK", "build_tagger", "encode",
            "predict_tags", "score", "train"]
 TAGS_FILE = "tags.json"
 MONITOR = "val_entity_f1"
-
-
-def decode(model, scores, token_ids):
-    """The best tag ids ``[batch, length]`` of a tagger's scores: the CRF's best paths, or
-    the highest score per token without a CRF; 0 at padding."""
-    mask = np.asarray(token_ids) != 0
-    layers = {layer.name for layer in model.layers}
-    if names.CRF in layers:
-        return np.asarray(model.get_layer(names.CRF).decode(scores, mask=mask))
-    return np.where(mask, np.asarray(scores).argmax(-1), 0)
 
 
 def build_tagger(options, num_tags):
@@ -75,23 +67,13 @@ _TAG_FUNCTIONS = weakref.WeakKeyDictionary()
 
 
 def _tag_function(model):
-    """``(token_ids, segment_ids) -> tag ids`` for ``model``: the tagger and its decoding
-    (the CRF's Viterbi or the arg max) in one graph, traced once for any batch and width."""
+    """``(token_ids, segment_ids) -> tag ids`` for ``model``: :func:`best_tags` (the tagger
+    and its decoding, as the export runs it) in one graph, traced once for any batch and
+    width."""
     if model not in _TAG_FUNCTIONS:
-        import tensorflow as tf
-
-        crf = names.CRF in {layer.name for layer in model.layers}
         spec = tf.TensorSpec([None, None], "int32")
-
-        @tf.function(input_signature=[spec, spec])
-        def tag(token_ids, segment_ids):
-            scores = tf.cast(model([token_ids, segment_ids], training=False), "float32")
-            mask = tf.not_equal(token_ids, 0)
-            if crf:
-                return model.get_layer(names.CRF).decode(scores, mask=mask)
-            return tf.where(mask, tf.argmax(scores, -1, output_type="int32"), 0)
-
-        _TAG_FUNCTIONS[model] = tag
+        _TAG_FUNCTIONS[model] = tf.function(lambda ids, segments: best_tags(
+            model, ids, segments)[0], input_signature=[spec, spec])
     function = _TAG_FUNCTIONS[model]
     return lambda ids, segments: function(np.asarray(ids, "int32"),
                                           np.asarray(segments, "int32")).numpy()
@@ -164,8 +146,9 @@ def score(model, encoded, sentences, tags, batch_size=64, progress=False):
     """Entity-level scores of ``model`` on encoded sentences (see :func:`entity_scores`),
     with the predicted entities of each sentence."""
     token_ids, segment_ids, _, spans, _ = encoded
-    predicted = [ner_data.token_entities(row[:len(span)], span, tags) for row, span in zip(
-        predict_tags(model, token_ids, segment_ids, batch_size, progress), spans)]
+    predicted = token_entities(
+        EntityReader(tags), predict_tags(model, token_ids, segment_ids, batch_size, progress),
+        spans)
     truth = [ner_data.char_tags(s.text, s.entities) for s in sentences]
     guess = [ner_data.char_tags(s.text, found) for s, found in zip(sentences, predicted)]
     return entity_scores(truth, guess), predicted

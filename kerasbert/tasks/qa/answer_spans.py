@@ -9,16 +9,22 @@ span's score is ``p_start[i] * p_end[j]`` for context tokens ``i <= j < i + max_
 Each window proposes its ``2 * top_k + 10`` best spans, widened to whole words (as far as the
 window reaches); proposals whose text is the same, ignoring case, are one answer whose score
 is the sum of theirs, so an answer found in two overlapping windows counts twice.
+
+The windows are cut in Python here (:func:`window_starts`, for training and
+:class:`~kerasbert.tasks.qa.span_qa.QuestionAnswerer`) and in the graph of the export; what
+follows the model, from the logits to the ranked answers (:func:`ranked_answers`), is
+TensorFlow ops that both run.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+import typing
+from typing import TYPE_CHECKING
 
-import numpy as np
-from numpy.typing import ArrayLike
+import tensorflow as tf
+
+from kerasbert.serving.graph_text import substrings
 
 if TYPE_CHECKING:  # annotations only
     from kerasbert.text.tokenizer import Tokenizer
@@ -35,15 +41,14 @@ class Context:
         text: the context as given.
         ids: the token ids, without [CLS] and [SEP].
         starts, ends: each token's first character and the character after its last.
-        word_first, word_last: the first and last token of the word each token is in.
+        word_starts: whether each token starts a word (it is the first, or not ``##``).
     """
 
     text: str
     ids: list
     starts: list
     ends: list
-    word_first: list
-    word_last: list
+    word_starts: list
 
 
 def read_context(tokenizer: Tokenizer, text: str) -> Context:
@@ -66,25 +71,16 @@ def read_context(tokenizer: Tokenizer, text: str) -> Context:
         >>> from kerasbert import Tokenizer
         >>> tokenizer = Tokenizer("checkpoints/chinese_L-12_H-768_A-12/vocab.txt")
         >>> context = read_context(tokenizer, "BERT模型")
-        >>> context.starts, context.ends, context.word_last
-        ([0, 2, 4, 5], [2, 4, 5, 6], [1, 1, 2, 3])
+        >>> context.starts, context.ends, context.word_starts
+        ([0, 2, 4, 5], [2, 4, 5, 6], [True, False, True, True])
     """
     tokens = tokenizer.tokenize(text)[1:-1]
     if not tokens:
         raise ValueError(f"context ({text!r:.60}) holds no token: nothing to answer from")
     chars = tokenizer.rematch(text, tokens)
-    word_first: list[int] = []
-    word_last = [len(tokens) - 1] * len(tokens)
-    for index, token in enumerate(tokens):
-        continues = index > 0 and token.startswith("##")
-        word_first.append(word_first[-1] if continues else index)
-    for index in reversed(range(len(tokens) - 1)):
-        if word_first[index + 1] == word_first[index]:
-            word_last[index] = word_last[index + 1]
-        else:
-            word_last[index] = index
     return Context(text, tokenizer.tokens_to_ids(tokens), [c[0] for c in chars],
-                   [c[-1] + 1 for c in chars], word_first, word_last)
+                   [c[-1] + 1 for c in chars],
+                   [index == 0 or not token.startswith("##") for index, token in enumerate(tokens)])
 
 
 def window_starts(num_tokens: int, length: int, stride: int) -> list[int]:
@@ -128,103 +124,136 @@ def window_starts(num_tokens: int, length: int, stride: int) -> list[int]:
     return starts
 
 
-def _probabilities(logits: np.ndarray, first: int, last: int) -> np.ndarray:
-    """The window's softmax with every token but [CLS] and the context masked, then
-    [CLS] set to 0; the context tokens' part."""
-    masked = np.full(len(logits), MASKED_LOGIT)
-    masked[0], masked[first:last] = logits[0], logits[first:last]
-    exp = np.exp(masked - masked.max())
-    return exp[first:last] / exp.sum()
+class Windows(typing.NamedTuple):
+    """The windows the model ran on, one entry each: the example it belongs to, its context
+    tokens ``begin .. stop - 1`` (counted in the example's context) and the position in its
+    row of its first context token, ``first``."""
+
+    example: tf.Tensor
+    begin: tf.Tensor
+    stop: tf.Tensor
+    first: tf.Tensor
 
 
-def null_score(start_logits: ArrayLike, end_logits: ArrayLike, first: int, last: int) -> float:
-    """The window's score of "no answer": [CLS]'s start and end probabilities multiplied,
-    from the same softmax as the spans' (SQuAD v2.0 models point at [CLS] for it).
+def probabilities(start_logits, end_logits, first, last):
+    """Each window's start and end softmax (float64 ``[windows, width]``) with every
+    position but [CLS] and the context ``first .. last - 1`` masked out, and which
+    positions are its context (bool)."""
+    position = tf.range(tf.shape(start_logits, out_type=tf.int64)[1])
+    inside = ((position >= tf.expand_dims(first, 1)) & (position < tf.expand_dims(last, 1)))
+    keep = inside | (position == 0)
+    masked = tf.constant(MASKED_LOGIT, tf.float64)
+    start_p, end_p = (tf.nn.softmax(tf.where(keep, tf.cast(logits, tf.float64), masked), axis=1)
+                      for logits in (start_logits, end_logits))
+    return start_p, end_p, inside
+
+
+def best_spans(start_p, end_p, inside, max_answer_len, count):
+    """The ``count`` best spans of each window, ``i <= j < i + max_answer_len`` both in its
+    context, scored ``start_p[i] * end_p[j]``: ``(score, window, i, j)``, flat, window by
+    window and best first (ties in the order of ``(i, j)``), ``i`` and ``j`` positions in
+    the window's row.
 
     Example:
-        >>> round(null_score(np.log([2.0, 1.0, 1.0, 1.0]), np.log([2.0, 1.0, 1.0, 1.0]), 2, 4), 4)
-        0.25
+        >>> logits = tf.math.log([[1.0, 1.0, 2.0, 1.0, 4.0]])   # [CLS] q [SEP] c0 c1
+        >>> first, last = tf.constant([3], tf.int64), tf.constant([5], tf.int64)
+        >>> score, _, i, j = best_spans(*probabilities(logits, logits, first, last),
+        ...                             max_answer_len=2, count=2)
+        >>> score.numpy().round(4).tolist(), i.numpy().tolist(), j.numpy().tolist()
+        ([0.4444, 0.1111], [4, 3], [4, 4])
     """
-    return float(np.prod([_cls_probability(np.asarray(logits, np.float64), first, last)
-                          for logits in (start_logits, end_logits)]))
+    width = tf.shape(start_p, out_type=tf.int64)[1]
+    position = tf.range(width)
+    span = tf.expand_dims(start_p, 2) * tf.expand_dims(end_p, 1)
+    gap = tf.expand_dims(position, 0) - tf.expand_dims(position, 1)
+    allowed = ((gap >= 0) & (gap < max_answer_len) & tf.expand_dims(inside, 2)
+               & tf.expand_dims(inside, 1))
+    flat = tf.reshape(tf.where(allowed, span, tf.constant(-1.0, tf.float64)),
+                      [tf.shape(span, out_type=tf.int64)[0], width * width])
+    # top_k puts the lower index first among equals: the order of (i, j).
+    proposals = tf.minimum(tf.constant(count, tf.int64), width * width)
+    best, index = tf.math.top_k(flat, k=tf.cast(proposals, tf.int32))
+    valid = tf.where(best >= 0)
+    score, index = tf.gather_nd(best, valid), tf.cast(tf.gather_nd(index, valid), tf.int64)
+    return score, valid[:, 0], index // width, index % width
 
 
-def _cls_probability(logits: np.ndarray, first: int, last: int) -> float:
-    masked = np.full(len(logits), MASKED_LOGIT)
-    masked[0], masked[first:last] = logits[0], logits[first:last]
-    exp = np.exp(masked - masked.max())
-    return exp[0] / exp.sum()
-
-
-def best_spans(start_logits: ArrayLike, end_logits: ArrayLike, first: int, last: int,
-               max_answer_len: int, count: int) -> list[tuple[float, int, int]]:
-    """The ``count`` best spans of one window, best first.
+def ranked_answers(start_logits, end_logits, windows, context, word_starts, starts, ends, *,
+                   max_answer_len, top_k=1, align_to_words=True,
+                   handle_impossible_answer=False):
+    """The ``top_k`` best answers of each example from its windows' logits, as the module's
+    docstring says the pipeline ranks them.
 
     Args:
-        start_logits, end_logits: the window's logits, one per token ([CLS] first, no
-            padding).
-        first, last: the window's context tokens are ``first .. last - 1``.
+        start_logits, end_logits: float ``[windows, width]``, a row per window
+            (``[CLS] question [SEP] context part [SEP]``, then padding).
+        windows: the :class:`Windows` of those rows.
+        context: string ``[batch]``, the texts answered from.
+        word_starts, starts, ends: ragged ``[batch, None]`` over each context's tokens:
+            whether it starts a word, its first character and the character after its last
+            (int64).
         max_answer_len: the most tokens a span holds.
-        count: how many spans to return (fewer if the window has fewer).
+        top_k: answers per example; each window proposes ``2 * top_k + 10`` spans (``top_k``
+            when not ``align_to_words``).
+        align_to_words: widen a span to whole words, as far as its window reaches.
+        handle_impossible_answer: rank "no answer" (``""`` at ``0, 0``, scored as the lowest
+            [CLS] score over the example's windows) among the answers, after equals.
 
     Returns:
-        A list of ``(score, i, j)``: the span's first and last token, counted from
-        ``first``; ties keep the order of ``(i, j)``.
-
-    Example:
-        >>> logits = np.log([1.0, 1.0, 2.0, 1.0, 4.0])   # [CLS] q [SEP] c0 c1
-        >>> [(round(s, 4), i, j) for s, i, j in best_spans(logits, logits, 3, 5, 2, 2)]
-        [(0.4444, 1, 1), (0.1111, 0, 1)]
+        ``{"answer", "start", "end", "score"}`` ``[batch, top_k]`` (string, int64, int64,
+        float64), best first, padded with ``""``, -1 and 0.0; ``"count"`` ``[batch]``, the
+        answers each example has. Answers with the same text but for case are one: the
+        first one's span, their summed score.
     """
-    start = _probabilities(np.asarray(start_logits, np.float64), first, last)
-    end = _probabilities(np.asarray(end_logits, np.float64), first, last)
-    n = last - first
-    i = np.repeat(np.arange(n), max_answer_len)
-    j = i + np.tile(np.arange(max_answer_len), n)
-    inside = j < n
-    i, j = i[inside], j[inside]
-    scores = start[i] * end[j]
-    order = np.argsort(-scores, kind="stable")[:count]
-    return [(float(scores[k]), int(i[k]), int(j[k])) for k in order]
-
-
-def char_span(context: Context, window: tuple[int, int], i: int, j: int,
-              align_to_words: bool = True) -> tuple[int, int]:
-    """The characters of context tokens ``i .. j``, widened to whole words as far as the
-    window ``(first token, end token)`` reaches: ``(start, end)``, end exclusive."""
+    batch = tf.shape(context, out_type=tf.int64)[0]
+    last = windows.first + windows.stop - windows.begin
+    start_p, end_p, inside = probabilities(start_logits, end_logits, windows.first, last)
+    no_answer = tf.math.unsorted_segment_min(start_p[:, 0] * end_p[:, 0], windows.example, batch)
+    count = 2 * top_k + 10 if align_to_words else top_k
+    score, window, i, j = best_spans(start_p, end_p, inside, max_answer_len, count)
+    # From a row's positions to the flat tokens of the contexts.
+    base = tf.gather(tf.gather(starts.row_splits, windows.example), window)
+    offset = base + tf.gather(windows.begin - windows.first, window)
+    i, j = i + offset, j + offset
     if align_to_words:
-        first, stop = window
-        i, j = max(context.word_first[i], first), min(context.word_last[j], stop - 1)
-    return context.starts[i], context.ends[j]
+        word = tf.cumsum(tf.cast(word_starts.flat_values | _row_first(starts), tf.int64)) - 1
+        index = tf.range(tf.size(word, out_type=tf.int64))
+        word_first = tf.gather(tf.math.unsorted_segment_min(index, word, tf.size(word)), word)
+        word_last = tf.gather(tf.math.unsorted_segment_max(index, word, tf.size(word)), word)
+        i = tf.maximum(tf.gather(word_first, i), base + tf.gather(windows.begin, window))
+        j = tf.minimum(tf.gather(word_last, j), base + tf.gather(windows.stop, window) - 1)
+    char_start, char_end = tf.gather(starts.flat_values, i), tf.gather(ends.flat_values, j)
+    owner = tf.gather(windows.example, window)
+    text = substrings(context, owner, char_start, char_end)
+    # One answer per example and text but for case: the first proposal's, the scores summed.
+    key = tf.strings.join([tf.strings.as_string(owner),
+                           tf.strings.lower(text, encoding="utf-8")], separator="\n")
+    keys, group = tf.unique(key, out_idx=tf.int64)
+    groups = tf.size(keys, out_type=tf.int64)
+    first = tf.math.unsorted_segment_min(tf.range(tf.size(group, out_type=tf.int64)), group,
+                                         groups)
+    answers = {"answer": tf.gather(text, first), "start": tf.gather(char_start, first),
+               "end": tf.gather(char_end, first),
+               "score": tf.math.unsorted_segment_sum(score, group, groups)}
+    owner = tf.gather(owner, first)
+    if handle_impossible_answer:  # after the answers: the last among equals
+        zeros = tf.zeros([batch], tf.int64)
+        nothing = {"answer": tf.fill([batch], ""), "start": zeros, "end": zeros,
+                   "score": no_answer}
+        answers = {key: tf.concat([answers[key], nothing[key]], 0) for key in answers}
+        owner = tf.concat([owner, tf.range(batch)], 0)
+    order = tf.argsort(-answers["score"], stable=True)
+    order = tf.gather(order, tf.argsort(tf.gather(owner, order), stable=True))
+    ranked = tf.RaggedTensor.from_value_rowids(order, tf.gather(owner, order), nrows=batch)
+    ranked = ranked[:, :top_k]
+    fill = {"answer": "", "start": tf.constant(-1, tf.int64), "end": tf.constant(-1, tf.int64),
+            "score": tf.constant(0.0, tf.float64)}
+    found = {key: ranked.with_flat_values(tf.gather(values, ranked.flat_values)).to_tensor(
+        fill[key], shape=[batch, top_k]) for key, values in answers.items()}
+    return {**found, "count": ranked.row_lengths()}
 
 
-def merge_answers(proposals: Iterable[tuple[float, int, int]], text: str,
-                  top_k: int) -> list[dict[str, Any]]:
-    """The ``top_k`` answers from the windows' proposals, as the pipeline ranks them.
-
-    Args:
-        proposals: ``(score, start, end)`` character spans in the order found (window by
-            window, best first in each).
-        text: the context.
-        top_k: how many answers to keep.
-
-    Returns:
-        A list of ``{"score", "start", "end", "answer"}``, best first. Proposals whose text
-        is the same but for case are one answer: the first one's span, their summed score.
-
-    Example:
-        >>> merge_answers([(0.5, 0, 3), (0.2, 4, 7), (0.1, 8, 11)], "Foo bar foo", 1)
-        [{'score': 0.6, 'start': 0, 'end': 3, 'answer': 'Foo'}]
-    """
-    answers: list[dict[str, Any]] = []
-    by_text: dict[str, dict[str, Any]] = {}
-    for score, start, end in proposals:
-        answer = text[start:end]
-        found = by_text.get(answer.lower())
-        if found is not None:
-            found["score"] += score
-        else:
-            by_text[answer.lower()] = {"score": score, "start": start, "end": end,
-                                       "answer": answer}
-            answers.append(by_text[answer.lower()])
-    return sorted(answers, key=lambda answer: -answer["score"])[:top_k]
+def _row_first(ragged):
+    """Whether each flat value of ``ragged`` is its row's first."""
+    index = tf.range(tf.size(ragged.flat_values, out_type=tf.int64))
+    return index == tf.gather(ragged.row_splits, ragged.value_rowids())

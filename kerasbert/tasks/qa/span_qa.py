@@ -25,6 +25,7 @@ from typing import Any
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from kerasbert.inference.predictor import Predictor
 from kerasbert.models import names
@@ -35,10 +36,8 @@ from kerasbert.models.model import functional_model
 from kerasbert.tasks import TASKS
 from kerasbert.tasks.qa.answer_spans import (
     Context,
-    best_spans,
-    char_span,
-    merge_answers,
-    null_score,
+    Windows,
+    ranked_answers,
     read_context,
     window_starts,
 )
@@ -245,27 +244,35 @@ class QuestionAnswerer:
         pairs, single = _pairs(question, context)
         prepared = [question_windows(self.tokenizer, q, c, self.max_seq_len, self.doc_stride,
                                      self.max_question_len) for q, c in pairs]
-        logits = iter(self._logits([row for *_, rows in prepared for row in rows], progress))
-        count = 2 * top_k + 10 if self.align_to_words else top_k
-        results = []
-        for question_ids, found, spans, _ in prepared:
-            first = len(question_ids) + 2
-            proposals, no_answer = [], 1.0
-            for start, stop in spans:
-                window = next(logits)
-                no_answer = min(no_answer, null_score(window[:, 0], window[:, 1], first,
-                                                      first + stop - start))
-                for score, i, j in best_spans(window[:, 0], window[:, 1], first,
-                                              first + stop - start, self.max_answer_len, count):
-                    begin, end = char_span(found, (start, stop), start + i, start + j,
-                                           self.align_to_words)
-                    proposals.append((score, begin, end))
-            answers = merge_answers(proposals, found.text, top_k)
-            if self.handle_impossible_answer:
-                answers = sorted(answers + [{"score": no_answer, "start": 0, "end": 0,
-                                             "answer": ""}],
-                                 key=lambda answer: -answer["score"])[:top_k]
-            results.append(answers[0] if top_k == 1 else answers)
+        if not prepared:
+            return []
+        logits = self._logits([row for *_, rows in prepared for row in rows], progress)
+        width = max(len(window) for window in logits)
+        padded = np.zeros((len(logits), width, 2), np.float32)
+        for k, window in enumerate(logits):
+            padded[k, :len(window)] = window
+        windows = [(n, start, stop, len(question_ids) + 2)
+                   for n, (question_ids, _, spans, _) in enumerate(prepared)
+                   for start, stop in spans]
+        contexts = [found for _, found, _, _ in prepared]
+
+        def ragged(key, dtype):
+            return tf.RaggedTensor.from_row_lengths(
+                np.array([value for found in contexts for value in getattr(found, key)], dtype),
+                np.array([len(found.ids) for found in contexts], np.int64))
+
+        best = ranked_answers(
+            padded[..., 0], padded[..., 1], Windows(*np.array(windows, np.int64).T),
+            tf.constant([found.text for found in contexts]), ragged("word_starts", bool),
+            ragged("starts", np.int64), ragged("ends", np.int64),
+            max_answer_len=self.max_answer_len, top_k=top_k,
+            align_to_words=self.align_to_words,
+            handle_impossible_answer=self.handle_impossible_answer)
+        best = {key: value.numpy().tolist() for key, value in best.items()}
+        results = [[{"score": best["score"][n][k], "start": best["start"][n][k],
+                     "end": best["end"][n][k], "answer": best["answer"][n][k].decode("utf-8")}
+                    for k in range(best["count"][n])] for n in range(len(prepared))]
+        results = [answers[0] if top_k == 1 else answers for answers in results]
         return results[0] if single else results
 
     def _logits(self, rows: Sequence[tuple[list[int], list[int]]],
