@@ -58,6 +58,17 @@ PAD_TO = 8
 SAMPLING = ("temperature", "top_k", "top_p")
 
 
+def padded_width(longest: Any) -> Any:
+    """``longest`` rounded up to a multiple of :data:`PAD_TO`: the width of a batch of
+    prompts, from an ``int`` or, in an exported graph, a tensor.
+
+    Example:
+        >>> padded_width(1), padded_width(8), padded_width(9)
+        (8, 8, 16)
+    """
+    return (longest + PAD_TO - 1) // PAD_TO * PAD_TO
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """How the next token is chosen (see :func:`generate`)."""
@@ -692,7 +703,7 @@ def _prompts(token_ids: Sequence[Sequence[int]] | np.ndarray,
         types = _ids(segment_ids, "segment_ids", 0, segment_vocab, "segment ids")
     if any(len(t) != len(r) for t, r in zip(types, rows)):
         raise ValueError("segment_ids: one segment id per prompt token, as token_ids")
-    length = -(-max(len(row) for row in rows) // PAD_TO) * PAD_TO
+    length = padded_width(max(len(row) for row in rows))
     ids = np.zeros((len(rows), length), "int32")
     segments = np.zeros((len(rows), length), "int32")
     for index, (row, types_row) in enumerate(zip(rows, types)):

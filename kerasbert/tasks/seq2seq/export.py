@@ -35,7 +35,7 @@ import os
 
 import tensorflow as tf
 
-from kerasbert.inference.generation import PAD_TO, Seq2SeqDecoder, Settings, decoder_of
+from kerasbert.inference.generation import Seq2SeqDecoder, Settings, decoder_of, padded_width
 from kerasbert.serving.graph_text import TextDecoder, TextEncoder, row_concat
 from kerasbert.serving.saved_model import version_folder, write_archive
 
@@ -76,8 +76,8 @@ def export(model, vocab, directory, *, maxlen, max_new_tokens, num_beams=1, vers
         ids = row_concat([[encoder.cls_id], encoder.token_ids(source)[:, :maxlen - 2],
                           [encoder.sep_id]])
         lengths = ids.row_lengths()
-        # Padded on the left to a multiple of PAD_TO, as generate() pads its prompts.
-        width = (tf.reduce_max(tf.concat([lengths, [1]], 0)) + PAD_TO - 1) // PAD_TO * PAD_TO
+        # Padded on the left, as generate() pads its prompts.
+        width = padded_width(tf.reduce_max(tf.concat([lengths, [1]], 0)))
         column = tf.range(width)[None, :] - (width - lengths)[:, None]
         prompts = tf.where(column >= 0, tf.gather(ids.to_tensor(0, shape=[ids.nrows(), width]),
                                                   tf.maximum(column, 0), batch_dims=1), 0)
@@ -113,9 +113,8 @@ def _export_t5(model, sp_model, target, maxlen, max_new_tokens, num_beams):
     def generate(source):
         ids = row_concat([tf.cast(pieces.tokenize(source), tf.int64)[:, :maxlen - 1],
                           [text.end_id]])
-        # Padded on the right to a multiple of PAD_TO, as generate() pads an encoder's sources.
-        width = (tf.reduce_max(tf.concat([ids.row_lengths(), [1]], 0)) + PAD_TO - 1) \
-            // PAD_TO * PAD_TO
+        # Padded on the right, as generate() pads an encoder's sources.
+        width = padded_width(tf.reduce_max(tf.concat([ids.row_lengths(), [1]], 0)))
         prompts = tf.cast(ids.to_tensor(0, shape=[ids.nrows(), width]), tf.int32)
         rows = tf.shape(prompts)[0]
         new, counts = generator.run(prompts, tf.zeros_like(prompts), tf.zeros((rows,), tf.int32),
@@ -130,3 +129,4 @@ def _export_t5(model, sp_model, target, maxlen, max_new_tokens, num_beams):
     return write_archive(target, [model, pieces],
                          [("serving_default", probabilities, [ids, ids]),
                           ("generate", generate, [tf.TensorSpec((None,), tf.string)])])
+
