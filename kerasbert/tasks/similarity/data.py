@@ -7,9 +7,9 @@ header row and is read as ``text_a, text_b, label`` (LCQMC's ``train.txt`` renam
 ``train.tsv``, BQ Corpus...).
 
 Example:
-    >>> pairs = read_pairs("kerasbert/resources/peoples_daily_pairs/dev.tsv")
+    >>> pairs = read_pairs("kerasbert/resources/peoples_daily_name_pairs/dev.tsv")
     >>> len(pairs), sorted(set(pairs.labels))
-    (300, ['0', '1'])
+    (600, ['0', '1'])
 """
 
 import csv

@@ -14,16 +14,16 @@ class SimilarityOptions(TaskOptions):
 
     SUMMARY = ("sentence-pair similarity: each text encoded alone by the same BERT, mean-pooled, "
                "scored by the cosine of the two vectors (CoSENT loss); without --train it takes "
-               "the shipped Chinese sentence pairs")
+               "the shipped Chinese name pairs (of one kind or not)")
     FILES = ("TSV, CSV or JSONL with the columns text_a, text_b and label (0 or 1); a TSV or "
              "CSV without a header row is read as text_a, text_b, label (LCQMC's files)")
     TEXTS = ("TEXT_A TEXT_B pairs: two texts to compare (--input: TSV, CSV or JSONL with "
              "text_a and text_b)")
     TEXT_LINES = False
-    SHIPPED = "peoples_daily_pairs"
+    SHIPPED = "peoples_daily_name_pairs"
     SIGNATURE = "similarity"
-    EXAMPLE = {"run": "runs/pairs", "train": "the shipped People's Daily sentence pairs",
-               "predict": "江泽民会见了克林顿。 克林顿访问北京。"}
+    EXAMPLE = {"run": "runs/pairs", "train": "the shipped People's Daily name pairs",
+               "predict": "克林顿 江泽民"}
 
     task: str = task_option("similarity")
 

@@ -17,7 +17,7 @@ A run directory holds::
 
 Example::
 
-    # the shipped kerasbert-zh-small on the shipped People's Daily sentence pairs
+    # the shipped kerasbert-zh-small on the shipped People's Daily name pairs
     summary = train(SimilarityOptions(output="runs/pairs"))
     summary["test"]["spearman"], summary["test"]["accuracy"]
 """
