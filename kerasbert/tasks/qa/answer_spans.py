@@ -135,7 +135,8 @@ class Windows(typing.NamedTuple):
     first: tf.Tensor
 
 
-def probabilities(start_logits, end_logits, first, last):
+def probabilities(start_logits: tf.Tensor, end_logits: tf.Tensor, first: tf.Tensor,
+                  last: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     """Each window's start and end softmax (float64 ``[windows, width]``) with every
     position but [CLS] and the context ``first .. last - 1`` masked out, and which
     positions are its context (bool)."""
@@ -148,7 +149,8 @@ def probabilities(start_logits, end_logits, first, last):
     return start_p, end_p, inside
 
 
-def best_spans(start_p, end_p, inside, max_answer_len, count):
+def best_spans(start_p: tf.Tensor, end_p: tf.Tensor, inside: tf.Tensor, max_answer_len: int,
+               count: int) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
     """The ``count`` best spans of each window, ``i <= j < i + max_answer_len`` both in its
     context, scored ``start_p[i] * end_p[j]``: ``(score, window, i, j)``, flat, window by
     window and best first (ties in the order of ``(i, j)``), ``i`` and ``j`` positions in
@@ -178,9 +180,11 @@ def best_spans(start_p, end_p, inside, max_answer_len, count):
     return score, valid[:, 0], index // width, index % width
 
 
-def ranked_answers(start_logits, end_logits, windows, context, word_starts, starts, ends, *,
-                   max_answer_len, top_k=1, align_to_words=True,
-                   handle_impossible_answer=False):
+def ranked_answers(start_logits: tf.Tensor, end_logits: tf.Tensor, windows: Windows,
+                   context: tf.Tensor, word_starts: tf.RaggedTensor, starts: tf.RaggedTensor,
+                   ends: tf.RaggedTensor, *, max_answer_len: int, top_k: int = 1,
+                   align_to_words: bool = True,
+                   handle_impossible_answer: bool = False) -> dict[str, tf.Tensor]:
     """The ``top_k`` best answers of each example from its windows' logits, as the module's
     docstring says the pipeline ranks them.
 
@@ -253,7 +257,7 @@ def ranked_answers(start_logits, end_logits, windows, context, word_starts, star
     return {**found, "count": ranked.row_lengths()}
 
 
-def _row_first(ragged):
+def _row_first(ragged: tf.RaggedTensor) -> tf.Tensor:
     """Whether each flat value of ``ragged`` is its row's first."""
     index = tf.range(tf.size(ragged.flat_values, out_type=tf.int64))
     return index == tf.gather(ragged.row_splits, ragged.value_rowids())

@@ -256,7 +256,7 @@ class QuestionAnswerer:
                    for start, stop in spans]
         contexts = [found for _, found, _, _ in prepared]
 
-        def ragged(key, dtype):
+        def ragged(key: str, dtype: Any) -> tf.RaggedTensor:
             return tf.RaggedTensor.from_row_lengths(
                 np.array([value for found in contexts for value in getattr(found, key)], dtype),
                 np.array([len(found.ids) for found in contexts], np.int64))
@@ -269,10 +269,10 @@ class QuestionAnswerer:
             align_to_words=self.align_to_words,
             handle_impossible_answer=self.handle_impossible_answer)
         best = {key: value.numpy().tolist() for key, value in best.items()}
-        results = [[{"score": best["score"][n][k], "start": best["start"][n][k],
-                     "end": best["end"][n][k], "answer": best["answer"][n][k].decode("utf-8")}
-                    for k in range(best["count"][n])] for n in range(len(prepared))]
-        results = [answers[0] if top_k == 1 else answers for answers in results]
+        ranked = [[{"score": best["score"][n][k], "start": best["start"][n][k],
+                    "end": best["end"][n][k], "answer": best["answer"][n][k].decode("utf-8")}
+                   for k in range(best["count"][n])] for n in range(len(prepared))]
+        results = [answers[0] if top_k == 1 else answers for answers in ranked]
         return results[0] if single else results
 
     def _logits(self, rows: Sequence[tuple[list[int], list[int]]],
