@@ -1,8 +1,11 @@
 """kerasbert: Google BERT checkpoints on Keras 3, with bert4keras layer names.
 
-Importing the package registers every object a saved kerasbert model refers to (its
-layers, the learning-rate schedule), so ``keras.saving.load_model(path, safe_mode=True)``
-loads a run's ``model.keras`` in any script that has run ``import kerasbert``.
+``import kerasbert`` loads no TensorFlow: each name below is imported on first use (a
+tokenizer needs no TensorFlow at all). Keras, whenever it is imported, finds every object a
+saved kerasbert model refers to (its layers, the learning-rate schedule), so
+``keras.saving.load_model(path, safe_mode=True)`` loads a run's ``model.keras`` in any script
+that has run ``import kerasbert``; TensorFlow's start-up lines are kept off stderr
+(:mod:`kerasbert.quiet`).
 
 Example:
     >>> from kerasbert import build_transformer_model, add_cls_classifier
@@ -11,28 +14,42 @@ Example:
     101678594
 """
 
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING, Any
+
+from kerasbert import quiet
+
 __version__ = "0.1.0"
 
-from kerasbert.quiet import import_tensorflow
-
-import_tensorflow()
-
-# The rest imports TensorFlow (already loaded, quietly).
-from kerasbert import layers  # noqa: F401  (registers bert4keras's layers for load_model)
-from kerasbert.checkpoints.io import CheckpointError, write_checkpoint
-from kerasbert.inference.generation import generate
-from kerasbert.inference.predictor import Predictor
-from kerasbert.models.attention_masks import Bidirectional, Causal, PrefixLM, UniLM
-from kerasbert.models.bert import build_bert
-from kerasbert.models.build import Transformer, build_transformer_model
-from kerasbert.models.config import BertConfig
-from kerasbert.models.crf import ConditionalRandomField
-from kerasbert.models.heads import add_cls_classifier, add_crf_tagger, add_tagger
-from kerasbert.models.loading import LoadReport, load_checkpoint, save_weights_as_checkpoint  # noqa: E402
-from kerasbert.tasks.qa.span_qa import QuestionAnswerer, add_span_head
-from kerasbert.text.tokenizer import Tokenizer, load_vocab
-from kerasbert.training import optimizer  # noqa: F401  (registers WarmupLinearDecay for load_model)
-
+#: Each public name -> the module it is imported from on first use.
+PUBLIC = {
+    "BertConfig": "kerasbert.models.config",
+    "Bidirectional": "kerasbert.models.attention_masks",
+    "Causal": "kerasbert.models.attention_masks",
+    "CheckpointError": "kerasbert.checkpoints.io",
+    "ConditionalRandomField": "kerasbert.models.crf",
+    "LoadReport": "kerasbert.models.loading",
+    "Predictor": "kerasbert.inference.predictor",
+    "PrefixLM": "kerasbert.models.attention_masks",
+    "QuestionAnswerer": "kerasbert.tasks.qa.span_qa",
+    "Tokenizer": "kerasbert.text.tokenizer",
+    "Transformer": "kerasbert.models.build",
+    "UniLM": "kerasbert.models.attention_masks",
+    "add_cls_classifier": "kerasbert.models.heads",
+    "add_crf_tagger": "kerasbert.models.heads",
+    "add_span_head": "kerasbert.tasks.qa.span_qa",
+    "add_tagger": "kerasbert.models.heads",
+    "build_bert": "kerasbert.models.bert",
+    "build_transformer_model": "kerasbert.models.build",
+    "generate": "kerasbert.inference.generation",
+    "load_checkpoint": "kerasbert.models.loading",
+    "load_vocab": "kerasbert.text.tokenizer",
+    "save_weights_as_checkpoint": "kerasbert.models.loading",
+    "write_checkpoint": "kerasbert.checkpoints.io",
+}
+# Written out for the API reference, which reads it without running the module; the keys of
+# PUBLIC (tests/test_library_use.py keeps the two equal).
 __all__ = [
     "BertConfig",
     "Bidirectional",
@@ -58,3 +75,49 @@ __all__ = [
     "save_weights_as_checkpoint",
     "write_checkpoint",
 ]
+
+#: The modules that register the objects a saved kerasbert model refers to (Keras's registered
+#: names ``kerasbert>...``): bert4keras's layers (which import the model's own), the
+#: learning-rate schedule of a run's optimizer, and those of the public names.
+SAVED_OBJECTS = ("kerasbert.layers", "kerasbert.training.optimizer", *sorted(set(PUBLIC.values())))
+
+if TYPE_CHECKING:  # the names as a type checker and the API reference read them
+    from kerasbert.checkpoints.io import CheckpointError, write_checkpoint
+    from kerasbert.inference.generation import generate
+    from kerasbert.inference.predictor import Predictor
+    from kerasbert.models.attention_masks import Bidirectional, Causal, PrefixLM, UniLM
+    from kerasbert.models.bert import build_bert
+    from kerasbert.models.build import Transformer, build_transformer_model
+    from kerasbert.models.config import BertConfig
+    from kerasbert.models.crf import ConditionalRandomField
+    from kerasbert.models.heads import add_cls_classifier, add_crf_tagger, add_tagger
+    from kerasbert.models.loading import LoadReport, load_checkpoint, save_weights_as_checkpoint
+    from kerasbert.tasks.qa.span_qa import QuestionAnswerer, add_span_head
+    from kerasbert.text.tokenizer import Tokenizer, load_vocab
+
+
+def __getattr__(name: str) -> Any:
+    if name not in PUBLIC:
+        if name.startswith("_") or importlib.util.find_spec(f"kerasbert.{name}") is None:
+            raise AttributeError(f"module 'kerasbert' has no attribute {name!r}")
+        return importlib.import_module(f"kerasbert.{name}")  # a module: kerasbert.layers
+    value = getattr(importlib.import_module(PUBLIC[name]), name)
+    globals()[name] = value  # found directly from now on
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *PUBLIC})
+
+
+def _find_saved_object(name: str) -> bool:
+    """Imports the modules that register kerasbert's saved objects when Keras looks up one of
+    its names (``kerasbert>...``); whether it did."""
+    if not isinstance(name, str) or not name.startswith("kerasbert>"):
+        return False
+    for module in SAVED_OBJECTS:
+        importlib.import_module(module)
+    return True
+
+
+quiet.install(_find_saved_object)

@@ -505,3 +505,38 @@ def remove_hooks(owner):
     for name in removed:
         del vars(owner)[name]  # functions are not tracked: no Keras bookkeeping to undo
     return removed
+
+
+def ask_for_missing_objects(find):
+    """Makes Keras's table of registered objects (``keras.saving.get_custom_objects()``) call
+    ``find(name)`` for a name it lacks before it answers, so that the module registering it
+    can be imported then (:func:`kerasbert.quiet.install`). Keras reads the table as a dict:
+    ``name in table``, ``table[name]``, ``table.get(name)``. A Keras without the table is
+    left as it is (a saved model then needs ``kerasbert.layers`` imported first)."""
+    try:
+        registration = _private("keras.src.saving.object_registration")
+        table = registration.GLOBAL_CUSTOM_OBJECTS
+    except AttributeError:
+        return
+    if not isinstance(table, _AskingTable):
+        registration.GLOBAL_CUSTOM_OBJECTS = _AskingTable(table, find)
+
+
+class _AskingTable(dict):
+    """Keras's registered objects; a name it lacks is looked for once more after
+    ``find(name)`` ran (which imports the module that registers it)."""
+
+    def __init__(self, table, find):
+        super().__init__(table)
+        self.find = find
+
+    def __contains__(self, name):
+        return super().__contains__(name) or bool(self.find(name) and super().__contains__(name))
+
+    def __getitem__(self, name):
+        if not super().__contains__(name):
+            self.find(name)
+        return super().__getitem__(name)
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default

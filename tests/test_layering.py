@@ -44,14 +44,7 @@ LAYERS = (
 
 #: Imports that run up a floor today, each with its reason; the owner of the module removes
 #: the entry when the import goes.
-KNOWN_UPWARD = {
-    ("kerasbert.cli.commands", "kerasbert"): (
-        "a command imports the package before the library code it runs: the console script "
-        "loads the command line's modules alone (kerasbert_cli), the task registry among them, "
-        "and a library module imported through the registry before the package's __init__ "
-        "would meet the package half made; it goes when `import kerasbert` loads no "
-        "TensorFlow"),
-}
+KNOWN_UPWARD = {}
 
 
 def package_modules():

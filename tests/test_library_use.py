@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 import time
 import zipfile
 
@@ -29,6 +30,7 @@ from peers import run_python
 
 TEXTS = ["这个好棒", "我们买了差", "书店东西好爱"]
 BIN = os.path.dirname(sys.executable)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def kerasbert(*argv, cwd=None, env=None):
@@ -63,6 +65,37 @@ def test_a_runs_model_loads_in_a_script_that_only_imports_kerasbert(finished_run
     assert [labels[i] for i in probabilities.argmax(-1)] == [row["label"] for row in predicted]
     np.testing.assert_allclose(probabilities.max(-1), [row["probability"] for row in predicted],
                                atol=1e-6)
+
+
+def test_import_kerasbert_loads_no_tensorflow_until_keras_is_imported_then_finds_its_objects():
+    """``import kerasbert`` loads no TensorFlow, a tokenizer needs none; Keras imported
+    afterwards (TensorFlow's start-up lines kept off stderr) loads a model kerasbert saved,
+    its layers found although no kerasbert module registered them before."""
+    saved = os.path.join(ROOT, "tests", "fixtures", "saved-0.1.0", "mlm.keras")
+    script = f"""
+        import json, sys
+        import kerasbert
+
+        def heavy():
+            return sorted(m for m in ("tensorflow", "keras") if m in sys.modules)
+
+        loaded = {{"import kerasbert": heavy()}}
+        tokenizer = kerasbert.Tokenizer(kerasbert.shipped.model_dir() + "/vocab.txt")
+        loaded["Tokenizer"] = heavy()
+        import keras
+
+        model = keras.saving.load_model({saved!r}, safe_mode=True)
+        print(json.dumps({{"loaded": loaded, "layers": len(model.layers),
+                          "names": sorted(kerasbert.PUBLIC) == sorted(kerasbert.__all__),
+                          "models": sorted(kerasbert.models.PROVIDED)
+                                    == sorted(kerasbert.models.__all__)}}))
+    """
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["loaded"] == {"import kerasbert": [], "Tokenizer": []}
+    assert found["layers"] > 10 and found["names"] and found["models"]
 
 
 @pytest.mark.slow

@@ -15,14 +15,6 @@ from kerasbert.tasks.options import describe_defaults, options_from_arguments, u
 from kerasbert.training.options import from_arguments, validate
 
 
-def _library():
-    """Imports the package as a script does, its ``__init__`` first. The command line loads
-    its own modules alone (``kerasbert_cli``), the task registry among them; a module of the
-    library imported through the registry before the package would meet the package half
-    made."""
-    import kerasbert  # noqa: F401
-
-
 class UsageError(ValueError):
     """Bad command-line arguments; the message names the flag."""
 
@@ -82,7 +74,6 @@ def command_plot(args):
 def command_train(args):
     options = options_from_arguments(args)
     validate(options, flags=True)  # a bad flag is refused before TensorFlow is imported
-    _library()
     from kerasbert.tasks import get_task
     from kerasbert.tasks.base import train
 
@@ -123,7 +114,6 @@ def _columns(args):
 
 def _open(args):
     """The run of ``--model`` and its task; column flags refused where its files have none."""
-    _library()
     from kerasbert.tasks import open_run, run_task
 
     task = run_task(args.model)
@@ -180,7 +170,6 @@ def command_predict(args):
 
 
 def command_export(args):
-    _library()
     from kerasbert.tasks import open_run
 
     options = {"version": args.version} if args.format == "saved_model" else {}
