@@ -76,10 +76,12 @@ __all__ = [
     "write_checkpoint",
 ]
 
-#: The modules that register the objects a saved kerasbert model refers to (Keras's registered
-#: names ``kerasbert>...``): bert4keras's layers (which import the model's own), the
-#: learning-rate schedule of a run's optimizer, and those of the public names.
-SAVED_OBJECTS = ("kerasbert.layers", "kerasbert.training.optimizer", *sorted(set(PUBLIC.values())))
+#: The modules that register objects a saved kerasbert model refers to (Keras's registered
+#: names ``kerasbert>...``), besides each family's and each task's module: bert4keras's layers
+#: and optimizers, the model's layers, and the learning-rate schedule of a run's optimizer.
+SAVED_OBJECTS = ("kerasbert.layers", "kerasbert.optimizers", "kerasbert.models.attention_masks",
+                 "kerasbert.models.crf", "kerasbert.models.kernels", "kerasbert.models.layers",
+                 "kerasbert.models.positions", "kerasbert.training.optimizer")
 
 if TYPE_CHECKING:  # the names as a type checker and the API reference read them
     from kerasbert.checkpoints.io import CheckpointError, write_checkpoint
@@ -115,8 +117,15 @@ def _find_saved_object(name: str) -> bool:
     its names (``kerasbert>...``); whether it did."""
     if not isinstance(name, str) or not name.startswith("kerasbert>"):
         return False
+    from kerasbert.models.families import FAMILIES, family_class
+    from kerasbert.tasks import TASKS, get_task
+
     for module in SAVED_OBJECTS:
         importlib.import_module(module)
+    for family in FAMILIES:
+        family_class(family)
+    for task in TASKS:
+        get_task(task)
     return True
 
 

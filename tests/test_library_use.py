@@ -98,6 +98,27 @@ def test_import_kerasbert_loads_no_tensorflow_until_keras_is_imported_then_finds
     assert found["layers"] > 10 and found["names"] and found["models"]
 
 
+def test_a_name_keras_looks_up_imports_every_module_that_registers_one():
+    """Keras asks kerasbert for a ``kerasbert>...`` name it lacks: every module of the package
+    that registers an object (``register_keras_serializable``) is imported then."""
+    registering = []
+    for folder, _, names in os.walk(os.path.join(ROOT, "kerasbert")):
+        for name in names:
+            path = os.path.join(folder, name)
+            if name.endswith(".py") and "register_keras_serializable" in open(
+                    path, encoding="utf-8").read():
+                registering.append(os.path.relpath(path, ROOT)[:-3].replace(os.sep, "."))
+    script = f"""
+        import json, sys
+        import keras
+        import kerasbert
+
+        keras.saving.get_registered_object("kerasbert>NoSuchLayer")
+        print(json.dumps([m for m in {sorted(registering)!r} if m not in sys.modules]))
+    """
+    assert len(registering) > 5 and run_python(textwrap.dedent(script)) == []
+
+
 @pytest.mark.slow
 def test_without_import_kerasbert_the_model_does_not_load(finished_run):
     # What makes the test above a test: the layers are kerasbert's and need registering.
