@@ -11,7 +11,8 @@ import pytest
 
 from kerasbert.cli.main import main
 from kerasbert.models.convert import WouldReplace, convert_hf_to_google
-from kerasbert.serving import portable, saved_model
+from kerasbert.serving import portable
+from kerasbert.tasks.classification import export as saved_model
 from kerasbert.training.rundir import RunError
 from test_cli_errors import snapshot
 from test_convert import hf_directory, hf_weights
