@@ -14,8 +14,8 @@ signatures. What differs, and why:
 - ``set_gelu("tanh")`` makes the models built afterwards spell ``hidden_act: "gelu"`` as
   ``gelu_approximate`` in their layers (bert4keras rewrote a global custom object instead),
   so a saved model keeps its GELU whatever is chosen when it is loaded.
-- ``search_layer`` takes a layer or a model: Keras 3 has no public way from a tensor to
-  the layer that made it.
+- ``search_layer`` of a model also searches the models inside it (bert4keras looked only at
+  its own layers there, then back from its inputs).
 - ``recompute_grad`` returns the call unchanged; ``RECOMPUTE=1`` is refused (Keras 3's
   ``keras.RematScope`` is the way to recompute).
 - Importing the module registers nothing with Keras (bert4keras filled the custom objects
@@ -37,6 +37,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from kerasbert import internals
 from kerasbert.models.layers import gelu_version, set_gelu  # noqa: F401 (bert4keras's names)
 from kerasbert.quiet import import_tensorflow
 
@@ -443,26 +444,38 @@ def piecewise_linear(t: Any, schedule: Mapping[int, float], from_zero: bool = Tr
     return ops.where(t >= points[-1][0], ops.ones_like(t) * points[-1][1], value)
 
 
-def search_layer(inputs: keras.layers.Layer, name: str,
+def search_layer(inputs: Any, name: str,
                  exclude_from: set[int] | None = None) -> keras.layers.Layer | None:
-    """The layer called ``name`` in ``inputs`` (a model, searched through nested models,
-    or a layer), or None.
+    """The layer called ``name`` found back from ``inputs``, or None: ``inputs`` is a symbolic
+    tensor (``model.output``: the layer that made it, then the layers it was called on, and
+    theirs, as bert4keras walks back), a layer, or a model (its layers, those of the models
+    inside it, then back from the model as a layer). ``exclude_from``: the ``id`` of the
+    layers already searched.
 
     Raises:
-        TypeError: ``inputs`` is a tensor (Keras 3 has no public way back to its layer;
-            pass the model, or use ``model.get_layer(name)``).
+        TypeError: ``inputs`` is an eager value, which no layer made.
+
+    Example:
+        >>> from kerasbert import build_transformer_model
+        >>> bert = build_transformer_model(dict(vocab_size=100, hidden_size=16,
+        ...     num_hidden_layers=1, num_attention_heads=2, intermediate_size=32))
+        >>> search_layer(bert.output, "Embedding-Token") is bert.get_layer("Embedding-Token")
+        True
     """
     if not isinstance(inputs, keras.layers.Layer):
-        raise TypeError(f"search_layer takes a model or a layer in Keras 3, got "
-                        f"{type(inputs).__name__}; pass the model (search_layer(model, "
-                        f"{name!r})) or call model.get_layer({name!r})")
+        layer = internals.layer_of(inputs)
+        if layer is None:
+            raise TypeError(f"search_layer takes a symbolic tensor, a layer or a model, got "
+                            f"{type(inputs).__name__}, which no layer made; pass the model "
+                            f"(search_layer(model, {name!r})) or its output")
+        inputs = layer
     exclude_from = set() if exclude_from is None else exclude_from
     if inputs.name == name:
         return inputs
     if id(inputs) in exclude_from:
         return None
     exclude_from.add(id(inputs))
-    for layer in getattr(inputs, "layers", ()):
+    for layer in [*getattr(inputs, "layers", ()), *internals.inbound_layers(inputs)]:
         found = search_layer(layer, name, exclude_from)
         if found is not None:
             return found

@@ -540,3 +540,17 @@ class _AskingTable(dict):
 
     def get(self, name, default=None):
         return self[name] if name in self else default
+
+
+def layer_of(tensor):
+    """The layer (or operation) that made a symbolic Keras tensor, or None (an eager value,
+    or a Keras without the record). Keras keeps it as ``tensor._keras_history``."""
+    history = getattr(tensor, "_keras_history", None)
+    return getattr(history, "operation", None)
+
+
+def inbound_layers(layer):
+    """The layers whose outputs ``layer`` was called on in a functional graph, each call's in
+    order ([] for an input layer, or a Keras without the record)."""
+    return [parent.operation for node in getattr(layer, "_inbound_nodes", ())
+            for parent in getattr(node, "parent_nodes", ())]

@@ -156,16 +156,26 @@ def test_search_layer_set_gelu_and_recompute():
     assert backend.search_layer(outer, "Inner-Dense").name == "Inner-Dense"
     assert backend.search_layer(outer, "Head") is outer.get_layer("Head")
     assert backend.search_layer(outer, "Missing") is None
-    with pytest.raises(TypeError, match="pass the model"):
-        backend.search_layer(outer.output, "Head")
+    # From a tensor, as bert4keras's FGM finds the embeddings: back through the layers.
+    assert backend.search_layer(outer.output, "Head") is outer.get_layer("Head")
+    assert backend.search_layer(outer.output, "Inner-Dense").name == "Inner-Dense"
+    assert backend.search_layer(outer.output, "Missing") is None
+    from conftest import TINY
+    from kerasbert import build_transformer_model
+
+    bert = build_transformer_model(dict(TINY), with_pool=True)
+    classifier = keras.Model(bert.inputs, keras.layers.Dense(2, name="Classifier")(bert.output))
+    for start in (classifier.output, bert.get_layer("Transformer-0-FeedForward-Norm").output,
+                  classifier):
+        assert backend.search_layer(start, "Embedding-Token") is bert.get_layer(
+            "Embedding-Token")
+    with pytest.raises(TypeError, match="which no layer made; pass the model"):
+        backend.search_layer(np.ones(3), "Head")
     assert backend.gelu_version() == "erf"
     backend.set_gelu("Tanh")
     try:
         assert backend.gelu_version() == "tanh"
         # Models built now take the tanh form, spelled out in their layers' configs.
-        from conftest import TINY
-        from kerasbert import build_transformer_model
-
         model = build_transformer_model(dict(TINY), with_mlm=True)
         assert model.get_layer("Transformer-0-FeedForward").get_config()["activation"] == (
             "gelu_approximate")
