@@ -17,7 +17,7 @@ from kerasbert.cli import commands as handlers
 from kerasbert.cli.commands import UsageError
 from kerasbert.models.families import FAMILIES
 from kerasbert.tasks import TASKS, options_class
-from kerasbert.tasks.options import add_task_arguments
+from kerasbert.tasks.options import add_task_arguments, users_of
 from kerasbert.training.options import add_arguments
 
 DESCRIPTION = """kerasbert: Chinese (and any Google) BERT on Keras 3, with bert4keras layer names.
@@ -158,8 +158,6 @@ def _examples(task, *commands):
 
 def _runs_with(field):
     """``"ner runs"``: the tasks whose options have ``field``, in words."""
-    from kerasbert.tasks.options import users_of
-
     return " and ".join(users_of(field)) + " runs"
 
 
