@@ -173,11 +173,36 @@ def test_fewer_layers_load_and_the_rest_is_reported_unused(saved, tiny_config):
         build_transformer_model(tiny_config, prefix, num_hidden_layers=3)
 
 
-def test_heads_the_checkpoint_lacks_raise_with_a_hint(tiny_config, tmp_path):
+def test_heads_the_checkpoint_lacks_raise_with_a_hint_when_strict(tiny_config, tmp_path):
     prefix = str(tmp_path / "encoder_only.ckpt")
     save_weights_as_checkpoint(build_transformer_model(tiny_config), prefix)
     with pytest.raises(CheckpointError, match="no such head.*build without with_pool"):
-        build_transformer_model(tiny_config, prefix, with_mlm=True)
+        build_transformer_model(tiny_config, prefix, with_mlm=True, strict=True)
+
+
+def test_heads_the_checkpoint_lacks_are_initialised_with_one_warning(tiny_config, tmp_path):
+    """``build_transformer_model(config, checkpoint, with_pool=True)`` on an encoder's
+    checkpoint (the shipped small one has no pooler): the encoder loads, the pooler keeps
+    its initial weights, and one warning names each variable not loaded."""
+    prefix = str(tmp_path / "encoder_only.ckpt")
+    encoder = build_transformer_model(tiny_config)
+    save_weights_as_checkpoint(encoder, prefix)
+    keras.utils.set_random_seed(3)
+    with pytest.warns(UserWarning) as caught:
+        model = build_transformer_model(tiny_config, prefix, with_pool=True, with_mlm=True)
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    for variable in ("bert/pooler/dense/kernel", "bert/pooler/dense/bias",
+                     "cls/predictions/transform/dense/kernel", "cls/predictions/output_bias"):
+        assert variable in message
+    assert "word_embeddings" not in message
+    np.testing.assert_array_equal(model.get_layer(names.EMBEDDING_TOKEN).embeddings,
+                                  encoder.get_layer(names.EMBEDDING_TOKEN).embeddings)
+    pooler = model.get_layer(names.POOLER_DENSE).kernel.numpy()
+    assert 0.005 < pooler.std() < 0.05  # BERT's truncated normal of 0.02, not zeros
+    # An encoder variable missing still fails, heads or not.
+    with pytest.raises(CheckpointError, match="the checkpoint has 2 encoder layers"):
+        build_transformer_model(tiny_config, prefix, with_pool=True, num_hidden_layers=3)
 
 
 def test_keras_weights_and_object_based_checkpoints_are_recognised(tiny_config, tmp_path):

@@ -1,3 +1,4 @@
+import json
 import math
 
 import keras
@@ -198,3 +199,34 @@ def test_a_misspelt_keyword_is_refused_with_the_name_meant(tiny_config, keyword,
     """bert4keras drops ``with_poll=True`` and builds no pooler; kerasbert names the slip."""
     with pytest.raises(ValueError, match=f"^{keyword}: unknown keyword; did you mean {meant}\\?$"):
         build_transformer_model(tiny_config, **{keyword: 5})
+
+
+@pytest.mark.parametrize("keyword, meant", [("pooling", "with_pool"),
+                                            ("hidden_layers", "num_hidden_layers"),
+                                            ("checkpoint", "checkpoint_path")])
+def test_any_unknown_keyword_is_refused_with_the_nearest_known_name(tiny_config, keyword,
+                                                                     meant):
+    with pytest.raises(ValueError, match=f"^{keyword}: unknown keyword; did you mean {meant}\\?$"):
+        build_transformer_model(tiny_config, **{keyword: 5})
+
+
+def test_an_unknown_key_of_a_config_dict_is_refused_and_files_keep_theirs(tmp_path):
+    """A dict is written by hand, so a slip in it is refused; the keys Google's and Hugging
+    Face's files carry (IGNORED_KEYS) pass in both, and a file's other keys are kept."""
+    from kerasbert.models.config import IGNORED_KEYS
+
+    config = dict(vocab_size=100, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                  intermediate_size=32)
+    with pytest.raises(ValueError, match=r"^hiden_size in the config dict: unknown key; "
+                                         r"did you mean hidden_size\?$"):
+        build_transformer_model({**config, "hiden_size": 8})
+    with pytest.raises(ValueError, match="^num_hiden_layers in the config dict: .* "
+                                         "num_hidden_layers"):
+        build_transformer_model({**config, "num_hiden_layers": 8})
+    ignored = {key: None for key in IGNORED_KEYS}
+    model = build_transformer_model({**config, **ignored, "_name_or_path": "x"})
+    assert model.count_params() == build_transformer_model(config).count_params()
+    path = tmp_path / "bert_config.json"
+    path.write_text(json.dumps({**config, "my_own_note": "kept"}))
+    bert = build_transformer_model(str(path), return_keras_model=False)
+    assert bert.config.extra["my_own_note"] == "kept"

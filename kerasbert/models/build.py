@@ -15,15 +15,16 @@ bert4keras's class decorators are here too: :func:`extend_with_language_model` a
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import os
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from kerasbert.models import names
 from kerasbert.models.attention_masks import Causal, Mask, UniLM, mask_of
 from kerasbert.models.bert import make_transformer
-from kerasbert.models.config import BertConfig, known_keys
+from kerasbert.models.config import BertConfig, check_config_keys, known_keys, nearest
 from kerasbert.models.deferred import deferred_weights, forget, settle
 from kerasbert.models.families import (
     DEFAULT_FAMILY,
@@ -79,7 +80,7 @@ def build_transformer_model(
         with_nsp: bool = False, with_mlm: bool | str = False,
         keep_tokens: Sequence[int] | None = None, return_keras_model: bool = True,
         compound_tokens: Sequence[Any] | None = None, sequence_length: int | None = None,
-        name: str | None = None, strict: bool = True,
+        name: str | None = None, strict: bool | None = None,
         dtype: str | keras.DTypePolicy | None = None, with_discriminator: bool | str = False,
         application: str | Any = "encoder", **overrides: Any) -> keras.Model | Transformer:
     """Builds a BERT-family model from its config, bert4keras style.
@@ -112,9 +113,13 @@ def build_transformer_model(
             averaged; they are appended to the vocabulary.
         sequence_length: fixed input length, or None.
         name: the model's name.
-        strict: with a checkpoint, raise on any missing variable or shape mismatch
-            (default); False loads what fits (see ``Transformer.load_report``);
-            bert4keras's ``ignore_invalid_weights=True`` means False.
+        strict: with a checkpoint: None (default) raises on a missing encoder variable or
+            any shape mismatch, and a head asked for (``with_pool``, ``with_nsp``,
+            ``with_mlm``, ``with_discriminator``) whose variables the checkpoint lacks is
+            initialised, with one warning naming them (the checkpoint is only an encoder's);
+            True raises on any missing variable; False loads what fits (see
+            ``Transformer.load_report``). bert4keras's ``ignore_invalid_weights=True``
+            means False.
         dtype: the dtype policy of the layers (``"mixed_bfloat16"``, ``"bfloat16"``);
             None: Keras's global policy. Nothing global is changed.
         **overrides: config keys to replace (``num_hidden_layers=2``, ``dropout_rate=0``...),
@@ -125,8 +130,10 @@ def build_transformer_model(
 
     Raises:
         ValueError: unknown ``model`` or ``application``, a bert4keras keyword kerasbert
-            does not build (named, with what to use instead), an invalid config, a config
-            of another model family, or one too large for this machine's memory.
+            does not build (named, with what to use instead), an unknown keyword or an
+            unknown key of a config dict (named, with the nearest known name), an invalid
+            config, a config of another model family, or one too large for this machine's
+            memory.
         FileNotFoundError: no checkpoint at ``checkpoint_path``.
         kerasbert.CheckpointError (a ValueError): the checkpoint is corrupt or does
             not fit the config (the message names the variable, both shapes and a hint).
@@ -156,7 +163,9 @@ def build_transformer_model(
     takes = _options_of(cls) if model is not None else set().union(
         *(_options_of(family_class(name)) for name in FAMILIES))
     family_options = {key: overrides.pop(key) for key in list(overrides) if key in takes}
-    _refuse_misspelt(overrides, takes)
+    _refuse_unknown(overrides, takes)
+    if isinstance(config_path, dict):
+        check_config_keys(config_path, "the config dict")
     # The family the config is read for: None lets the config's model_type pick it.
     family = (model.lower() if isinstance(model, str)
               else None if model is None else _registered_family(cls))
@@ -197,28 +206,57 @@ def build_transformer_model(
     try:
         # The model is new and is dropped if the load fails: it may be loaded a group of
         # variables at a time, never holding the whole checkpoint beside its weights.
-        built.load_weights_from_checkpoint(checkpoint_path, strict=strict, streaming=True)
+        mapping, absent = (_heads_left_out(built, checkpoint_path) if strict is None
+                           else (None, []))
+        built.load_weights_from_checkpoint(checkpoint_path, strict=strict is not False,
+                                           streaming=True, mapping=mapping)
     except BaseException:
         forget(deferred)
         raise
     settle(deferred)  # what the checkpoint did not fill: dropout seeds, a non-strict load's gaps
+    if absent:
+        warnings.warn(f"the checkpoint has no {', '.join(absent)}: those head weights are "
+                      "initialised, not loaded (strict=True refuses such a checkpoint)",
+                      stacklevel=2)
     return built.model if return_keras_model else built
 
 
-def _refuse_misspelt(overrides: dict[str, Any], family_keywords: set[str]) -> None:
-    """Raises for a keyword that is no name kerasbert knows but a near miss of one
-    (``with_poll``, ``hiden_size``): bert4keras drops it and builds another model than the
-    one asked for. Other unknown keys go on into the config, as a config file's do.
+def _refuse_unknown(overrides: dict[str, Any], family_keywords: set[str]) -> None:
+    """Raises for a keyword that is no name kerasbert knows (``with_poll``, ``hiden_size``):
+    bert4keras drops it and builds another model than the one asked for.
 
     Raises:
-        ValueError: naming the keyword and the one meant.
+        ValueError: naming the keyword and the known name nearest to it.
     """
     known = (known_keys() | family_keywords | set(REFUSED) | set(FIXED) | set(LOAD_ALIASES)
              | set(inspect.signature(build_transformer_model).parameters) - {"overrides"})
     for key in overrides:
-        meant = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
-        if key not in known and meant:
-            raise ValueError(f"{key}: unknown keyword; did you mean {meant[0]}?")
+        if key not in known:
+            raise ValueError(f"{key}: unknown keyword; did you mean {nearest(key, known)}?")
+
+
+#: The layers of the heads ``with_pool`` / ``with_nsp`` / ``with_mlm`` /
+#: ``with_discriminator`` add: what a checkpoint of an encoder alone may lack.
+HEAD_LAYERS = frozenset({names.POOLER_DENSE, names.NSP_PROBA, names.MLM_DENSE,
+                         names.MLM_NORM, names.MLM_BIAS, names.DISCRIMINATOR_DENSE,
+                         names.DISCRIMINATOR_PREDICTION})
+
+
+def _heads_left_out(built: Transformer,
+                    checkpoint: str | os.PathLike[str] | dict[str, np.ndarray],
+                    ) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """``built``'s table without the head variables ``checkpoint`` lacks (which keep their
+    initial values), and those variables. The encoder's stay in the table: a missing one
+    still fails the load."""
+    from kerasbert.checkpoints.io import open_source
+
+    mapping = built.variable_mapping()
+    available = open_source(checkpoint).shapes()
+    absent = [variable for layer, weights in mapping.items()
+              if layer in HEAD_LAYERS and layer in built.layers
+              for variable in weights.values() if variable not in available]
+    return {layer: {attribute: variable for attribute, variable in weights.items()
+                    if variable not in absent} for layer, weights in mapping.items()}, absent
 
 
 def _preset_paths(

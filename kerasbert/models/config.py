@@ -13,11 +13,13 @@ vocabulary or a sequence length that does not fit the model before the first ste
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import json
 import math
 import numbers
 import os
+from collections.abc import Iterable
 from typing import Any
 
 import keras
@@ -96,6 +98,63 @@ def _family_rules() -> tuple[tuple[Any, ...], ...]:
 #: T5's cross-attention bias, RoFormer's Hugging Face rotary values).
 READ_KEYS = ("embedding_size", "attention_head_size", "attention_key_size",
              "max_relative_position", "cross_position_bias", "rotary_value")
+
+
+#: Keys Google's and Hugging Face's config files carry that kerasbert reads nothing from ->
+#: why. A config *file* may carry any key (kept in :attr:`BertConfig.extra`, written back
+#: unchanged); a config given to ``build_transformer_model`` as a dict may carry these, and
+#: keys beginning with ``_`` (Hugging Face's ``_name_or_path``), besides :func:`known_keys`.
+IGNORED_KEYS = {
+    **dict.fromkeys(("directionality", "pooler_fc_size", "pooler_num_attention_heads",
+                     "pooler_num_fc_layers", "pooler_size_per_head", "pooler_type"),
+                    "Google's BERT configs: the pooler is one dense layer of hidden_size and "
+                    "text direction is the tokenizer's business"),
+    **dict.fromkeys(("net_structure_type", "gap_size", "num_memory_blocks",
+                     "down_scale_factor"),
+                    "Google's ALBERT configs: options of its research code, at their "
+                    "defaults in every published model"),
+    **dict.fromkeys(("architectures", "transformers_version", "torch_dtype", "dtype",
+                     "use_cache", "gradient_checkpointing", "classifier_dropout",
+                     "pad_token_id", "bos_token_id", "eos_token_id", "id2label", "label2id",
+                     "finetuning_task", "problem_type", "tokenizer_class", "output_past",
+                     "output_attentions", "output_hidden_states", "return_dict",
+                     "torchscript"),
+                    "Hugging Face's configs: its classes, runtime switches and a task's "
+                    "labels; token ids are the vocabulary's"),
+}
+
+
+def check_config_keys(values: dict[str, Any], where: str) -> None:
+    """Raises for a key of a config given as a dict that kerasbert neither reads nor
+    ignores on purpose (:data:`IGNORED_KEYS`): a slip such as ``hiden_size`` would
+    otherwise build the config's defaults, another model than the one meant.
+
+    Raises:
+        ValueError: ``hiden_size in <where>: unknown key; did you mean hidden_size?``
+
+    Example:
+        >>> check_config_keys({"hidden_size": 8, "directionality": "bidi"}, "a dict")
+        >>> check_config_keys({"hiden_size": 8}, "a dict")
+        Traceback (most recent call last):
+        ...
+        ValueError: hiden_size in a dict: unknown key; did you mean hidden_size?
+    """
+    known = known_keys() | set(IGNORED_KEYS) | {"extra"}
+    for key in values:
+        if key not in known and not str(key).startswith("_"):
+            raise ValueError(f"{key} in {where}: unknown key; did you mean "
+                             f"{nearest(str(key), known)}?")
+
+
+def nearest(name: str, known: Iterable[str]) -> str:
+    """The name of ``known`` closest to ``name`` (by :mod:`difflib`'s ratio).
+
+    Example:
+        >>> nearest("with_poll", ["with_pool", "with_nsp"])
+        'with_pool'
+    """
+    return max(sorted(known), key=lambda candidate: difflib.SequenceMatcher(
+        None, name, candidate).ratio())
 
 
 def known_keys() -> frozenset[str]:
