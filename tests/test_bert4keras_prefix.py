@@ -17,6 +17,7 @@ import pytest
 
 from conftest import TINY
 from kerasbert import build_transformer_model
+from kerasbert.models import plot as plotting
 from kerasbert.models.audit import audit_model
 from kerasbert.models.build import REFUSED
 from kerasbert.models.loading import layer_prefix, load_checkpoint, save_weights_as_checkpoint
@@ -191,3 +192,11 @@ def test_autoresize_refuses_what_it_cannot_resize(tmp_path):
                                          r".*autoresize: a grown axis"):
         build_transformer_model({**TINY, "intermediate_size": 40}, path,
                                 autoresize_weights=True)
+
+
+@pytest.mark.skipif(not plotting.shutil.which("dot"), reason="Graphviz is not installed")
+def test_plot_draws_a_prefixed_model(tmp_path):
+    model = build_transformer_model(TINY, prefix=PREFIX, with_pool=True)
+    drawn = plotting.plot(model, tmp_path / "prefixed.svg").read_text().replace("&#45;", "-")
+    for name in ("Input-Token", "Transformer-1-FeedForward-Norm", "Pooler-Dense"):
+        assert f">{PREFIX}{name}" in drawn, name
