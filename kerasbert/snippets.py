@@ -43,6 +43,7 @@ from kerasbert.inference.decoding import (  # noqa: F401 (bert4keras's names)
     AutoRegressiveDecoder,
     softmax,
 )
+from kerasbert.models.loading import orthogonally_resize  # noqa: F401 (bert4keras's name)
 from kerasbert.text.vocab import lowercase_and_normalize  # noqa: F401 (bert4keras's name)
 
 if TYPE_CHECKING:  # annotations only; the module loads TensorFlow where it needs it
@@ -176,30 +177,6 @@ def longest_common_subsequence(source: Sequence[Any],
         else:
             i -= 1
     return int(table[-1, -1]), pairs[::-1]
-
-
-def orthogonally_resize(a: np.ndarray, new_shape: Sequence[int], window: int = 2) -> np.ndarray:
-    """``a`` resized to ``new_shape``: a grown axis repeats blocks of ``window`` entries, a
-    shrunk one is cut; the result keeps ``a``'s Frobenius norm.
-
-    Raises:
-        ValueError: ``new_shape`` has another rank, or a grown axis is not a multiple of
-            ``window``.
-    """
-    if a.ndim != len(new_shape):
-        raise ValueError(f"new_shape={tuple(new_shape)} must have a.ndim={a.ndim} axes")
-    norm = np.linalg.norm(a)
-    for axis, (old, new) in enumerate(zip(a.shape, new_shape)):
-        times = -(-new // old)
-        if times > 1:
-            if old % window:
-                raise ValueError(f"axis {axis} of size {old} is not a multiple of "
-                                 f"window={window}")
-            blocks = a.reshape(a.shape[:axis] + (old // window, window) + a.shape[axis + 1:])
-            a = np.repeat(blocks, times, axis=axis).reshape(
-                a.shape[:axis] + (old * times,) + a.shape[axis + 1:])
-    a = a[tuple(slice(n) for n in new_shape)]
-    return a / np.linalg.norm(a) * norm
 
 
 # ------------------------------------------------------------------------------ sequences

@@ -80,14 +80,18 @@ def audit_model(model: keras.Model, config: BertConfig, with_pool: bool | str = 
     """
     rows = expected_rows(config, with_pool, with_nsp, with_mlm, num_labels, family,
                          with_discriminator)
-    layers = {layer.name: layer for layer in model.layers}
+    from kerasbert.models.loading import layer_prefix  # Keras's import, for a model
+
+    # A prefixed model's rows (bert4keras's prefix=) are named without its prefix.
+    prefix = layer_prefix(model)
+    layers = {layer.name.removeprefix(prefix): layer for layer in model.layers}
     for row in rows:
         layer = layers.get(row.layer)
         row.actual = None if layer is None else layer.count_params()
     listed = {row.layer for row in rows}
-    for layer in model.layers:
-        if layer.name not in listed and layer.count_params():
-            rows.append(Row("unexpected", layer.name, "unexpected", 0, layer.count_params()))
+    for name, layer in layers.items():
+        if name not in listed and layer.count_params():
+            rows.append(Row("unexpected", name, "unexpected", 0, layer.count_params()))
     return rows
 
 

@@ -47,12 +47,6 @@ __all__ = ["REFUSED", "LM_Mask", "Transformer", "UniLM_Mask", "build_transformer
 REFUSED = {
     "residual_attention_scores": "RealFormer's residual attention scores are not built; "
                                  "leave it False",
-    "autoresize_weights": "weights are not resized to another shape; give the checkpoint's "
-                          "own config (keep_tokens selects a smaller vocabulary)",
-    "layers": "layers are not shared between models; reuse the built model's layers "
-              "(transformer.layers) instead",
-    "prefix": "layer names carry no prefix (checkpoints and scripts look layers up by "
-              "bert4keras's names); build a second model with name= instead",
     "attention_caches": "key/value caches for decoding are not built yet",
     "layer_norm_cond": "conditional layer normalization is not built",
     "layer_norm_cond_hidden_size": "conditional layer normalization is not built",
@@ -69,6 +63,8 @@ FIXED = {
     "attention_head_size": lambda config: config.head_size,
     "attention_key_size": lambda config: config.head_size,
 }
+#: bert4keras's keywords of the model object itself (:class:`Transformer`), passed on to it.
+MODEL_OPTIONS = ("prefix", "layers", "autoresize_weights")
 #: bert4keras's ``ignore_invalid_weights=True`` loads what fits: kerasbert's ``strict=False``.
 LOAD_ALIASES = {"ignore_invalid_weights": "strict"}
 
@@ -122,6 +118,11 @@ def build_transformer_model(
             means False.
         dtype: the dtype policy of the layers (``"mixed_bfloat16"``, ``"bfloat16"``);
             None: Keras's global policy. Nothing global is changed.
+        prefix, layers, autoresize_weights (keywords): as in bert4keras, see
+            :class:`Transformer`: ``prefix="Predecessor-"`` names every layer with it (the
+            checkpoint's names unchanged); ``layers=other.layers`` reuses another model's
+            layers of the same names; ``autoresize_weights=True`` resizes checkpoint
+            weights of another shape to the model's.
         **overrides: config keys to replace (``num_hidden_layers=2``, ``dropout_rate=0``...),
             and keywords a family's class takes (GPT's ``final_activation``).
 
@@ -157,6 +158,7 @@ def build_transformer_model(
     if "ignore_invalid_weights" in overrides:
         strict = not overrides.pop("ignore_invalid_weights")
     fixed = {key: overrides.pop(key) for key in list(overrides) if key in FIXED}
+    model_options = {key: overrides.pop(key) for key in list(overrides) if key in MODEL_OPTIONS}
     cls = variant_of(model if model is not None else DEFAULT_FAMILY)  # unknown: refused first
     # Without model=, the config's model_type picks the family: any family's keywords are
     # taken here and checked against that family's once the config is read.
@@ -194,7 +196,8 @@ def build_transformer_model(
             sequence_length=sequence_length, name=name, dtype=dtype,
             family=config.family if model is None or isinstance(model, str) else cls,
             with_discriminator=with_discriminator, application=application,
-            keep_tokens=keep_tokens, compound_tokens=compound_tokens, **family_options)
+            keep_tokens=keep_tokens, compound_tokens=compound_tokens, **model_options,
+            **family_options)
 
     if checkpoint_path is None:
         built = build()
@@ -229,6 +232,7 @@ def _refuse_unknown(overrides: dict[str, Any], family_keywords: set[str]) -> Non
         ValueError: naming the keyword and the known name nearest to it.
     """
     known = (known_keys() | family_keywords | set(REFUSED) | set(FIXED) | set(LOAD_ALIASES)
+             | set(MODEL_OPTIONS)
              | set(inspect.signature(build_transformer_model).parameters) - {"overrides"})
     for key in overrides:
         if key not in known:

@@ -1,5 +1,6 @@
-"""Output heads: pooler, next-sentence prediction, the CLS-token classifier, and the taggers
-of sequence labelling (the masked LM's is BERT's family's own, as decoding runs it too).
+"""Output heads: the CLS-token classifier and the taggers of sequence labelling (the pooler,
+next-sentence prediction and the masked LM are BERT's family's own: a model object makes
+them by name, with its prefix, and shares them as it shares its other layers).
 
 Each ``apply_*`` function adds its layers to a functional graph under construction;
 the names are bert4keras's (see :mod:`kerasbert.models.names`).
@@ -8,7 +9,7 @@ the names are bert4keras's (see :mod:`kerasbert.models.names`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import keras
 
@@ -21,9 +22,6 @@ from kerasbert.models.layers import (
 )
 from kerasbert.models.model import functional_model
 
-if TYPE_CHECKING:  # annotations only
-    from kerasbert.models.config import BertConfig
-
 # The CRF's transitions learn this many times faster than BERT's weights (bert4keras's
 # lr_multiplier): at a fine-tuning rate of 1e-4 they move by about 0.02 per step.
 CRF_LR_MULTIPLIER = 200
@@ -31,30 +29,6 @@ CRF_LR_MULTIPLIER = 200
 #: Heads whose output is a prediction, not a vector to classify.
 PREDICTION_HEADS = (names.NSP_PROBA, names.MLM_ACTIVATION, names.OUTPUT_MLM_ACTIVATION,
                     names.DISCRIMINATOR_PREDICTION, names.LM_ACTIVATION)
-
-
-def apply_pooler(sequence: Any, config: BertConfig,
-                 activation: str | Callable[..., Any] | None = "tanh",
-                 dtype: str | keras.DTypePolicy | None = None) -> Any:
-    """``Pooler`` (first token) then ``Pooler-Dense`` (H -> H, tanh by default)."""
-    x = FirstToken(name=names.POOLER, dtype=dtype)(sequence)
-    return keras.layers.Dense(
-        config.hidden_size,
-        activation=activation,
-        kernel_initializer=truncated_normal(config.initializer_range),
-        name=names.POOLER_DENSE,
-        dtype=dtype,
-    )(x)
-
-
-def apply_nsp(pooled: Any, config: BertConfig,
-              dtype: str | keras.DTypePolicy | None = None) -> Any:
-    """``NSP-Proba``: the two-way next-sentence softmax on the pooled vector."""
-    return keras.layers.Dense(
-        2, activation="softmax",
-        kernel_initializer=truncated_normal(config.initializer_range),
-        name=names.NSP_PROBA, dtype=dtype,
-    )(pooled)
 
 
 def add_cls_classifier(model: keras.Model, num_labels: int, dropout_rate: float = 0.1,

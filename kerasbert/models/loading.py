@@ -2,7 +2,10 @@
 
 Every weight is matched by layer name *and* weight attribute to one Google variable
 name, never by position (Keras 3 ``LayerNormalization`` creates ``gamma`` before
-``beta``; bert4keras's positional table lists ``beta`` first).
+``beta``; bert4keras's positional table lists ``beta`` first). A model whose layer names
+carry a prefix (``Predecessor-Embedding-Token``, bert4keras's ``prefix=``) is read by the
+same table, under the same Google names. With ``autoresize=True`` a weight of another
+shape is resized (:func:`resize_weight`) rather than refused.
 """
 
 from __future__ import annotations
@@ -43,18 +46,30 @@ from kerasbert.models.families import (
     model_type_of,
     most_specific,
 )
+from kerasbert.models.layers import FeedForward, MultiHeadSelfAttention
 
 logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
 class Target:
-    """One model weight and the Google variable it is stored as."""
+    """One model weight and the Google variable it is stored as.
+
+    Attributes:
+        layer: the layer's name in the model (with its prefix).
+        attribute: the weight's attribute on the layer (``"query_kernel"``).
+        name: the Google variable name.
+        variable: the weight.
+        owner: the layer itself (whose kind decides how a resized weight is scaled).
+        resized: the checkpoint's value has another shape and is resized on loading.
+    """
 
     layer: str
     attribute: str
     name: str
     variable: keras.Variable
+    owner: Any = None
+    resized: bool = False
 
 
 #: A weight whose stored shape does not fit: ``(name, model shape, checkpoint shape, hint)``.
@@ -69,12 +84,13 @@ def table(family: str | type[Any]) -> Callable[[int], dict[str, dict[str, str]]]
 
 
 def table_family(model: keras.Model, available: Collection[str] = (),
-                 family: str | None = None) -> str:
+                 family: str | None = None, prefix: str | None = None) -> str:
     """Whose variable names ``model``'s weights are stored under: ``family`` if given,
     else the family whose layers the model has (ALBERT's shared layer, ELECTRA's
     discriminator: each family's ``claims_layers``), else the family the checkpoint's names
     say (``available``: ELECTRA's ``electra/...``, ALBERT's shared names for a factorised
     model with one layer per index: each family's ``claims_checkpoint``), else BERT's.
+    The layers are read by their names without ``prefix`` (None: :func:`layer_prefix`).
 
     Every registered family is asked, in no order: where several fit, the most specific
     is meant (a GPT-2 model has GPT's ``LM-Activation`` too, and a subclass of GPT wins;
@@ -82,8 +98,9 @@ def table_family(model: keras.Model, available: Collection[str] = (),
     :data:`~kerasbert.models.families.FAMILIES` never changes the answer.
 
     Raises:
-        ValueError: ``family`` is not registered, or the model has the layers of two
-            unrelated families (one table cannot load it; ``family`` says which).
+        ValueError: ``family`` is not registered, the model has the layers of two
+            unrelated families (one table cannot load it; ``family`` says which), or
+            several models of different prefixes and none without (``prefix`` says which).
 
     Example:
         >>> from kerasbert import build_transformer_model
@@ -96,7 +113,7 @@ def table_family(model: keras.Model, available: Collection[str] = (),
         if family not in FAMILIES:
             raise ValueError(f"family={family!r} is not one of {', '.join(FAMILIES)}")
         return family
-    layers = _layers_by_name(model)
+    layers = _layers_by_name(model, prefix)
     asks: tuple[tuple[str, Callable[[type[Any]], bool]], ...] = (
         ("layers", lambda cls: cls.claims_layers(layers)),
         ("checkpoint's names", lambda cls: cls.claims_checkpoint(layers, available)))
@@ -113,35 +130,66 @@ def table_family(model: keras.Model, available: Collection[str] = (),
 
 def model_targets(model: keras.Model, family: str | None = None,
                   available: Collection[str] = (),
-                  mapping: dict[str, dict[str, str]] | None = None) -> list[Target]:
+                  mapping: dict[str, dict[str, str]] | None = None,
+                  prefix: str | None = None) -> list[Target]:
     """Every weight of ``model`` that has a Google name, as :class:`Target` rows.
 
     Layers are found by name, also inside nested models; the number of encoder
     layers is the model's own; the table is ``mapping`` if given (``{layer: {attribute:
-    Google name}}``), else :func:`table_family`'s.
+    Google name}}``, bert4keras's layer names), else :func:`table_family`'s. A layer is
+    looked up with ``prefix`` before its name (None: :func:`layer_prefix`'s).
 
     Raises:
         CheckpointError: no layer of ``model`` has a Google name.
+        ValueError: ``prefix`` is None and the model holds models of several prefixes.
     """
-    layers = _layers_by_name(model)
+    prefix = layer_prefix(model) if prefix is None else prefix
+    layers = _layers_by_name(model, prefix)
     targets = []
     if mapping is None:
-        cls = family_class(table_family(model, available, family))
+        cls = family_class(table_family(model, available, family, prefix))
         mapping = cls.checkpoint_table(cls.count_layers(layers))
     for layer_name, weights in mapping.items():
         layer = layers.get(layer_name)
         for attribute, name in weights.items():
             variable = getattr(layer, attribute, None) if layer is not None else None
             if variable is not None:
-                targets.append(Target(layer_name, attribute, name, variable))
+                targets.append(Target(prefix + layer_name, attribute, name, variable, layer))
     if not targets:
         raise CheckpointError(
             f"Model {model.name} has no layer with a Google variable name (such as "
-            f"{names.EMBEDDING_TOKEN}); build it with kerasbert.build_transformer_model")
+            f"{prefix}{names.EMBEDDING_TOKEN}); build it with kerasbert.build_transformer_model")
     return targets
 
 
-def _layers_by_name(model: keras.Model) -> dict[str, keras.layers.Layer]:
+def layer_prefix(model: keras.Model) -> str:
+    """What ``model``'s layer names begin with (bert4keras's ``prefix=``): what comes before
+    ``Embedding-Token``; "" where a layer is named ``Embedding-Token`` or none ends so.
+
+    Raises:
+        ValueError: the model holds models of several prefixes (BERT-of-Theseus'
+            ``Predecessor-`` and ``Successor-``) and none without: naming them.
+
+    Example:
+        >>> from kerasbert import build_transformer_model
+        >>> layer_prefix(build_transformer_model(dict(
+        ...     vocab_size=100, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+        ...     intermediate_size=32), prefix="Successor-"))
+        'Successor-'
+    """
+    found = sorted({name[:-len(names.EMBEDDING_TOKEN)] for name in _layers_by_name(model, "")
+                    if name.endswith(names.EMBEDDING_TOKEN)})
+    if not found or "" in found:
+        return ""
+    if len(found) > 1:
+        raise ValueError(f"model {model.name!r} holds the layers of models prefixed "
+                         f"{', '.join(map(repr, found))}; pass prefix= to say whose weights")
+    return found[0]
+
+
+def _layers_by_name(model: keras.Model, prefix: str | None = None) -> dict[str, keras.layers.Layer]:
+    """``{name: layer}`` of ``model``'s layers, nested models' included; with ``prefix``
+    (None: :func:`layer_prefix`'s), only those named with it, by the rest of their name."""
     found: dict[str, keras.layers.Layer] = {}
     pending = list(model.layers)
     while pending:
@@ -149,7 +197,10 @@ def _layers_by_name(model: keras.Model) -> dict[str, keras.layers.Layer]:
         found.setdefault(layer.name, layer)
         if isinstance(layer, keras.Model):
             pending.extend(layer.layers)
-    return found
+    if prefix is None:
+        prefix = layer_prefix(model)
+    return {name[len(prefix):]: layer for name, layer in found.items()
+            if name.startswith(prefix)} if prefix else found
 
 
 @dataclasses.dataclass
@@ -163,6 +214,7 @@ class LoadReport:
         unused: checkpoint variables the model has no place for (optimizer slots,
             layers beyond ``num_hidden_layers``, heads not built...).
         mismatched: ``(name, model shape, checkpoint shape, hint)`` for each misfit.
+        resized: loaded variables whose shape was changed to the model's (``autoresize``).
     """
 
     checkpoint: str
@@ -170,14 +222,17 @@ class LoadReport:
     missing: list[str]
     unused: list[str]
     mismatched: list[Mismatch]
+    resized: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return not self.missing and not self.mismatched
 
     def __str__(self) -> str:
-        return (f"{self.checkpoint}: {len(self.loaded)} loaded, {len(self.missing)} missing, "
-                f"{len(self.mismatched)} mismatched, {len(self.unused)} unused")
+        resized = f" ({len(self.resized)} resized)" if self.resized else ""
+        return (f"{self.checkpoint}: {len(self.loaded)} loaded{resized}, "
+                f"{len(self.missing)} missing, {len(self.mismatched)} mismatched, "
+                f"{len(self.unused)} unused")
 
 
 def load_checkpoint(model: keras.Model,
@@ -185,7 +240,8 @@ def load_checkpoint(model: keras.Model,
                     strict: bool = True, keep_tokens: Sequence[int] | None = None,
                     compound_tokens: Sequence[Any] | None = None, streaming: bool = False,
                     family: str | None = None,
-                    mapping: dict[str, dict[str, str]] | None = None) -> LoadReport:
+                    mapping: dict[str, dict[str, str]] | None = None,
+                    prefix: str | None = None, autoresize: bool = False) -> LoadReport:
     """Loads a Google BERT checkpoint into a model built by kerasbert, by name.
 
     Everything is read and checked before the first assignment, so a load that
@@ -210,6 +266,13 @@ def load_checkpoint(model: keras.Model,
             tensor found part-way then leaves the model partly loaded, so this is for a
             model that is discarded on failure (``build_transformer_model`` uses it).
             The index checks (names, shapes, dtypes) still come first.
+        family: whose names to read (default: :func:`table_family` of the model).
+        mapping: the table itself, ``{layer: {attribute: Google name}}`` by bert4keras's
+            layer names (without ``prefix``); default: the family's.
+        prefix: what the model's layer names begin with (bert4keras's ``prefix=``);
+            None: :func:`layer_prefix`'s answer.
+        autoresize: a variable of another shape but the same rank is resized to the
+            model's (:func:`resize_weight`, bert4keras's ``autoresize_weights=True``).
 
     Returns:
         A :class:`LoadReport`.
@@ -237,8 +300,9 @@ def load_checkpoint(model: keras.Model,
     vocabulary = KeepTokens(keep_tokens, compound_tokens, source.description)
     targets, missing, mismatched = [], [], []
     owners: dict[str, str] = {}
-    family = table_family(model, available, family)
-    for target in model_targets(model, family, mapping=mapping):
+    prefix = layer_prefix(model) if prefix is None else prefix
+    family = table_family(model, available, family, prefix)
+    for target in model_targets(model, family, mapping=mapping, prefix=prefix):
         owners.setdefault(target.name, f"{target.layer}.{target.attribute}")
         if target.name not in available:
             missing.append(target.name)
@@ -246,8 +310,10 @@ def load_checkpoint(model: keras.Model,
         stored = available[target.name]
         expected = tuple(target.variable.shape)
         loaded = _loaded_shape(target.name, stored, vocabulary)
-        if loaded != expected:
-            mismatched.append((target.name, expected, stored, _hint(target.name, expected, loaded)))
+        target.resized = autoresize and loaded != expected
+        if loaded != expected and not (autoresize and _resizable(loaded, expected)):
+            mismatched.append((target.name, expected, stored, _hint(target.name, expected, loaded)
+                               + _resize_hint(loaded, expected, autoresize)))
         else:
             targets.append(target)
     _check_dtypes(source, [name for name in owners if name in available])
@@ -278,6 +344,7 @@ def load_checkpoint(model: keras.Model,
         missing=missing,
         unused=sorted(set(available) - used),
         mismatched=mismatched,
+        resized=list(dict.fromkeys(target.name for target in targets if target.resized)),
     )
     # Non-strict loads that skipped something say so even where the report is not kept.
     (logger.info if report.ok else logger.warning)("%s", report)
@@ -343,8 +410,101 @@ def _prepare(target: Target, value: Any, vocabulary: KeepTokens) -> Any:
         value = np.asarray(value).T
     if is_vocabulary_variable(target.name) and vocabulary.changes_rows:
         value = vocabulary.apply(np.asarray(value))
+    if target.resized:
+        value = resize_weight(np.asarray(value), tuple(target.variable.shape), target.owner,
+                              target.variable)
     if keras.backend.standardize_dtype(value.dtype) != target.variable.dtype:
         value = keras.ops.cast(value, target.variable.dtype)  # half-precision checkpoints
+    return value
+
+
+def orthogonally_resize(a: np.ndarray, new_shape: Sequence[int], window: int = 2) -> np.ndarray:
+    """``a`` resized to ``new_shape``: a grown axis repeats blocks of ``window`` entries, a
+    shrunk one is cut; the result keeps ``a``'s Frobenius norm (bert4keras's function).
+
+    Raises:
+        ValueError: ``new_shape`` has another rank, or a grown axis is not a multiple of
+            ``window``.
+
+    Example:
+        >>> orthogonally_resize(np.array([[3.0, 4.0]]), (1, 1))
+        array([[5.]])
+    """
+    if a.ndim != len(new_shape):
+        raise ValueError(f"new_shape={tuple(new_shape)} must have a.ndim={a.ndim} axes")
+    norm = np.linalg.norm(a)
+    for axis, (old, new) in enumerate(zip(a.shape, new_shape)):
+        times = -(-new // old)
+        if times > 1:
+            if old % window:
+                raise ValueError(f"axis {axis} of size {old} is not a multiple of "
+                                 f"window={window}")
+            blocks = a.reshape(a.shape[:axis] + (old // window, window) + a.shape[axis + 1:])
+            a = np.repeat(blocks, times, axis=axis).reshape(
+                a.shape[:axis] + (old * times,) + a.shape[axis + 1:])
+    a = a[tuple(slice(n) for n in new_shape)]
+    # Zeros (a bias never trained) stay zeros, where bert4keras's division gives NaN.
+    return a / np.linalg.norm(a) * norm if norm else a
+
+
+#: Grown axes repeat blocks of this many entries (:func:`orthogonally_resize`'s window).
+RESIZE_WINDOW = 2
+
+
+def _resizable(stored: tuple[int, ...], expected: tuple[int, ...]) -> bool:
+    """Whether :func:`orthogonally_resize` takes ``stored`` to ``expected``."""
+    return len(stored) == len(expected) and all(
+        new <= old or old % RESIZE_WINDOW == 0 for old, new in zip(stored, expected))
+
+
+def _resize_hint(stored: tuple[int, ...], expected: tuple[int, ...], autoresize: bool) -> str:
+    if not autoresize:
+        return ""
+    if len(stored) != len(expected):
+        return f" (autoresize: {len(stored)} axes cannot become {len(expected)})"
+    return (f" (autoresize: a grown axis must have a multiple of {RESIZE_WINDOW} entries in "
+            "the checkpoint)")
+
+
+def resize_weight(value: np.ndarray, shape: tuple[int, ...], layer: Any,
+                  variable: Any = None) -> np.ndarray:
+    """A checkpoint value of another shape as the weight ``variable`` of ``layer`` (of
+    ``shape``) takes it, as bert4keras's ``autoresize_weights=True`` does:
+    :func:`orthogonally_resize`, then a factor that keeps the layer's outputs of the scale
+    they had.
+
+    The factor depends on the weight's place among the layer's weights (bert4keras counts
+    them in the order they are made). In self-attention with scaled scores, the query's and
+    key's kernel and bias grow by ``(new / old width) ** 0.25`` each, so that their product
+    grows as the ``1 / sqrt(head_size)`` before the softmax shrinks. In a feed-forward
+    block, the inner product's weights by ``sqrt(new / old inner width)`` and the outer
+    product's by ``sqrt(old / new first axis)``; with ``relu`` (or ``leaky_relu``) all by the
+    latter. Other layers' weights are only resized.
+
+    Args:
+        value: the checkpoint's value (transposed and keep_tokens' rows taken already).
+        shape: the model weight's shape.
+        layer: the layer that holds the weight (or None: no factor).
+        variable: the weight (where it is among ``layer``'s weights).
+
+    Returns:
+        the resized value.
+    """
+    old = value.shape
+    value = orthogonally_resize(value, shape, RESIZE_WINDOW)
+    place = next((i for i, weight in enumerate(getattr(layer, "trainable_weights", ()))
+                  if weight is variable), None)
+    if place is None:
+        return value
+    biases = 2 if getattr(layer, "use_bias", False) else 0
+    if isinstance(layer, MultiHeadSelfAttention):
+        # Query then key, each a kernel and maybe a bias; scores unscaled (T5): no factor.
+        if layer.scaled and place < 2 + biases:
+            value = value * (shape[-1] / old[-1]) ** 0.25
+    elif isinstance(layer, FeedForward):
+        inner = 1 + biases // 2 - (2 if layer.activation in ("relu", "leaky_relu") else 0)
+        value = value * (np.sqrt(shape[-1] / old[-1]) if place < inner
+                         else np.sqrt(old[0] / shape[0]))
     return value
 
 
@@ -499,9 +659,10 @@ def _missing_hint(missing: list[str], available: Collection[str]) -> str:
         sorted({name.split("/")[0] for name in available})[:5])
 
 
-def save_weights_as_checkpoint(model: keras.Model, prefix: str | os.PathLike[str],
+def save_weights_as_checkpoint(model: keras.Model, filename: str | os.PathLike[str],
                                dtype: DTypeLike | None = None, family: str | None = None,
-                               mapping: dict[str, dict[str, str]] | None = None) -> list[str]:
+                               mapping: dict[str, dict[str, str]] | None = None,
+                               prefix: str | None = None) -> list[str]:
     """Writes the model's weights as a Google checkpoint (``bert/...`` names).
 
     The files are readable by ``tf.train.load_checkpoint``, Google's BERT code,
@@ -511,12 +672,14 @@ def save_weights_as_checkpoint(model: keras.Model, prefix: str | os.PathLike[str
 
     Args:
         model: a kerasbert model.
-        prefix: the checkpoint prefix, e.g. ``"out/bert_model.ckpt"``.
+        filename: the checkpoint prefix, e.g. ``"out/bert_model.ckpt"``.
         dtype: cast every weight to this NumPy dtype (e.g. ``"float16"``); default: keep.
         family: whose names to write (``"electra"``, ``"albert_unshared"``...); default:
             :func:`table_family` of the model.
         mapping: the table itself, ``{layer: {attribute: Google name}}`` (a
             :class:`Transformer`'s ``variable_mapping()``); default: the family's.
+        prefix: what the model's layer names begin with (bert4keras's ``prefix=``);
+            None: :func:`layer_prefix`'s answer. The Google names are the same.
 
     Returns:
         The sorted list of variable names written.
@@ -533,13 +696,13 @@ def save_weights_as_checkpoint(model: keras.Model, prefix: str | os.PathLike[str
         >>> bert = build_transformer_model(dict(
         ...     vocab_size=100, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
         ...     intermediate_size=32, max_position_embeddings=32, type_vocab_size=2))
-        >>> prefix = os.path.join(tempfile.mkdtemp(), "bert_model.ckpt")
-        >>> save_weights_as_checkpoint(bert, prefix)[:1]
+        >>> filename = os.path.join(tempfile.mkdtemp(), "bert_model.ckpt")
+        >>> save_weights_as_checkpoint(bert, filename)[:1]
         ['bert/embeddings/LayerNorm/beta']
     """
     variables: dict[str, np.ndarray] = {}
     owners: dict[str, str] = {}
-    for target in model_targets(model, family, mapping=mapping):
+    for target in model_targets(model, family, mapping=mapping, prefix=prefix):
         value = keras.ops.convert_to_numpy(target.variable)
         if target.name in TRANSPOSED_VARIABLES:
             value = value.T
@@ -550,5 +713,5 @@ def save_weights_as_checkpoint(model: keras.Model, prefix: str | os.PathLike[str
                 f"both are stored as {target.name}: an unshared ALBERT fine-tuned apart "
                 "cannot be written under ALBERT's shared names")
         variables[target.name], owners[target.name] = value, f"{target.layer}.{target.attribute}"
-    write_checkpoint(variables, prefix)
+    write_checkpoint(variables, filename)
     return sorted(variables)

@@ -130,6 +130,13 @@ class Transformer:
         name: the Keras model's name (default: the family's).
         dtype: the layers' dtype policy; None: Keras's global one.
         family: the ``model=`` value it was built as (whose checkpoint names it reads).
+        prefix: put before every layer's name, inputs included (``"Predecessor-"``): two
+            models of the same family side by side; checkpoint names are unchanged.
+        layers: ``{name: layer}`` shared with another model (its :attr:`layers`): a layer
+            whose (prefixed) name is there is reused, not made; the dict gains this
+            model's new layers.
+        autoresize_weights: a checkpoint weight of another shape is resized to the model's
+            (see :func:`kerasbert.models.loading.resize_weight`) instead of refused.
     """
 
     # What the family is, read without building (each family module sets its own).
@@ -182,7 +189,9 @@ class Transformer:
                  sequence_length: int | None = None, keep_tokens: Sequence[int] | None = None,
                  compound_tokens: Sequence[Any] | None = None, name: str | None = None,
                  dtype: str | keras.DTypePolicy | None = None,
-                 family: str | None = None) -> None:
+                 family: str | None = None, prefix: str | None = None,
+                 layers: dict[str, Any] | None = None,
+                 autoresize_weights: bool = False) -> None:
         self.config = config
         self.attention_mask = mask_of(application)
         if self.attention_mask.application not in self.applications:
@@ -202,8 +211,10 @@ class Transformer:
         self.name = name
         self.dtype = dtype
         self.family = family or self.default_name
-        self.layers: dict[str, keras.layers.Layer] = {}
-        self.prefix = ""
+        # The caller's dict itself: what this model makes is seen by the model it shares with.
+        self.layers: dict[str, Any] = {} if layers is None else layers
+        self.prefix = prefix or ""
+        self.autoresize_weights = autoresize_weights
         self.attention_bias: Any = None
         self.position_bias: Any = None
         self.built = False
@@ -238,6 +249,14 @@ class Transformer:
         return truncated_normal(self.config.initializer_range)
 
     # ------------------------------------------------------------- building
+    def prefixed(self, name: str) -> str:
+        """``name`` as this model's layer is called: with :attr:`prefix` before it."""
+        return self.prefix + name
+
+    def layer(self, name: str) -> Any:
+        """The layer made as ``name`` (bert4keras's name, without the prefix)."""
+        return self.layers[self.prefixed(name)]
+
     def apply(self, inputs: Any = None, layer: Any = None,
               arguments: dict[str, Any] | None = None, **kwargs: Any) -> Any:
         """Calls the layer named ``kwargs["name"]`` on ``inputs``, making it first (from
@@ -250,9 +269,9 @@ class Transformer:
             arguments: keyword arguments of the call (``{"reverse": True}``).
             **kwargs: the layer's constructor arguments; ``name`` is required.
         """
-        name = kwargs.get("name")
-        if name is None:
+        if kwargs.get("name") is None:
             raise ValueError(f"Transformer.apply needs name= (making a {layer!r})")
+        name = kwargs["name"] = self.prefixed(kwargs["name"])
         if isinstance(layer, type) and issubclass(layer, keras.layers.Dropout) and \
                 not kwargs.get("rate"):
             return inputs
@@ -319,7 +338,7 @@ class Transformer:
     def tied_output(self, x: Any) -> Any:
         """``x`` through the transposed ``Embedding-Token`` (the language model's output
         matrix); decoding's rows read the table as it lies (:func:`kernels.tied_logits`)."""
-        embedding = self.layers[names.EMBEDDING_TOKEN]
+        embedding = self.layer(names.EMBEDDING_TOKEN)
         if self.decoding and len(x.shape) == 2:
             return tied_logits(x, embedding)
         return embedding(x, reverse=True)
@@ -442,8 +461,9 @@ class Transformer:
             self, checkpoint: str | os.PathLike[str] | dict[str, np.ndarray],
             mapping: dict[str, dict[str, str]] | None = None, strict: bool = True,
             streaming: bool = False) -> LoadReport:
-        """Loads a Google checkpoint by this model's table (or ``mapping``), with its
-        keep / compound tokens; see :func:`kerasbert.models.loading.load_checkpoint`.
+        """Loads a Google checkpoint by this model's table (or ``mapping``, by bert4keras's
+        layer names: the :attr:`prefix` is put before them), with its keep / compound tokens
+        and :attr:`autoresize_weights`; see :func:`kerasbert.models.loading.load_checkpoint`.
 
         Returns:
             the :class:`LoadReport` (also kept as ``self.load_report``).
@@ -453,14 +473,16 @@ class Transformer:
         self.load_report = load_checkpoint(
             self.model, checkpoint, strict=strict, keep_tokens=self.keep_tokens,
             compound_tokens=self.compound_tokens, streaming=streaming, family=self.family,
-            mapping=mapping or self.variable_mapping())
+            mapping=mapping or self.variable_mapping(), prefix=self.prefix,
+            autoresize=self.autoresize_weights)
         return self.load_report
 
     def save_weights_as_checkpoint(self, filename: str | os.PathLike[str],
                                    mapping: dict[str, dict[str, str]] | None = None,
                                    dtype: DTypeLike | None = None) -> list[str]:
         """Writes the weights under Google's names, by this model's table (or
-        ``mapping``); see :func:`kerasbert.models.loading.save_weights_as_checkpoint`.
+        ``mapping``, by bert4keras's layer names: the :attr:`prefix` is put before them);
+        see :func:`kerasbert.models.loading.save_weights_as_checkpoint`.
 
         Returns:
             the sorted names written.
@@ -468,7 +490,8 @@ class Transformer:
         from kerasbert.models.loading import save_weights_as_checkpoint
 
         return save_weights_as_checkpoint(self.model, filename, dtype=dtype, family=self.family,
-                                          mapping=mapping or self.variable_mapping())
+                                          mapping=mapping or self.variable_mapping(),
+                                          prefix=self.prefix)
 
     def __repr__(self) -> str:
         return (f"<{type(self).__name__} {self.family} L={self.num_hidden_layers} "

@@ -43,12 +43,12 @@ from kerasbert.models.families.base import (
     Transformer,
     layer_names,
 )
-from kerasbert.models.heads import apply_nsp, apply_pooler
 from kerasbert.models.kernels import Dropout
 from kerasbert.models.layers import (
     Add,
     BiasAdd,
     FeedForward,
+    FirstToken,
     MultiHeadSelfAttention,
     PositionEmbedding,
     ScaleFreeNorm,
@@ -248,12 +248,24 @@ class BERT(Transformer):
             # True or False (or 1 / 0, equal to them): tanh; else an activation's name
             # (mypy does not narrow a type by `in`).
             activation = "tanh" if self.with_pool in (True, False) else cast(str, self.with_pool)
-            pooled = apply_pooler(x, self.config, activation, dtype=self.dtype)
-            heads.append(apply_nsp(pooled, self.config, dtype=self.dtype) if self.with_nsp
-                         else pooled)
+            pooled = self.apply_pooler(x, activation)
+            heads.append(self.apply_nsp(pooled) if self.with_nsp else pooled)
         if self.with_mlm:
             heads.append(self.apply_mlm(x))
         return heads
+
+    def apply_pooler(self, x: Any, activation: str | Callable[..., Any] | None) -> Any:
+        """``Pooler`` (the first token) then ``Pooler-Dense`` (H -> H, ``activation``)."""
+        x = self.apply(inputs=x, layer=FirstToken, name=names.POOLER)
+        return self.apply(inputs=x, layer=keras.layers.Dense, units=self.hidden_size,
+                          activation=activation, kernel_initializer=self.initializer,
+                          name=names.POOLER_DENSE)
+
+    def apply_nsp(self, pooled: Any) -> Any:
+        """``NSP-Proba``: the two-way next-sentence softmax on the pooled vector."""
+        return self.apply(inputs=pooled, layer=keras.layers.Dense, units=2,
+                          activation="softmax", kernel_initializer=self.initializer,
+                          name=names.NSP_PROBA)
 
     def apply_mlm(self, x: Any) -> Any:
         """The masked-LM head: ``MLM-Dense`` (H -> E, hidden_act), ``MLM-Norm``, the

@@ -85,7 +85,7 @@ class RoFormerV2(RoFormer):
         if self.embedding_size != self.hidden_size:
             x = self.dense(x, self.embedding_size, names.OUTPUT_MAPPING)
         x = self.dropout(x, names.OUTPUT_MLM_DROPOUT)
-        x = self.layers[names.EMBEDDING_TOKEN](x, reverse=True)
+        x = self.layer(names.EMBEDDING_TOKEN)(x, reverse=True)
         return [self.apply(inputs=x, layer=keras.layers.Activation, activation=activation,
                            name=names.OUTPUT_MLM_ACTIVATION)]
 
