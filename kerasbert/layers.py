@@ -10,7 +10,8 @@ holding them loads with ``keras.saving.load_model(path, safe_mode=True)`` once t
 is imported; :data:`custom_objects` is there for ``load_model(custom_objects=...)``.
 
 Reused from the model code: the CRF (:mod:`kerasbert.models.crf`: forward algorithm and
-Viterbi) and the feed-forward block (:mod:`kerasbert.models.layers`); the tensor helpers are
+Viterbi), the feed-forward block and the attention (:mod:`kerasbert.models.layers`), T5's
+position buckets (:mod:`kerasbert.models.families.t5`); the tensor helpers are
 :mod:`kerasbert.backend`'s. What differs from bert4keras, and why:
 
 - ``ConditionalRandomField`` and ``MaximumEntropyMarkovModel`` return their input with
@@ -18,9 +19,11 @@ Viterbi) and the feed-forward block (:mod:`kerasbert.models.layers`); the tensor
   ``sparse_accuracy`` read the padding from it. ``crf.loss`` is ``crf.sparse_loss``.
 - ``Loss`` layers add their loss with ``add_loss``; ``model.compile(optimizer)`` with no
   ``loss`` trains on it, as in Keras 2.
-- ``FeedForward`` with a list of activations (a gated linear unit), ``GatedAttentionUnit``,
-  ``RelativePositionEmbeddingT5``, ``BatchSplit`` and ``BatchConcat`` are not provided:
-  importing one says why (:data:`NOT_PROVIDED`).
+- ``FeedForward`` with a list of activations (a gated linear unit), ``BatchSplit`` and
+  ``BatchConcat`` are not provided: importing one says why (:data:`NOT_PROVIDED`).
+- ``GatedAttentionUnit`` computes its attention with the model code's; with
+  ``self_attention=False`` the first input's mask still masks the keys (bert4keras's
+  behaviour: give ``q`` and ``k`` of one length, or no mask).
 - ``GlobalAveragePooling1D`` is Keras 3's own (it honours the mask, as bert4keras's
   replacement did); bert4keras replaced Keras's at import, this module changes nothing in
   Keras.
@@ -55,6 +58,7 @@ from kerasbert.backend import (  # noqa: F401  (bert4keras's layers module has t
 from kerasbert.models import NotProvided
 from kerasbert.models import crf as core_crf
 from kerasbert.models import layers as core_layers
+from kerasbert.models.families.t5 import relative_buckets
 from kerasbert.models.layers import attend
 
 #: The registration package: the model code registers layers of the same names (its
@@ -68,12 +72,6 @@ _Activation = str | Callable[..., Any]
 
 #: bert4keras ``layers`` names kerasbert does not provide -> why, and what to use instead.
 NOT_PROVIDED = {
-    "GatedAttentionUnit": "bert4keras's layer is not provided; kerasbert's GAU-α "
-                          "(model='gau_alpha') builds its units with "
-                          "kerasbert.models.families.gau_alpha.GatedAttentionUnit",
-    "RelativePositionEmbeddingT5": "bert4keras's layer is not provided; kerasbert's T5 "
-                                   "(model='t5' / 't5.1.1' / 'mt5.1.1') builds its buckets "
-                                   "with kerasbert.models.families.t5.RelativePositionBias",
     "BatchSplit": "bert4keras's data_parallel is not provided; train under "
                   "tf.distribute.MirroredStrategy",
     "BatchConcat": "bert4keras's data_parallel is not provided; train under "
@@ -347,6 +345,14 @@ class Concatenate1D(Layer):
                                 else ops.cast(m, "bool") for x, m in zip(inputs, mask)], axis=1)
 
 
+def _attention_bias(bias):
+    """An ``a_bias`` input as :func:`attend` takes it: ``(bias, allowed)``, a bool mask as
+    ``allowed`` and additive scores as ``bias`` (the other None), with a heads axis."""
+    if len(bias.shape) == 3:  # (batch or 1, q_len, k_len)
+        bias = align(bias, [0, -2, -1], 4)
+    return (None, bias) if "bool" in str(bias.dtype) else (bias, None)
+
+
 @register
 class MultiHeadAttention(Layer):
     """bert4keras's multi-head attention, called on ``[q, k, v]`` (self-attention:
@@ -436,11 +442,7 @@ class MultiHeadAttention(Layer):
         v_mask = mask[1] if mask is not None else None
         bias = allowed = relative = None
         if a_bias:
-            bias, n = inputs[n], n + 1
-            if len(bias.shape) == 3:  # (batch or 1, q_len, k_len)
-                bias = align(bias, [0, -2, -1], 4)
-            if "bool" in str(bias.dtype):
-                allowed, bias = bias, None
+            (bias, allowed), n = _attention_bias(inputs[n]), n + 1
         if p_bias == "rotary":
             qw, kw = apply_rotary_position_embeddings(inputs[n], qw, kw)
         scale = self.key_size**-0.5 if self.attention_scale else None
@@ -466,6 +468,131 @@ class MultiHeadAttention(Layer):
                 "normalization": self.normalization, "attention_scale": self.attention_scale,
                 "attention_dropout": self.attention_dropout,
                 "return_attention_scores": self.return_attention_scores,
+                "kernel_initializer": initializers.serialize(self.kernel_initializer)}
+
+
+@register
+class GatedAttentionUnit(Layer):
+    """bert4keras's gated attention unit (GAU, https://arxiv.org/abs/2202.10447): one-head
+    attention gating a feed-forward, ``o = (u ⊙ A v) W_o``.
+
+    Self-attention (the default) is called on ``x`` (or ``[x, ...]``): ``u, v, z =
+    split(act(x W_i))`` (widths ``units``, ``units``, ``key_size``), the queries and keys
+    ``z`` scaled (and offset, with ``use_bias``) feature by feature. With
+    ``self_attention=False`` it is called on ``[q, k, v]``: ``u`` and the queries from
+    ``q``, the keys from ``k``, the values from ``v``. The attention is the model code's one
+    (:func:`kerasbert.models.layers.attend`); the mask of the first input masks the keys,
+    as in bert4keras.
+
+    Args:
+        units: the width of ``u`` and ``v``; key_size: the width of queries and keys.
+        activation: of the input projections (default ``swish``).
+        use_bias: the projections have biases and the query / key scales offsets.
+        normalization: ``"squared_relu"`` (default), ``"softmax"`` or ``"softmax_plus"``
+            (see :func:`kerasbert.backend.attention_normalize`).
+        self_attention: one input projection (``i_dense``) or three (``uq_dense``,
+            ``k_dense``, ``v_dense``).
+        attention_scale: divide the scores by ``sqrt(key_size)``.
+        attention_dropout: dropout rate of the attention weights (in training).
+        kernel_initializer: of the projections.
+
+    Call arguments: ``a_bias=True``: the input after ``x`` (after ``v``) is an attention
+    bias (a bool mask or additive scores, ``(batch or 1, q_len, k_len)``);
+    ``p_bias="rotary"``: the next input is the sinusoid table of
+    :class:`SinusoidalPositionEmbedding` ``merge_mode="zero"``.
+
+    Example:
+        >>> unit = GatedAttentionUnit(units=32, key_size=8)
+        >>> unit(np.zeros((1, 5, 16), "float32")).shape
+        TensorShape([1, 5, 16])
+        >>> [tuple(w.shape) for w in unit.weights]
+        [(16, 72), (72,), (8,), (8,), (8,), (8,), (32, 16), (16,)]
+    """
+
+    def __init__(self, units: int, key_size: int, activation: _Activation = "swish",
+                 use_bias: bool = True, normalization: str = "squared_relu",
+                 self_attention: bool = True, attention_scale: bool = True,
+                 attention_dropout: float | None = None,
+                 kernel_initializer: str | keras.initializers.Initializer = "glorot_uniform",
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.units = units
+        self.key_size = key_size
+        self.activation = activations.get(activation)
+        self.use_bias = use_bias
+        self.normalization = normalization
+        self.self_attention = self_attention
+        self.attention_scale = attention_scale
+        self.attention_dropout = attention_dropout
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.dropout = (keras.layers.Dropout(attention_dropout, dtype=self.dtype_policy)
+                        if attention_dropout else None)
+
+    def _dense(self, units, fan_in, name, activation=None):
+        dense = keras.layers.Dense(units, activation=activation, use_bias=self.use_bias,
+                                   kernel_initializer=self.kernel_initializer, name=name,
+                                   dtype=self.dtype_policy)
+        dense.build(fan_in)
+        return dense
+
+    def _scale(self, name):
+        scale = ScaleOffset(offset=self.use_bias, name=name, dtype=self.dtype_policy)
+        scale.build((None, self.key_size))
+        return scale
+
+    def build(self, input_shape: Any) -> None:
+        shapes = input_shape if isinstance(input_shape[0], (list, tuple)) else [input_shape]
+        # bert4keras's order of weights: the input projections, the scales, o_dense.
+        if self.self_attention:
+            self.i_dense = self._dense(2 * self.units + self.key_size, shapes[0], "i_dense",
+                                       self.activation)
+            self.q_scaleoffset = self._scale("q_scaleoffset")
+            self.k_scaleoffset = self._scale("k_scaleoffset")
+        else:
+            self.uq_dense = self._dense(self.units + self.key_size, shapes[0], "uq_dense",
+                                        self.activation)
+            self.k_dense = self._dense(self.key_size, shapes[1], "k_dense", self.activation)
+            self.v_dense = self._dense(self.units, shapes[2], "v_dense", self.activation)
+        self.o_dense = self._dense(shapes[0][-1], (None, self.units), "o_dense")
+
+    def call(self, inputs: Any, mask: Any = None, a_bias: Any = None, p_bias: Any = None,
+             training: bool | None = None) -> Any:
+        if not isinstance(inputs, (list, tuple)):
+            inputs = [inputs]
+        n = 1 if self.self_attention else 3
+        bias = allowed = None
+        if a_bias:
+            (bias, allowed), n = _attention_bias(inputs[n]), n + 1
+        if self.self_attention:
+            u, v, z = ops.split(self.i_dense(inputs[0]), [self.units, 2 * self.units], axis=-1)
+            q, k = self.q_scaleoffset(z), self.k_scaleoffset(z)
+        else:
+            u, q = ops.split(self.uq_dense(inputs[0]), [self.units], axis=-1)
+            k, v = self.k_dense(inputs[1]), self.v_dense(inputs[2])
+        if p_bias == "rotary":
+            q, k = apply_rotary_position_embeddings(inputs[n], q, k)
+        # One head, as an axis of 1: (batch, 1, length, size).
+        query, key, value = (ops.expand_dims(x, 1) for x in (q, k, v))
+        context = attend(query, key, value,
+                         scale=self.key_size**-0.5 if self.attention_scale else None,
+                         bias=bias, key_mask=_first(mask), allowed=allowed,
+                         dropout=self.dropout, training=training,
+                         normalization=self.normalization)
+        return self.o_dense(u * context[:, 0])
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        return _first(mask)
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        return input_shape[0] if isinstance(input_shape[0], (list, tuple)) else input_shape
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "units": self.units, "key_size": self.key_size,
+                "activation": activations.serialize(self.activation),
+                "use_bias": self.use_bias, "normalization": self.normalization,
+                "self_attention": self.self_attention,
+                "attention_scale": self.attention_scale,
+                "attention_dropout": self.attention_dropout,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer)}
 
 
@@ -610,6 +737,47 @@ class RelativePositionEmbedding(Layer):
         return {**super().get_config(), "input_dim": self.input_dim,
                 "output_dim": self.output_dim,
                 "embeddings_initializer": initializers.serialize(self.embeddings_initializer)}
+
+
+@register
+class RelativePositionEmbeddingT5(RelativePositionEmbedding):
+    """T5's relative positions: called on ``[q, v]``, returns ``(q_len, v_len,
+    output_dim)``, row ``(i, j)`` the table's row of the bucket of ``j - i`` (the model
+    code's :func:`kerasbert.models.families.t5.relative_buckets`: half the buckets exact
+    distances, the rest on a log scale up to ``max_distance``). With ``output_dim`` the
+    number of heads it is :class:`MultiHeadAttention`'s ``p_bias="t5_relative"`` input.
+
+    Args:
+        input_dim: the number of buckets (T5: 32); output_dim: the width of a row.
+        max_distance: the distance from which all fall in the last bucket.
+        bidirectional: keys after the query have buckets of their own (an encoder); False:
+            they share bucket 0 (a decoder).
+        embeddings_initializer: of the table (default zeros).
+
+    Example:
+        >>> x = np.zeros((1, 5, 16), "float32")
+        >>> RelativePositionEmbeddingT5(32, 2)([x, x]).shape
+        TensorShape([5, 5, 2])
+    """
+
+    def __init__(self, input_dim: int, output_dim: int, max_distance: int = 128,
+                 bidirectional: bool = True,
+                 embeddings_initializer: str | keras.initializers.Initializer = "zeros",
+                 **kwargs: Any) -> None:
+        super().__init__(input_dim, output_dim, embeddings_initializer=embeddings_initializer,
+                         **kwargs)
+        self.max_distance = max_distance
+        self.bidirectional = bidirectional
+
+    def compute_position_ids(self, inputs: Any) -> Any:
+        """``(q_len, v_len)`` bucket ids."""
+        q, v = inputs
+        return relative_buckets(ops.arange(ops.shape(q)[1]), ops.arange(ops.shape(v)[1]),
+                                self.bidirectional, self.input_dim, self.max_distance)
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "max_distance": self.max_distance,
+                "bidirectional": self.bidirectional}
 
 
 @register
@@ -1008,7 +1176,8 @@ def _as_floats(values):
 
 #: bert4keras's layers by name, for ``keras.saving.load_model(..., custom_objects=...)``.
 custom_objects = {cls.__name__: cls for cls in (
-    Embedding, ScaleOffset, Concatenate1D, MultiHeadAttention, LayerNormalization,
-    PositionEmbedding, SinusoidalPositionEmbedding, RelativePositionEmbedding, FeedForward,
+    Embedding, ScaleOffset, Concatenate1D, MultiHeadAttention, GatedAttentionUnit,
+    LayerNormalization, PositionEmbedding, SinusoidalPositionEmbedding,
+    RelativePositionEmbedding, RelativePositionEmbeddingT5, FeedForward,
     ConditionalRandomField, MaximumEntropyMarkovModel, GlobalPointer, EfficientGlobalPointer,
     Loss, GlobalMaxPooling1D)}

@@ -103,14 +103,14 @@ def test_the_names_of_bert4keras_models_are_there():
 
     assert M.ALBERT_Unshared is ALBERTUnshared
     assert {"BERT", "ALBERT", "NEZHA", "RoFormer", "RoFormerV2", "ELECTRA", "GPT",
-            "GPT2", "GPT2_ML", "T5", "Transformer", "build_transformer_model"} <= set(M.__all__)
+            "GPT2", "GPT2_ML", "T5", "T5_Base", "T5_Encoder", "T5_Decoder", "Transformer",
+            "build_transformer_model"} <= set(M.__all__)
     assert M.extend_with_language_model(M.RoFormer).__mro__[1] is M.LM_Mask
 
 
 def test_what_kerasbert_does_not_build_is_refused_by_name():
-    for name in ("T5_Encoder", "T5_Decoder", "data_parallel"):
-        with pytest.raises(ImportError, match=f"kerasbert.models.{name} .*not provided"):
-            exec(f"from kerasbert.models import {name}", {})
+    with pytest.raises(ImportError, match="kerasbert.models.data_parallel .*not provided"):
+        exec("from kerasbert.models import data_parallel", {})
     with pytest.raises(ValueError, match="model='electra' cannot be built with "
                                          "application='lm'"):
         M.build_transformer_model(TINY, model=M.extend_with_language_model(M.ELECTRA))

@@ -3,10 +3,10 @@ build_transformer_model`` works as ``from bert4keras.models import ...`` does.
 
 Provided: :func:`build_transformer_model`, :class:`Transformer`, the family classes
 (``BERT``, ``ALBERT``, ``ALBERT_Unshared``, ``NEZHA``, ``RoFormer``, ``RoFormerV2``,
-``ELECTRA``, ``GPT``, ``GPT2``, ``GPT2_ML``, ``T5``), the mask mixins ``LM_Mask`` /
-``UniLM_Mask`` and the class decorators :func:`extend_with_language_model` /
-:func:`extend_with_unified_language_model`. T5's halves as classes of their own
-(``T5_Encoder``, ``T5_Decoder``, ``T5_Base``) and ``data_parallel`` are refused by name
+``ELECTRA``, ``GPT``, ``GPT2``, ``GPT2_ML``, ``T5``), T5's classes by ``version=``
+(``T5_Base``, and its halves ``T5_Encoder`` and ``T5_Decoder``), the mask mixins
+``LM_Mask`` / ``UniLM_Mask`` and the class decorators :func:`extend_with_language_model` /
+:func:`extend_with_unified_language_model`. ``data_parallel`` is refused by name
 (:data:`NOT_PROVIDED`).
 
 Example:
@@ -43,11 +43,15 @@ PROVIDED = {
     "RoFormer": ("kerasbert.models.families.roformer", "RoFormer"),
     "RoFormerV2": ("kerasbert.models.families.roformer", "RoFormerV2"),
     "T5": ("kerasbert.models.families.t5", "T5"),
+    "T5_Base": ("kerasbert.models.families.t5", "T5_Base"),
+    "T5_Decoder": ("kerasbert.models.families.t5", "T5_Decoder"),
+    "T5_Encoder": ("kerasbert.models.families.t5", "T5_Encoder"),
 }
 # Written out for the API reference, which reads it without running the module; the keys of
 # PROVIDED (tests/test_library_use.py keeps the two equal).
 __all__ = ["ALBERT", "ALBERT_Unshared", "BERT", "ELECTRA", "GPT", "GPT2", "GPT2_ML", "LM_Mask",
-           "NEZHA", "RoFormer", "RoFormerV2", "T5", "Transformer", "UniLM_Mask",
+           "NEZHA", "RoFormer", "RoFormerV2", "T5", "T5_Base", "T5_Decoder", "T5_Encoder",
+           "Transformer", "UniLM_Mask",
            "build_transformer_model", "extend_with_language_model",
            "extend_with_unified_language_model"]
 
@@ -69,13 +73,10 @@ if TYPE_CHECKING:  # the names as a type checker and the API reference read them
     from kerasbert.models.families.gpt2_ml import GPT2ML as GPT2_ML
     from kerasbert.models.families.nezha import NEZHA
     from kerasbert.models.families.roformer import RoFormer, RoFormerV2
-    from kerasbert.models.families.t5 import T5
+    from kerasbert.models.families.t5 import T5, T5_Base, T5_Decoder, T5_Encoder
 
-_T5 = ("T5's halves are not classes of their own; build model='t5' (or 't5.1.1', "
-       "'mt5.1.1') with return_keras_model=False and use its .encoder and .decoder")
 #: bert4keras ``models`` names kerasbert does not provide -> why, and what to use instead.
 NOT_PROVIDED = {
-    "T5_Base": _T5, "T5_Encoder": _T5, "T5_Decoder": _T5,
     "data_parallel": "Keras 3 has no multi-GPU model copy; train under "
                      "tf.distribute.MirroredStrategy (kerasbert train --strategy mirrored)",
 }
@@ -83,7 +84,7 @@ NOT_PROVIDED = {
 
 class NotProvided(ImportError):
     """A bert4keras name kerasbert does not provide. An ImportError, so that
-    ``from kerasbert.models import T5`` says why (an AttributeError would be replaced by
+    ``from kerasbert.models import data_parallel`` says why (an AttributeError would be replaced by
     Python's "cannot import name")."""
 
 

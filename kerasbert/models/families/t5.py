@@ -377,7 +377,14 @@ class T5(Transformer):
     norm_scope = "layer_norm"
 
     def __init__(self, config: BertConfig, with_lm: bool = True,
-                 cross_position_bias: bool | None = None, **kwargs: Any) -> None:
+                 cross_position_bias: bool | None = None, version: str | None = None,
+                 **kwargs: Any) -> None:
+        # bert4keras's T5 takes version=; a family class is one version: another one is
+        # refused, not built as this one.
+        if version is not None and VERSIONS.get(version) is not type(self):
+            raise ValueError(f"{type(self).__name__}(version={version!r}): this class builds "
+                             f"model={self.model_type!r}; build model={version!r}, or "
+                             f"model=T5_Base with version={version!r}")
         super().__init__(config, **kwargs)
         self.with_lm = with_lm
         self.cross_position_bias = (config.extra.get("cross_position_bias", True)
@@ -499,13 +506,8 @@ class T5(Transformer):
         if self.built:
             return
         name = self.name or self.default_name
-        encoder_ids = self.apply(layer=keras.Input, shape=(self.sequence_length,),
-                                 name=names.ENCODER_INPUT_TOKEN)
-        context = self.apply(layer=keras.Input, shape=(self.sequence_length, self.hidden_size),
-                             dtype="float32",
-                             name=names.INPUT_CONTEXT)
-        decoder_ids = self.apply(layer=keras.Input, shape=(self.sequence_length,),
-                                 name=names.DECODER_INPUT_TOKEN)
+        encoder_ids = self.encoder_input()
+        context, decoder_ids = self.decoder_inputs()
         self.encoder = functional_model(encoder_ids, self.encode(encoder_ids),
                                         name=f"{name}_{ENCODER}")
         self.decoder = functional_model([context, decoder_ids],
@@ -515,6 +517,19 @@ class T5(Transformer):
         self.set_outputs(self.decode(self.encoder.output, decoder_ids))
         self.model = functional_model(self.inputs, self.output, name=name)
         self.built = True
+
+    def encoder_input(self) -> keras.KerasTensor:
+        """The encoder's token ids, ``Encoder-Input-Token``."""
+        return self.apply(layer=keras.Input, shape=(self.sequence_length,),
+                          name=names.ENCODER_INPUT_TOKEN)
+
+    def decoder_inputs(self) -> list[keras.KerasTensor]:
+        """The decoder's inputs: the encoder's output (``Input-Context``) and the decoder's
+        token ids (``Decoder-Input-Token``)."""
+        context = self.apply(layer=keras.Input, shape=(self.sequence_length, self.hidden_size),
+                             dtype="float32", name=names.INPUT_CONTEXT)
+        return [context, self.apply(layer=keras.Input, shape=(self.sequence_length,),
+                                    name=names.DECODER_INPUT_TOKEN)]
 
     @classmethod
     def config_of_layers(cls, layers: dict[str, keras.layers.Layer]) -> BertConfig:
@@ -649,6 +664,135 @@ class MT5_1_1(T5_1_1):
     marker_layer = None  # the graph is t5.1.1's: a built model reads t5.1.1's names
     checkpoint_description = "an mT5"
     norm_scope = "rms_norm"
+
+
+# ------------------------------------------- bert4keras's T5 classes, by version
+#: bert4keras's ``version=`` of its T5 classes -> the family whose checkpoint names and LM
+#: head it builds.
+VERSIONS: dict[str, type[T5]] = {"t5.1.0": T5, "t5.1.1": T5_1_1, "mt5.1.1": MT5_1_1}
+
+
+class T5_Base(T5):
+    """bert4keras's ``T5_Base``: T5 of the ``version`` given (``"t5.1.0"``, ``"t5.1.1"``,
+    ``"mt5.1.1"``), which says the checkpoint's names and the decoder's LM head, as
+    ``model="t5"`` / ``"t5.1.1"`` / ``"mt5.1.1"`` do; built alone, it is the whole
+    encoder-decoder (:class:`T5`). :class:`T5_Encoder` and :class:`T5_Decoder` build one
+    side each.
+
+    Raises:
+        ValueError: another ``version``.
+
+    Example:
+        >>> from kerasbert.models.config import BertConfig
+        >>> config = BertConfig.from_dict(dict(
+        ...     vocab_size=100, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        ...     intermediate_size=32, hidden_act=["gelu", "linear"]), family="t5")
+        >>> t5 = T5_Base(config, version="t5.1.1")
+        >>> t5.build()
+        >>> t5.family, t5.model.output.shape
+        ('t5.1.1', (None, None, 100))
+    """
+
+    #: The side whose layers this model lacks (``Encoder``, ``Decoder``), left out of its
+    #: table; None: both sides are built.
+    other_side: str | None = None
+
+    def __init__(self, config: BertConfig, version: str = "t5.1.0", **kwargs: Any) -> None:
+        if version not in VERSIONS:
+            raise ValueError(f"{type(self).__name__}(version={version!r}): not one of "
+                             f"{', '.join(map(repr, VERSIONS))}")
+        self.version = version
+        kwargs["family"] = kwargs.get("family") or VERSIONS[version].model_type
+        super().__init__(config, **kwargs)
+
+    @property
+    def flavour(self) -> type[T5]:
+        """The family class of :attr:`version`, whose names and head this model has."""
+        return VERSIONS[self.version]
+
+    def lm_head(self, x: Any, activation: str) -> Any:
+        """The head of :attr:`version` (t5.1.0: the tied embedding; else
+        ``Decoder-Output-LM``)."""
+        return self.flavour.lm_head(self, x, activation)
+
+    def variable_mapping(self) -> dict[str, dict[str, str]]:
+        """The table of :attr:`version`, less the other side's layers: a side loads (and
+        writes) its own variables of a whole T5 checkpoint."""
+        table = self.flavour.checkpoint_table(self.num_hidden_layers)
+        if self.other_side is None:
+            return table
+        return {layer: variables for layer, variables in table.items()
+                if not layer.startswith(f"{self.other_side}-")}
+
+    def build_side(self, inputs: list[keras.KerasTensor], outputs: keras.KerasTensor,
+                   side: str) -> None:
+        """Sets the inputs, outputs and ``model`` of one side (``Encoder``, ``Decoder``)."""
+        self.set_inputs(inputs)
+        self.set_outputs(outputs)
+        self.model = functional_model(self.input, self.output,
+                                      name=self.name or f"{self.default_name}_{side}")
+        self.built = True
+
+
+class T5_Encoder(T5_Base):
+    """bert4keras's ``T5_Encoder``: T5's encoder alone, ``Encoder-Input-Token`` -> the
+    encoder's output sequence (``Encoder-Output-Dropout``), loading the encoder's variables
+    of a T5 checkpoint.
+
+    Example:
+        >>> from kerasbert.models import build_transformer_model
+        >>> encoder = build_transformer_model(dict(
+        ...     vocab_size=100, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        ...     intermediate_size=32), model=T5_Encoder)
+        >>> encoder.input.name, encoder.output.shape
+        ('Encoder-Input-Token', (None, None, 16))
+    """
+
+    other_side = DECODER
+
+    def build(self, **kwargs: Any) -> None:
+        """The encoder's graph and ``model``.
+
+        Raises:
+            ValueError: a keyword (as :meth:`Transformer.build`).
+        """
+        if kwargs:
+            raise ValueError(f"Transformer.build: {', '.join(sorted(kwargs))} not supported")
+        if not self.built:
+            ids = self.encoder_input()
+            self.build_side([ids], self.encode(ids), ENCODER)
+
+
+class T5_Decoder(T5_Base):
+    """bert4keras's ``T5_Decoder``: T5's decoder alone, ``[Input-Context,
+    Decoder-Input-Token]`` (the encoder's output and the decoder's ids) -> the next
+    token's probabilities (``with_lm``: True softmax, a string another activation, False
+    the scaled hidden states), loading the decoder's variables of a T5 checkpoint.
+    ``cross_position_bias`` (default: the config's, else True, as bert4keras's) gives the
+    cross-attention the decoder's position bias.
+
+    Example:
+        >>> from kerasbert.models import build_transformer_model
+        >>> decoder = build_transformer_model(dict(
+        ...     vocab_size=100, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        ...     intermediate_size=32), model=T5_Decoder, with_lm="linear")
+        >>> [x.name for x in decoder.inputs], decoder.output.shape
+        (['Input-Context', 'Decoder-Input-Token'], (None, None, 100))
+    """
+
+    other_side = ENCODER
+
+    def build(self, **kwargs: Any) -> None:
+        """The decoder's graph and ``model``.
+
+        Raises:
+            ValueError: a keyword (as :meth:`Transformer.build`).
+        """
+        if kwargs:
+            raise ValueError(f"Transformer.build: {', '.join(sorted(kwargs))} not supported")
+        if not self.built:
+            context, ids = self.decoder_inputs()
+            self.build_side([context, ids], self.decode(context, ids), DECODER)
 
 
 
