@@ -1,9 +1,10 @@
 """Conditional layer normalization (``layer_norm_cond``) and ``additional_input_layers``
 against bert4keras 0.11.5.
 
-bert4keras (in its own interpreter) builds a tiny BERT whose every layer norm is steered by
-a condition computed from an extra input: a class id's embedding, or a dense layer of float
-features (there through ``layer_norm_cond_hidden_size``'s own dense layer first). It draws
+bert4keras (in its own interpreter) builds a tiny BERT (and an ALBERT: shared norms, an MLM
+head narrower than the hidden size) whose every layer norm is steered by a condition
+computed from an extra input: a class id's embedding, or a dense layer of float features
+(through ``layer_norm_cond_hidden_size``'s own dense layer first where it is given). It draws
 random values for every weight, the condition's dense layers included (they start at
 zero, where they would prove nothing), writes the checkpoint and prints the weights no
 checkpoint holds and the outputs. kerasbert builds the same model, loads the checkpoint
@@ -19,6 +20,7 @@ import pytest
 
 from conftest import TINY
 from kerasbert import BertConfig, build_transformer_model
+from kerasbert.inference.generation import Decoder
 from kerasbert.models.audit import audit_model
 from kerasbert.models.layers import ConditionalLayerNorm
 from peers import run_bert4keras
@@ -30,6 +32,9 @@ CASES = {
     "features+hidden": ("features", {"with_mlm": "linear", "application": "lm",
                                      "layer_norm_cond_hidden_size": 4,
                                      "layer_norm_cond_hidden_act": "tanh"}),
+    # Shared norms, and an MLM head E wide.
+    "albert+label": ("label", {"model": "albert", "embedding_size": 8, "with_mlm": "linear",
+                               "layer_norm_cond_hidden_size": 6}),
 }
 CLASSES, FEATURES, CONDITION = 3, 5, 8
 NORMS = ["Embedding-Norm", "MLM-Norm"] + [
@@ -88,9 +93,10 @@ def theirs(tmp_path_factory):
                                for w in model.trainable_weights])
             bert.save_weights_as_checkpoint(job["dir"] + "/bert_model.ckpt")
             dense = {{}}
-            for name in {NORMS}:
-                layer = model.get_layer(name)
-                dense[name] = {{part: K.eval(getattr(layer, part).kernel).tolist()
+            for layer in model.layers:
+                if type(layer).__name__ != "LayerNormalization":
+                    continue
+                dense[layer.name] = {{part: K.eval(getattr(layer, part).kernel).tolist()
                                for part in ("hidden_dense", "beta_dense", "gamma_dense")
                                if hasattr(layer, part)}}
             source = model.get_layer(
@@ -191,3 +197,6 @@ def test_what_is_not_built_is_refused_by_name():
                                 additional_input_layers=extra)
     with pytest.raises(ValueError, match=r"condition must be \(batch, features\).*\(None, 2, 5\)"):
         build_transformer_model(CONFIG, layer_norm_cond=keras.Input((2, FEATURES)))
+    # Cached decoding runs the steps without the condition: the whole model decodes.
+    with pytest.raises(ValueError, match="decoding of conditional layer norms"):
+        Decoder(build("features+hidden"))
