@@ -10,8 +10,9 @@ holding them loads with ``keras.saving.load_model(path, safe_mode=True)`` once t
 is imported; :data:`custom_objects` is there for ``load_model(custom_objects=...)``.
 
 Reused from the model code: the CRF (:mod:`kerasbert.models.crf`: forward algorithm and
-Viterbi) and the feed-forward block (:mod:`kerasbert.models.layers`); the tensor helpers are
-:mod:`kerasbert.backend`'s. What differs from bert4keras, and why:
+Viterbi), the feed-forward block and the (conditional) layer norm and ``ScaleOffset``
+(:mod:`kerasbert.models.layers`); the tensor helpers are :mod:`kerasbert.backend`'s. What
+differs from bert4keras, and why:
 
 - ``ConditionalRandomField`` and ``MaximumEntropyMarkovModel`` return their input with
   ``-inf`` at padding and no Keras mask, as in bert4keras: ``sparse_loss`` and

@@ -4,8 +4,9 @@ Keras supplies the embeddings, layer norms and dense layers; ``kernels.py`` the 
 how products and GELU run on TensorFlow. What remains: self-attention and feed-forward
 blocks whose kernels are the 2-D matrices stored in
 Google checkpoints (so loading is a plain assignment, no reshaping), the learned
-position embedding, the first-token slice used by ``Pooler`` and ``CLS-token``, and
-the output bias of the MLM head. All build their weights in ``build()`` so
+position embedding, the first-token slice used by ``Pooler`` and ``CLS-token``, the
+output bias of the MLM head, and the layer norm a condition steers (``layer_norm_cond``;
+bert4keras's ``LayerNormalization``). All build their weights in ``build()`` so
 ``model.summary()`` is exact before the first call, and all are registered so a
 saved ``.keras`` file loads with ``safe_mode=True``.
 """
