@@ -196,18 +196,9 @@ class Embedding(keras.layers.Embedding):
 
 @register
 class ScaleOffset(core_layers.ScaleOffset):
-    """Multiplies the last axis by ``gamma`` and adds ``beta`` (bert4keras's affine layer):
-    :class:`kerasbert.models.layers.ScaleOffset`, with bert4keras's arguments.
-
-    Args:
-        scale, offset: True: a learned ``gamma`` (ones) / ``beta`` (zeros); a number: that
-            constant; False or None: none.
-        conditional: the layer is called on ``[x, condition]``; ``gamma`` and ``beta`` each
-            gain a dense projection of the condition (``gamma_dense``, ``beta_dense``, zero
-            at the start), so the condition steers the scale and offset.
-        hidden_units, hidden_activation, hidden_initializer: a dense layer
-            (``hidden_dense``, no bias) the condition goes through first, when
-            ``hidden_units`` is given.
+    """bert4keras's affine layer, ``x * gamma + beta``, a condition steering both where
+    ``conditional=True``: :class:`kerasbert.models.layers.ScaleOffset` (its arguments and
+    defaults are bert4keras's).
 
     Example:
         >>> ScaleOffset()(np.ones((1, 3, 4), "float32")).shape
@@ -217,19 +208,9 @@ class ScaleOffset(core_layers.ScaleOffset):
 
 @register
 class LayerNormalization(core_layers.ConditionalLayerNorm, ScaleOffset):
-    """bert4keras's (conditional) layer normalization: ``(x - mean) / sqrt(var + epsilon)``,
-    then :class:`ScaleOffset` (``conditional=True``: called on ``[x, condition]``, the
-    condition steering ``gamma`` and ``beta``: https://kexue.fm/archives/7124). The model
-    code's :class:`kerasbert.models.layers.ConditionalLayerNorm`, which the norms of a model
-    built with ``layer_norm_cond`` are.
-
-    Args:
-        zero_mean: subtract the mean (False: RMS normalization).
-        unit_variance: divide by the root mean square.
-        epsilon: added to the variance; None: ``keras.config.epsilon()`` (1e-7), as
-            bert4keras's ``K.epsilon()``.
-        **kwargs: :class:`ScaleOffset`'s (``scale``, ``offset``, ``conditional``,
-            ``hidden_units``, ``hidden_activation``, ``hidden_initializer``) and Keras's.
+    """bert4keras's (conditional) layer normalization:
+    :class:`kerasbert.models.layers.ConditionalLayerNorm`, the layer every norm of a model
+    built with ``layer_norm_cond`` is (its arguments and defaults are bert4keras's).
 
     Example:
         >>> norm = LayerNormalization(conditional=True, hidden_units=8)
