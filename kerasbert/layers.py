@@ -10,9 +10,10 @@ holding them loads with ``keras.saving.load_model(path, safe_mode=True)`` once t
 is imported; :data:`custom_objects` is there for ``load_model(custom_objects=...)``.
 
 Reused from the model code: the CRF (:mod:`kerasbert.models.crf`: forward algorithm and
-Viterbi), the feed-forward block and the attention (:mod:`kerasbert.models.layers`), T5's
-position buckets (:mod:`kerasbert.models.families.t5`); the tensor helpers are
-:mod:`kerasbert.backend`'s. What differs from bert4keras, and why:
+Viterbi), the feed-forward block, the attention, the (conditional) layer norm and
+``ScaleOffset`` (:mod:`kerasbert.models.layers`), T5's position buckets
+(:mod:`kerasbert.models.families.t5`); the tensor helpers are :mod:`kerasbert.backend`'s.
+What differs from bert4keras, and why:
 
 - ``ConditionalRandomField`` and ``MaximumEntropyMarkovModel`` return their input with
   ``-inf`` at padding and no Keras mask, as in bert4keras: ``sparse_loss`` and
@@ -192,109 +193,22 @@ class Embedding(keras.layers.Embedding):
 
 
 @register
-class ScaleOffset(Layer):
-    """Multiplies the last axis by ``gamma`` and adds ``beta`` (bert4keras's affine layer).
-
-    Args:
-        scale, offset: True: a learned ``gamma`` (ones) / ``beta`` (zeros); a number: that
-            constant; False or None: none.
-        conditional: the layer is called on ``[x, condition]``; ``gamma`` and ``beta`` each
-            gain a dense projection of the condition (``gamma_dense``, ``beta_dense``, zero
-            at the start), so the condition steers the scale and offset.
-        hidden_units, hidden_activation, hidden_initializer: a dense layer
-            (``hidden_dense``, no bias) the condition goes through first, when
-            ``hidden_units`` is given.
+class ScaleOffset(core_layers.ScaleOffset):
+    """bert4keras's affine layer, ``x * gamma + beta``, a condition steering both where
+    ``conditional=True``: :class:`kerasbert.models.layers.ScaleOffset` (its arguments and
+    defaults are bert4keras's).
 
     Example:
         >>> ScaleOffset()(np.ones((1, 3, 4), "float32")).shape
         TensorShape([1, 3, 4])
     """
 
-    def __init__(self, scale: bool | float | None = True, offset: bool | float | None = True,
-                 conditional: bool = False,
-                 hidden_units: int | None = None,
-                 hidden_activation: str | Callable[..., Any] = "linear",
-                 hidden_initializer: str | keras.initializers.Initializer = "glorot_uniform",
-                 **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.scale = scale
-        self.offset = offset
-        self.conditional = conditional
-        self.hidden_units = hidden_units
-        self.hidden_activation = activations.get(hidden_activation)
-        self.hidden_initializer = initializers.get(hidden_initializer)
-
-    def build(self, input_shape: Any) -> None:
-        condition_shape: Any = None
-        if self.conditional:
-            input_shape, condition_shape = input_shape
-        dim = input_shape[-1]
-        # bert4keras's order: beta, gamma, then the dense layers of the condition.
-        if self.offset is True:
-            self.beta = self.add_weight(name="beta", shape=(dim,), initializer="zeros")
-        if self.scale is True:
-            self.gamma = self.add_weight(name="gamma", shape=(dim,), initializer="ones")
-        if not self.conditional:
-            return
-        if self.hidden_units is not None:
-            self.hidden_dense = keras.layers.Dense(
-                self.hidden_units, activation=self.hidden_activation, use_bias=False,
-                kernel_initializer=self.hidden_initializer, name="hidden_dense",
-                dtype=self.dtype_policy)
-            self.hidden_dense.build(condition_shape)
-            condition_shape = (*condition_shape[:-1], self.hidden_units)
-        for kind in ("beta", "gamma"):
-            if getattr(self, "offset" if kind == "beta" else "scale") not in (False, None):
-                dense = keras.layers.Dense(dim, use_bias=False, kernel_initializer="zeros",
-                                           name=f"{kind}_dense", dtype=self.dtype_policy)
-                dense.build(condition_shape)
-                setattr(self, f"{kind}_dense", dense)
-
-    def call(self, inputs: Any) -> Any:
-        condition = None
-        if self.conditional:
-            inputs, condition = inputs
-            if self.hidden_units is not None:
-                condition = self.hidden_dense(condition)
-            condition = align(condition, [0, -1], len(inputs.shape))
-        if self.scale not in (False, None):
-            gamma = self.gamma if self.scale is True else self.scale
-            if self.conditional:
-                gamma = gamma + self.gamma_dense(condition)
-            inputs = inputs * gamma
-        if self.offset not in (False, None):
-            beta = self.beta if self.offset is True else self.offset
-            if self.conditional:
-                beta = beta + self.beta_dense(condition)
-            inputs = inputs + beta
-        return inputs
-
-    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
-        return _first(mask) if self.conditional else mask
-
-    def compute_output_shape(self, input_shape: Any) -> Any:
-        return input_shape[0] if self.conditional else input_shape
-
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "scale": self.scale, "offset": self.offset,
-                "conditional": self.conditional, "hidden_units": self.hidden_units,
-                "hidden_activation": activations.serialize(self.hidden_activation),
-                "hidden_initializer": initializers.serialize(self.hidden_initializer)}
-
 
 @register
-class LayerNormalization(ScaleOffset):
-    """bert4keras's (conditional) layer normalization: ``(x - mean) / sqrt(var + epsilon)``,
-    then :class:`ScaleOffset` (``conditional=True``: called on ``[x, condition]``, the
-    condition steering ``gamma`` and ``beta``: https://kexue.fm/archives/7124).
-
-    Args:
-        zero_mean: subtract the mean (False: RMS normalization).
-        unit_variance: divide by the root mean square.
-        epsilon: added to the variance; None: ``keras.config.epsilon()`` (1e-7), as
-            bert4keras's ``K.epsilon()``.
-        **kwargs: :class:`ScaleOffset`'s (``scale``, ``offset``, ``conditional``,
-            ``hidden_units``, ``hidden_activation``, ``hidden_initializer``) and Keras's.
+class LayerNormalization(core_layers.ConditionalLayerNorm, ScaleOffset):
+    """bert4keras's (conditional) layer normalization:
+    :class:`kerasbert.models.layers.ConditionalLayerNorm`, the layer every norm of a model
+    built with ``layer_norm_cond`` is (its arguments and defaults are bert4keras's).
 
     Example:
         >>> norm = LayerNormalization(conditional=True, hidden_units=8)
@@ -303,26 +217,6 @@ class LayerNormalization(ScaleOffset):
         >>> [w.path.split("/")[-1] for w in norm.weights]
         ['beta', 'gamma', 'kernel', 'kernel', 'kernel']
     """
-
-    def __init__(self, zero_mean: bool = True, unit_variance: bool = True,
-                 epsilon: float | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.zero_mean = zero_mean
-        self.unit_variance = unit_variance
-        self.epsilon = epsilon or keras.config.epsilon()
-
-    def call(self, inputs: Any) -> Any:
-        x = inputs[0] if self.conditional else inputs
-        if self.zero_mean:
-            x = x - ops.mean(x, axis=-1, keepdims=True)
-        if self.unit_variance:
-            variance = ops.mean(ops.square(x), axis=-1, keepdims=True)
-            x = ops.divide_no_nan(x, ops.sqrt(variance + self.epsilon))
-        return super().call([x, inputs[1]] if self.conditional else x)
-
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "zero_mean": self.zero_mean,
-                "unit_variance": self.unit_variance, "epsilon": self.epsilon}
 
 
 @register

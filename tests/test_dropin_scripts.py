@@ -5,10 +5,11 @@ Each file of ``tests/dropin_scripts/`` is a script written the way bert4keras 0.
 examples are (classification, ALBERT, NER with a CRF, word segmentation, reading
 comprehension by MLM, UniLM seq2seq, language model, SimBERT, GPLinker, adversarial
 training, gradient penalty, EMA, piecewise linear learning rate, MLM pretraining, feature
-extraction, BERT-of-Theseus) on tiny data and a tiny model it makes itself; its last line
-is JSON with the first and last epoch's loss (``check_*`` keys: what else must hold). The
-only other edits are those Keras 3 forces, each marked on its line with ``# Keras 3:``.
-Each runs in a fresh interpreter in its own folder, two at a time.
+extraction, BERT-of-Theseus, a conditional language model, image captions) on tiny data
+and a tiny model it makes itself; its last line is JSON with the first and last epoch's
+loss (``check_*`` keys: what else must hold). The only other edits are those Keras 3
+forces, each marked on its line with ``# Keras 3:``. Each runs in a fresh interpreter in
+its own folder, two at a time.
 
 Some run, unchanged but for ``kerasbert`` -> ``bert4keras``, under bert4keras itself
 (tf_keras, in its own interpreter): the scripts are bert4keras scripts, not kerasbert ones.
@@ -52,6 +53,9 @@ KINDS = {
     "masked LM pretraining: LAMB, checkpoint out": "masked_lm_pretraining",
     "feature extraction: encode, predict, save and load": "extract_features",
     "BERT-of-Theseus: prefix=, apply_main_layers, a random module choice": "bert_of_theseus",
+    "conditional LM: layer_norm_cond from a label, additional_input_layers":
+        "conditional_language_model",
+    "image caption: layer_norm_cond from a CNN, its hidden layer": "image_caption",
 }
 
 #: Besides the standard library.

@@ -164,7 +164,7 @@ class Decoder:
     def __init__(self, model: keras.Model) -> None:
         from kerasbert.models.attention_masks import AttentionMask
         from kerasbert.models.families import family_class
-        from kerasbert.models.layers import FeedForward, MultiHeadSelfAttention
+        from kerasbert.models.layers import FeedForward, MultiHeadSelfAttention, ScaleOffset
         from kerasbert.models.loading import table_family
 
         self.model = model
@@ -194,6 +194,10 @@ class Decoder:
             if layer.position:
                 raise ValueError(f"model {model.name!r}: incremental decoding of "
                                  f"{layer.position} positions is not supported")
+        if any(isinstance(layer, ScaleOffset) and layer.conditional for layer in model.layers):
+            raise ValueError(f"model {model.name!r}: incremental decoding of conditional layer "
+                             "norms (layer_norm_cond) is not supported; decode by calling the "
+                             "whole model (kerasbert.snippets.AutoRegressiveDecoder)")
         # Their products read transposed copies of the kernels in the compiled loop.
         self.products = [layer for layer in model.layers
                          if isinstance(layer, (MultiHeadSelfAttention, FeedForward))]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -73,7 +74,10 @@ def audit_model(model: keras.Model, config: BertConfig, with_pool: bool | str = 
     """Fills in each row's actual count from ``model``.
 
     A layer of the model that holds parameters but has no row is reported as a row
-    with the formula "unexpected" and expected 0, so it fails the audit.
+    with the formula "unexpected" and expected 0, so it fails the audit. The dense layers
+    a conditional layer norm (``layer_norm_cond``) passes its condition through have rows
+    of their own, in the group ``condition``: the config does not say the condition's
+    width, so they are counted from the layer.
 
     Returns:
         the list of :class:`Row`.
@@ -85,14 +89,35 @@ def audit_model(model: keras.Model, config: BertConfig, with_pool: bool | str = 
     # A prefixed model's rows (bert4keras's prefix=) are named without its prefix.
     prefix = layer_prefix(model)
     layers = {layer.name.removeprefix(prefix): layer for layer in model.layers}
+    conditions = []
     for row in rows:
         layer = layers.get(row.layer)
-        row.actual = None if layer is None else layer.count_params()
+        condition = None if layer is None else condition_row(layer)
+        if condition is not None:
+            conditions.append(condition)
+        row.actual = None if layer is None else layer.count_params() - (
+            condition.expected if condition is not None else 0)
+    rows += conditions
     listed = {row.layer for row in rows}
     for name, layer in layers.items():
         if name not in listed and layer.count_params():
             rows.append(Row("unexpected", name, "unexpected", 0, layer.count_params()))
     return rows
+
+
+def condition_row(layer: keras.layers.Layer) -> Row | None:
+    """The row of the dense layers of a conditional layer norm's condition
+    (``hidden_dense`` C·h, ``beta_dense`` and ``gamma_dense`` h·W each, h the hidden
+    layer's width or C), or None for another layer."""
+    from kerasbert.models.layers import ScaleOffset
+
+    if not isinstance(layer, ScaleOffset) or not layer.conditional:
+        return None
+    parts = [getattr(layer, part) for part in ("hidden_dense", "beta_dense", "gamma_dense")
+             if hasattr(layer, part)]
+    count = sum(math.prod(part.kernel.shape) for part in parts)
+    formula = "+".join(f"{part.kernel.shape[0]}·{part.kernel.shape[1]}" for part in parts)
+    return Row("condition", layer.name, formula, count, count)
 
 
 def group_totals(rows: list[Row]) -> dict[str, tuple[int, int]]:

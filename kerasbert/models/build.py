@@ -48,16 +48,14 @@ REFUSED = {
     "residual_attention_scores": "RealFormer's residual attention scores are not built; "
                                  "leave it False",
     "attention_caches": "key/value caches for decoding are not built yet",
-    "layer_norm_cond": "conditional layer normalization is not built",
-    "layer_norm_cond_hidden_size": "conditional layer normalization is not built",
-    "layer_norm_cond_hidden_act": "conditional layer normalization is not built",
-    "additional_input_layers": "extra inputs are not added to the model; make a new "
-                               "keras.Model from the built model's inputs and yours",
     "hierarchical_position": "hierarchically decomposed positions are not built; give "
                              "max_position_embeddings large enough",
     "custom_position_ids": "position ids are always 0..length-1 (no Input-Position)",
     "shared_segment_embeddings": "segments have their own Embedding-Segment",
 }
+#: bert4keras keywords of ``Transformer.build`` that ``build_transformer_model`` hands on.
+BUILD_KEYWORDS = ("layer_norm_cond", "layer_norm_cond_hidden_size",
+                  "layer_norm_cond_hidden_act", "additional_input_layers")
 #: bert4keras keywords whose only supported value is the one BERT's config implies.
 FIXED = {
     "attention_head_size": lambda config: config.head_size,
@@ -124,7 +122,11 @@ def build_transformer_model(
             layers of the same names; ``autoresize_weights=True`` resizes checkpoint
             weights of another shape to the model's.
         **overrides: config keys to replace (``num_hidden_layers=2``, ``dropout_rate=0``...),
-            and keywords a family's class takes (GPT's ``final_activation``).
+            keywords a family's class takes (GPT's ``final_activation``), and those of
+            bert4keras's ``Transformer.build``: ``layer_norm_cond`` (a ``(batch, features)``
+            tensor every layer norm is conditioned on), ``layer_norm_cond_hidden_size``,
+            ``layer_norm_cond_hidden_act`` and ``additional_input_layers`` (inputs appended
+            to the model's, those the condition is computed from).
 
     Returns:
         a ``keras.Model`` (or the family's :class:`Transformer` holding it).
@@ -155,6 +157,7 @@ def build_transformer_model(
             raise ValueError(f"{keyword}={overrides[keyword]!r}: not supported; "
                              f"{REFUSED[keyword]}")
     overrides = {key: value for key, value in overrides.items() if key not in REFUSED}
+    build_options = {key: overrides.pop(key) for key in BUILD_KEYWORDS if key in overrides}
     if "ignore_invalid_weights" in overrides:
         strict = not overrides.pop("ignore_invalid_weights")
     fixed = {key: overrides.pop(key) for key in list(overrides) if key in FIXED}
@@ -196,8 +199,8 @@ def build_transformer_model(
             sequence_length=sequence_length, name=name, dtype=dtype,
             family=config.family if model is None or isinstance(model, str) else cls,
             with_discriminator=with_discriminator, application=application,
-            keep_tokens=keep_tokens, compound_tokens=compound_tokens, **model_options,
-            **family_options)
+            keep_tokens=keep_tokens, compound_tokens=compound_tokens,
+            build_options=build_options, **model_options, **family_options)
 
     if checkpoint_path is None:
         built = build()
@@ -232,7 +235,7 @@ def _refuse_unknown(overrides: dict[str, Any], family_keywords: set[str]) -> Non
         ValueError: naming the keyword and the known name nearest to it.
     """
     known = (known_keys() | family_keywords | set(REFUSED) | set(FIXED) | set(LOAD_ALIASES)
-             | set(MODEL_OPTIONS)
+             | set(MODEL_OPTIONS) | set(BUILD_KEYWORDS)
              | set(inspect.signature(build_transformer_model).parameters) - {"overrides"})
     for key in overrides:
         if key not in known:

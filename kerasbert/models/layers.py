@@ -4,8 +4,9 @@ Keras supplies the embeddings, layer norms and dense layers; ``kernels.py`` the 
 how products and GELU run on TensorFlow. What remains: self-attention and feed-forward
 blocks whose kernels are the 2-D matrices stored in
 Google checkpoints (so loading is a plain assignment, no reshaping), the learned
-position embedding, the first-token slice used by ``Pooler`` and ``CLS-token``, and
-the output bias of the MLM head. All build their weights in ``build()`` so
+position embedding, the first-token slice used by ``Pooler`` and ``CLS-token``, the
+output bias of the MLM head, and the layer norm a condition steers (``layer_norm_cond``;
+bert4keras's ``LayerNormalization``). All build their weights in ``build()`` so
 ``model.summary()`` is exact before the first call, and all are registered so a
 saved ``.keras`` file loads with ``safe_mode=True``.
 """
@@ -638,3 +639,164 @@ class ScaleFreeNorm(keras.layers.Layer):
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "epsilon": self.epsilon}
+
+
+def _is_learned(value: bool | float | None) -> bool:
+    """A scale or offset argument that makes a weight (``True``, not a number)."""
+    return value is True
+
+
+def _is_applied(value: bool | float | None) -> bool:
+    """A scale or offset argument that is applied at all (a weight or a constant)."""
+    return value is not False and value is not None
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class ScaleOffset(keras.layers.Layer):
+    """Multiplies the last axis by ``gamma`` and adds ``beta``, each of which a condition may
+    steer (bert4keras's affine layer, and the second half of :class:`ConditionalLayerNorm`).
+
+    Args:
+        scale, offset: True: a learned ``gamma`` (ones) / ``beta`` (zeros); a number: that
+            constant; False or None: none.
+        conditional: the layer is called on ``[x, condition]``, ``condition`` a
+            ``(batch, features)`` tensor; ``gamma`` and ``beta`` each gain a dense
+            projection of it (``gamma_dense``, ``beta_dense``, no bias, zeros at the start,
+            so that a new condition leaves a loaded model's outputs as they were).
+        hidden_units, hidden_activation, hidden_initializer: a dense layer
+            (``hidden_dense``, no bias) the condition goes through first, when
+            ``hidden_units`` is given.
+
+    Example:
+        >>> tuple(ScaleOffset()(keras.ops.ones((1, 3, 4))).shape)
+        (1, 3, 4)
+    """
+
+    def __init__(self, scale: bool | float | None = True, offset: bool | float | None = True,
+                 conditional: bool = False, hidden_units: int | None = None,
+                 hidden_activation: str | Callable[..., Any] | None = "linear",
+                 hidden_initializer: _Initializer = "glorot_uniform",
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.scale = scale
+        self.offset = offset
+        self.conditional = conditional
+        self.hidden_units = hidden_units
+        self.hidden_activation = keras.activations.get(hidden_activation)
+        self.hidden_initializer = keras.initializers.get(hidden_initializer)
+
+    def build(self, input_shape: Any) -> None:
+        condition_shape: Any = None
+        if self.conditional:
+            input_shape, condition_shape = input_shape
+            if len(condition_shape) != 2:
+                raise ValueError(
+                    f"{self.name}: the condition must be (batch, features), one vector per "
+                    f"example; received shape {tuple(condition_shape)}")
+        width = input_shape[-1]
+        # bert4keras's weight order: beta, gamma, then the condition's dense layers (so
+        # set_weights takes its arrays as they come).
+        if _is_learned(self.offset):
+            self.beta = self.add_weight(name="beta", shape=(width,), initializer="zeros")
+        if _is_learned(self.scale):
+            self.gamma = self.add_weight(name="gamma", shape=(width,), initializer="ones")
+        if not self.conditional:
+            return
+        if self.hidden_units is not None:
+            self.hidden_dense = self._dense(self.hidden_units, "hidden_dense", condition_shape,
+                                            self.hidden_activation, self.hidden_initializer)
+            condition_shape = (*condition_shape[:-1], self.hidden_units)
+        if _is_applied(self.offset):
+            self.beta_dense = self._dense(width, "beta_dense", condition_shape)
+        if _is_applied(self.scale):
+            self.gamma_dense = self._dense(width, "gamma_dense", condition_shape)
+
+    def _dense(self, units: int, name: str, input_shape: Any,
+               activation: Callable[..., Any] | None = None,
+               initializer: _Initializer = "zeros") -> keras.layers.Dense:
+        """A bias-free dense layer of the condition, built on ``input_shape``."""
+        dense = keras.layers.Dense(units, activation=activation, use_bias=False,
+                                   kernel_initializer=initializer, name=name,
+                                   dtype=self.dtype_policy)
+        dense.build(input_shape)
+        return dense
+
+    def call(self, inputs: Any) -> Any:
+        condition = None
+        if self.conditional:
+            inputs, condition = inputs
+            if self.hidden_units is not None:
+                condition = self.hidden_dense(condition)
+            # (batch, features) -> (batch, 1, ..., features): one vector for every position.
+            for _ in range(len(inputs.shape) - 2):
+                condition = ops.expand_dims(condition, 1)
+        if _is_applied(self.scale):
+            gamma = self.gamma if _is_learned(self.scale) else self.scale
+            if condition is not None:
+                gamma = gamma + self.gamma_dense(condition)
+            inputs = inputs * gamma
+        if _is_applied(self.offset):
+            beta = self.beta if _is_learned(self.offset) else self.offset
+            if condition is not None:
+                beta = beta + self.beta_dense(condition)
+            inputs = inputs + beta
+        return inputs
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        # The condition has no positions: the output keeps the sequence's mask.
+        if self.conditional and isinstance(mask, (list, tuple)):
+            return mask[0]
+        return mask
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        return input_shape[0] if self.conditional else input_shape
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "scale": self.scale, "offset": self.offset,
+                "conditional": self.conditional, "hidden_units": self.hidden_units,
+                "hidden_activation": keras.activations.serialize(self.hidden_activation),
+                "hidden_initializer": keras.initializers.serialize(self.hidden_initializer)}
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class ConditionalLayerNorm(ScaleOffset):
+    """Layer normalization whose ``gamma`` and ``beta`` a condition may steer
+    (https://kexue.fm/archives/7124): ``(x - mean) / sqrt(var + epsilon)``, then
+    :class:`ScaleOffset`. What every norm of a model built with ``layer_norm_cond`` is;
+    bert4keras's ``LayerNormalization`` (``kerasbert.layers``) is this layer.
+
+    Args:
+        zero_mean: subtract the mean (False: RMS normalization).
+        unit_variance: divide by the root mean square.
+        epsilon: added to the variance; None: ``keras.config.epsilon()`` (1e-7), as
+            bert4keras's ``K.epsilon()``.
+        **kwargs: :class:`ScaleOffset`'s (``scale``, ``offset``, ``conditional``,
+            ``hidden_units``, ``hidden_activation``, ``hidden_initializer``) and Keras's.
+
+    Example:
+        >>> norm = ConditionalLayerNorm(conditional=True, hidden_units=8)
+        >>> tuple(norm([keras.ops.ones((2, 3, 16)), keras.ops.ones((2, 4))]).shape)
+        (2, 3, 16)
+        >>> [w.path.split("/")[-2] for w in norm.weights[2:]]
+        ['hidden_dense', 'beta_dense', 'gamma_dense']
+    """
+
+    def __init__(self, zero_mean: bool = True, unit_variance: bool = True,
+                 epsilon: float | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.zero_mean = zero_mean
+        self.unit_variance = unit_variance
+        self.epsilon = epsilon or keras.config.epsilon()
+
+    def call(self, inputs: Any) -> Any:
+        x = inputs[0] if self.conditional else inputs
+        if self.zero_mean:
+            x = x - ops.mean(x, axis=-1, keepdims=True)
+        if self.unit_variance:
+            variance = ops.mean(ops.square(x), axis=-1, keepdims=True)
+            x = ops.divide_no_nan(x, ops.sqrt(variance + self.epsilon))
+        return super().call([x, inputs[1]] if self.conditional else x)
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "zero_mean": self.zero_mean,
+                "unit_variance": self.unit_variance, "epsilon": self.epsilon}

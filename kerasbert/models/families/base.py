@@ -110,6 +110,45 @@ class HuggingFaceRecipe:
     description: str = ""
 
 
+@dataclasses.dataclass(frozen=True)
+class NormCondition:
+    """What a model's layer norms are conditioned on (bert4keras's ``layer_norm_cond*``
+    keywords of ``build``).
+
+    Attributes:
+        tensor: the ``(batch, features)`` condition.
+        hidden_size: the width of the dense layer each norm passes it through first, or None.
+        hidden_act: that layer's activation.
+    """
+
+    tensor: Any
+    hidden_size: int | None = None
+    hidden_act: str | Callable[..., Any] = "linear"
+
+    @classmethod
+    def of(cls, transformer: Transformer, tensor: Any, hidden_size: int | None,
+           hidden_act: str | Callable[..., Any] | None) -> NormCondition | None:
+        """The condition ``build``'s keywords describe for ``transformer``, or None.
+
+        Raises:
+            ValueError: a hidden size or activation without a condition, or a condition for
+                a family whose norms take none.
+        """
+        if tensor is None:
+            given = [key for key, value in (("layer_norm_cond_hidden_size", hidden_size),
+                                            ("layer_norm_cond_hidden_act", hidden_act))
+                     if value is not None]
+            if given:
+                raise ValueError(f"{', '.join(given)} given without layer_norm_cond (the "
+                                 "tensor the layer norms are conditioned on)")
+            return None
+        if not transformer.conditional_norms:
+            raise ValueError(f"layer_norm_cond: model={transformer.family!r} builds no "
+                             "conditional layer norms (BERT, ALBERT, NEZHA, RoFormer, ELECTRA "
+                             "and GPT do)")
+        return cls(tensor, hidden_size, hidden_act or "linear")
+
+
 class Transformer:
     """The model object of bert4keras: config, layers by name, the Keras model.
 
@@ -182,6 +221,8 @@ class Transformer:
     unilm_seq2seq = False
     #: An encoder-decoder (T5): sequence-to-sequence without UniLM's mask.
     encoder_decoder = False
+    #: Whether its layer norms can be conditioned on a tensor (``build(layer_norm_cond=...)``).
+    conditional_norms = False
 
     def __init__(self, config: BertConfig, with_pool: bool | str = False,
                  with_nsp: bool = False, with_mlm: bool | str = False,
@@ -225,6 +266,8 @@ class Transformer:
         self.caches: dict[str, dict[str, Any]] | None = None
         self.position_ids: Any = None
         self.decoding = False
+        #: What the layer norms are conditioned on (see :meth:`build`), or None.
+        self.norm_condition: NormCondition | None = None
 
     # ------------------------------------------------------- bert4keras's names
     vocab_size = property(lambda self: self.config.vocab_size)
@@ -348,19 +391,39 @@ class Transformer:
         rate = self.config.hidden_dropout_prob if rate is None else rate
         return self.apply(inputs=inputs, layer=Dropout, rate=rate, name=name)
 
-    def build(self, **kwargs: Any) -> None:
+    def build(self, layer_norm_cond: Any = None, layer_norm_cond_hidden_size: int | None = None,
+              layer_norm_cond_hidden_act: str | Callable[..., Any] | None = None,
+              additional_input_layers: Any = None, **kwargs: Any) -> None:
         """Makes the graph: inputs, :meth:`call`, outputs, ``self.model``.
 
+        Args:
+            layer_norm_cond: a ``(batch, features)`` tensor (a label's embedding, an image's
+                features) that every layer norm is conditioned on (see
+                :class:`kerasbert.models.layers.ConditionalLayerNorm`); None: plain norms.
+            layer_norm_cond_hidden_size: the width of a dense layer (``hidden_dense``) each
+                norm passes the condition through first; None: none.
+            layer_norm_cond_hidden_act: that dense layer's activation (default linear).
+            additional_input_layers: an ``Input`` or a list of them appended to the model's
+                inputs (those ``layer_norm_cond`` is computed from).
+
         Raises:
-            ValueError: a keyword this object does not take (bert4keras's ``build``
-                keywords are refused by name in ``build_transformer_model``).
+            ValueError: a keyword this object does not take (bert4keras's other ``build``
+                keywords are refused by name in ``build_transformer_model``), a condition's
+                hidden layer without a condition, or a condition given to a family whose
+                norms take none.
         """
         if kwargs:
             raise ValueError(f"Transformer.build: {', '.join(sorted(kwargs))} not supported")
         if self.built:
             return
-        self.set_inputs(self.get_inputs())
-        self.set_outputs(self.call(self.inputs))
+        self.norm_condition = NormCondition.of(self, layer_norm_cond,
+                                               layer_norm_cond_hidden_size,
+                                               layer_norm_cond_hidden_act)
+        own = self.get_inputs()
+        own = list(own) if isinstance(own, (list, tuple)) else [own]
+        self.set_inputs(own, additional_input_layers)
+        # The steps take the family's own inputs; additional ones feed the condition.
+        self.set_outputs(self.call(own))
         self.model = functional_model(self.input if len(self.inputs) > 1 else self.inputs[0],
                                       self.output, name=self.name or self.default_name)
         for layer in self.model.layers:  # heads made by functions, not by apply
@@ -387,6 +450,11 @@ class Transformer:
             self, inputs: keras.KerasTensor) -> keras.KerasTensor | list[keras.KerasTensor]:
         raise NotImplementedError
 
+    def norm_inputs(self, x: Any) -> Any:
+        """What a layer norm is called on: ``x``, or ``[x, condition]`` in a model built with
+        ``layer_norm_cond``."""
+        return x if self.norm_condition is None else [x, self.norm_condition.tensor]
+
     def compute_attention_bias(self, inputs: Any = None) -> keras.KerasTensor | None:
         """The attention mask every layer takes besides padding (None: padding alone),
         made once from :attr:`attention_mask`."""
@@ -398,8 +466,15 @@ class Transformer:
         """The position table every attention layer takes (NEZHA, RoFormer), or None."""
         return self.position_bias
 
-    def set_inputs(self, inputs: keras.KerasTensor | Sequence[keras.KerasTensor]) -> None:
+    def set_inputs(self, inputs: keras.KerasTensor | Sequence[keras.KerasTensor],
+                   additional_input_layers: Any = None) -> None:
+        """The model's inputs: the family's, then ``additional_input_layers`` (one or a
+        list)."""
         self.inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        if additional_input_layers is not None:
+            self.inputs += (list(additional_input_layers)
+                            if isinstance(additional_input_layers, (list, tuple))
+                            else [additional_input_layers])
         self.input = self.inputs if len(self.inputs) > 1 else self.inputs[0]
 
     def set_outputs(self, outputs: keras.KerasTensor | Sequence[keras.KerasTensor]) -> None:

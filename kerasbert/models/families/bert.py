@@ -47,6 +47,7 @@ from kerasbert.models.kernels import Dropout
 from kerasbert.models.layers import (
     Add,
     BiasAdd,
+    ConditionalLayerNorm,
     FeedForward,
     FirstToken,
     MultiHeadSelfAttention,
@@ -109,6 +110,7 @@ class BERT(Transformer):
     #: trains.
     masked_lm = True
     unilm_seq2seq = True
+    conditional_norms = True
     config_rules: tuple[tuple[Any, ...], ...] = (
         # Hugging Face's BERT configs say where positions come from; BERT's are a table.
         ("position_embedding_type", lambda value, values, family: value == "absolute"
@@ -126,8 +128,19 @@ class BERT(Transformer):
         """The layer norm named ``name`` (made once)."""
         if self.scale_free_norm:
             return self.apply(layer=ScaleFreeNorm, epsilon=self.config.layer_norm_eps, name=name)
-        return self.apply(layer=keras.layers.LayerNormalization,
-                          epsilon=self.config.layer_norm_eps, name=name)
+        return self.layer_norm(name)
+
+    def layer_norm(self, name: str) -> keras.layers.Layer:
+        """The layer norm with ``gamma`` and ``beta`` named ``name`` (made once): Keras's, or
+        one steered by the condition of a model built with ``layer_norm_cond``."""
+        condition = self.norm_condition
+        if condition is None:
+            return self.apply(layer=keras.layers.LayerNormalization,
+                              epsilon=self.config.layer_norm_eps, name=name)
+        return self.apply(layer=ConditionalLayerNorm, epsilon=self.config.layer_norm_eps,
+                          conditional=True, hidden_units=condition.hidden_size,
+                          hidden_activation=condition.hidden_act,
+                          hidden_initializer=self.initializer, name=name)
 
     def dense(self, inputs: Any, units: int, name: str,
               activation: str | Callable[..., Any] | None = None) -> Any:
@@ -187,7 +200,7 @@ class BERT(Transformer):
         norm = self.norm(names.EMBEDDING_NORM)
         if self.scale_free_norm:
             return norm(self.dropout(x, names.EMBEDDING_DROPOUT))
-        return self.dropout(norm(x), names.EMBEDDING_DROPOUT)
+        return self.dropout(norm(self.norm_inputs(x)), names.EMBEDDING_DROPOUT)
 
     def attention_layer(self, name: str) -> keras.layers.Layer:
         """The self-attention block named ``name`` (made once)."""
@@ -217,8 +230,8 @@ class BERT(Transformer):
         """``Norm(x + Dropout(block(inputs)))``, bert4keras's post-norm residual."""
         y = self.apply(inputs=inputs, name=block)
         y = self.dropout(y, names.dropout_name(block))
-        return self.apply(inputs=self.apply(inputs=[x, y], name=names.add_name(block)),
-                          name=names.norm_name(block))
+        added = self.apply(inputs=[x, y], name=names.add_name(block))
+        return self.apply(inputs=self.norm_inputs(added), name=names.norm_name(block))
 
     def apply_main_layers(self, inputs: keras.KerasTensor, index: int) -> keras.KerasTensor:
         """Encoder layer ``index``: attention, then feed-forward, each a post-norm residual."""
@@ -274,8 +287,7 @@ class BERT(Transformer):
         x = self.apply(inputs=x, layer=keras.layers.Dense, units=self.embedding_size,
                        activation=get_activation(self.hidden_act),
                        kernel_initializer=self.initializer, name=names.MLM_DENSE)
-        x = self.apply(inputs=x, layer=keras.layers.LayerNormalization,
-                       epsilon=self.config.layer_norm_eps, name=names.MLM_NORM)
+        x = self.layer_norm(names.MLM_NORM)(self.norm_inputs(x))
         x = self.apply(inputs=self.tied_output(x), layer=BiasAdd, name=names.MLM_BIAS)
         if self.decoding:
             return x

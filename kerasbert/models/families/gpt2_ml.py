@@ -53,6 +53,7 @@ class GPT2ML(GPT):
     checkpoint_pattern = rf"{SCOPE}/"
     checkpoint_description = "a GPT2-ML"
     segment_inputs = False
+    conditional_norms = False  # its pre-norm blocks take no condition
     applications = ("encoder", "lm")
 
     def norm(self, name: str) -> keras.layers.Layer:

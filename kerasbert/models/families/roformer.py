@@ -74,6 +74,7 @@ class RoFormerV2(RoFormer):
     checkpoint_description = "a RoFormer-v2"
     use_bias = False
     scale_free_norm = True
+    conditional_norms = False  # weightless norms: nothing for a condition to steer
     head_flags = ("with_mlm",)
     masked_lm = False
     hf_layout = None  # Hugging Face has no RoFormer-v2

@@ -65,6 +65,7 @@ from kerasbert.models.families.base import (
     GoogleVariables,
     HfVariables,
     HuggingFaceRecipe,
+    NormCondition,
     Transformer,
 )
 from kerasbert.models.layers import (
@@ -499,10 +500,20 @@ class T5(Transformer):
         return self.apply(inputs=x, layer=keras.layers.Activation, activation=activation,
                           name=OUTPUT_LM_ACTIVATION)
 
-    def build(self, **kwargs: Any) -> None:
-        """The encoder, the decoder, and the model joining them (``.model``)."""
+    def build(self, layer_norm_cond: Any = None, layer_norm_cond_hidden_size: int | None = None,
+              layer_norm_cond_hidden_act: str | Callable[..., Any] | None = None,
+              additional_input_layers: Any = None, **kwargs: Any) -> None:
+        """The encoder, the decoder, and the model joining them (``.model``).
+
+        Raises:
+            ValueError: any keyword: T5's norms take no condition, and so no extra input.
+        """
+        if additional_input_layers is not None:
+            kwargs["additional_input_layers"] = additional_input_layers
         if kwargs:
             raise ValueError(f"Transformer.build: {', '.join(sorted(kwargs))} not supported")
+        NormCondition.of(self, layer_norm_cond, layer_norm_cond_hidden_size,
+                         layer_norm_cond_hidden_act)
         if self.built:
             return
         name = self.name or self.default_name
