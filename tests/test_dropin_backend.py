@@ -168,7 +168,7 @@ def test_search_layer_set_gelu_and_recompute():
                   classifier):
         assert backend.search_layer(start, "Embedding-Token") is bert.get_layer(
             "Embedding-Token")
-    with pytest.raises(TypeError, match="which no layer made, outside a model.s loss; pass the model"):
+    with pytest.raises(TypeError, match="no layer made, outside a model.s loss; pass the model"):
         backend.search_layer(np.ones(3), "Head")
     assert backend.gelu_version() == "erf"
     backend.set_gelu("Tanh")
