@@ -122,7 +122,8 @@ class _Backend:
         variables, TensorFlow variables or tensors; one or a list), in a graph, such as a
         loss that ``fit`` traces into its step. An embedding matrix's gradient is an
         ``IndexedSlices`` (``.values``: one row per token looked up), as TensorFlow gives it;
-        None for a variable ``loss`` does not depend on.
+        None for a variable ``loss`` does not depend on, but while Keras runs the loss on
+        placeholders to make ``fit``'s state, where a Keras variable's gradient has no rows.
 
         Raises:
             NoKeras3Counterpart: TensorFlow runs eagerly (``run_eagerly=True``, or outside
@@ -135,8 +136,14 @@ class _Backend:
                 "without run_eagerly=True), or use tf.GradientTape")
         variables = variables if isinstance(variables, (list, tuple)) else [variables]
         # A Keras variable wraps the TensorFlow variable its layers read: differentiate by that.
-        return tf.gradients(loss, [v.value if isinstance(v, keras.Variable) else v
-                                   for v in variables])
+        gradients = tf.gradients(loss, [v.value if isinstance(v, keras.Variable) else v
+                                        for v in variables])
+        if internals.in_symbolic_scope():
+            # Keras runs the loss on placeholders, apart from the model's variables, to make
+            # fit's state ahead of the step: a gradient with no rows keeps the loss's shape.
+            gradients = [_no_rows(v) if g is None and isinstance(v, keras.Variable) else g
+                         for v, g in zip(variables, gradients)]
+        return gradients
 
     @staticmethod
     def batch_get_value(tensors: Iterable[Any]) -> list[np.ndarray]:
@@ -417,6 +424,14 @@ class _Backend:
                                   f"kerasbert.backend.K: {reason}")
 
 
+def _no_rows(variable: keras.Variable) -> Any:
+    """A gradient of ``variable`` with no rows: ``.values`` is empty, and as a tensor it is
+    zeros of the variable's shape."""
+    shape = tuple(variable.shape)
+    return tf.IndexedSlices(tf.zeros((0, *shape[1:]), variable.dtype),
+                            tf.zeros((0,), tf.int64), tf.constant(shape, tf.int64))
+
+
 K = _Backend()
 """Keras 2's ``keras.backend`` functions that bert4keras scripts call (``K.sum``,
 ``K.batch_dot``, ``K.int_shape``...), each on ``keras.ops``; a name Keras 3 has nothing for
@@ -490,7 +505,7 @@ def search_layer(inputs: Any, name: str,
         >>> search_layer(bert.output, "Embedding-Token") is bert.get_layer("Embedding-Token")
         True
     """
-    if not isinstance(inputs, keras.layers.Layer):
+    if not isinstance(inputs, keras.Operation):  # a layer, or an op on Keras tensors
         start = internals.layer_of(inputs)
         start = _in_loss(inputs) if start is None else start
         if start is None:
@@ -498,7 +513,7 @@ def search_layer(inputs: Any, name: str,
                             f"{type(inputs).__name__}, which no layer made, outside a model's "
                             f"loss; pass the model (search_layer(model, {name!r})) or its "
                             f"output")
-        if not isinstance(start, keras.layers.Layer):
+        if not isinstance(start, keras.Operation):
             return search_layer(start, name, exclude_from)  # the model's symbolic output
         inputs = start
     exclude_from = set() if exclude_from is None else exclude_from

@@ -381,6 +381,16 @@ def autocast(dtype):
     return _private(_VARIABLES).AutocastScope(dtype)
 
 
+def in_symbolic_scope():
+    """Whether Keras is only working out shapes and dtypes (``compute_output_spec``: a loss
+    run on placeholders while ``fit`` makes its state ahead of the step), where nothing
+    computed is kept. False where the installed Keras has no such scope."""
+    try:
+        return _private("keras.src.backend.common.symbolic_scope").in_symbolic_scope()
+    except AttributeError:
+        return False
+
+
 def in_stateless_scope():
     """Whether a ``keras.StatelessScope`` is open."""
     return _private(_STATELESS).in_stateless_scope()

@@ -234,3 +234,24 @@ def test_k_gradients_in_a_loss_under_fit_is_the_tapes_gradient():
         model.fit(x, y, batch_size=2, epochs=1, verbose=0)
     with pytest.raises(TypeError, match="outside a model's loss"):
         backend.search_layer(tf.constant(1.0), "Embedding-Token")
+
+
+def test_k_gradients_while_fit_makes_its_state_and_search_past_keras_ops():
+    """kerasbert's models make ``fit``'s state from the data's shapes before the step, the
+    loss run on placeholders apart from the variables: ``K.gradients`` gives a gradient with
+    no rows there. ``search_layer`` walks back past Keras ops on tensors (``x[:, 0]``)."""
+    from kerasbert.models.model import functional_model
+
+    tokens = keras.Input((None,), dtype="int32")
+    hidden = keras.layers.Embedding(6, 3, name="Embedding-Token")(tokens)
+    model = functional_model(tokens, keras.layers.Dense(2, activation="softmax")(hidden[:, 0]))
+
+    def loss(y_true, y_pred):
+        cross_entropy = K.mean(K.sparse_categorical_crossentropy(y_true, y_pred))
+        embeddings = backend.search_layer(y_pred, "Embedding-Token").embeddings
+        return cross_entropy + K.sum(K.gradients(cross_entropy, [embeddings])[0].values ** 2)
+
+    model.compile(loss=loss, optimizer=keras.optimizers.SGD(0.1))
+    history = model.fit(np.array([[1, 2, 1], [3, 4, 5]]), np.array([[0], [1]]), epochs=2,
+                        verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
