@@ -9,7 +9,7 @@ arguments, after ``compile``; each finds the embedding layer as the examples do,
 ``search_layer`` back from the model's outputs:
 
 - :func:`adversarial_training` replaces the compiled model's ``train_step``: the loss's
-  gradient ``g`` on the token embedding matrix gives the perturbation
+  gradient ``g`` on the token embedding matrix (without dropout) gives the perturbation
   ``epsilon * g / (|g| + 1e-8)``, added to the matrix for Keras's own step (forward,
   gradients, optimizer update) and taken off again, as bert4keras's train function does.
   The update uses the perturbed batch's gradient only, and the reported loss is the
@@ -88,7 +88,8 @@ def adversarial_training(model, embedding_name="Embedding-Token", epsilon=1):
 
     def train_step(data):
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
-        gradient = _loss_gradient(model, embeddings, x, y, sample_weight, training=True)
+        # Without dropout, as bert4keras's K.function (its learning phase left at 0) takes it.
+        gradient = _loss_gradient(model, embeddings, x, y, sample_weight, training=False)
         delta = epsilon * _unit(gradient)
         embeddings.assign_add(delta)
         logs = keras_train_step(data)
