@@ -3,8 +3,10 @@
 ``from kerasbert.backend import keras, K`` gives Keras 3 and a ``K`` that answers the
 ``keras.backend`` calls of bert4keras scripts (``K.sum``, ``K.batch_dot``, ``K.eval``,
 ``K.set_value`` ...) with Keras 2's arguments, defaults and results, through ``keras.ops``.
-A call with no Keras 3 counterpart is refused by name (``K.gradients``: use
-``tf.GradientTape``; ``K.placeholder``, sessions, the global learning phase).
+A call with no Keras 3 counterpart is refused by name (``K.placeholder``, sessions, the
+global learning phase). ``K.gradients`` is TensorFlow's symbolic gradient: it works where
+bert4keras's examples call it, in a loss that ``fit`` traces into its step's graph, and is
+refused by name where the step runs eagerly.
 
 The functions bert4keras adds (``sequence_masking``, ``multilabel_categorical_crossentropy``,
 ``apply_rotary_position_embeddings`` ...) are written in ``keras.ops`` with bert4keras's
@@ -15,7 +17,9 @@ signatures. What differs, and why:
   ``gelu_approximate`` in their layers (bert4keras rewrote a global custom object instead),
   so a saved model keeps its GELU whatever is chosen when it is loaded.
 - ``search_layer`` of a model also searches the models inside it (bert4keras looked only at
-  its own layers there, then back from its inputs).
+  its own layers there, then back from its inputs). Given the ``y_pred`` of a loss inside
+  ``fit``'s step (a plain tensor, which Keras 3 no longer ties to its layer), it walks back
+  from the matching output of the model whose loss is being computed.
 - ``recompute_grad`` returns the call unchanged; ``RECOMPUTE=1`` is refused (Keras 3's
   ``keras.RematScope`` is the way to recompute).
 - Importing the module registers nothing with Keras (bert4keras filled the custom objects
@@ -60,7 +64,6 @@ class NoKeras3Counterpart(NotImplementedError, AttributeError):
 
 
 _REFUSED = {
-    "gradients": "Keras 3 has no symbolic gradients; use tf.GradientTape in a train_step",
     "placeholder": "Keras 3 has no placeholders; use keras.Input",
     "get_session": "Keras 3 has no session", "set_session": "Keras 3 has no session",
     "learning_phase": "Keras 3 has no global learning phase; pass training= to the layers",
@@ -112,6 +115,35 @@ class _Backend:
     @staticmethod
     def set_value(x: Any, value: Any) -> None:
         x.assign(value)
+
+    @staticmethod
+    def gradients(loss: Any, variables: Any) -> list[Any]:
+        """``tf.gradients``: the gradients of ``loss`` with respect to ``variables`` (Keras
+        variables, TensorFlow variables or tensors; one or a list), in a graph, such as a
+        loss that ``fit`` traces into its step. An embedding matrix's gradient is an
+        ``IndexedSlices`` (``.values``: one row per token looked up), as TensorFlow gives it;
+        None for a variable ``loss`` does not depend on, but while Keras runs the loss on
+        placeholders to make ``fit``'s state, where a Keras variable's gradient has no rows.
+
+        Raises:
+            NoKeras3Counterpart: TensorFlow runs eagerly (``run_eagerly=True``, or outside
+                ``fit``), where no symbolic gradient exists.
+        """
+        if tf.executing_eagerly():
+            raise NoKeras3Counterpart(
+                "K.gradients takes a symbolic gradient, which exists only in a graph, and "
+                "TensorFlow runs eagerly here; call it in a loss that fit traces (compile "
+                "without run_eagerly=True), or use tf.GradientTape")
+        variables = variables if isinstance(variables, (list, tuple)) else [variables]
+        # A Keras variable wraps the TensorFlow variable its layers read: differentiate by that.
+        gradients = tf.gradients(loss, [v.value if isinstance(v, keras.Variable) else v
+                                        for v in variables])
+        if internals.in_symbolic_scope():
+            # Keras runs the loss on placeholders, apart from the model's variables, to make
+            # fit's state ahead of the step: a gradient with no rows keeps the loss's shape.
+            gradients = [_no_rows(v) if g is None and isinstance(v, keras.Variable) else g
+                         for v, g in zip(variables, gradients)]
+        return gradients
 
     @staticmethod
     def batch_get_value(tensors: Iterable[Any]) -> list[np.ndarray]:
@@ -392,6 +424,14 @@ class _Backend:
                                   f"kerasbert.backend.K: {reason}")
 
 
+def _no_rows(variable: keras.Variable) -> Any:
+    """A gradient of ``variable`` with no rows: ``.values`` is empty, and as a tensor it is
+    zeros of the variable's shape."""
+    shape = tuple(variable.shape)
+    return tf.IndexedSlices(tf.zeros((0, *shape[1:]), variable.dtype),
+                            tf.zeros((0,), tf.int64), tf.constant(shape, tf.int64))
+
+
 K = _Backend()
 """Keras 2's ``keras.backend`` functions that bert4keras scripts call (``K.sum``,
 ``K.batch_dot``, ``K.int_shape``...), each on ``keras.ops``; a name Keras 3 has nothing for
@@ -449,11 +489,14 @@ def search_layer(inputs: Any, name: str,
     """The layer called ``name`` found back from ``inputs``, or None: ``inputs`` is a symbolic
     tensor (``model.output``: the layer that made it, then the layers it was called on, and
     theirs, as bert4keras walks back), a layer, or a model (its layers, those of the models
-    inside it, then back from the model as a layer). ``exclude_from``: the ``id`` of the
-    layers already searched.
+    inside it, then back from the model as a layer). In a loss given to ``compile``, the
+    tensors Keras 3 passes (``y_pred`` in ``fit``'s step) are searched from the model whose
+    loss is being computed: back from its output that ``y_pred`` is, or, for another tensor
+    or a model with no symbolic outputs, through all its layers. ``exclude_from``: the ``id``
+    of the layers already searched.
 
     Raises:
-        TypeError: ``inputs`` is an eager value, which no layer made.
+        TypeError: ``inputs`` is a value no layer made, outside a model's loss.
 
     Example:
         >>> from kerasbert import build_transformer_model
@@ -462,13 +505,17 @@ def search_layer(inputs: Any, name: str,
         >>> search_layer(bert.output, "Embedding-Token") is bert.get_layer("Embedding-Token")
         True
     """
-    if not isinstance(inputs, keras.layers.Layer):
-        layer = internals.layer_of(inputs)
-        if layer is None:
+    if not isinstance(inputs, keras.Operation):  # a layer, or an op on Keras tensors
+        start = internals.layer_of(inputs)
+        start = _in_loss(inputs) if start is None else start
+        if start is None:
             raise TypeError(f"search_layer takes a symbolic tensor, a layer or a model, got "
-                            f"{type(inputs).__name__}, which no layer made; pass the model "
-                            f"(search_layer(model, {name!r})) or its output")
-        inputs = layer
+                            f"{type(inputs).__name__}, which no layer made, outside a model's "
+                            f"loss; pass the model (search_layer(model, {name!r})) or its "
+                            f"output")
+        if not isinstance(start, keras.Operation):
+            return search_layer(start, name, exclude_from)  # the model's symbolic output
+        inputs = start
     exclude_from = set() if exclude_from is None else exclude_from
     if inputs.name == name:
         return inputs
@@ -480,6 +527,23 @@ def search_layer(inputs: Any, name: str,
         if found is not None:
             return found
     return None
+
+
+def _in_loss(tensor: Any) -> Any:
+    """Where a search from ``tensor``, a tensor in a model's loss, starts: the symbolic
+    output of the model that ``tensor`` is, else the model; None outside a loss (or for a
+    value that is no tensor)."""
+    computing = internals.model_computing_loss()
+    if computing is None or not tf.is_tensor(tensor):
+        return None
+    model, y_pred = computing
+    outputs = getattr(model, "outputs", None) or []
+    predictions = keras.tree.flatten(y_pred) if y_pred is not None else []
+    if len(predictions) == len(outputs):
+        for prediction, output in zip(predictions, outputs):
+            if prediction is tensor:
+                return output
+    return model
 
 
 def align(tensor: Any, axes: Sequence[int], ndim: int | None = None) -> Any:

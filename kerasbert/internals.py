@@ -381,6 +381,16 @@ def autocast(dtype):
     return _private(_VARIABLES).AutocastScope(dtype)
 
 
+def in_symbolic_scope():
+    """Whether Keras is only working out shapes and dtypes (``compute_output_spec``: a loss
+    run on placeholders while ``fit`` makes its state ahead of the step), where nothing
+    computed is kept. False where the installed Keras has no such scope."""
+    try:
+        return _private("keras.src.backend.common.symbolic_scope").in_symbolic_scope()
+    except AttributeError:
+        return False
+
+
 def in_stateless_scope():
     """Whether a ``keras.StatelessScope`` is open."""
     return _private(_STATELESS).in_stateless_scope()
@@ -554,3 +564,21 @@ def inbound_layers(layer):
     order ([] for an input layer, or a Keras without the record)."""
     return [parent.operation for node in getattr(layer, "_inbound_nodes", ())
             for parent in getattr(node, "parent_nodes", ())]
+
+
+def model_computing_loss():
+    """``(model, y_pred)`` of the innermost ``Model.compute_loss`` running in this thread, or
+    None. A loss given to ``compile`` runs inside it (in ``fit``'s traced step, ``evaluate``'s,
+    or a ``train_step`` of the user's), where ``y_pred`` is a plain tensor that no longer
+    says which model made it; the call stack still does."""
+    frame = inspect.currentframe()
+    try:
+        while frame is not None:
+            if frame.f_code.co_name == "compute_loss":
+                model = frame.f_locals.get("self")
+                if isinstance(model, keras.Model):
+                    return model, frame.f_locals.get("y_pred")
+            frame = frame.f_back
+        return None
+    finally:
+        del frame  # a frame held here would keep every caller's locals alive

@@ -134,12 +134,11 @@ def test_values_and_variables():
 
 
 def test_what_keras_3_lacks_is_refused_by_name():
-    for name, hint in (("gradients", "GradientTape"), ("placeholder", "keras.Input"),
-                       ("get_session", "session"), ("learning_phase", "training="),
-                       ("conv2d", "keras.ops")):
+    for name, hint in (("placeholder", "keras.Input"), ("get_session", "session"),
+                       ("learning_phase", "training="), ("conv2d", "keras.ops")):
         with pytest.raises(NotImplementedError, match=f"K.{name} has no Keras 3.*{hint}"):
             getattr(K, name)
-    assert getattr(K, "gradients", None) is None  # also an AttributeError
+    assert getattr(K, "placeholder", None) is None  # also an AttributeError
     with pytest.raises(NotImplementedError, match="training=True or False"):
         K.in_train_phase(1, 2)
     inputs = keras.Input((3,))
@@ -169,7 +168,7 @@ def test_search_layer_set_gelu_and_recompute():
                   classifier):
         assert backend.search_layer(start, "Embedding-Token") is bert.get_layer(
             "Embedding-Token")
-    with pytest.raises(TypeError, match="which no layer made; pass the model"):
+    with pytest.raises(TypeError, match="no layer made, outside a model.s loss; pass the model"):
         backend.search_layer(np.ones(3), "Head")
     assert backend.gelu_version() == "erf"
     backend.set_gelu("Tanh")
@@ -188,3 +187,71 @@ def test_search_layer_set_gelu_and_recompute():
     assert backend.recompute_grad(len) is len and backend.is_tf_keras is False
     with pytest.raises(NotImplementedError, match="tf.custom_gradient"):
         backend.graph_mode_decorator(len)
+
+
+def _token_classifier():
+    keras.utils.set_random_seed(0)
+    tokens = keras.Input((None,), dtype="int32")
+    hidden = keras.layers.Embedding(6, 3, name="Embedding-Token")(tokens)
+    pooled = keras.layers.GlobalAveragePooling1D()(hidden)
+    return keras.Model(tokens, keras.layers.Dense(2, activation="softmax")(pooled))
+
+
+def test_k_gradients_in_a_loss_under_fit_is_the_tapes_gradient():
+    """bert4keras's gradient penalty as its examples write it: ``search_layer(y_pred, ...)``
+    finds the embedding from the step's ``y_pred``, and ``K.gradients`` of the loss on its
+    matrix, rows as ``IndexedSlices``, is the gradient a tape takes of the same loss."""
+    import tensorflow as tf
+
+    model = _token_classifier()
+    embedding = model.get_layer("Embedding-Token")
+    x, y = np.array([[1, 2, 1], [3, 4, 5]]), np.array([[0], [1]])
+    found = keras.Variable(np.zeros((6, 3)), trainable=False)  # the step's gradient, kept
+    searches = {}
+
+    def loss(y_true, y_pred):
+        cross_entropy = K.mean(K.sparse_categorical_crossentropy(y_true, y_pred))
+        layer = backend.search_layer(y_pred, "Embedding-Token")
+        searches.update(layer=layer, missing=backend.search_layer(y_pred, "Missing"))
+        gradient = K.gradients(cross_entropy, [layer.embeddings])[0]
+        assert isinstance(gradient, tf.IndexedSlices) and gradient.values.shape[-1] == 3
+        found.assign(tf.convert_to_tensor(gradient))
+        return cross_entropy
+
+    model.compile(loss=loss, optimizer=keras.optimizers.SGD(0.0))
+    model.fit(x, y, batch_size=2, epochs=1, shuffle=False, verbose=0)
+    assert searches == {"layer": embedding, "missing": None}
+    with tf.GradientTape() as tape:
+        cross_entropy = K.mean(K.sparse_categorical_crossentropy(y, model(x, training=True)))
+    expected = tf.convert_to_tensor(tape.gradient(cross_entropy, embedding.embeddings.value))
+    np.testing.assert_allclose(K.eval(found), K.eval(expected), rtol=0, atol=1e-6)
+    assert np.abs(K.eval(expected)).max() > 1e-3  # a gradient, not zeros on both sides
+
+    with pytest.raises(NotImplementedError, match="K.gradients .*runs eagerly"):
+        K.gradients(cross_entropy, [embedding.embeddings])
+    model.compile(loss=loss, optimizer=keras.optimizers.SGD(0.0), run_eagerly=True)
+    with pytest.raises(NotImplementedError, match="K.gradients .*without run_eagerly=True"):
+        model.fit(x, y, batch_size=2, epochs=1, verbose=0)
+    with pytest.raises(TypeError, match="outside a model's loss"):
+        backend.search_layer(tf.constant(1.0), "Embedding-Token")
+
+
+def test_k_gradients_while_fit_makes_its_state_and_search_past_keras_ops():
+    """kerasbert's models make ``fit``'s state from the data's shapes before the step, the
+    loss run on placeholders apart from the variables: ``K.gradients`` gives a gradient with
+    no rows there. ``search_layer`` walks back past Keras ops on tensors (``x[:, 0]``)."""
+    from kerasbert.models.model import functional_model
+
+    tokens = keras.Input((None,), dtype="int32")
+    hidden = keras.layers.Embedding(6, 3, name="Embedding-Token")(tokens)
+    model = functional_model(tokens, keras.layers.Dense(2, activation="softmax")(hidden[:, 0]))
+
+    def loss(y_true, y_pred):
+        cross_entropy = K.mean(K.sparse_categorical_crossentropy(y_true, y_pred))
+        embeddings = backend.search_layer(y_pred, "Embedding-Token").embeddings
+        return cross_entropy + K.sum(K.gradients(cross_entropy, [embeddings])[0].values ** 2)
+
+    model.compile(loss=loss, optimizer=keras.optimizers.SGD(0.1))
+    history = model.fit(np.array([[1, 2, 1], [3, 4, 5]]), np.array([[0], [1]]), epochs=2,
+                        verbose=0)
+    assert np.isfinite(history.history["loss"]).all()

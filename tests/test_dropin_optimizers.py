@@ -11,7 +11,11 @@ import pytest
 from conftest import TINY
 from kerasbert import BertConfig, build_transformer_model, internals
 from kerasbert import optimizers as kb_optimizers
-from kerasbert.adversarial import adversarial_training, loss_with_gradient_penalty
+from kerasbert.adversarial import (
+    adversarial_training,
+    loss_with_gradient_penalty,
+    virtual_adversarial_training,
+)
 from kerasbert.backend import keras
 from peers import run_bert4keras
 
@@ -359,6 +363,23 @@ def test_a_tiny_bert_classifier_learns_under_adversarial_training():
     history = model.fit([tokens, np.zeros_like(tokens)], labels, batch_size=16, epochs=8,
                         verbose=0)
     assert history.history["loss"][-1] < 0.5 * history.history["loss"][0]
+
+
+def test_virtual_adversarial_training_learns_its_own_clean_predictions():
+    """With no push (epsilon 0) a step is Keras's own step towards the model's predictions
+    on the clean batch, whatever the labels; the random start of norm xi is taken off."""
+    targets = _token_classifier().predict(X, verbose=0)
+    plain = _token_classifier()
+    plain.compile(loss="kld", optimizer=keras.optimizers.SGD(0.5))
+    plain.fit(X, targets, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    model = _token_classifier()
+    model.compile(loss="kld", optimizer=keras.optimizers.SGD(0.5))
+    virtual_adversarial_training(model, "Embedding-Token", epsilon=0.0, xi=0.1)
+    model.train_on_batch(X, np.zeros((4, 2)))
+    for got, want in zip(model.get_weights(), plain.get_weights()):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="virtual_adversarial_training: compile model"):
+        virtual_adversarial_training(_token_classifier())
 
 
 def test_the_embedding_layer_is_named_or_refused():

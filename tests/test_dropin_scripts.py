@@ -4,12 +4,12 @@ imports, and learn.
 Each file of ``tests/dropin_scripts/`` is a script written the way bert4keras 0.11.5's
 examples are (classification, ALBERT, NER with a CRF, word segmentation, reading
 comprehension by MLM, UniLM seq2seq, language model, SimBERT, GPLinker, adversarial
-training, gradient penalty, EMA, piecewise linear learning rate, MLM pretraining, feature
-extraction, BERT-of-Theseus, a conditional language model, image captions) on tiny data
-and a tiny model it makes itself; its last line is JSON with the first and last epoch's
-loss (``check_*`` keys: what else must hold). The only other edits are those Keras 3
-forces, each marked on its line with ``# Keras 3:``. Each runs in a fresh interpreter in
-its own folder, two at a time.
+training, virtual adversarial training, gradient penalty, EMA, piecewise linear learning
+rate, MLM pretraining, feature extraction, BERT-of-Theseus, a conditional language model,
+image captions) on tiny data and a tiny model it makes itself; its last line is JSON with
+the first and last epoch's loss (``check_*`` keys: what else must hold). The only other
+edits are those Keras 3 forces, each marked on its line with ``# Keras 3:``. Each runs in
+a fresh interpreter in its own folder, two at a time.
 
 Some run, unchanged but for ``kerasbert`` -> ``bert4keras``, under bert4keras itself
 (tf_keras, in its own interpreter): the scripts are bert4keras scripts, not kerasbert ones.
@@ -47,7 +47,9 @@ KINDS = {
     "SimBERT: UniLM with a pool, cosine similarity": "simbert",
     "relation extraction: GPLinker, EfficientGlobalPointer": "relation_extraction_gplinker",
     "adversarial training: FGM on Embedding-Token": "adversarial_training",
-    "gradient penalty": "gradient_penalty",
+    "gradient penalty: search_layer(y_pred), K.gradients in the loss": "gradient_penalty",
+    "virtual adversarial training: unlabelled batches, train_on_batch in a callback":
+        "virtual_adversarial_training",
     "EMA: apply_ema_weights, reset_old_weights (GlobalPointer NER)": "ner_globalpointer_ema",
     "piecewise linear lr, gradient accumulation (sentence pairs)": "sentence_pair_piecewise_lr",
     "masked LM pretraining: LAMB, checkpoint out": "masked_lm_pretraining",
@@ -61,7 +63,7 @@ KINDS = {
 #: Besides the standard library.
 OTHER_IMPORTS = {"numpy", "keras"}
 #: What bert4keras's examples write themselves on Keras 2's graph (adversarial training,
-#: the gradient penalty), imported instead on a line marked ``# Keras 3:``.
+#: virtual adversarial training), imported instead on a line marked ``# Keras 3:``.
 KERAS3_REPLACEMENTS = {"kerasbert.adversarial"}
 
 #: Scripts running at once: a run's start (TensorFlow's import, building the model, tracing
