@@ -136,8 +136,7 @@ def test_a_subclass_makes_a_variant_and_loads_a_checkpoint(tmp_path):
 SAMPLE = {"residual_attention_scores": True, "autoresize_weights": True, "layers": {},
           "prefix": "Encoder-", "attention_caches": {"x": None}, "layer_norm_cond": "cond",
           "layer_norm_cond_hidden_size": 8, "layer_norm_cond_hidden_act": "tanh",
-          "additional_input_layers": ["input"], "hierarchical_position": True,
-          "custom_position_ids": True, "shared_segment_embeddings": True,
+          "additional_input_layers": ["input"],
           "attention_head_size": 4, "attention_key_size": 4}
 # Keywords that build with bert4keras's meaning: a value, read back from the object by the
 # same name (bert4keras's Transformer attributes).
@@ -145,7 +144,9 @@ WORKS = {"vocab_size": 90, "hidden_size": 24, "num_hidden_layers": 1,
          "num_attention_heads": 4, "intermediate_size": 40, "hidden_act": "relu",
          "dropout_rate": 0.2, "attention_dropout_rate": 0.3, "embedding_size": 16,
          "sequence_length": 12, "name": "named", "max_position": 16,
-         "segment_vocab_size": 0, "with_pool": "tanh", "with_nsp": True, "with_mlm": "linear"}
+         "segment_vocab_size": 0, "with_pool": "tanh", "with_nsp": True, "with_mlm": "linear",
+         "hierarchical_position": True, "custom_position_ids": True,
+         "shared_segment_embeddings": True}
 # Keywords checked by what they do.
 CHECKED = ("keep_tokens", "compound_tokens", "ignore_invalid_weights", "application",
            "config_path", "checkpoint_path", "model", "return_keras_model")

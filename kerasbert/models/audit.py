@@ -81,6 +81,8 @@ def audit_model(model: keras.Model, config: BertConfig, with_pool: bool | str = 
     rows = expected_rows(config, with_pool, with_nsp, with_mlm, num_labels, family,
                          with_discriminator)
     layers = {layer.name: layer for layer in model.layers}
+    if names.shares_segment_table(layers):  # its segments read Embedding-Token's table
+        rows = [row for row in rows if row.layer != names.EMBEDDING_SEGMENT]
     for row in rows:
         layer = layers.get(row.layer)
         row.actual = None if layer is None else layer.count_params()

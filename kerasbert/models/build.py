@@ -58,10 +58,6 @@ REFUSED = {
     "layer_norm_cond_hidden_act": "conditional layer normalization is not built",
     "additional_input_layers": "extra inputs are not added to the model; make a new "
                                "keras.Model from the built model's inputs and yours",
-    "hierarchical_position": "hierarchically decomposed positions are not built; give "
-                             "max_position_embeddings large enough",
-    "custom_position_ids": "position ids are always 0..length-1 (no Input-Position)",
-    "shared_segment_embeddings": "segments have their own Embedding-Segment",
 }
 #: bert4keras keywords whose only supported value is the one BERT's config implies.
 FIXED = {
@@ -153,9 +149,13 @@ def build_transformer_model(
     cls = variant_of(model if model is not None else DEFAULT_FAMILY)  # unknown: refused first
     # Without model=, the config's model_type picks the family: any family's keywords are
     # taken here and checked against that family's once the config is read.
-    takes = _options_of(cls) if model is not None else set().union(
-        *(_options_of(family_class(name)) for name in FAMILIES))
+    takes = _options_of(cls) if model is not None else _every_family_option()
     family_options = {key: overrides.pop(key) for key in list(overrides) if key in takes}
+    # Another family's keyword would go on into the config and build a model without it.
+    foreign = sorted(set(overrides) & _every_family_option())
+    if foreign:
+        raise ValueError(f"{', '.join(foreign)}: not a keyword of model="
+                         f"{model if isinstance(model, str) else cls.__name__!r}")
     _refuse_misspelt(overrides, takes)
     # The family the config is read for: None lets the config's model_type pick it.
     family = (model.lower() if isinstance(model, str)
@@ -249,6 +249,12 @@ def _registered_family(cls: type[Transformer]) -> str | None:
         if klass in registered:
             return registered_name(klass)
     return None
+
+
+def _every_family_option() -> set[str]:
+    """The keywords some family's class takes (GPT's ``final_activation``, BERT's
+    ``custom_position_ids``...)."""
+    return set().union(*(_options_of(family_class(name)) for name in FAMILIES))
 
 
 def _options_of(cls: type) -> set[str]:
