@@ -17,8 +17,10 @@ import pytest
 
 from conftest import TINY
 from kerasbert import BertConfig, build_transformer_model
+from kerasbert.inference.generation import generate
 from kerasbert.models.audit import audit_model
 from peers import run_bert4keras
+from test_generation import wide_weights
 
 CONFIG = {**TINY, "max_position_embeddings": 16}
 CASES = {
@@ -204,8 +206,21 @@ def test_options_a_family_gives_no_meaning_are_refused_by_name(keywords, message
 
 
 def test_decoding_refuses_a_model_that_takes_its_positions():
-    from kerasbert.inference.generation import generate
-
     model = build_transformer_model(CONFIG, application="lm", custom_position_ids=True)
     with pytest.raises(ValueError, match=r"Input-Position.*without custom_position_ids"):
         generate(model, [[2, 5, 7]], max_new_tokens=2)
+
+
+@pytest.mark.parametrize("family, keywords", [
+    ("bert", {"application": "unilm", "shared_segment_embeddings": True}),
+    ("gpt2", {"hierarchical_position": True}),
+])
+def test_decoding_through_the_caches_gives_what_the_whole_model_gives(family, keywords):
+    model = wide_weights(build_transformer_model(CONFIG, model=family, **keywords))
+    prompts, segments = [[5, 17, 33, 9, 41], [44, 8]], [[0, 0, 0, 1, 1], [0, 0]]
+    # GPT-2: past its 16 positions; BERT: within them.
+    kwargs = dict(max_new_tokens=14) if family == "gpt2" else dict(max_new_tokens=10,
+                                                                   segment_ids=segments)
+    greedy = generate(model, prompts, **kwargs)
+    assert greedy == generate(model, prompts, use_cache=False, **kwargs)
+    assert [len(row) for row in greedy] == [kwargs["max_new_tokens"]] * 2
