@@ -114,15 +114,21 @@ def build_transformer_model(
         dtype: the dtype policy of the layers (``"mixed_bfloat16"``, ``"bfloat16"``);
             None: Keras's global policy. Nothing global is changed.
         **overrides: config keys to replace (``num_hidden_layers=2``, ``dropout_rate=0``...),
-            and keywords a family's class takes (GPT's ``final_activation``).
+            and keywords a family's class takes (GPT's ``final_activation``; the position
+            and segment options of BERT and the families built on it:
+            ``custom_position_ids=True`` adds ``Input-Position``,
+            ``hierarchical_position=True`` (or alpha) reads a position table past its end,
+            ``shared_segment_embeddings=True`` reads segment ids through
+            ``Embedding-Token``).
 
     Returns:
         a ``keras.Model`` (or the family's :class:`Transformer` holding it).
 
     Raises:
         ValueError: unknown ``model`` or ``application``, a bert4keras keyword kerasbert
-            does not build (named, with what to use instead), an invalid config, a config
-            of another model family, or one too large for this machine's memory.
+            does not build (named, with what to use instead) or one the family gives no
+            meaning to, an invalid config, a config of another model family, or one too
+            large for this machine's memory.
         FileNotFoundError: no checkpoint at ``checkpoint_path``.
         kerasbert.CheckpointError (a ValueError): the checkpoint is corrupt or does
             not fit the config (the message names the variable, both shapes and a hint).

@@ -229,10 +229,7 @@ class PositionEmbedding(keras.layers.Layer):
 
     def decomposed(self, positions: Any, alpha: float) -> Any:
         """The embeddings of ``positions`` (int, any shape) decomposed with ``alpha``."""
-        n = self.max_position
-        table = (self.embeddings - alpha * self.embeddings[:1]) / (1 - alpha)
-        return (alpha * ops.take(table, positions // n, axis=0)
-                + (1 - alpha) * ops.take(table, positions % n, axis=0))
+        return decomposed_positions(self.embeddings, positions, alpha)
 
     def get_config(self) -> dict[str, Any]:
         config = {
@@ -244,6 +241,16 @@ class PositionEmbedding(keras.layers.Layer):
         # Files saved before the option existed have none.
         return config if self.hierarchical is None else {**config,
                                                          "hierarchical": self.hierarchical}
+
+
+def decomposed_positions(table: Any, positions: Any, alpha: float) -> Any:
+    """The hierarchically decomposed embeddings of ``positions`` (int, any shape) from a
+    ``(n, width)`` position ``table``: ``alpha·E'[i // n] + (1 - alpha)·E'[i % n]`` with
+    ``E' = (E - alpha·E[0]) / (1 - alpha)``."""
+    n = table.shape[0]
+    table = (table - alpha * table[:1]) / (1 - alpha)
+    return (alpha * ops.take(table, positions // n, axis=0)
+            + (1 - alpha) * ops.take(table, positions % n, axis=0))
 
 
 def hierarchical_alpha(value: bool | float | None) -> float | None:

@@ -10,6 +10,11 @@ The graph, per bert4keras 0.11.5 and Google's ``modeling.py``::
               Transformer-i-FeedForward ─ -Dropout ─ -Add ─ -Norm ]
       ─ heads (Pooler / NSP / MLM), if asked for
 
+bert4keras's options change the embeddings: ``custom_position_ids`` adds ``Input-Position``
+(the ids ``Embedding-Position`` reads), ``hierarchical_position`` reads the table past its
+end, ``shared_segment_embeddings`` looks segment ids up in ``Embedding-Token`` (no
+``Embedding-Segment``).
+
 Token id 0 is padding: ``Embedding-Token`` emits a mask that every layer passes on and
 attention honours, so outputs at real tokens do not depend on padding. A family changes
 what differs by overriding a step (``apply_embeddings``, ``attention_layer``...) and the
