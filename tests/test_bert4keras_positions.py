@@ -30,6 +30,8 @@ CASES = {
                                                "custom_position_ids": True}),
     "shared_segment_embeddings": ("bert", {"shared_segment_embeddings": True}),
     "roformer_custom_position_ids": ("roformer", {"custom_position_ids": True}),
+    "gpt_hierarchical_custom_ids": ("gpt", {"hierarchical_position": True,
+                                            "custom_position_ids": True}),
 }
 TOLERANCE = 1e-5
 SHORT, LONG = 12, 40  # LONG: past the 16 positions of the table
