@@ -194,6 +194,8 @@ def test_a_saved_model_keeps_its_options_in_safe_mode(tmp_path):
 @pytest.mark.parametrize("keywords, message", [
     ({"model": "nezha", "custom_position_ids": True},
      r"custom_position_ids=True: model='nezha' has relative positions"),
+    ({"model": "gpt2", "custom_position_ids": True},
+     r"custom_position_ids=True: model='gpt2' takes token ids alone"),
     ({"model": "roformer", "hierarchical_position": True},
      r"hierarchical_position=True: model='roformer' has rotary positions"),
     ({"model": "t5", "shared_segment_embeddings": True},

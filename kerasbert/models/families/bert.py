@@ -115,6 +115,9 @@ class BERT(Transformer):
     #: trains.
     masked_lm = True
     unilm_seq2seq = True
+    #: Whether its models may take position ids (``custom_position_ids``): bert4keras's
+    #: GPT-2 graphs take token ids alone.
+    position_inputs = True
     config_rules: tuple[tuple[Any, ...], ...] = (
         # Hugging Face's BERT configs say where positions come from; BERT's are a table.
         ("position_embedding_type", lambda value, values, family: value == "absolute"
@@ -156,6 +159,9 @@ class BERT(Transformer):
     def check_position_options(self) -> None:
         """Raises for a position or segment option this family cannot build."""
         where = f"model={self.family!r}"
+        if self.custom_position_ids and not self.position_inputs:
+            raise ValueError(f"custom_position_ids=True: {where} takes token ids alone, as "
+                             "bert4keras's (no Input-Position)")
         if self.custom_position_ids and self.position not in ("absolute", "rotary"):
             raise ValueError(f"custom_position_ids=True: {where} has {self.position} "
                              "positions, made from distances within the sequence, which no "

@@ -80,6 +80,7 @@ class GPT2(GPT):
     checkpoint_pattern = r"gpt/output/"
     checkpoint_description = "a GPT-2"
     segment_inputs = False
+    position_inputs = False
     applications = ("encoder", "lm")
     hf_layout = HuggingFaceRecipe("transformer.", "gpt", hf_config, hf_variables, HF_IGNORED,
                                   model_type="gpt2")

@@ -53,6 +53,7 @@ class GPT2ML(GPT):
     checkpoint_pattern = rf"{SCOPE}/"
     checkpoint_description = "a GPT2-ML"
     segment_inputs = False
+    position_inputs = False
     applications = ("encoder", "lm")
 
     def norm(self, name: str) -> keras.layers.Layer:
