@@ -532,11 +532,9 @@ class PositionEmbedding(Layer):
         else:
             position_ids = ops.expand_dims(ops.arange(ops.shape(inputs)[1], dtype="int32"), 0)
         table = ops.cast(self.embeddings, inputs.dtype)
-        if self.hierarchical:
-            alpha = 0.4 if self.hierarchical is True else self.hierarchical
-            table = (table - alpha * table[:1]) / (1 - alpha)
-            embeddings = (alpha * ops.take(table, position_ids // self.input_dim, axis=0)
-                          + (1 - alpha) * ops.take(table, position_ids % self.input_dim, axis=0))
+        alpha = core_layers.hierarchical_alpha(self.hierarchical)
+        if alpha is not None:
+            embeddings = core_layers.decomposed_positions(table, position_ids, alpha)
         elif self.custom_position_ids:
             embeddings = ops.take(table, position_ids, axis=0)
         else:

@@ -133,9 +133,7 @@ def test_a_subclass_makes_a_variant_and_loads_a_checkpoint(tmp_path):
 
 
 # Values a bert4keras script would pass for each keyword kerasbert refuses or fixes.
-SAMPLE = {"residual_attention_scores": True,
-          "attention_caches": {"x": None}, "hierarchical_position": True,
-          "custom_position_ids": True, "shared_segment_embeddings": True,
+SAMPLE = {"residual_attention_scores": True, "attention_caches": {"x": None},
           "attention_head_size": 4, "attention_key_size": 4}
 # Keywords that build with bert4keras's meaning: a value, read back from the object by the
 # same name (bert4keras's Transformer attributes).
@@ -144,7 +142,8 @@ WORKS = {"vocab_size": 90, "hidden_size": 24, "num_hidden_layers": 1,
          "dropout_rate": 0.2, "attention_dropout_rate": 0.3, "embedding_size": 16,
          "sequence_length": 12, "name": "named", "max_position": 16,
          "segment_vocab_size": 0, "with_pool": "tanh", "with_nsp": True, "with_mlm": "linear",
-         "prefix": "Encoder-", "autoresize_weights": True}
+         "prefix": "Encoder-", "autoresize_weights": True, "hierarchical_position": True,
+         "custom_position_ids": True, "shared_segment_embeddings": True}
 # Keywords checked by what they do (the conditional norms' in test_bert4keras_conditional.py,
 # layers in test_bert4keras_prefix.py).
 CHECKED = ("keep_tokens", "compound_tokens", "ignore_invalid_weights", "application",

@@ -175,6 +175,10 @@ class Decoder:
             raise ValueError(f"model {model.name!r} is not a language model: it has no causal "
                              "attention mask (build it with model='gpt' / 'gpt2' / 'gpt2_ml', "
                              "or application='lm' / 'unilm' and its MLM head)")
+        if names.INPUT_POSITION in self.layers:
+            raise ValueError(f"model {model.name!r} takes its position ids ({names.INPUT_POSITION}"
+                             "); decoding counts positions itself: build it without "
+                             "custom_position_ids")
         self.mask = masks[0]
         activation = self.layers.get(names.LM_ACTIVATION) or self.layers.get(
             names.MLM_ACTIVATION)
@@ -206,7 +210,7 @@ class Decoder:
         self.segment_vocab = (self.layers[names.EMBEDDING_SEGMENT].input_dim
                               if self.segments and names.EMBEDDING_SEGMENT in self.layers
                               else None)
-        self.max_position = (self.layers[names.EMBEDDING_POSITION].max_position
+        self.max_position = (self.layers[names.EMBEDDING_POSITION].max_length
                              if names.EMBEDDING_POSITION in self.layers else None)
         self.transformer = family.bound(
             model, with_mlm="with_mlm" in family.head_flags and names.MLM_ACTIVATION in self.layers)

@@ -129,7 +129,7 @@ class UniLM:
         Raises:
             ValueError: the model has no segment input (``type_vocab_size`` 0).
         """
-        if len(transformer.inputs) < 2:
+        if transformer.segment_vocab_size == 0:
             raise ValueError("application='unilm' reads source and target from the segment "
                              "ids; this model has no Input-Segment (type_vocab_size is 0)")
         return transformer.apply(inputs=transformer.inputs[1], layer=AttentionMask,

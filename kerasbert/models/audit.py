@@ -90,6 +90,8 @@ def audit_model(model: keras.Model, config: BertConfig, with_pool: bool | str = 
     prefix = layer_prefix(model)
     layers = {layer.name.removeprefix(prefix): layer for layer in model.layers}
     conditions = []
+    if names.shares_segment_table(layers):  # its segments read Embedding-Token's table
+        rows = [row for row in rows if row.layer != names.EMBEDDING_SEGMENT]
     for row in rows:
         layer = layers.get(row.layer)
         condition = None if layer is None else condition_row(layer)

@@ -62,7 +62,8 @@ def build_bert(config: BertConfig, with_pool: bool | str = False, with_nsp: bool
     Raises:
         ValueError: an unknown family, a head the family does not have, the weights
             would not fit in this machine's memory, or ``sequence_length`` exceeds
-            ``max_position_embeddings``; checked before any layer is made.
+            ``max_position_embeddings`` (hierarchical positions: its square); checked
+            before any layer is made.
     """
     return make_transformer(config, with_pool, with_nsp, with_mlm, sequence_length, name,
                             dtype, family, with_discriminator, application,
@@ -87,7 +88,8 @@ def make_transformer(config: BertConfig, with_pool: bool | str = False, with_nsp
                          family=family, with_discriminator=with_discriminator)
     check_maxlen(dataclasses.replace(config, family=family if isinstance(family, str)
                                      else config.family), sequence_length,
-                 flag="sequence_length")
+                 flag="sequence_length",
+                 hierarchical=bool(family_options.get("hierarchical_position")))
     transformer = cls(config, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
                       with_discriminator=with_discriminator, application=application,
                       sequence_length=sequence_length, keep_tokens=keep_tokens,

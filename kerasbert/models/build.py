@@ -48,10 +48,6 @@ REFUSED = {
     "residual_attention_scores": "RealFormer's residual attention scores are not built; "
                                  "leave it False",
     "attention_caches": "key/value caches for decoding are not built yet",
-    "hierarchical_position": "hierarchically decomposed positions are not built; give "
-                             "max_position_embeddings large enough",
-    "custom_position_ids": "position ids are always 0..length-1 (no Input-Position)",
-    "shared_segment_embeddings": "segments have their own Embedding-Segment",
 }
 #: bert4keras keywords of ``Transformer.build`` that ``build_transformer_model`` hands on.
 BUILD_KEYWORDS = ("layer_norm_cond", "layer_norm_cond_hidden_size",
@@ -122,21 +118,26 @@ def build_transformer_model(
             layers of the same names; ``autoresize_weights=True`` resizes checkpoint
             weights of another shape to the model's.
         **overrides: config keys to replace (``num_hidden_layers=2``, ``dropout_rate=0``...),
-            keywords a family's class takes (GPT's ``final_activation``), and those of
-            bert4keras's ``Transformer.build``: ``layer_norm_cond`` (a ``(batch, features)``
-            tensor every layer norm is conditioned on), ``layer_norm_cond_hidden_size``,
-            ``layer_norm_cond_hidden_act`` and ``additional_input_layers`` (inputs appended
-            to the model's, those the condition is computed from).
+            keywords a family's class takes (GPT's ``final_activation``; the position and
+            segment options of BERT and the families built on it:
+            ``custom_position_ids=True`` adds ``Input-Position``,
+            ``hierarchical_position=True`` (or alpha) reads a position table past its end,
+            ``shared_segment_embeddings=True`` reads segment ids through
+            ``Embedding-Token``), and those of bert4keras's ``Transformer.build``:
+            ``layer_norm_cond`` (a ``(batch, features)`` tensor every layer norm is
+            conditioned on), ``layer_norm_cond_hidden_size``, ``layer_norm_cond_hidden_act``
+            and ``additional_input_layers`` (inputs appended to the model's, those the
+            condition is computed from).
 
     Returns:
         a ``keras.Model`` (or the family's :class:`Transformer` holding it).
 
     Raises:
         ValueError: unknown ``model`` or ``application``, a bert4keras keyword kerasbert
-            does not build (named, with what to use instead), an unknown keyword or an
-            unknown key of a config dict (named, with the nearest known name), an invalid
-            config, a config of another model family, or one too large for this machine's
-            memory.
+            does not build (named, with what to use instead) or one the family gives no
+            meaning to, an unknown keyword or an unknown key of a config dict (named, with
+            the nearest known name), an invalid config, a config of another model family,
+            or one too large for this machine's memory.
         FileNotFoundError: no checkpoint at ``checkpoint_path``.
         kerasbert.CheckpointError (a ValueError): the checkpoint is corrupt or does
             not fit the config (the message names the variable, both shapes and a hint).
@@ -165,9 +166,13 @@ def build_transformer_model(
     cls = variant_of(model if model is not None else DEFAULT_FAMILY)  # unknown: refused first
     # Without model=, the config's model_type picks the family: any family's keywords are
     # taken here and checked against that family's once the config is read.
-    takes = _options_of(cls) if model is not None else set().union(
-        *(_options_of(family_class(name)) for name in FAMILIES))
+    takes = _options_of(cls) if model is not None else _every_family_option()
     family_options = {key: overrides.pop(key) for key in list(overrides) if key in takes}
+    # Another family's keyword would go on into the config and build a model without it.
+    foreign = sorted(set(overrides) & _every_family_option())
+    if foreign:
+        raise ValueError(f"{', '.join(foreign)}: not a keyword of model="
+                         f"{model if isinstance(model, str) else cls.__name__!r}")
     _refuse_unknown(overrides, takes)
     if isinstance(config_path, dict):
         check_config_keys(config_path, "the config dict")
@@ -294,6 +299,12 @@ def _registered_family(cls: type[Transformer]) -> str | None:
         if klass in registered:
             return registered_name(klass)
     return None
+
+
+def _every_family_option() -> set[str]:
+    """The keywords some family's class takes (GPT's ``final_activation``, BERT's
+    ``custom_position_ids``...)."""
+    return set().union(*(_options_of(family_class(name)) for name in FAMILIES))
 
 
 def _options_of(cls: type) -> set[str]:

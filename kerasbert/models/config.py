@@ -449,7 +449,8 @@ def check_vocab_fits(config: BertConfig, vocab_size: int,
             "have no embedding row")
 
 
-def check_maxlen(config: BertConfig, maxlen: int | None, flag: str = "--maxlen") -> None:
+def check_maxlen(config: BertConfig, maxlen: int | None, flag: str = "--maxlen",
+                 hierarchical: bool = False) -> None:
     """Raises when sequences of ``maxlen`` tokens would not fit the position table
     (a family with relative or rotary positions has none: any length fits).
 
@@ -458,6 +459,8 @@ def check_maxlen(config: BertConfig, maxlen: int | None, flag: str = "--maxlen")
         maxlen: the longest sequence, in tokens ([CLS] and [SEP] included); None: no limit
             is set, nothing to check.
         flag: what the user called it, quoted in the message.
+        hierarchical: the table is read hierarchically (``hierarchical_position``): it
+            reaches ``max_position_embeddings`` squared.
 
     Raises:
         ValueError: ``--maxlen (600) in <config>: exceeds max_position_embeddings (512)``,
@@ -479,7 +482,14 @@ def check_maxlen(config: BertConfig, maxlen: int | None, flag: str = "--maxlen")
         raise ValueError(f"{flag} ({maxlen!r}): must be a positive integer")
     # NEZHA's relative and RoFormer's rotary positions have no table to run past.
     family = config.family if config.family in FAMILIES else DEFAULT_FAMILY
-    if maxlen > config.max_position_embeddings and family_class(family).position == "absolute":
+    if family_class(family).position != "absolute":
+        return
+    if hierarchical and maxlen > config.max_position_embeddings ** 2:
+        raise ValueError(f"{flag} ({maxlen}) in {config.source}: exceeds the "
+                         f"{config.max_position_embeddings ** 2} positions hierarchical_position "
+                         f"reads (max_position_embeddings {config.max_position_embeddings}, "
+                         "squared)")
+    if not hierarchical and maxlen > config.max_position_embeddings:
         raise ValueError(f"{flag} ({maxlen}) in {config.source}: exceeds "
                          f"max_position_embeddings ({config.max_position_embeddings})")
 

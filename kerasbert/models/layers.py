@@ -142,11 +142,20 @@ class Add(keras.layers.Add):
     keep the token padding mask (the segment embedding has no mask of its own). A
     residual sum sees the same mask twice: it is passed on as it is, so the graph
     (and ``plot_model``) holds one padding-mask operation, not one per layer.
+
+    Args:
+        first_mask_only: keep the first input's mask alone: segment ids read through
+            ``Embedding-Token`` (``shared_segment_embeddings``) carry its padding mask,
+            yet segment 0 is no padding.
     """
+
+    def __init__(self, first_mask_only: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.first_mask_only = first_mask_only
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         masks: list[Any] = []
-        for m in mask or []:
+        for m in (mask or [])[:1] if self.first_mask_only else mask or []:
             if m is not None and not any(m is seen for seen in masks):
                 masks.append(m)
         if not masks:
@@ -155,6 +164,10 @@ class Add(keras.layers.Add):
         for m in masks[1:]:
             output_mask = ops.logical_and(output_mask, m)
         return output_mask
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        return {**config, "first_mask_only": True} if self.first_mask_only else config
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
@@ -166,20 +179,34 @@ class PositionEmbedding(keras.layers.Layer):
         initializer_range: stddev of the truncated-normal initializer.
         initializer: another initializer instead (models saved by earlier versions may carry
             ``"zeros"`` here).
+        hierarchical: None, or alpha of hierarchically decomposed positions
+            (https://kexue.fm/archives/7947): position ``i`` reads
+            ``alpha·E'[i // n] + (1 - alpha)·E'[i % n]`` with ``E' = (E - alpha·E[0]) /
+            (1 - alpha)`` (``n = max_position``), which is ``E[i]`` below ``n`` and goes on
+            to ``n²`` positions with the same table.
 
     Example:
         >>> layer = PositionEmbedding(max_position=512)
         >>> tuple(layer(keras.ops.zeros((2, 10, 16))).shape)
         (2, 10, 16)
+        >>> tuple(PositionEmbedding(8, hierarchical=0.4)(keras.ops.zeros((1, 20, 4))).shape)
+        (1, 20, 4)
     """
 
     def __init__(self, max_position: int, initializer_range: float = 0.02,
-                 initializer: _Initializer | None = None, **kwargs: Any) -> None:
+                 initializer: _Initializer | None = None, hierarchical: float | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.max_position = max_position
         self.initializer_range = initializer_range
         self.initializer = initializer
+        self.hierarchical = hierarchical
         self.supports_masking = True
+
+    @property
+    def max_length(self) -> int:
+        """The longest sequence the table reads: ``max_position`` (hierarchical: its square)."""
+        return self.max_position ** (1 if self.hierarchical is None else 2)
 
     def build(self, input_shape: Any) -> None:
         self.embeddings = self.add_weight(
@@ -190,19 +217,62 @@ class PositionEmbedding(keras.layers.Layer):
 
     def call(self, inputs: Any, positions: Any = None) -> Any:
         """``positions``: each token's ``(batch, length)`` position ids, where they do not
-        count from 0 (decoding: left-padded rows, the new tokens after a cache)."""
+        count from 0 (decoding: left-padded rows, the new tokens after a cache; the model's
+        ``Input-Position``)."""
+        if self.hierarchical is not None:
+            if positions is None:
+                positions = ops.arange(ops.shape(inputs)[1])[None]
+            return inputs + ops.cast(self.decomposed(positions, self.hierarchical), inputs.dtype)
         if positions is not None:
             return inputs + ops.cast(ops.take(self.embeddings, positions, axis=0), inputs.dtype)
         length = ops.shape(inputs)[1]
         return inputs + ops.cast(self.embeddings[:length], inputs.dtype)[None]
 
+    def decomposed(self, positions: Any, alpha: float) -> Any:
+        """The embeddings of ``positions`` (int, any shape) decomposed with ``alpha``."""
+        return decomposed_positions(self.embeddings, positions, alpha)
+
     def get_config(self) -> dict[str, Any]:
-        return {
+        config = {
             **super().get_config(),
             "max_position": self.max_position,
             "initializer_range": self.initializer_range,
             **initializer_config(self),
         }
+        # Files saved before the option existed have none.
+        return config if self.hierarchical is None else {**config,
+                                                         "hierarchical": self.hierarchical}
+
+
+def decomposed_positions(table: Any, positions: Any, alpha: float) -> Any:
+    """The hierarchically decomposed embeddings of ``positions`` (int, any shape) from a
+    ``(n, width)`` position ``table``: ``alpha·E'[i // n] + (1 - alpha)·E'[i % n]`` with
+    ``E' = (E - alpha·E[0]) / (1 - alpha)``."""
+    n = table.shape[0]
+    table = (table - alpha * table[:1]) / (1 - alpha)
+    return (alpha * ops.take(table, positions // n, axis=0)
+            + (1 - alpha) * ops.take(table, positions % n, axis=0))
+
+
+def hierarchical_alpha(value: bool | float | None) -> float | None:
+    """bert4keras's ``hierarchical_position`` as the alpha of :class:`PositionEmbedding`:
+    True is 0.4, a number is alpha itself, None / False / 0 mean none.
+
+    Raises:
+        ValueError: alpha not a number between 0 and 1 (1 divides by zero).
+
+    Example:
+        >>> hierarchical_alpha(True), hierarchical_alpha(0.3), hierarchical_alpha(None)
+        (0.4, 0.3, None)
+    """
+    if value is None or value is False or (isinstance(value, (int, float)) and value == 0):
+        return None
+    if value is True:
+        return 0.4
+    if not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise ValueError(f"hierarchical_position ({value!r}): must be True (alpha 0.4) or "
+                         "alpha, a number between 0 and 1 (exclusive)")
+    return float(value)
 
 
 def attention_bias(mask: Any, dtype: Any, axis: int | tuple[int, ...] | None = (1, 2)) -> Any:

@@ -4,11 +4,14 @@ Downstream code (checkpoint mapping, fine-tuning scripts, ``model.get_layer``)
 looks layers up by these names, so each is spelled here and nowhere else.
 """
 
+from collections.abc import Container
+
 #: The package custom layers are registered under (``"kerasbert>FeedForward"``).
 SERIALIZATION_PACKAGE = "kerasbert"
 
 INPUT_TOKEN = "Input-Token"
 INPUT_SEGMENT = "Input-Segment"
+INPUT_POSITION = "Input-Position"  # custom_position_ids=True
 # Pretraining only: the positions whose tokens the MLM head predicts.
 INPUT_MLM_POSITIONS = "Input-MLM-Positions"
 
@@ -109,3 +112,10 @@ def add_name(block: str) -> str:
 def norm_name(block: str) -> str:
     """The layer norm after a block: ``"Transformer-0-FeedForward-Norm"``."""
     return f"{block}-Norm"
+
+
+def shares_segment_table(layers: Container[str]) -> bool:
+    """Whether a model with these layer names reads its segment ids through
+    ``Embedding-Token`` (``shared_segment_embeddings``): a segment input, no table of its own.
+    """
+    return INPUT_SEGMENT in layers and EMBEDDING_SEGMENT not in layers

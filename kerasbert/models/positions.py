@@ -40,8 +40,8 @@ def rotate(x: Any, table: Any) -> Any:
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class RotaryPositions(keras.layers.Layer):
     """``Embedding-Rotary-Position``: the sinusoid of positions ``0 .. length-1``,
-    ``(1, length, head_size)``, which every RoFormer attention layer rotates its queries
-    and keys by. No weights.
+    ``(1, length, head_size)`` (of given position ids: ``(batch, length, head_size)``),
+    which every RoFormer attention layer rotates its queries and keys by. No weights.
 
     Example:
         >>> tuple(RotaryPositions(8)(keras.ops.zeros((2, 5, 16))).shape)
@@ -52,14 +52,20 @@ class RotaryPositions(keras.layers.Layer):
         super().__init__(**kwargs)
         self.head_size = head_size
 
-    def call(self, inputs: Any) -> Any:
+    def call(self, inputs: Any, positions: Any = None) -> Any:
+        """``positions``: each token's ``(batch, length)`` position ids (the model's
+        ``Input-Position``); the table is then ``(batch, length, head_size)``."""
+        if positions is not None:
+            return sinusoid(positions, self.head_size)
         return ops.expand_dims(sinusoid(ops.arange(ops.shape(inputs)[1]), self.head_size), 0)
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         return None
 
-    def compute_output_shape(self, input_shape: Any) -> Any:
-        return (1, input_shape[1], self.head_size)
+    def compute_output_shape(self, inputs_shape: Any, positions_shape: Any = None) -> Any:
+        if positions_shape is not None:
+            return (*positions_shape, self.head_size)
+        return (1, inputs_shape[1], self.head_size)
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "head_size": self.head_size}

@@ -375,7 +375,9 @@ class Transformer:
             vocab_size=token.input_dim, num_hidden_layers=cls.count_layers(layers),
             num_attention_heads=1,
             hidden_size=mapping.units if mapping is not None else token.output_dim,
-            intermediate_size=1, type_vocab_size=segment.input_dim if segment else 0,
+            intermediate_size=1, type_vocab_size=(
+                segment.input_dim if segment else token.input_dim
+                if names.shares_segment_table(layers) else 0),
             extra={"embedding_size": token.output_dim}, family=cls.default_name)
 
     def tied_output(self, x: Any) -> Any:

@@ -10,6 +10,11 @@ The graph, per bert4keras 0.11.5 and Google's ``modeling.py``::
               Transformer-i-FeedForward ─ -Dropout ─ -Add ─ -Norm ]
       ─ heads (Pooler / NSP / MLM), if asked for
 
+bert4keras's options change the embeddings: ``custom_position_ids`` adds ``Input-Position``
+(the ids ``Embedding-Position`` reads), ``hierarchical_position`` reads the table past its
+end, ``shared_segment_embeddings`` looks segment ids up in ``Embedding-Token`` (no
+``Embedding-Segment``).
+
 Token id 0 is padding: ``Embedding-Token`` emits a mask that every layer passes on and
 attention honours, so outputs at real tokens do not depend on padding. A family changes
 what differs by overriding a step (``apply_embeddings``, ``attention_layer``...) and the
@@ -55,6 +60,7 @@ from kerasbert.models.layers import (
     ScaleFreeNorm,
     TokenEmbedding,
     get_activation,
+    hierarchical_alpha,
 )
 
 if TYPE_CHECKING:  # annotations only
@@ -111,6 +117,9 @@ class BERT(Transformer):
     masked_lm = True
     unilm_seq2seq = True
     conditional_norms = True
+    #: Whether its models may take position ids (``custom_position_ids``): bert4keras's
+    #: GPT-2 graphs take token ids alone.
+    position_inputs = True
     config_rules: tuple[tuple[Any, ...], ...] = (
         # Hugging Face's BERT configs say where positions come from; BERT's are a table.
         ("position_embedding_type", lambda value, values, family: value == "absolute"
@@ -122,6 +131,51 @@ class BERT(Transformer):
         "bert.", "bert", {**hf_embedding_modules("bert"), **HF_HEADS},
         HF_LAYER, "bert/encoder/layer_{index}", HF_LAYER_MODULES, HF_PLAIN,
         ("embeddings.position_ids",) + HF_TIED)
+
+    def __init__(self, config: BertConfig, hierarchical_position: bool | float | None = None,
+                 custom_position_ids: bool = False, shared_segment_embeddings: bool = False,
+                 **kwargs: Any) -> None:
+        """bert4keras's position and segment keywords besides :class:`Transformer`'s.
+
+        Args:
+            config: the :class:`BertConfig`.
+            hierarchical_position: True (alpha 0.4) or alpha: positions past
+                ``max_position_embeddings`` decomposed on the same table (see
+                :class:`~kerasbert.models.layers.PositionEmbedding`), up to its square.
+            custom_position_ids: the model takes each token's position id as a third input,
+                ``Input-Position`` (after ``Input-Token`` and ``Input-Segment``).
+            shared_segment_embeddings: segment ids are looked up in ``Embedding-Token``;
+                no ``Embedding-Segment``.
+            **kwargs: :class:`Transformer`'s.
+
+        Raises:
+            ValueError: an option the family's positions or inputs give no meaning to.
+        """
+        super().__init__(config, **kwargs)
+        # As given (bert4keras's attribute); the layer takes alpha.
+        self.hierarchical_position = hierarchical_position
+        self.custom_position_ids = bool(custom_position_ids)
+        self.shared_segment_embeddings = bool(shared_segment_embeddings)
+        self.check_position_options()
+
+    def check_position_options(self) -> None:
+        """Raises for a position or segment option this family cannot build."""
+        where = f"model={self.family!r}"
+        if self.custom_position_ids and not self.position_inputs:
+            raise ValueError(f"custom_position_ids=True: {where} takes token ids alone, as "
+                             "bert4keras's (no Input-Position)")
+        if self.custom_position_ids and self.position not in ("absolute", "rotary"):
+            raise ValueError(f"custom_position_ids=True: {where} has {self.position} "
+                             "positions, made from distances within the sequence, which no "
+                             "position id changes (bert4keras leaves Input-Position unused)")
+        if hierarchical_alpha(self.hierarchical_position) is not None and \
+                self.position != "absolute":
+            raise ValueError(f"hierarchical_position={self.hierarchical_position!r}: {where} has "
+                             f"{self.position} positions, no position table to decompose (any "
+                             "length fits)")
+        if self.shared_segment_embeddings and self.segment_vocab_size == 0:
+            raise ValueError(f"shared_segment_embeddings=True: {where} has no segment input "
+                             "(type_vocab_size is 0)")
 
     # ----------------------------------------------------------------- layers
     def norm(self, name: str) -> keras.layers.Layer:
@@ -153,46 +207,71 @@ class BERT(Transformer):
         """The attention and feed-forward names of encoder layer ``index``."""
         return layer_names(index, shared=self.shared_layers)
 
+    @classmethod
+    def bound(cls, model: keras.Model, **options: Any) -> Transformer:
+        """:meth:`Transformer.bound`, reading segments through ``Embedding-Token`` where the
+        model does (``shared_segment_embeddings``)."""
+        if names.shares_segment_table({layer.name for layer in model.layers}):
+            options.setdefault("shared_segment_embeddings", True)
+        return super().bound(model, **options)
+
     # ----------------------------------------------------------------- graph
     def get_inputs(self) -> keras.KerasTensor | list[keras.KerasTensor]:
-        """``Input-Token``, and ``Input-Segment`` when the config has segment types."""
-        inputs = [self.apply(layer=keras.Input, shape=(self.sequence_length,),
-                             name=names.INPUT_TOKEN)]
+        """``Input-Token``, ``Input-Segment`` when the config has segment types, then
+        ``Input-Position`` with ``custom_position_ids``."""
+        wanted = [names.INPUT_TOKEN]
         if self.segment_vocab_size > 0:
-            inputs.append(self.apply(layer=keras.Input, shape=(self.sequence_length,),
-                                     name=names.INPUT_SEGMENT))
-        return inputs
+            wanted.append(names.INPUT_SEGMENT)
+        if self.custom_position_ids:
+            wanted.append(names.INPUT_POSITION)
+        return [self.apply(layer=keras.Input, shape=(self.sequence_length,), name=name)
+                for name in wanted]
 
     def apply_embeddings(self, inputs: list[keras.KerasTensor]) -> keras.KerasTensor:
         """Token (+ segment) (+ position) embeddings, norm, dropout (and the mapping to the
         hidden size where the embeddings are narrower)."""
         x = self.token_and_segment(inputs)
         if self.position == "absolute":
-            x = self.apply(inputs=x, layer=PositionEmbedding, arguments=self.positions(),
-                           max_position=self.max_position,
-                           initializer_range=self.config.initializer_range,
-                           name=names.EMBEDDING_POSITION)
+            x = self.position_embedding(x)
         x = self.embedding_norm(x)
         if self.embedding_size != self.hidden_size:  # ALBERT, ELECTRA: factorised
             x = self.dense(x, self.hidden_size, names.EMBEDDING_MAPPING)
         return x
 
+    def position_embedding(self, x: Any) -> Any:
+        """``x`` plus ``Embedding-Position`` (hierarchical where asked for)."""
+        return self.apply(inputs=x, layer=PositionEmbedding, arguments=self.positions(),
+                          max_position=self.max_position,
+                          initializer_range=self.config.initializer_range,
+                          hierarchical=hierarchical_alpha(self.hierarchical_position),
+                          name=names.EMBEDDING_POSITION)
+
     def positions(self) -> dict[str, Any] | None:
-        """The position embedding's call arguments: the tokens' position ids where they do
-        not count from 0 (decoding), else none."""
-        return None if self.position_ids is None else {"positions": self.position_ids}
+        """The position layer's call arguments: the tokens' position ids where they do not
+        count from 0 (decoding; ``Input-Position``, the last input), else none."""
+        if self.position_ids is not None:
+            return {"positions": self.position_ids}
+        return {"positions": self.inputs[-1]} if self.custom_position_ids else None
 
     def token_and_segment(self, inputs: list[keras.KerasTensor]) -> Any:
-        """``Embedding-Token`` (+ ``Embedding-Segment`` by ``Embedding-Token-Segment``)."""
+        """``Embedding-Token`` (+ ``Embedding-Segment`` by ``Embedding-Token-Segment``;
+        ``shared_segment_embeddings``: the segment ids through ``Embedding-Token`` too)."""
         x = self.apply(inputs=inputs[0], layer=TokenEmbedding, input_dim=self.vocab_size,
                        output_dim=self.embedding_size, embeddings_initializer=self.initializer,
                        mask_zero=True, tie_weights=True, name=names.EMBEDDING_TOKEN)
         if self.segment_vocab_size > 0:
-            s = self.apply(inputs=inputs[1], layer=keras.layers.Embedding,
-                           input_dim=self.segment_vocab_size, output_dim=self.embedding_size,
-                           embeddings_initializer=self.initializer,
-                           name=names.EMBEDDING_SEGMENT)
-            x = self.apply(inputs=[x, s], layer=Add, name=names.EMBEDDING_TOKEN_SEGMENT)
+            if self.shared_segment_embeddings:
+                s = self.apply(inputs=inputs[1], name=names.EMBEDDING_TOKEN)
+            else:
+                s = self.apply(inputs=inputs[1], layer=keras.layers.Embedding,
+                               input_dim=self.segment_vocab_size,
+                               output_dim=self.embedding_size,
+                               embeddings_initializer=self.initializer,
+                               name=names.EMBEDDING_SEGMENT)
+            # Padding is told by the token ids alone: segment 0 read through the token
+            # table is no padding.
+            x = self.apply(inputs=[x, s], layer=Add, first_mask_only=self.shared_segment_embeddings,
+                           name=names.EMBEDDING_TOKEN_SEGMENT)
         return x
 
     def embedding_norm(self, x: Any) -> Any:

@@ -34,7 +34,6 @@ from kerasbert.models.families.base import (
     HuggingFaceRecipe,
 )
 from kerasbert.models.families.bert import BERT
-from kerasbert.models.layers import PositionEmbedding
 
 if TYPE_CHECKING:  # annotations only
     from kerasbert.models.config import BertConfig
@@ -170,11 +169,7 @@ class GPT(BERT):
 
     def token_and_position(self, inputs: list[keras.KerasTensor]) -> Any:
         """``Embedding-Token`` (+ ``Embedding-Segment``) + ``Embedding-Position``, added."""
-        x = self.token_and_segment(inputs)
-        return self.apply(inputs=x, layer=PositionEmbedding, arguments=self.positions(),
-                          max_position=self.max_position,
-                          initializer_range=self.config.initializer_range,
-                          name=names.EMBEDDING_POSITION)
+        return self.position_embedding(self.token_and_segment(inputs))
 
     def mapped(self, x: Any) -> Any:
         """``x`` mapped to the hidden size where the embeddings are narrower."""

@@ -81,6 +81,7 @@ class GPT2(GPT):
     checkpoint_description = "a GPT-2"
     segment_inputs = False
     conditional_norms = False  # its pre-norm blocks take no condition
+    position_inputs = False
     applications = ("encoder", "lm")
     hf_layout = HuggingFaceRecipe("transformer.", "gpt", hf_config, hf_variables, HF_IGNORED,
                                   model_type="gpt2")

@@ -54,6 +54,7 @@ class GPT2ML(GPT):
     checkpoint_description = "a GPT2-ML"
     segment_inputs = False
     conditional_norms = False  # its pre-norm blocks take no condition
+    position_inputs = False
     applications = ("encoder", "lm")
 
     def norm(self, name: str) -> keras.layers.Layer:

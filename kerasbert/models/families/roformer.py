@@ -59,9 +59,11 @@ class RoFormer(BERT):
                              "RoFormer, as the original, rotates queries and keys only")
 
     def compute_position_bias(self, inputs: Any = None) -> Any:
-        """``Embedding-Rotary-Position`` of the embeddings' length (made once)."""
+        """``Embedding-Rotary-Position`` of the embeddings' length, or of the model's
+        ``Input-Position`` (made once)."""
         if self.position_bias is None:
             self.position_bias = self.apply(inputs=inputs, layer=RotaryPositions,
+                                            arguments=self.positions(),
                                             head_size=self.attention_key_size,
                                             name=names.EMBEDDING_ROTARY_POSITION)
         return self.position_bias
