@@ -133,8 +133,8 @@ def test_a_subclass_makes_a_variant_and_loads_a_checkpoint(tmp_path):
 
 
 # Values a bert4keras script would pass for each keyword kerasbert refuses or fixes.
-SAMPLE = {"residual_attention_scores": True, "autoresize_weights": True, "layers": {},
-          "prefix": "Encoder-", "attention_caches": {"x": None}, "layer_norm_cond": "cond",
+SAMPLE = {"autoresize_weights": True, "layers": {},
+          "prefix": "Encoder-", "layer_norm_cond": "cond",
           "layer_norm_cond_hidden_size": 8, "layer_norm_cond_hidden_act": "tanh",
           "additional_input_layers": ["input"], "hierarchical_position": True,
           "custom_position_ids": True, "shared_segment_embeddings": True,
@@ -145,10 +145,11 @@ WORKS = {"vocab_size": 90, "hidden_size": 24, "num_hidden_layers": 1,
          "num_attention_heads": 4, "intermediate_size": 40, "hidden_act": "relu",
          "dropout_rate": 0.2, "attention_dropout_rate": 0.3, "embedding_size": 16,
          "sequence_length": 12, "name": "named", "max_position": 16,
-         "segment_vocab_size": 0, "with_pool": "tanh", "with_nsp": True, "with_mlm": "linear"}
-# Keywords checked by what they do.
-CHECKED = ("keep_tokens", "compound_tokens", "ignore_invalid_weights", "application",
-           "config_path", "checkpoint_path", "model", "return_keras_model")
+         "segment_vocab_size": 0, "with_pool": "tanh", "with_nsp": True, "with_mlm": "linear",
+         "residual_attention_scores": True}
+# Keywords checked by what they do (attention_caches: in test_bert4keras_attention.py).
+CHECKED = ("attention_caches", "keep_tokens", "compound_tokens", "ignore_invalid_weights",
+           "application", "config_path", "checkpoint_path", "model", "return_keras_model")
 
 
 def bert4keras_keywords():

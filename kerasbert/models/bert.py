@@ -76,9 +76,12 @@ def make_transformer(config: BertConfig, with_pool: bool | str = False, with_nsp
                      with_discriminator: bool | str = False, application: str | Any = "encoder",
                      keep_tokens: Sequence[int] | None = None,
                      compound_tokens: Sequence[Any] | None = None,
+                     residual_attention_scores: bool = False,
+                     attention_caches: dict[str, Sequence[Any]] | None = None,
                      **family_options: Any) -> Transformer:
     """:func:`build_bert`'s checks, then the family's object, built (see
-    :class:`kerasbert.models.families.base.Transformer`)."""
+    :class:`kerasbert.models.families.base.Transformer`; ``attention_caches``: its
+    ``build``'s)."""
     cls = variant_of(family, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
                      with_discriminator=with_discriminator)
     check_fits_in_memory(config, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
@@ -90,8 +93,9 @@ def make_transformer(config: BertConfig, with_pool: bool | str = False, with_nsp
                       with_discriminator=with_discriminator, application=application,
                       sequence_length=sequence_length, keep_tokens=keep_tokens,
                       compound_tokens=compound_tokens, name=name, dtype=dtype,
-                      family=family if isinstance(family, str) else None, **family_options)
-    transformer.build()
+                      family=family if isinstance(family, str) else None,
+                      residual_attention_scores=residual_attention_scores, **family_options)
+    transformer.build(attention_caches=attention_caches)
     return transformer
 
 

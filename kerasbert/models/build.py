@@ -44,15 +44,12 @@ __all__ = ["REFUSED", "LM_Mask", "Transformer", "UniLM_Mask", "build_transformer
 #: bert4keras keywords kerasbert does not build -> what to do instead. Each is refused by
 #: name (a ValueError), since dropping it would build another model than the one asked for.
 REFUSED = {
-    "residual_attention_scores": "RealFormer's residual attention scores are not built; "
-                                 "leave it False",
     "autoresize_weights": "weights are not resized to another shape; give the checkpoint's "
                           "own config (keep_tokens selects a smaller vocabulary)",
     "layers": "layers are not shared between models; reuse the built model's layers "
               "(transformer.layers) instead",
     "prefix": "layer names carry no prefix (checkpoints and scripts look layers up by "
               "bert4keras's names); build a second model with name= instead",
-    "attention_caches": "key/value caches for decoding are not built yet",
     "layer_norm_cond": "conditional layer normalization is not built",
     "layer_norm_cond_hidden_size": "conditional layer normalization is not built",
     "layer_norm_cond_hidden_act": "conditional layer normalization is not built",
@@ -81,7 +78,9 @@ def build_transformer_model(
         compound_tokens: Sequence[Any] | None = None, sequence_length: int | None = None,
         name: str | None = None, strict: bool = True,
         dtype: str | keras.DTypePolicy | None = None, with_discriminator: bool | str = False,
-        application: str | Any = "encoder", **overrides: Any) -> keras.Model | Transformer:
+        application: str | Any = "encoder", residual_attention_scores: bool = False,
+        attention_caches: dict[str, Sequence[Any]] | None = None,
+        **overrides: Any) -> keras.Model | Transformer:
     """Builds a BERT-family model from its config, bert4keras style.
 
     Args:
@@ -117,6 +116,16 @@ def build_transformer_model(
             bert4keras's ``ignore_invalid_weights=True`` means False.
         dtype: the dtype policy of the layers (``"mixed_bfloat16"``, ``"bfloat16"``);
             None: Keras's global policy. Nothing global is changed.
+        residual_attention_scores: RealFormer's residual attention, as bert4keras builds
+            it: each attention layer adds the previous one's scores (scaled, before masks)
+            to its own (under an attention mask, through ``<layer>-Attention-Bias``). Not
+            for ``"t5"`` and ``"gau_alpha"``.
+        attention_caches: ``{attention layer name: (key cache, value cache)}``: symbolic
+            ``(batch, cached, hidden)`` tensors (``keras.Input`` s, or made from them) put
+            in front of the hidden states that layer's keys and values are projected from
+            (``<layer>-Cached-Key`` / ``-Value``); a cache without a padding mask is
+            attended throughout. Their ``keras.Input`` s become inputs of the model after
+            its own. Encoders with absolute positions only (``application="encoder"``).
         **overrides: config keys to replace (``num_hidden_layers=2``, ``dropout_rate=0``...),
             and keywords a family's class takes (GPT's ``final_activation``).
 
@@ -185,7 +194,9 @@ def build_transformer_model(
             sequence_length=sequence_length, name=name, dtype=dtype,
             family=config.family if model is None or isinstance(model, str) else cls,
             with_discriminator=with_discriminator, application=application,
-            keep_tokens=keep_tokens, compound_tokens=compound_tokens, **family_options)
+            keep_tokens=keep_tokens, compound_tokens=compound_tokens,
+            residual_attention_scores=residual_attention_scores,
+            attention_caches=attention_caches, **family_options)
 
     if checkpoint_path is None:
         built = build()

@@ -373,6 +373,8 @@ class T5(Transformer):
     marker_layer: str | None = OUTPUT_LM_ACTIVATION
     checkpoint_pattern = r"(encoder|decoder)/block_\d+/"
     checkpoint_description = "a T5"
+    #: Its cross-attention spans other keys than the self-attention before it.
+    attention_options = ()
     #: The Mesh TensorFlow name of its norms (mT5: ``rms_norm``).
     norm_scope = "layer_norm"
 
