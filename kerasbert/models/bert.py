@@ -78,6 +78,7 @@ def make_transformer(config: BertConfig, with_pool: bool | str = False, with_nsp
                      compound_tokens: Sequence[Any] | None = None,
                      residual_attention_scores: bool = False,
                      attention_caches: dict[str, Sequence[Any]] | None = None,
+                     recompute: bool | None = None,
                      **family_options: Any) -> Transformer:
     """:func:`build_bert`'s checks, then the family's object, built (see
     :class:`kerasbert.models.families.base.Transformer`; ``attention_caches``: its
@@ -94,7 +95,8 @@ def make_transformer(config: BertConfig, with_pool: bool | str = False, with_nsp
                       sequence_length=sequence_length, keep_tokens=keep_tokens,
                       compound_tokens=compound_tokens, name=name, dtype=dtype,
                       family=family if isinstance(family, str) else None,
-                      residual_attention_scores=residual_attention_scores, **family_options)
+                      residual_attention_scores=residual_attention_scores,
+                      recompute=recompute, **family_options)
     transformer.build(attention_caches=attention_caches)
     return transformer
 

@@ -80,7 +80,7 @@ def build_transformer_model(
         dtype: str | keras.DTypePolicy | None = None, with_discriminator: bool | str = False,
         application: str | Any = "encoder", residual_attention_scores: bool = False,
         attention_caches: dict[str, Sequence[Any]] | None = None,
-        **overrides: Any) -> keras.Model | Transformer:
+        recompute: bool | None = None, **overrides: Any) -> keras.Model | Transformer:
     """Builds a BERT-family model from its config, bert4keras style.
 
     Args:
@@ -126,6 +126,11 @@ def build_transformer_model(
             (``<layer>-Cached-Key`` / ``-Value``); a cache without a padding mask is
             attended throughout. Their ``keras.Input`` s become inputs of the model after
             its own. Encoders with absolute positions only (``application="encoder"``).
+        recompute: in training, the activations of every ``MultiHeadSelfAttention`` and
+            ``FeedForward`` layer are computed again in the backward pass rather than kept
+            (less memory, more time; the same gradients, dropout masks included). None: as
+            ``RECOMPUTE`` in the environment says (``RECOMPUTE=1``: bert4keras's switch),
+            read when the model is built. Saved with the model.
         **overrides: config keys to replace (``num_hidden_layers=2``, ``dropout_rate=0``...),
             and keywords a family's class takes (GPT's ``final_activation``).
 
@@ -196,7 +201,7 @@ def build_transformer_model(
             with_discriminator=with_discriminator, application=application,
             keep_tokens=keep_tokens, compound_tokens=compound_tokens,
             residual_attention_scores=residual_attention_scores,
-            attention_caches=attention_caches, **family_options)
+            attention_caches=attention_caches, recompute=recompute, **family_options)
 
     if checkpoint_path is None:
         built = build()

@@ -13,6 +13,7 @@ saved ``.keras`` file loads with ``safe_mode=True``.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
@@ -73,6 +74,24 @@ def built_activation(name: str) -> str:
     return "gelu_approximate" if name == "gelu" and _GELU["version"] == "tanh" else name
 
 
+#: bert4keras's spellings of a true and of a false ``RECOMPUTE`` (distutils' ``strtobool``).
+_TRUE, _FALSE = ("y", "yes", "t", "true", "on", "1"), ("n", "no", "f", "false", "off", "0")
+
+
+def recompute_requested() -> bool:
+    """Whether ``RECOMPUTE`` in the environment asks for recomputation, as bert4keras reads
+    it (unset: no).
+
+    Raises:
+        ValueError: a value that is neither a true nor a false spelling.
+    """
+    value = os.environ.get("RECOMPUTE", "0").strip().lower()
+    if value not in _TRUE + _FALSE:
+        raise ValueError(f"RECOMPUTE={value!r} in the environment: expected 1 or 0 (or "
+                         f"{', '.join(_TRUE[:-1])} / {', '.join(_FALSE[:-1])})")
+    return value in _TRUE
+
+
 def truncated_normal(stddev: float) -> keras.initializers.Initializer:
     """The initializer of every BERT weight matrix: Google's truncated normal with the
     config's ``initializer_range`` as its standard deviation."""
@@ -98,8 +117,9 @@ def variant_config(layer: keras.layers.Layer) -> dict[str, Any]:
     config: dict[str, Any] = {} if layer.use_bias else {"use_bias": False}
     if getattr(layer, "position", None):
         config["position"] = layer.position
-    if getattr(layer, "attention_mask", False):
-        config["attention_mask"] = True
+    for flag in ("attention_mask", "return_scores", "cached", "recompute"):
+        if getattr(layer, flag, False):
+            config[flag] = True
     return config
 
 
@@ -220,7 +240,7 @@ def attention_bias(mask: Any, dtype: Any, axis: int | tuple[int, ...] | None = (
 
 def attend(query: Any, key: Any, value: Any, scale: float | None = None, bias: Any = None,
            key_mask: Any = None, allowed: Any = None, relative: Any = None,
-           dropout: keras.layers.Layer | None = None, training: bool | None = None,
+           dropout: Callable[..., Any] | None = None, training: bool | None = None,
            normalization: str = "softmax", return_scores: bool = False,
            score_bias: Any = None) -> Any:
     """Dot-product attention of heads: the one place kerasbert computes it (BERT's and every
@@ -240,7 +260,8 @@ def attend(query: Any, key: Any, value: Any, scale: float | None = None, bias: A
             (a causal LM's mask, UniLM's, the slots a decoding cache has written).
         relative: NEZHA's ``(queries, keys, key size)`` table, added to the scores and the
             context.
-        dropout: a dropout layer for the attention weights (in training), or None.
+        dropout: a dropout layer for the attention weights (in training), or a function
+            called as one, or None.
         normalization: scores to weights: ``"softmax"``, or bert4keras's ``"squared_relu"``
             (``relu(s)² / n``) or ``"softmax_plus"`` (``softmax(s · log n / log 512)``, n
             the keys that are tokens, at least 16 for the latter).
@@ -315,6 +336,24 @@ def _normalized(scores: Any, key_mask: Any, allowed: Any, normalization: str) ->
                      "'squared_relu', 'softmax_plus'")
 
 
+def rematerialized(run: Callable[[Any], Any], inputs: Any) -> Any:
+    """``run(inputs)``, its activations computed again in the backward pass rather than
+    kept (``keras.remat``). Only the floating-point tensors of ``inputs`` (a tensor or a
+    list) go through the recomputed function, which takes no mask, id or keyword; the
+    others reach ``run`` as they are."""
+    many = isinstance(inputs, (list, tuple))
+    flat = list(inputs) if many else [inputs]
+    floating = [i for i, x in enumerate(flat) if "float" in str(x.dtype)]
+
+    def again(*tensors: Any) -> Any:
+        given = list(flat)
+        for i, tensor in zip(floating, tensors):
+            given[i] = tensor
+        return run(given if many else given[0])
+
+    return keras.remat(again)(*(flat[i] for i in floating))
+
+
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class MultiHeadSelfAttention(keras.layers.Layer):
     """BERT self-attention with Google's 2-D query/key/value/output kernels.
@@ -344,6 +383,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         cached: the layer is called on ``[queries' states, keys' states, values' states,
             ...]`` (bert4keras's ``attention_caches``: states before the projections, a
             cache put in front of the hidden states); the values' padding mask is the keys'.
+        recompute: in training, the layer's activations (the scores, the attention weights)
+            are computed again in the backward pass rather than kept (bert4keras's
+            ``RECOMPUTE=1``); its attention dropout draws the same mask both times.
 
     Call arguments:
         cache: decoding one or a few new tokens at a time, a dict of ``keys`` ``(batch,
@@ -377,7 +419,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                  initializer_range: float = 0.02, initializer: _Initializer | None = None,
                  use_bias: bool = True, position: str | None = None,
                  attention_mask: bool = False, return_scores: bool = False,
-                 cached: bool = False, **kwargs: Any) -> None:
+                 cached: bool = False, recompute: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if position not in POSITION_KINDS:
             raise ValueError(f"position={position!r} is not one of {POSITION_KINDS}")
@@ -387,6 +429,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.attention_mask = attention_mask
         self.return_scores = return_scores
         self.cached = cached
+        self.recompute = recompute
         self.num_heads = num_heads
         self.head_size = head_size
         self.dropout = dropout
@@ -451,6 +494,18 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
     def call(self, inputs: Any, mask: Any = None, training: bool | None = None,
              cache: dict[str, Any] | None = None, biased: bool = False) -> Any:
+        dropout: Callable[..., Any] | None = self.probability_dropout
+        if not (self.recompute and training and cache is None):
+            return self.attention(inputs, mask, training, cache, biased, dropout)
+        if self.probability_dropout is not None:  # one mask, forward and recomputed
+            dropout = self.probability_dropout.seeded(self.probability_dropout.next_seed())
+        return rematerialized(
+            lambda given: self.attention(given, mask, training, None, biased, dropout), inputs)
+
+    def attention(self, inputs: Any, mask: Any, training: bool | None,
+                  cache: dict[str, Any] | None, biased: bool,
+                  dropout: Callable[..., Any] | None) -> Any:
+        """The layer's call (see the class), its attention weights through ``dropout``."""
         queries, keys, values, table, allowed, score_bias = self._split(inputs, biased)
         if cache is not None and self.return_scores:
             raise ValueError(f"{self.name}: decoding through a cache does not pass residual "
@@ -488,7 +543,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             query, key, value, scale=1.0 / math.sqrt(self.head_size) if self.scaled else None,
             bias=table if self.position == "bias" else None,
             relative=table if self.position == "relative" else None,
-            key_mask=key_mask, allowed=allowed, dropout=self.probability_dropout,
+            key_mask=key_mask, allowed=allowed, dropout=dropout,
             training=training, score_bias=score_bias, return_scores=True)
         # (B, N, T, D) -> (B, T, N, D) -> (B*T, N*D): the heads side by side, as rows.
         batch, length = ops.shape(queries)[0], ops.shape(queries)[1]
@@ -533,9 +588,6 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             "initializer_range": self.initializer_range,
             **initializer_config(self),
             **variant_config(self),
-            # Only where set: files saved before these options existed have neither.
-            **({"return_scores": True} if self.return_scores else {}),
-            **({"cached": True} if self.cached else {}),
         }
 
 
@@ -609,6 +661,8 @@ class FeedForward(keras.layers.Layer):
         initializer_range: stddev of the truncated-normal kernel initializer.
         initializer: another kernel initializer instead (see :class:`PositionEmbedding`).
         use_bias: False for RoFormer-v2's bias-free products.
+        recompute: in training, the hidden layer is computed again in the backward pass
+            rather than kept (bert4keras's ``RECOMPUTE=1``).
 
     Example:
         >>> tuple(FeedForward(intermediate_size=32)(keras.ops.zeros((1, 5, 16))).shape)
@@ -618,10 +672,11 @@ class FeedForward(keras.layers.Layer):
     def __init__(self, intermediate_size: int,
                  activation: str | Callable[..., Any] = "gelu",
                  initializer_range: float = 0.02, initializer: _Initializer | None = None,
-                 use_bias: bool = True, **kwargs: Any) -> None:
+                 use_bias: bool = True, recompute: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.initializer = initializer
         self.use_bias = use_bias
+        self.recompute = recompute
         self.intermediate_size = intermediate_size
         self.activation = activation
         self.initializer_range = initializer_range
@@ -644,12 +699,20 @@ class FeedForward(keras.layers.Layer):
             name="output_bias", shape=(hidden,), initializer="zeros") if self.use_bias else None
 
     def call(self, inputs: Any, training: bool | None = None) -> Any:
+        # The padding mask is read from the input, not taken as an argument: a `mask`
+        # argument would change the layer's graph node and files saved before it would not
+        # load. Read here: a recomputed function's inputs carry none.
+        mask = get_keras_mask(inputs)
+        if self.recompute and training:
+            return rematerialized(lambda x: self.feed_forward(x, training, mask), inputs)
+        return self.feed_forward(inputs, training, mask)
+
+    def feed_forward(self, inputs: Any, training: bool | None, mask: Any) -> Any:
+        """The layer's call on ``inputs`` whose padding mask is ``mask``."""
         # On 2-D rows, so each product is one GEMM fused with its bias and activation.
         rows = ops.reshape(inputs, (-1, inputs.shape[-1]))  # (B*T, H)
-        # In training, the products of the real tokens only (padding's output is zeros). The
-        # padding mask is read from the input, not taken as an argument: a `mask` argument
-        # would change the layer's graph node and files saved before it would not load.
-        gather, spread = (token_rows(get_keras_mask(inputs)) if training else None) or (None, None)
+        # In training, the products of the real tokens only (padding's output is zeros).
+        gather, spread = (token_rows(mask) if training else None) or (None, None)
         if gather is not None:
             rows = gather(rows)
         activation = self.training_activation_fn if training else self.activation_fn

@@ -36,8 +36,10 @@ from kerasbert.models.kernels import Dropout, tied_logits
 from kerasbert.models.layers import (
     AttentionBias,
     Concatenate1D,
+    FeedForward,
     MultiHeadSelfAttention,
     built_activation,
+    recompute_requested,
     truncated_normal,
 )
 from kerasbert.models.model import functional_model
@@ -149,6 +151,9 @@ class Transformer:
         family: the ``model=`` value it was built as (whose checkpoint names it reads).
         residual_attention_scores: RealFormer's residual attention: each attention layer's
             scores are added to the next layer's (see :meth:`apply_attention`).
+        recompute: in training, the attention and feed-forward layers' activations are
+            computed again in the backward pass rather than kept; None: as ``RECOMPUTE`` in
+            the environment says (bert4keras's switch), read when the model is built.
 
     Raises:
         ValueError: an ``application`` or ``residual_attention_scores`` the family does not
@@ -210,7 +215,8 @@ class Transformer:
                  sequence_length: int | None = None, keep_tokens: Sequence[int] | None = None,
                  compound_tokens: Sequence[Any] | None = None, name: str | None = None,
                  dtype: str | keras.DTypePolicy | None = None,
-                 family: str | None = None, residual_attention_scores: bool = False) -> None:
+                 family: str | None = None, residual_attention_scores: bool = False,
+                 recompute: bool | None = None) -> None:
         self.config = config
         self.attention_mask = mask_of(application)
         if self.attention_mask.application not in self.applications:
@@ -232,6 +238,7 @@ class Transformer:
         self.family = family or self.default_name
         self.refuse_option("residual_attention_scores", residual_attention_scores)
         self.residual_attention_scores = bool(residual_attention_scores)
+        self.recompute = recompute_requested() if recompute is None else bool(recompute)
         #: The last attention layer's scores, while the graph is made with residual scores.
         self.attention_scores: Any = None
         #: bert4keras's ``attention_caches`` (see :meth:`build`).
@@ -300,6 +307,9 @@ class Transformer:
                     kwargs["return_scores"] = True
                 if name in self.attention_caches:
                     kwargs["cached"] = True
+            if isinstance(layer, type) and issubclass(layer, (MultiHeadSelfAttention,
+                                                              FeedForward)) and self.recompute:
+                kwargs["recompute"] = True
             self.layers[name] = layer(**kwargs)
         if inputs is None:
             return self.layers[name]

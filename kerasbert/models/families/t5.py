@@ -494,8 +494,14 @@ class T5(Transformer):
         return self.apply(inputs=x, layer=keras.layers.Activation, activation=activation,
                           name=OUTPUT_LM_ACTIVATION)
 
-    def build(self, **kwargs: Any) -> None:
-        """The encoder, the decoder, and the model joining them (``.model``)."""
+    def build(self, attention_caches: dict[str, Sequence[Any]] | None = None,
+              **kwargs: Any) -> None:
+        """The encoder, the decoder, and the model joining them (``.model``).
+
+        Raises:
+            ValueError: ``attention_caches`` (refused by name), another keyword.
+        """
+        self.refuse_option("attention_caches", attention_caches)
         if kwargs:
             raise ValueError(f"Transformer.build: {', '.join(sorted(kwargs))} not supported")
         if self.built:
