@@ -293,3 +293,28 @@ def test_recomputation_lowers_the_peak_memory_of_a_training_step():
     plain, recomputed = found["False"]["peak"], found["True"]["peak"]
     # Measured: 166 MB against 69 MB (the attention weights of 5 layers not kept).
     assert recomputed < 0.6 * plain, found
+
+
+def test_recompute_grad_recomputes_a_decorated_call_under_recompute(monkeypatch):
+    from kerasbert import backend
+
+    class Square(keras.layers.Layer):
+        def build(self, input_shape):
+            self.scale = self.add_weight(shape=(), initializer="ones")
+
+        def call(self, inputs, mask=None):
+            return inputs[0] * inputs[1] * self.scale
+
+    monkeypatch.setattr(backend, "do_recompute", True)
+    recomputed = type("Recomputed", (Square,), {"call": backend.recompute_grad(Square.call)})
+    x = tf.constant([[1.0, 2.0]])
+    found = []
+    for layer in (Square(), recomputed()):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(layer([x, x + 1]))
+        found.append(tape.gradient(y, [x, layer.scale.value]))
+    for ours_, theirs_ in zip(*found):
+        np.testing.assert_array_equal(ours_.numpy(), theirs_.numpy())
+    monkeypatch.setattr(backend, "do_recompute", False)
+    assert backend.recompute_grad(Square.call) is Square.call
