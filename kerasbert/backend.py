@@ -20,8 +20,10 @@ signatures. What differs, and why:
   its own layers there, then back from its inputs). Given the ``y_pred`` of a loss inside
   ``fit``'s step (a plain tensor, which Keras 3 no longer ties to its layer), it walks back
   from the matching output of the model whose loss is being computed.
-- ``recompute_grad`` returns the call unchanged; ``RECOMPUTE=1`` is refused (Keras 3's
-  ``keras.RematScope`` is the way to recompute).
+- ``RECOMPUTE=1`` makes ``recompute_grad`` recompute the layer call it decorates in the
+  backward pass (``keras.remat``), as bert4keras does, and the models built afterwards
+  recompute their attention and feed-forward layers (``build_transformer_model``'s
+  ``recompute``, which reads the variable when a model is built, not at import).
 - Importing the module registers nothing with Keras (bert4keras filled the custom objects
   at import); ``custom_objects`` is there to pass to ``load_model``.
 
@@ -33,7 +35,7 @@ Example:
 
 from __future__ import annotations
 
-import os
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NoReturn, TypeVar
 
@@ -42,7 +44,12 @@ import numpy as np
 from keras import ops
 
 from kerasbert import internals
-from kerasbert.models.layers import gelu_version, set_gelu  # noqa: F401 (bert4keras's names)
+from kerasbert.models.layers import (  # noqa: F401 (bert4keras's names)
+    gelu_version,
+    recompute_requested,
+    rematerialized,
+    set_gelu,
+)
 from kerasbert.quiet import import_tensorflow
 
 import_tensorflow()
@@ -55,7 +62,7 @@ __all__ = ["K", "keras", "tf"]
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 is_tf_keras = False
-do_recompute = os.environ.get("RECOMPUTE", "0").lower() in ("1", "true", "yes", "on")
+do_recompute = recompute_requested()
 
 
 class NoKeras3Counterpart(NotImplementedError, AttributeError):
@@ -775,17 +782,22 @@ def graph_mode_decorator(f: Callable[..., Any], *args: Any, **kwargs: Any) -> No
 
 
 def recompute_grad(call: _F) -> _F:
-    """Returns ``call`` unchanged: bert4keras recomputed a layer's activations in the
-    backward pass when ``RECOMPUTE=1``.
+    """Decorates a layer's ``call(self, inputs, **kwargs)``: with ``RECOMPUTE=1`` in the
+    environment when this module was imported, its activations are computed again in the
+    backward pass rather than kept (``keras.remat`` over the floating-point inputs; masks
+    and keywords as given); otherwise ``call`` itself.
 
-    Raises:
-        NotImplementedError: ``RECOMPUTE=1`` is set (use ``keras.RematScope``).
+    A call that draws random numbers (a dropout inside it) draws them again when
+    recomputed: give such a layer its randomness from outside the call.
     """
-    if do_recompute:
-        raise NotImplementedError("RECOMPUTE=1 (bert4keras's recompute_grad) is not provided "
-                                  "on Keras 3; use `with keras.RematScope(mode='full'):` "
-                                  "around the model's construction")
-    return call
+    if not do_recompute:
+        return call
+
+    @functools.wraps(call)
+    def recomputed(self: Any, inputs: Any, **kwargs: Any) -> Any:
+        return rematerialized(lambda given: call(self, given, **kwargs), inputs)
+
+    return recomputed  # type: ignore[return-value]
 
 
 # bert4keras's K has its own reshape, flatten and where (defined above).

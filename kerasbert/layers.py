@@ -220,23 +220,15 @@ class LayerNormalization(core_layers.ConditionalLayerNorm, ScaleOffset):
 
 
 @register
-class Concatenate1D(Layer):
+class Concatenate1D(core_layers.Concatenate1D):
     """Joins sequences along the length axis, and their masks (an input without a mask
-    counts as unmasked), which Keras's ``Concatenate`` does not do for a mix.
+    counts as unmasked), which Keras's ``Concatenate`` does not do for a mix: the layer
+    models put attention caches in front of the hidden states with.
 
     Example:
         >>> Concatenate1D()([np.ones((1, 2, 4)), np.ones((1, 3, 4))]).shape
         TensorShape([1, 5, 4])
     """
-
-    def call(self, inputs: Any) -> Any:
-        return ops.concatenate(inputs, axis=1)
-
-    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
-        if mask is None or all(m is None for m in mask):
-            return None
-        return ops.concatenate([ops.ones_like(x[..., 0], dtype="bool") if m is None
-                                else ops.cast(m, "bool") for x, m in zip(inputs, mask)], axis=1)
 
 
 def _attention_bias(bias):

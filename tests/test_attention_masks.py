@@ -133,8 +133,7 @@ def test_a_subclass_makes_a_variant_and_loads_a_checkpoint(tmp_path):
 
 
 # Values a bert4keras script would pass for each keyword kerasbert refuses or fixes.
-SAMPLE = {"residual_attention_scores": True, "attention_caches": {"x": None},
-          "attention_head_size": 4, "attention_key_size": 4}
+SAMPLE = {"attention_head_size": 4, "attention_key_size": 4}
 # Keywords that build with bert4keras's meaning: a value, read back from the object by the
 # same name (bert4keras's Transformer attributes).
 WORKS = {"vocab_size": 90, "hidden_size": 24, "num_hidden_layers": 1,
@@ -143,13 +142,14 @@ WORKS = {"vocab_size": 90, "hidden_size": 24, "num_hidden_layers": 1,
          "sequence_length": 12, "name": "named", "max_position": 16,
          "segment_vocab_size": 0, "with_pool": "tanh", "with_nsp": True, "with_mlm": "linear",
          "prefix": "Encoder-", "autoresize_weights": True, "hierarchical_position": True,
-         "custom_position_ids": True, "shared_segment_embeddings": True}
+         "custom_position_ids": True, "shared_segment_embeddings": True,
+         "residual_attention_scores": True}
 # Keywords checked by what they do (the conditional norms' in test_bert4keras_conditional.py,
-# layers in test_bert4keras_prefix.py).
+# layers in test_bert4keras_prefix.py, attention_caches in test_bert4keras_attention.py).
 CHECKED = ("keep_tokens", "compound_tokens", "ignore_invalid_weights", "application",
            "config_path", "checkpoint_path", "model", "return_keras_model", "layer_norm_cond",
            "layer_norm_cond_hidden_size", "layer_norm_cond_hidden_act",
-           "additional_input_layers", "layers")
+           "additional_input_layers", "layers", "attention_caches")
 
 
 def bert4keras_keywords():

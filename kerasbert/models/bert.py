@@ -78,10 +78,12 @@ def make_transformer(config: BertConfig, with_pool: bool | str = False, with_nsp
                      keep_tokens: Sequence[int] | None = None,
                      compound_tokens: Sequence[Any] | None = None,
                      build_options: dict[str, Any] | None = None,
+                     residual_attention_scores: bool = False,
+                     recompute: bool | None = None,
                      **family_options: Any) -> Transformer:
     """:func:`build_bert`'s checks, then the family's object, built (see
     :class:`kerasbert.models.families.base.Transformer`; ``build_options``: the keywords of
-    its ``build``, such as ``layer_norm_cond``)."""
+    its ``build``, such as ``layer_norm_cond`` and ``attention_caches``)."""
     cls = variant_of(family, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
                      with_discriminator=with_discriminator)
     check_fits_in_memory(config, with_pool=with_pool, with_nsp=with_nsp, with_mlm=with_mlm,
@@ -94,7 +96,9 @@ def make_transformer(config: BertConfig, with_pool: bool | str = False, with_nsp
                       with_discriminator=with_discriminator, application=application,
                       sequence_length=sequence_length, keep_tokens=keep_tokens,
                       compound_tokens=compound_tokens, name=name, dtype=dtype,
-                      family=family if isinstance(family, str) else None, **family_options)
+                      family=family if isinstance(family, str) else None,
+                      residual_attention_scores=residual_attention_scores,
+                      recompute=recompute, **family_options)
     transformer.build(**(build_options or {}))
     return transformer
 

@@ -44,11 +44,9 @@ __all__ = ["REFUSED", "LM_Mask", "Transformer", "UniLM_Mask", "build_transformer
 
 #: bert4keras keywords kerasbert does not build -> what to do instead. Each is refused by
 #: name (a ValueError), since dropping it would build another model than the one asked for.
-REFUSED = {
-    "residual_attention_scores": "RealFormer's residual attention scores are not built; "
-                                 "leave it False",
-    "attention_caches": "key/value caches for decoding are not built yet",
-}
+#: Every keyword of bert4keras 0.11.5 is built now; a family refuses what means nothing to
+#: it by name (``Transformer.refuse_option``, a family's own checks).
+REFUSED: dict[str, str] = {}
 #: bert4keras keywords of ``Transformer.build`` that ``build_transformer_model`` hands on.
 BUILD_KEYWORDS = ("layer_norm_cond", "layer_norm_cond_hidden_size",
                   "layer_norm_cond_hidden_act", "additional_input_layers")
@@ -72,7 +70,9 @@ def build_transformer_model(
         compound_tokens: Sequence[Any] | None = None, sequence_length: int | None = None,
         name: str | None = None, strict: bool | None = None,
         dtype: str | keras.DTypePolicy | None = None, with_discriminator: bool | str = False,
-        application: str | Any = "encoder", **overrides: Any) -> keras.Model | Transformer:
+        application: str | Any = "encoder", residual_attention_scores: bool = False,
+        attention_caches: dict[str, Sequence[Any]] | None = None,
+        recompute: bool | None = None, **overrides: Any) -> keras.Model | Transformer:
     """Builds a BERT-family model from its config, bert4keras style.
 
     Args:
@@ -117,6 +117,21 @@ def build_transformer_model(
             checkpoint's names unchanged); ``layers=other.layers`` reuses another model's
             layers of the same names; ``autoresize_weights=True`` resizes checkpoint
             weights of another shape to the model's.
+        residual_attention_scores: RealFormer's residual attention, as bert4keras builds
+            it: each attention layer adds the previous one's scores (scaled, before masks)
+            to its own (under an attention mask, through ``<layer>-Attention-Bias``). Not
+            for ``"t5"`` and ``"gau_alpha"``.
+        attention_caches: ``{attention layer name: (key cache, value cache)}``: symbolic
+            ``(batch, cached, hidden)`` tensors (``keras.Input`` s, or made from them) put
+            in front of the hidden states that layer's keys and values are projected from
+            (``<layer>-Cached-Key`` / ``-Value``); a cache without a padding mask is
+            attended throughout. Their ``keras.Input`` s become inputs of the model after
+            its own. Encoders with absolute positions only (``application="encoder"``).
+        recompute: in training, the activations of every ``MultiHeadSelfAttention`` and
+            ``FeedForward`` layer are computed again in the backward pass rather than kept
+            (less memory, more time; the same gradients, dropout masks included). None: as
+            ``RECOMPUTE`` in the environment says (``RECOMPUTE=1``: bert4keras's switch),
+            read when the model is built. Saved with the model.
         **overrides: config keys to replace (``num_hidden_layers=2``, ``dropout_rate=0``...),
             keywords a family's class takes (GPT's ``final_activation``; the position and
             segment options of BERT and the families built on it:
@@ -205,7 +220,9 @@ def build_transformer_model(
             family=config.family if model is None or isinstance(model, str) else cls,
             with_discriminator=with_discriminator, application=application,
             keep_tokens=keep_tokens, compound_tokens=compound_tokens,
-            build_options=build_options, **model_options, **family_options)
+            build_options={**build_options, "attention_caches": attention_caches},
+            residual_attention_scores=residual_attention_scores,
+            recompute=recompute, **model_options, **family_options)
 
     if checkpoint_path is None:
         built = build()

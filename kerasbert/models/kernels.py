@@ -265,7 +265,32 @@ class Dropout(keras.layers.Dropout):
         tf = _tensorflow()
         if tf is None or not training or self.noise_shape is not None or not 0 < self.rate < 1:
             return super().call(inputs, training=training)
+        return _dropout(tf, inputs, self.rate, self.next_seed())
+
+    def next_seed(self) -> Any:
+        """The seed of the next training mask, from the ``seed_generator`` (TensorFlow's
+        ``[2]`` int32)."""
+        tf = _tensorflow()
         seed = self.seed_generator.next()
-        if seed.dtype != tf.int32:  # as Keras casts its seeds on TensorFlow
+        if tf is not None and seed.dtype != tf.int32:  # as Keras casts its seeds on TensorFlow
             seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
-        return _dropout(tf, inputs, self.rate, seed)
+        return seed
+
+    def seeded(self, seed: Any) -> Callable[..., Any]:
+        """This dropout with the mask of ``seed`` (from :meth:`next_seed`), called as the
+        layer is (``(inputs, training=...)``): a computation run again in the backward
+        pass draws the same mask as it did forward.
+
+        Raises:
+            NotImplementedError: off TensorFlow.
+        """
+        tf = _tensorflow()
+        if tf is None:
+            raise NotImplementedError("a dropout of a given seed runs on TensorFlow only")
+
+        def dropout(inputs: Any, training: bool | None = False) -> Any:
+            if not training or self.noise_shape is not None or not 0 < self.rate < 1:
+                return super(Dropout, self).call(inputs, training=training)
+            return _dropout(tf, inputs, self.rate, seed)
+
+        return dropout

@@ -14,6 +14,7 @@ saved ``.keras`` file loads with ``safe_mode=True``.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
@@ -74,6 +75,24 @@ def built_activation(name: str) -> str:
     return "gelu_approximate" if name == "gelu" and _GELU["version"] == "tanh" else name
 
 
+#: bert4keras's spellings of a true and of a false ``RECOMPUTE`` (distutils' ``strtobool``).
+_TRUE, _FALSE = ("y", "yes", "t", "true", "on", "1"), ("n", "no", "f", "false", "off", "0")
+
+
+def recompute_requested() -> bool:
+    """Whether ``RECOMPUTE`` in the environment asks for recomputation, as bert4keras reads
+    it (unset: no).
+
+    Raises:
+        ValueError: a value that is neither a true nor a false spelling.
+    """
+    value = os.environ.get("RECOMPUTE", "0").strip().lower()
+    if value not in _TRUE + _FALSE:
+        raise ValueError(f"RECOMPUTE={value!r} in the environment: expected 1 or 0 (or "
+                         f"{', '.join(_TRUE[:-1])} / {', '.join(_FALSE[:-1])})")
+    return value in _TRUE
+
+
 def truncated_normal(stddev: float) -> keras.initializers.Initializer:
     """The initializer of every BERT weight matrix: Google's truncated normal with the
     config's ``initializer_range`` as its standard deviation."""
@@ -99,8 +118,9 @@ def variant_config(layer: keras.layers.Layer) -> dict[str, Any]:
     config: dict[str, Any] = {} if layer.use_bias else {"use_bias": False}
     if getattr(layer, "position", None):
         config["position"] = layer.position
-    if getattr(layer, "attention_mask", False):
-        config["attention_mask"] = True
+    for flag in ("attention_mask", "return_scores", "cached", "recompute"):
+        if getattr(layer, flag, False):
+            config[flag] = True
     return config
 
 
@@ -291,8 +311,9 @@ def attention_bias(mask: Any, dtype: Any, axis: int | tuple[int, ...] | None = (
 
 def attend(query: Any, key: Any, value: Any, scale: float | None = None, bias: Any = None,
            key_mask: Any = None, allowed: Any = None, relative: Any = None,
-           dropout: keras.layers.Layer | None = None, training: bool | None = None,
-           normalization: str = "softmax", return_scores: bool = False) -> Any:
+           dropout: Callable[..., Any] | None = None, training: bool | None = None,
+           normalization: str = "softmax", return_scores: bool = False,
+           score_bias: Any = None) -> Any:
     """Dot-product attention of heads: the one place kerasbert computes it (BERT's and every
     family's self-attention, T5's, decoding through a cache, bert4keras's
     ``MultiHeadAttention``).
@@ -310,11 +331,16 @@ def attend(query: Any, key: Any, value: Any, scale: float | None = None, bias: A
             (a causal LM's mask, UniLM's, the slots a decoding cache has written).
         relative: NEZHA's ``(queries, keys, key size)`` table, added to the scores and the
             context.
-        dropout: a dropout layer for the attention weights (in training), or None.
+        dropout: a dropout layer for the attention weights (in training), or a function
+            called as one, or None.
         normalization: scores to weights: ``"softmax"``, or bert4keras's ``"squared_relu"``
             (``relu(s)² / n``) or ``"softmax_plus"`` (``softmax(s · log n / log 512)``, n
             the keys that are tokens, at least 16 for the latter).
-        return_scores: also return the scores (before the masks and the normalization).
+        return_scores: also return the scores (before ``score_bias``, the masks and the
+            normalization).
+        score_bias: added to the scores after they are kept for ``return_scores``, not scaled
+            (RealFormer: the previous layer's scores, with the attention mask's bias where
+            there is one), ``(batch or 1, heads or 1, queries, keys)``.
 
     Returns:
         the context, ``(batch, heads, queries, value size)`` (and the scores).
@@ -328,6 +354,8 @@ def attend(query: Any, key: Any, value: Any, scale: float | None = None, bias: A
     if bias is not None:
         scores = scores + ops.cast(bias, scores.dtype)
     raw = scores
+    if score_bias is not None:
+        scores = scores + ops.cast(score_bias, scores.dtype)
     if key_mask is not None:  # (B, Tk) -> (B, 1, 1, Tk)
         scores = scores + attention_bias(key_mask, scores.dtype)
     if allowed is not None:  # (B or 1, [N,] Tq, Tk) -> (B or 1, N or 1, Tq, Tk)
@@ -379,6 +407,24 @@ def _normalized(scores: Any, key_mask: Any, allowed: Any, normalization: str) ->
                      "'squared_relu', 'softmax_plus'")
 
 
+def rematerialized(run: Callable[[Any], Any], inputs: Any) -> Any:
+    """``run(inputs)``, its activations computed again in the backward pass rather than
+    kept (``keras.remat``). Only the floating-point tensors of ``inputs`` (a tensor or a
+    list) go through the recomputed function, which takes no mask, id or keyword; the
+    others reach ``run`` as they are."""
+    many = isinstance(inputs, (list, tuple))
+    flat = list(inputs) if many else [inputs]
+    floating = [i for i, x in enumerate(flat) if "float" in str(x.dtype)]
+
+    def again(*tensors: Any) -> Any:
+        given = list(flat)
+        for i, tensor in zip(floating, tensors):
+            given[i] = tensor
+        return run(given if many else given[0])
+
+    return keras.remat(again)(*(flat[i] for i in floating))
+
+
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class MultiHeadSelfAttention(keras.layers.Layer):
     """BERT self-attention with Google's 2-D query/key/value/output kernels.
@@ -401,6 +447,16 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             ``(batch or 1, length, length)`` booleans from
             :class:`kerasbert.models.attention_masks.AttentionMask`): a causal LM's, UniLM's.
             Padding is masked either way.
+        return_scores: also return the scores, ``(batch, heads, queries, keys)``, as
+            bert4keras's ``return_attention_scores`` does (scaled, before the score bias,
+            the masks and the softmax): RealFormer's residual scores, which the next layer
+            takes as its score bias.
+        cached: the layer is called on ``[queries' states, keys' states, values' states,
+            ...]`` (bert4keras's ``attention_caches``: states before the projections, a
+            cache put in front of the hidden states); the values' padding mask is the keys'.
+        recompute: in training, the layer's activations (the scores, the attention weights)
+            are computed again in the backward pass rather than kept (bert4keras's
+            ``RECOMPUTE=1``); its attention dropout draws the same mask both times.
 
     Call arguments:
         cache: decoding one or a few new tokens at a time, a dict of ``keys`` ``(batch,
@@ -413,6 +469,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             The values lie slots last so that both products read their cache the same way:
             XLA's CPU compiler otherwise copies the value cache at every step (greedy GPT-2
             small at batch 8 and 480 new tokens: 109.9 tokens/s against 106.3, 2 cores).
+        biased: the last input is a score bias, added to the scaled scores (RealFormer: the
+            previous layer's scores, to which :class:`AttentionBias` has added the attention
+            mask's bias where there is one: it then takes the attention mask's place).
 
     Example:
         >>> layer = MultiHeadSelfAttention(num_heads=2, head_size=8)
@@ -430,7 +489,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     def __init__(self, num_heads: int, head_size: int, dropout: float = 0.0,
                  initializer_range: float = 0.02, initializer: _Initializer | None = None,
                  use_bias: bool = True, position: str | None = None,
-                 attention_mask: bool = False, **kwargs: Any) -> None:
+                 attention_mask: bool = False, return_scores: bool = False,
+                 cached: bool = False, recompute: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if position not in POSITION_KINDS:
             raise ValueError(f"position={position!r} is not one of {POSITION_KINDS}")
@@ -438,6 +498,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.use_bias = use_bias
         self.position = position
         self.attention_mask = attention_mask
+        self.return_scores = return_scores
+        self.cached = cached
+        self.recompute = recompute
         self.num_heads = num_heads
         self.head_size = head_size
         self.dropout = dropout
@@ -446,18 +509,32 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.probability_dropout = (Dropout(dropout, dtype=self.dtype_policy)
                                     if dropout else None)
 
-    def _split(self, inputs: Any) -> tuple[Any, Any, Any, Any]:
-        """``(queries' states, keys' states, position input or None, attention mask or
-        None)``: the position input is a table (rotary, relative) or T5's bias."""
-        if not (self.position or self.attention_mask or self.two_sequences):
-            return inputs, inputs, None, None
+    def _split(self, inputs: Any, biased: bool = False) -> tuple[Any, ...]:
+        """``(queries' states, keys' states, values' states, position input, attention
+        mask, score bias)`` of the inputs ``[queries, (keys, values: cached), (position
+        input), (attention mask, or the score bias: biased)]``, None where absent (T5's
+        cross-attention: ``[queries, keys and values, ...]``); the position input is a table
+        (rotary, relative) or T5's bias."""
+        if not (self.position or self.attention_mask or self.two_sequences or self.cached
+                or biased):
+            return inputs, inputs, inputs, None, None, None
         inputs = list(inputs)
-        mask = inputs.pop() if self.attention_mask else None
+        bias = inputs.pop() if biased else None
+        mask = inputs.pop() if self.attention_mask and not biased else None
         table = inputs.pop() if self.position else None
-        return inputs[0], inputs[-1], table, mask
+        keys = inputs[1] if len(inputs) > 1 else inputs[0]
+        return inputs[0], keys, inputs[2] if self.cached else keys, table, mask, bias
+
+    def _shapes(self, input_shape: Any) -> tuple[Any, Any]:
+        """The queries' and the keys' input shapes, whatever else the layer is given (a
+        build does not know whether its call is ``biased``)."""
+        if not isinstance(input_shape[0], (list, tuple)):  # one sequence
+            return input_shape, input_shape
+        second = self.cached or self.two_sequences
+        return input_shape[0], input_shape[1] if second else input_shape[0]
 
     def build(self, input_shape: Any) -> None:
-        queries, keys = self._split(input_shape)[:2]
+        queries, keys = self._shapes(input_shape)
         inner = self.num_heads * self.head_size
         initializer = kernel_initializer(self)
         for projection, width in zip(self.PROJECTIONS, (queries[-1], keys[-1], keys[-1])):
@@ -487,16 +564,34 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         return ops.transpose(x, (0, 2, 1, 3))
 
     def call(self, inputs: Any, mask: Any = None, training: bool | None = None,
-             cache: dict[str, Any] | None = None) -> Any:
-        queries, keys, table, allowed = self._split(inputs)
+             cache: dict[str, Any] | None = None, biased: bool = False) -> Any:
+        dropout: Callable[..., Any] | None = self.probability_dropout
+        if not (self.recompute and training and cache is None):
+            return self.attention(inputs, mask, training, cache, biased, dropout)
+        if self.probability_dropout is not None:  # one mask, forward and recomputed
+            dropout = self.probability_dropout.seeded(self.probability_dropout.next_seed())
+        return rematerialized(
+            lambda given: self.attention(given, mask, training, None, biased, dropout), inputs)
+
+    def attention(self, inputs: Any, mask: Any, training: bool | None,
+                  cache: dict[str, Any] | None, biased: bool,
+                  dropout: Callable[..., Any] | None) -> Any:
+        """The layer's call (see the class), its attention weights through ``dropout``."""
+        queries, keys, values, table, allowed, score_bias = self._split(inputs, biased)
+        if cache is not None and self.return_scores:
+            raise ValueError(f"{self.name}: decoding through a cache does not pass residual "
+                             "attention scores on; build the model without them")
         masks = list(mask) if isinstance(mask, (list, tuple)) else [mask]
-        key_mask = masks[1] if self.two_sequences and len(masks) > 1 else masks[0]
+        # The keys' padding: the values' (cached: bert4keras's), the second sequence's (T5).
+        second = 2 if self.cached else 1 if self.two_sequences else 0
+        key_mask = masks[second] if len(masks) > second else masks[0]
         # Shapes: B batch, T length, H hidden, N heads, D head_size (N * D = inner width).
         # Projections on 2-D rows: each is one plain GEMM (no batched matmul, no einsum
         # transposes), the shape the CPU's BLAS is fastest at. In training, the projections
         # of the real tokens only (padding's are zeros).
         rows = ops.reshape(queries, (-1, queries.shape[-1]))  # (B*T, H)
-        gather, spread = ((token_rows(key_mask) if training and not self.two_sequences
+        own_keys = not (self.two_sequences or self.cached)  # keys and values from the queries
+        gather, spread = ((token_rows(key_mask) if training and own_keys
                            else None) or (None, None))
         if gather is not None:
             rows = gather(rows)
@@ -504,22 +599,23 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         if cache is not None and cache.get("start") is None:  # read only
             key, value = cache["keys"], ops.transpose(cache["values"], (0, 1, 3, 2))
             key_mask = cache["present"]
+        elif own_keys:
+            key = self.heads(keys, "key", rows, spread)
+            value = self.heads(keys, "value", rows, spread)
         else:
-            own = None if self.two_sequences else rows
-            key = self.heads(keys, "key", own, spread)
-            value = self.heads(keys, "value", own, spread)
+            key, value = self.heads(keys, "key"), self.heads(values, "value")
         if self.position == "rotary":
             query, key = rotate(query, table), rotate(key, table)
         if cache is not None and cache.get("start") is not None:
             cache = self.write(cache, key, value)
             key, value = cache["keys"], ops.transpose(cache["values"], (0, 1, 3, 2))
             key_mask = None  # the attention mask says which slots are tokens
-        context = attend(
+        context, scores = attend(
             query, key, value, scale=1.0 / math.sqrt(self.head_size) if self.scaled else None,
             bias=table if self.position == "bias" else None,
             relative=table if self.position == "relative" else None,
-            key_mask=key_mask, allowed=allowed, dropout=self.probability_dropout,
-            training=training)
+            key_mask=key_mask, allowed=allowed, dropout=dropout,
+            training=training, score_bias=score_bias, return_scores=True)
         # (B, N, T, D) -> (B, T, N, D) -> (B*T, N*D): the heads side by side, as rows.
         batch, length = ops.shape(queries)[0], ops.shape(queries)[1]
         context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)),
@@ -530,6 +626,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         if spread is not None:
             output = spread(output)
         output = ops.reshape(output, (batch, length, output.shape[-1]))  # (B, T, H)
+        if self.return_scores:
+            return [output, scores]
         return output if cache is None else (output, cache)
 
     def write(self, cache: dict[str, Any], key: Any, value: Any) -> dict[str, Any]:
@@ -542,12 +640,15 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         return {**cache, "keys": keys, "values": values}
 
     def compute_output_shape(self, input_shape: Any) -> Any:
-        return self._split(input_shape)[0]
+        queries, keys = self._shapes(input_shape)
+        if self.return_scores:
+            return [queries, (queries[0], self.num_heads, queries[1], keys[1])]
+        return queries
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         if isinstance(mask, (list, tuple)):
-            return mask[0]
-        return mask
+            mask = mask[0]
+        return [mask, None] if self.return_scores else mask
 
     def get_config(self) -> dict[str, Any]:
         return {
@@ -559,6 +660,63 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             **initializer_config(self),
             **variant_config(self),
         }
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class AttentionBias(keras.layers.Layer):
+    """The score bias of a layer with residual attention scores under an attention mask
+    (``Transformer-i-MultiHeadSelfAttention-Attention-Bias``): the previous layer's scores
+    plus the mask's bias (0 where attended, a large negative where not).
+
+    Called on ``[attention mask, scores]``: the mask is ``(batch or 1, queries, keys)``
+    booleans (or an additive bias of that shape), the scores ``(batch, heads, queries,
+    keys)``.
+
+    Example:
+        >>> allowed = keras.ops.convert_to_tensor([[[True, False], [True, True]]])
+        >>> bias = AttentionBias()([allowed, keras.ops.zeros((1, 2, 2, 2))])
+        >>> float(bias[0, 0, 0, 1]) < -1e8, float(bias[0, 1, 1, 0])
+        (True, 0.0)
+    """
+
+    def call(self, inputs: Any) -> Any:
+        mask, scores = inputs
+        mask = _heads_axis(mask)
+        if "bool" in str(mask.dtype):
+            return scores + attention_bias(mask, scores.dtype, axis=None)
+        return scores + ops.cast(mask, scores.dtype)
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        return None
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        return input_shape[1]
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class Concatenate1D(keras.layers.Layer):
+    """Joins sequences along the length axis, and their padding masks (an input without a
+    mask counts as tokens throughout): a cache put in front of the states an attention
+    layer reads (``Transformer-i-MultiHeadSelfAttention-Cached-Key`` / ``-Value``).
+
+    Example:
+        >>> tuple(Concatenate1D()([keras.ops.ones((1, 2, 4)), keras.ops.ones((1, 3, 4))]).shape)
+        (1, 5, 4)
+    """
+
+    def call(self, inputs: Any) -> Any:
+        return ops.concatenate(inputs, axis=1)
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        if mask is None or all(m is None for m in mask):
+            return None
+        return ops.concatenate([ops.ones_like(x[..., 0], dtype="bool") if m is None
+                                else ops.cast(m, "bool") for x, m in zip(inputs, mask)], axis=1)
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        lengths = [shape[1] for shape in input_shape]
+        length = None if None in lengths else sum(lengths)
+        return (input_shape[0][0], length, input_shape[0][-1])
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
@@ -574,6 +732,8 @@ class FeedForward(keras.layers.Layer):
         initializer_range: stddev of the truncated-normal kernel initializer.
         initializer: another kernel initializer instead (see :class:`PositionEmbedding`).
         use_bias: False for RoFormer-v2's bias-free products.
+        recompute: in training, the hidden layer is computed again in the backward pass
+            rather than kept (bert4keras's ``RECOMPUTE=1``).
 
     Example:
         >>> tuple(FeedForward(intermediate_size=32)(keras.ops.zeros((1, 5, 16))).shape)
@@ -583,10 +743,11 @@ class FeedForward(keras.layers.Layer):
     def __init__(self, intermediate_size: int,
                  activation: str | Callable[..., Any] = "gelu",
                  initializer_range: float = 0.02, initializer: _Initializer | None = None,
-                 use_bias: bool = True, **kwargs: Any) -> None:
+                 use_bias: bool = True, recompute: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.initializer = initializer
         self.use_bias = use_bias
+        self.recompute = recompute
         self.intermediate_size = intermediate_size
         self.activation = activation
         self.initializer_range = initializer_range
@@ -609,12 +770,20 @@ class FeedForward(keras.layers.Layer):
             name="output_bias", shape=(hidden,), initializer="zeros") if self.use_bias else None
 
     def call(self, inputs: Any, training: bool | None = None) -> Any:
+        # The padding mask is read from the input, not taken as an argument: a `mask`
+        # argument would change the layer's graph node and files saved before it would not
+        # load. Read here: a recomputed function's inputs carry none.
+        mask = get_keras_mask(inputs)
+        if self.recompute and training:
+            return rematerialized(lambda x: self.feed_forward(x, training, mask), inputs)
+        return self.feed_forward(inputs, training, mask)
+
+    def feed_forward(self, inputs: Any, training: bool | None, mask: Any) -> Any:
+        """The layer's call on ``inputs`` whose padding mask is ``mask``."""
         # On 2-D rows, so each product is one GEMM fused with its bias and activation.
         rows = ops.reshape(inputs, (-1, inputs.shape[-1]))  # (B*T, H)
-        # In training, the products of the real tokens only (padding's output is zeros). The
-        # padding mask is read from the input, not taken as an argument: a `mask` argument
-        # would change the layer's graph node and files saved before it would not load.
-        gather, spread = (token_rows(get_keras_mask(inputs)) if training else None) or (None, None)
+        # In training, the products of the real tokens only (padding's output is zeros).
+        gather, spread = (token_rows(mask) if training else None) or (None, None)
         if gather is not None:
             rows = gather(rows)
         activation = self.training_activation_fn if training else self.activation_fn

@@ -29,10 +29,19 @@ import keras
 import numpy as np
 from numpy.typing import DTypeLike
 
+from kerasbert.internals import inbound_layers, layer_of
 from kerasbert.models import names
 from kerasbert.models.attention_masks import mask_of
 from kerasbert.models.kernels import Dropout, tied_logits
-from kerasbert.models.layers import built_activation, truncated_normal
+from kerasbert.models.layers import (
+    AttentionBias,
+    Concatenate1D,
+    FeedForward,
+    MultiHeadSelfAttention,
+    built_activation,
+    recompute_requested,
+    truncated_normal,
+)
 from kerasbert.models.model import functional_model
 
 if TYPE_CHECKING:  # annotations only
@@ -45,6 +54,16 @@ AuditRow: TypeAlias = tuple[str, str, str, int]
 GoogleVariables: TypeAlias = list[tuple[str, np.ndarray]]
 #: A recipe's ``(name, value) -> GoogleVariables`` (None: no Google counterpart).
 HfVariables: TypeAlias = Callable[[str, np.ndarray], GoogleVariables | None]
+
+
+#: What each of bert4keras's attention options needs of a family's attention, for the message
+#: of a family that does not build it.
+OPTION_NEEDS = {
+    "residual_attention_scores": "the scores are passed from one MultiHeadSelfAttention "
+                                 "over one sequence to the next, which its layers are not",
+    "attention_caches": "a cache lies in front of the keys, where its attention's position "
+                        "table (rotary, relative) does not reach",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,6 +195,15 @@ class Transformer:
             model's new layers.
         autoresize_weights: a checkpoint weight of another shape is resized to the model's
             (see :func:`kerasbert.models.loading.resize_weight`) instead of refused.
+        residual_attention_scores: RealFormer's residual attention: each attention layer's
+            scores are added to the next layer's (see :meth:`apply_attention`).
+        recompute: in training, the attention and feed-forward layers' activations are
+            computed again in the backward pass rather than kept; None: as ``RECOMPUTE`` in
+            the environment says (bert4keras's switch), read when the model is built.
+
+    Raises:
+        ValueError: an ``application`` or ``residual_attention_scores`` the family does not
+            build.
     """
 
     # What the family is, read without building (each family module sets its own).
@@ -223,6 +251,11 @@ class Transformer:
     encoder_decoder = False
     #: Whether its layer norms can be conditioned on a tensor (``build(layer_norm_cond=...)``).
     conditional_norms = False
+    #: The bert4keras attention options its graph takes (see :meth:`apply_attention`):
+    #: ``"residual_attention_scores"`` where every attention layer is a
+    #: :class:`MultiHeadSelfAttention` over one sequence, ``"attention_caches"`` where
+    #: positions are absolute (a rotary or relative table spans the queries alone).
+    attention_options: tuple[str, ...] = ("residual_attention_scores", "attention_caches")
 
     def __init__(self, config: BertConfig, with_pool: bool | str = False,
                  with_nsp: bool = False, with_mlm: bool | str = False,
@@ -231,8 +264,9 @@ class Transformer:
                  compound_tokens: Sequence[Any] | None = None, name: str | None = None,
                  dtype: str | keras.DTypePolicy | None = None,
                  family: str | None = None, prefix: str | None = None,
-                 layers: dict[str, Any] | None = None,
-                 autoresize_weights: bool = False) -> None:
+                 layers: dict[str, Any] | None = None, autoresize_weights: bool = False,
+                 residual_attention_scores: bool = False,
+                 recompute: bool | None = None) -> None:
         self.config = config
         self.attention_mask = mask_of(application)
         if self.attention_mask.application not in self.applications:
@@ -252,6 +286,13 @@ class Transformer:
         self.name = name
         self.dtype = dtype
         self.family = family or self.default_name
+        self.refuse_option("residual_attention_scores", residual_attention_scores)
+        self.residual_attention_scores = bool(residual_attention_scores)
+        self.recompute = recompute_requested() if recompute is None else bool(recompute)
+        #: The last attention layer's scores, while the graph is made with residual scores.
+        self.attention_scores: Any = None
+        #: bert4keras's ``attention_caches`` (see :meth:`build`).
+        self.attention_caches: dict[str, Sequence[Any]] = {}
         # The caller's dict itself: what this model makes is seen by the model it shares with.
         self.layers: dict[str, Any] = {} if layers is None else layers
         self.prefix = prefix or ""
@@ -323,6 +364,14 @@ class Transformer:
                 kwargs.setdefault("dtype", "int32")
             elif self.dtype is not None:
                 kwargs.setdefault("dtype", self.dtype)
+            if isinstance(layer, type) and issubclass(layer, MultiHeadSelfAttention):
+                if self.residual_attention_scores:
+                    kwargs["return_scores"] = True
+                if name in self.attention_caches:
+                    kwargs["cached"] = True
+            if isinstance(layer, type) and issubclass(layer, (MultiHeadSelfAttention,
+                                                              FeedForward)) and self.recompute:
+                kwargs["recompute"] = True
             self.layers[name] = layer(**kwargs)
         if inputs is None:
             return self.layers[name]
@@ -330,7 +379,66 @@ class Transformer:
             output, self.caches[name] = self.layers[name](inputs, cache=self.caches[name],
                                                           **(arguments or {}))
             return output
+        if isinstance(self.layers[name], MultiHeadSelfAttention) and self.caches is None:
+            return self.apply_attention(inputs, name, arguments)
         return self.layers[name](inputs, **(arguments or {}))
+
+    def apply_attention(self, inputs: Any, name: str,
+                        arguments: dict[str, Any] | None = None) -> Any:
+        """Calls the attention layer ``name`` with bert4keras's attention options.
+
+        With ``attention_caches`` naming it, its key and value caches are put in front of
+        the hidden states its keys and values are projected from (``<name>-Cached-Key`` /
+        ``-Value``; a cache without a padding mask is attended throughout). With residual
+        attention scores, it is given the previous attention layer's scores as its score
+        bias (under an attention mask, added to the mask's bias by ``<name>-Attention-Bias``)
+        and its own are kept for the next. As in bert4keras, the scores passed on are the
+        layer's own (scaled, before any bias and mask): they do not accumulate.
+
+        Returns:
+            the layer's output.
+        """
+        layer = self.layers[name]
+        arguments = dict(arguments or {})
+        many = isinstance(inputs, (list, tuple))
+        states, rest = (inputs[0], list(inputs[1:])) if many else (inputs, [])
+        if layer.cached:
+            if name not in self.attention_caches:
+                raise ValueError(f"{name} was made for attention caches; give its caches in "
+                                 "attention_caches")
+            key_cache, value_cache = self.attention_caches[name]
+            rest = [self.apply(inputs=[cache, states], layer=Concatenate1D,
+                               name=f"{name}-Cached-{part}")
+                    for cache, part in ((key_cache, "Key"), (value_cache, "Value"))] + rest
+        if layer.return_scores and self.attention_scores is not None:
+            if layer.attention_mask:  # the mask's bias and the scores: one bias
+                rest[-1] = self.apply(inputs=[rest[-1], self.attention_scores],
+                                      layer=AttentionBias, name=f"{name}-Attention-Bias")
+            else:
+                rest.append(self.attention_scores)
+            arguments["biased"] = True
+        output = layer([states, *rest] if rest else states, **arguments)
+        if layer.return_scores:
+            output, self.attention_scores = output
+        return output
+
+    def refuse_option(self, option: str, value: Any) -> None:
+        """Raises where ``option`` (one of bert4keras's attention options) is set and the
+        family does not build it (see :attr:`attention_options`).
+
+        Raises:
+            ValueError: naming the option, the family and why.
+        """
+        if value in (None, False, {}):
+            return
+        if option not in self.attention_options:
+            raise ValueError(f"{option}: not supported by model={self.family!r}: "
+                             f"{OPTION_NEEDS[option]}")
+        if option == "attention_caches" and self.attention_mask.application != "encoder":
+            raise ValueError(
+                f"attention_caches: not supported with application="
+                f"{self.attention_mask.application!r} (its attention mask spans the tokens, "
+                "not the caches in front of them); use application='encoder'")
 
     @classmethod
     def bound(cls, model: keras.Model, **options: Any) -> Transformer:
@@ -393,12 +501,20 @@ class Transformer:
         rate = self.config.hidden_dropout_prob if rate is None else rate
         return self.apply(inputs=inputs, layer=Dropout, rate=rate, name=name)
 
-    def build(self, layer_norm_cond: Any = None, layer_norm_cond_hidden_size: int | None = None,
+    def build(self, attention_caches: dict[str, Sequence[Any]] | None = None,
+              layer_norm_cond: Any = None, layer_norm_cond_hidden_size: int | None = None,
               layer_norm_cond_hidden_act: str | Callable[..., Any] | None = None,
               additional_input_layers: Any = None, **kwargs: Any) -> None:
-        """Makes the graph: inputs, :meth:`call`, outputs, ``self.model``.
+        """Makes the graph: inputs, :meth:`call`, outputs, ``self.model``. The keywords are
+        bert4keras's, in its order.
 
         Args:
+            attention_caches: bert4keras's ``{attention layer name: (key cache, value
+                cache)}``: symbolic ``(batch, cached, hidden)`` tensors put in front of the
+                states that layer's keys and values are projected from (see
+                :meth:`apply_attention`). The ``keras.Input`` s they come from become inputs
+                of the model, after its own (and ``additional_input_layers``), in their order
+                of first use.
             layer_norm_cond: a ``(batch, features)`` tensor (a label's embedding, an image's
                 features) that every layer norm is conditioned on (see
                 :class:`kerasbert.models.layers.ConditionalLayerNorm`); None: plain norms.
@@ -409,15 +525,16 @@ class Transformer:
                 inputs (those ``layer_norm_cond`` is computed from).
 
         Raises:
-            ValueError: a keyword this object does not take (bert4keras's other ``build``
-                keywords are refused by name in ``build_transformer_model``), a condition's
-                hidden layer without a condition, or a condition given to a family whose
-                norms take none.
+            ValueError: a keyword this object does not take, caches the family does not
+                build or that name no attention layer, a condition's hidden layer without a
+                condition, or a condition given to a family whose norms take none.
         """
         if kwargs:
             raise ValueError(f"Transformer.build: {', '.join(sorted(kwargs))} not supported")
         if self.built:
             return
+        self.refuse_option("attention_caches", attention_caches)
+        self.attention_caches = dict(attention_caches or {})
         self.norm_condition = NormCondition.of(self, layer_norm_cond,
                                                layer_norm_cond_hidden_size,
                                                layer_norm_cond_hidden_act)
@@ -426,11 +543,34 @@ class Transformer:
         self.set_inputs(own, additional_input_layers)
         # The steps take the family's own inputs; additional ones feed the condition.
         self.set_outputs(self.call(own))
+        self.attention_scores = None
+        self.set_inputs(self.inputs + self.cache_inputs())
         self.model = functional_model(self.input if len(self.inputs) > 1 else self.inputs[0],
                                       self.output, name=self.name or self.default_name)
         for layer in self.model.layers:  # heads made by functions, not by apply
             self.layers.setdefault(layer.name, layer)
         self.built = True
+
+    def cache_inputs(self) -> list[keras.KerasTensor]:
+        """The ``keras.Input`` s the attention caches come from, each once, in their order
+        of first use, that are not inputs of the model yet.
+
+        Raises:
+            ValueError: a cache named after no attention layer of the model, or one that is
+                no symbolic tensor.
+        """
+        found: list[keras.KerasTensor] = []
+        for name, caches in self.attention_caches.items():
+            layer = self.layers.get(name)
+            if not isinstance(layer, MultiHeadSelfAttention) or not layer.cached:
+                raise ValueError(f"attention_caches names {name!r}, which is no attention "
+                                 "layer of this model (bert4keras's names: "
+                                 f"{names.attention_name(0)!r}...)")
+            for cache in caches:
+                for tensor in source_inputs(cache, name):
+                    if not any(tensor is x for x in [*self.inputs, *found]):
+                        found.append(tensor)
+        return found
 
     def call(self, inputs: list[keras.KerasTensor]) -> keras.KerasTensor | list[keras.KerasTensor]:
         """Embeddings, then each encoder layer, then the heads."""
@@ -573,6 +713,28 @@ class Transformer:
     def __repr__(self) -> str:
         return (f"<{type(self).__name__} {self.family} L={self.num_hidden_layers} "
                 f"H={self.hidden_size} application={self.attention_mask.application!r}>")
+
+
+def source_inputs(tensor: Any, name: str) -> list[keras.KerasTensor]:
+    """The ``keras.Input`` s a symbolic ``tensor`` is made from (itself, if one), in the
+    order the graph reaches them; ``name``: the attention layer it is a cache of.
+
+    Raises:
+        ValueError: ``tensor`` is no symbolic Keras tensor.
+    """
+    found: list[keras.KerasTensor] = []
+    todo = [layer_of(tensor)]
+    if todo[0] is None:
+        raise ValueError(f"attention_caches[{name!r}]: a cache is a symbolic tensor "
+                         f"(a keras.Input, or made from one), not {type(tensor).__name__}")
+    while todo:
+        layer = todo.pop(0)
+        if isinstance(layer, keras.layers.InputLayer):
+            if not any(layer.output is x for x in found):
+                found.append(layer.output)
+        else:
+            todo.extend(inbound_layers(layer))
+    return found
 
 
 def layer_names(index: int, shared: bool = False) -> tuple[str, str]:

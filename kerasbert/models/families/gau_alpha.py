@@ -167,6 +167,7 @@ class GAUAlpha(RoFormerV2):
     marker_layer = unit_name(0)
     checkpoint_pattern = r"GAU_alpha/"
     checkpoint_description = "a GAU-α"
+    attention_options = ()  # gated units: no MultiHeadSelfAttention
 
     @property
     def attention_key_size(self) -> int:

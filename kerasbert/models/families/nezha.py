@@ -29,6 +29,7 @@ class NEZHA(BERT):
     default_name = "nezha"
     position = "relative"
     checkpoint_description = "a NEZHA"
+    attention_options: tuple[str, ...] = ("residual_attention_scores",)  # table: queries only
     hf_layout = None  # Hugging Face has no NEZHA
     config_rules: tuple[tuple[Any, ...], ...] = (
         # NEZHA's own configs have no model_type, but this key.

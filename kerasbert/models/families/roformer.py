@@ -41,6 +41,7 @@ class RoFormer(BERT):
     position = "rotary"
     factorised = True
     checkpoint_description = "a RoFormer"
+    attention_options: tuple[str, ...] = ("residual_attention_scores",)  # rotation: queries only
     hf_layout: HuggingFaceLayout | None = HuggingFaceLayout(
         "roformer.", "bert",
         {**hf_embedding_modules("bert"), **HF_HEADS,

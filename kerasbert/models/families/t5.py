@@ -374,6 +374,8 @@ class T5(Transformer):
     marker_layer: str | None = OUTPUT_LM_ACTIVATION
     checkpoint_pattern = r"(encoder|decoder)/block_\d+/"
     checkpoint_description = "a T5"
+    #: Its cross-attention spans other keys than the self-attention before it.
+    attention_options = ()
     #: The Mesh TensorFlow name of its norms (mT5: ``rms_norm``).
     norm_scope = "layer_norm"
 
@@ -500,14 +502,17 @@ class T5(Transformer):
         return self.apply(inputs=x, layer=keras.layers.Activation, activation=activation,
                           name=OUTPUT_LM_ACTIVATION)
 
-    def build(self, layer_norm_cond: Any = None, layer_norm_cond_hidden_size: int | None = None,
+    def build(self, attention_caches: dict[str, Sequence[Any]] | None = None,
+              layer_norm_cond: Any = None, layer_norm_cond_hidden_size: int | None = None,
               layer_norm_cond_hidden_act: str | Callable[..., Any] | None = None,
               additional_input_layers: Any = None, **kwargs: Any) -> None:
         """The encoder, the decoder, and the model joining them (``.model``).
 
         Raises:
-            ValueError: any keyword: T5's norms take no condition, and so no extra input.
+            ValueError: ``attention_caches`` (refused by name); any other keyword: T5's
+                norms take no condition, and so no extra input.
         """
+        self.refuse_option("attention_caches", attention_caches)
         if additional_input_layers is not None:
             kwargs["additional_input_layers"] = additional_input_layers
         if kwargs:
