@@ -519,8 +519,11 @@ class T5(Transformer):
             raise ValueError(f"Transformer.build: {', '.join(sorted(kwargs))} not supported")
         NormCondition.of(self, layer_norm_cond, layer_norm_cond_hidden_size,
                          layer_norm_cond_hidden_act)
-        if self.built:
-            return
+        if not self.built:
+            self.build_graph()
+
+    def build_graph(self) -> None:
+        """The encoder, the decoder and the model joining them."""
         name = self.name or self.default_name
         encoder_ids = self.encoder_input()
         context, decoder_ids = self.decoder_inputs()
@@ -766,17 +769,10 @@ class T5_Encoder(T5_Base):
 
     other_side = DECODER
 
-    def build(self, **kwargs: Any) -> None:
-        """The encoder's graph and ``model``.
-
-        Raises:
-            ValueError: a keyword (as :meth:`Transformer.build`).
-        """
-        if kwargs:
-            raise ValueError(f"Transformer.build: {', '.join(sorted(kwargs))} not supported")
-        if not self.built:
-            ids = self.encoder_input()
-            self.build_side([ids], self.encode(ids), ENCODER)
+    def build_graph(self) -> None:
+        """The encoder's graph and ``model``."""
+        ids = self.encoder_input()
+        self.build_side([ids], self.encode(ids), ENCODER)
 
 
 class T5_Decoder(T5_Base):
@@ -798,17 +794,10 @@ class T5_Decoder(T5_Base):
 
     other_side = ENCODER
 
-    def build(self, **kwargs: Any) -> None:
-        """The decoder's graph and ``model``.
-
-        Raises:
-            ValueError: a keyword (as :meth:`Transformer.build`).
-        """
-        if kwargs:
-            raise ValueError(f"Transformer.build: {', '.join(sorted(kwargs))} not supported")
-        if not self.built:
-            context, ids = self.decoder_inputs()
-            self.build_side([context, ids], self.decode(context, ids), DECODER)
+    def build_graph(self) -> None:
+        """The decoder's graph and ``model``."""
+        context, ids = self.decoder_inputs()
+        self.build_side([context, ids], self.decode(context, ids), DECODER)
 
 
 
