@@ -7,6 +7,9 @@ of its model classes either builds or is refused by name (bert4keras asked in it
 process, as an oracle).
 """
 
+import os
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -202,3 +205,26 @@ def test_every_bert4keras_keyword_builds_or_is_refused_by_name(tmp_path):
                                    return_keras_model=False).layers[
         "Transformer-MultiHeadSelfAttention"]
     assert isinstance(build_transformer_model(TINY, return_keras_model=True), keras.Model)
+
+
+#: The keywords docs/bert4keras.md's keyword table lists, each with the test file that
+#: compares it with bert4keras.
+TABLED = {"custom_position_ids", "hierarchical_position", "shared_segment_embeddings",
+          "layer_norm_cond", "layer_norm_cond_hidden_size", "layer_norm_cond_hidden_act",
+          "additional_input_layers", "prefix", "layers", "autoresize_weights",
+          "residual_attention_scores", "attention_caches"}
+
+
+def test_the_docs_keyword_table_names_a_test_that_checks_each_keyword():
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    docs = open(os.path.join(root, "docs", "bert4keras.md"), encoding="utf-8").read()
+    table = docs[docs.index("| keyword | what it builds"):].split("\n\n")[0].splitlines()[2:]
+    found = set()
+    for row in table:
+        keywords, _, test_file, largest = (cell.strip() for cell in row.strip("|").split(" | "))
+        test = open(os.path.join(root, "tests", test_file.strip("`")), encoding="utf-8").read()
+        for keyword in re.findall(r"`(\w+)", keywords):
+            assert keyword in test, (keyword, test_file)
+            found.add(keyword)
+        assert float(largest) <= 1e-5
+    assert found == TABLED

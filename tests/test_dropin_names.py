@@ -54,3 +54,10 @@ def test_the_readme_counts_of_bert4keras_names():
     assert provided == PROVIDED
     assert refused == REFUSED and absent == ABSENT
     assert sum(PROVIDED.values()) == 123 and sum(PROVIDED.values()) + len(REFUSED) + 1 == 127
+    docs = open(os.path.join(os.path.dirname(__file__), "..", "docs", "bert4keras.md"),
+                encoding="utf-8").read()
+    said = " ".join(docs[docs.index("**Names.**"):docs.index("### Keywords")].split())
+    assert f"kerasbert provides {sum(PROVIDED.values())}:" in said
+    for module, count in PROVIDED.items():
+        assert f"{module} {count} of" in said, module
+    assert f"The other {len(REFUSED)} are refused by name" in said
