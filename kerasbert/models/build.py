@@ -112,11 +112,6 @@ def build_transformer_model(
             means False.
         dtype: the dtype policy of the layers (``"mixed_bfloat16"``, ``"bfloat16"``);
             None: Keras's global policy. Nothing global is changed.
-        prefix, layers, autoresize_weights (keywords): as in bert4keras, see
-            :class:`Transformer`: ``prefix="Predecessor-"`` names every layer with it (the
-            checkpoint's names unchanged); ``layers=other.layers`` reuses another model's
-            layers of the same names; ``autoresize_weights=True`` resizes checkpoint
-            weights of another shape to the model's.
         residual_attention_scores: RealFormer's residual attention, as bert4keras builds
             it: each attention layer adds the previous one's scores (scaled, before masks)
             to its own (under an attention mask, through ``<layer>-Attention-Bias``). Not
@@ -142,7 +137,11 @@ def build_transformer_model(
             ``layer_norm_cond`` (a ``(batch, features)`` tensor every layer norm is
             conditioned on), ``layer_norm_cond_hidden_size``, ``layer_norm_cond_hidden_act``
             and ``additional_input_layers`` (inputs appended to the model's, those the
-            condition is computed from).
+            condition is computed from); and bert4keras's keywords of the model object
+            (see :class:`Transformer`): ``prefix="Predecessor-"`` names every layer with it
+            (the checkpoint's names unchanged), ``layers=other.layers`` reuses another
+            model's layers of the same names, ``autoresize_weights=True`` resizes
+            checkpoint weights of another shape to the model's.
 
     Returns:
         a ``keras.Model`` (or the family's :class:`Transformer` holding it).
