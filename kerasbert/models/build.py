@@ -261,10 +261,10 @@ def _config_positions(config: BertConfig, cls: type[Transformer],
     value = config.hierarchical_position
     if value is None or "hierarchical_position" in family_options:
         return
-    if "hierarchical_position" not in _options_of(cls):
+    if cls.position != "absolute" or "hierarchical_position" not in _options_of(cls):
         raise ValueError(f"hierarchical_position ({value!r}) in {config.source}: "
-                         f"model={config.family!r} has no position table to read "
-                         "hierarchically; remove the key")
+                         f"model={config.family!r} builds no hierarchical positions (a learned "
+                         "position table read past its end); remove the key")
     family_options["hierarchical_position"] = value
 
 
