@@ -317,3 +317,15 @@ def test_the_shipped_model_trains_on_1024_tokens(tmp_path, capsys):
     assert run.options.maxlen == 1024
     assert json.loads((output / "bert_config.json").read_text())["hierarchical_position"] == 0.4
     assert run.predict([rows[0][1]])[0]["label"] in ("positive", "negative")
+
+
+def test_the_predictor_pads_up_to_a_hierarchical_tables_length():
+    from kerasbert.inference.predictor import Predictor, _max_length
+
+    bert = build_transformer_model(dict(TINY, max_position_embeddings=POSITIONS),
+                                   hierarchical_position=True)
+    assert _max_length(bert) == POSITIONS ** 2
+    token_ids = np.random.default_rng(0).integers(5, 90, size=(3, MAXLEN))
+    np.testing.assert_allclose(Predictor(bert, bucket=32)(token_ids, np.zeros_like(token_ids)),
+                               bert.predict([token_ids, np.zeros_like(token_ids)], verbose=0),
+                               atol=1e-5)
