@@ -196,6 +196,13 @@ def test_a_killed_long_run_resumes_to_the_same_result(classifier_run, inputs, tm
         train_classifier(classifier_options(inputs, tmp_path / "run"), callbacks=[Kill()])
     with pytest.raises(RunError, match="pass --resume"):
         train_classifier(classifier_options(inputs, tmp_path / "run"))
+    # A run started before --recompute existed saved no such key: it resumes without it.
+    saved = tmp_path / "run" / "train_config.json"
+    saved.write_text(json.dumps({key: value for key, value in json.loads(saved.read_text())
+                                 .items() if key != "recompute"}))
+    with pytest.raises(RunError, match=r"differ \(recompute \(False -> True\)\)"):
+        train_classifier(classifier_options(inputs, tmp_path / "run", resume=True,
+                                            recompute=True))
     resumed = train_classifier(classifier_options(inputs, tmp_path / "run", resume=True))
     assert resumed["dev"] == json.loads((output / "metrics.json").read_text())["dev"]
     assert json.loads((tmp_path / "run" / "bert_config.json").read_text())[
