@@ -248,8 +248,15 @@ def test_bad_settings_and_inputs_are_named(chinese):
         QuestionAnswerer(model, chinese, max_answer_len=0)
     bert = build_transformer_model(dict(TINY, vocab_size=chinese.vocab_size))
     with pytest.raises(ValueError, match=r"max_seq_len \(384\) exceeds the model's position "
-                                         r"table \(max_position_embeddings 32\)"):
+                                         r"table \(32 positions, max_position_embeddings 32\)"):
         QuestionAnswerer(add_span_head(bert), chinese)
+    # Read hierarchically, the table reaches its square.
+    longer = build_transformer_model(dict(TINY, vocab_size=chinese.vocab_size),
+                                     hierarchical_position=True)
+    QuestionAnswerer(add_span_head(longer), chinese, max_seq_len=1024)
+    with pytest.raises(ValueError, match=r"\(1024 positions, max_position_embeddings 32, read "
+                                         r"hierarchically\)"):
+        QuestionAnswerer(add_span_head(longer), chinese, max_seq_len=1025)
     with pytest.raises(ValueError, match=r"needs a model with one output \[batch, length, 2\]"):
         QuestionAnswerer(bert, chinese)
     answer = QuestionAnswerer(model, chinese, max_seq_len=16, doc_stride=4)

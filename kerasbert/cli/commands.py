@@ -78,10 +78,16 @@ def command_train(args):
     from kerasbert.tasks.base import train
 
     defaults = describe_defaults(options)
-    # Said once the inputs are checked: a refused run prints its one error line alone.
-    options, summary = _run_training(
-        functools.partial(train, on_checked=defaults and (lambda: print(defaults, flush=True))),
-        options)
+
+    def say_checked():
+        # Said once the inputs are checked: a refused run prints its one error line alone.
+        from kerasbert.tasks.runs import describe_positions
+
+        for line in (defaults, describe_positions(options.resolved())):
+            if line:
+                print(line, flush=True)
+
+    options, summary = _run_training(functools.partial(train, on_checked=say_checked), options)
     for line in get_task(options.task).train_report(options.resolved(), summary):
         print(line)
     return 0

@@ -176,8 +176,9 @@ class Predictor:
 
 
 def _max_length(model: keras.Model) -> int | None:
-    """The longest input the model's position embedding accepts, if it has one."""
+    """The longest input the model's position embedding accepts, if it has one (a table
+    read hierarchically: its square, the layer's ``max_length``)."""
     for layer in model.layers:
         if hasattr(layer, "max_position"):
-            return layer.max_position
+            return int(getattr(layer, "max_length", layer.max_position))
     return None

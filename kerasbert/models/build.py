@@ -204,6 +204,7 @@ def build_transformer_model(
         if wrong:
             raise ValueError(f"{', '.join(wrong)}: not a keyword of model={config.family!r} "
                              "(the config's model_type)")
+    _config_positions(config, cls, family_options)
     vocab_size = config.vocab_size
     if keep_tokens is not None:
         vocab_size = len(keep_tokens)
@@ -246,6 +247,31 @@ def build_transformer_model(
                       "initialised, not loaded (strict=True refuses such a checkpoint)",
                       stacklevel=2)
     return built.model if return_keras_model else built
+
+
+def _config_positions(config: BertConfig, cls: type[Transformer],
+                      family_options: dict[str, Any]) -> None:
+    """Adds the config's ``hierarchical_position`` (a long-text run's) to ``family_options``
+    unless the keyword is given: the key is where a saved model's fact lives.
+
+    Raises:
+        ValueError: the key in the config of a family that builds no such positions.
+    """
+    value = config.hierarchical_position
+    if value is None or "hierarchical_position" in family_options:
+        return
+    if cls.position != "absolute" or "hierarchical_position" not in _options_of(cls):
+        raise ValueError(f"hierarchical_position ({value!r}) in {config.source}: "
+                         f"model={config.family!r} builds no hierarchical positions (a learned "
+                         "position table read past its end); remove the key")
+    family_options["hierarchical_position"] = value
+
+
+def takes_hierarchical_position(family: str) -> bool:
+    """Whether the family (a registered name) builds ``hierarchical_position``: learned
+    absolute positions, a table to read past its end (BERT, ALBERT, ELECTRA...)."""
+    cls = family_class(family if family in FAMILIES else DEFAULT_FAMILY)
+    return cls.position == "absolute" and "hierarchical_position" in _options_of(cls)
 
 
 def _refuse_unknown(overrides: dict[str, Any], family_keywords: set[str]) -> None:

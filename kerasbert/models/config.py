@@ -95,9 +95,11 @@ def _family_rules() -> tuple[tuple[Any, ...], ...]:
 
 
 #: Config keys kerasbert reads beyond :class:`BertConfig`'s fields (a family's own widths,
-#: T5's cross-attention bias, RoFormer's Hugging Face rotary values).
+#: T5's cross-attention bias, RoFormer's Hugging Face rotary values, the alpha of
+#: hierarchical positions a long-text run was trained with).
 READ_KEYS = ("embedding_size", "attention_head_size", "attention_key_size",
-             "max_relative_position", "cross_position_bias", "rotary_value")
+             "max_relative_position", "cross_position_bias", "rotary_value",
+             "hierarchical_position")
 
 
 #: Keys Google's and Hugging Face's config files carry that kerasbert reads nothing from ->
@@ -341,6 +343,15 @@ class BertConfig:
     def embedding_size(self) -> int:
         """The width of the embeddings: ``embedding_size`` (ALBERT, ELECTRA) or the hidden size."""
         return self.extra.get("embedding_size") or self.hidden_size
+
+    @property
+    def hierarchical_position(self) -> bool | float | None:
+        """``hierarchical_position`` (True or alpha): the model reads its position table
+        hierarchically, up to its square (a run trained past its checkpoint's positions
+        records it); None where the key is absent, null or false. ``build_transformer_model``
+        builds it unless given the keyword."""
+        value = self.extra.get("hierarchical_position")
+        return None if value is None or value is False else value
 
     @property
     def max_relative_position(self) -> int:

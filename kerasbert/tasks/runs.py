@@ -11,6 +11,7 @@ from kerasbert import files
 from kerasbert.hardware import compute_policy
 from kerasbert.models.build import build_transformer_model
 from kerasbert.models.config import BertConfig, check_maxlen, check_vocab_fits
+from kerasbert.models.layers import hierarchical_alpha
 from kerasbert.tasks.options import saved_options
 from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
 from kerasbert.training.rundir import TRAIN_OPTIONS_FILE as OPTIONS_FILE
@@ -19,8 +20,8 @@ from kerasbert.training.rundir import RunError, check_finished, load_run_model, 
 #: A T5 run's SentencePiece model, as Google's T5 checkpoints name it.
 SP_MODEL_FILE = "spiece.model"
 __all__ = ["FinishedRun", "OPTIONS_FILE", "build_encoder", "check_checkpoint", "check_finished",
-           "check_model_files", "is_encoder_decoder", "load_run_model", "read_options",
-           "run_tokenizer", "write_model_files"]
+           "check_model_files", "describe_positions", "is_encoder_decoder", "load_run_model",
+           "read_options", "run_config", "run_recompute", "run_tokenizer", "write_model_files"]
 
 
 def check_model_files(options):
@@ -33,13 +34,57 @@ def check_model_files(options):
         ValueError: a bad config or vocabulary, a vocabulary larger than ``vocab_size``, or
             ``maxlen`` beyond the position table (each naming the file or flag).
     """
-    config = BertConfig.from_json_file(options.config, family=options.model)
+    config = run_config(options)
     sp_model = getattr(options, "sp_model", None)
     vocab = sp_model or options.vocab
     tokenizer = _tokenizer(vocab, pieces=bool(sp_model))
-    check_maxlen(config, options.maxlen)
+    check_maxlen(config, options.maxlen, hierarchical=config.hierarchical_position is not None)
     check_vocab_fits(config, tokenizer.vocab_size, vocab)
     return tokenizer
+
+
+#: The alpha of a run's hierarchical positions, bert4keras's ``hierarchical_position=True``.
+LONG_TEXT_ALPHA = 0.4
+
+
+def run_config(options):
+    """The config of the run's model: ``options.config``, with ``hierarchical_position``
+    (alpha :data:`LONG_TEXT_ALPHA`) added where ``maxlen`` runs past its position table on
+    a family that can read the table hierarchically, in a task that reads long texts (its
+    options' ``LONG_TEXTS``). The run's ``bert_config.json`` keeps
+    the key, so every later build of the run (resume, ``evaluate``, a rebuilt SavedModel)
+    makes the same model.
+
+    Raises:
+        ValueError: a bad config (the file named).
+    """
+    config = BertConfig.from_json_file(options.config, family=options.model)
+    if (config.hierarchical_position is None and options.LONG_TEXTS
+            and _reads_past_table(config, options.maxlen)):
+        return config.replace(hierarchical_position=LONG_TEXT_ALPHA)
+    return config
+
+
+def _reads_past_table(config, maxlen):
+    """Whether ``maxlen`` runs past ``config``'s position table, and its family builds
+    hierarchical positions (NEZHA's and RoFormer's positions have no table to run past)."""
+    from kerasbert.models.build import takes_hierarchical_position
+
+    return (isinstance(maxlen, int) and maxlen > config.max_position_embeddings
+            and takes_hierarchical_position(config.family))
+
+
+def describe_positions(options):
+    """One line saying that the run reads its position table hierarchically, or None:
+    ``--maxlen 2048 exceeds the checkpoint's 512 positions: hierarchical positions (alpha
+    0.4)``."""
+    config = run_config(options)
+    alpha = config.hierarchical_position
+    if alpha is None or options.maxlen <= config.max_position_embeddings:
+        return None
+    return (f"--maxlen {options.maxlen} exceeds the checkpoint's "
+            f"{config.max_position_embeddings} positions: hierarchical positions "
+            f"(alpha {hierarchical_alpha(alpha):g})")
 
 
 def _tokenizer(path, pieces):
@@ -61,10 +106,17 @@ def check_checkpoint(options):
 def build_encoder(options):
     """The run's BERT (its family, config, checkpoint, dropout and precision), as a
     :class:`~kerasbert.models.families.base.Transformer`."""
-    return build_transformer_model(options.config, options.checkpoint, model=options.model,
+    return build_transformer_model(run_config(options), options.checkpoint, model=options.model,
                                    dropout_rate=options.dropout, return_keras_model=False,
                                    dtype=compute_policy("mixed_bfloat16", "--mixed-precision")
-                                   if options.mixed_precision else None)
+                                   if options.mixed_precision else None,
+                                   recompute=run_recompute(options))
+
+
+def run_recompute(options):
+    """``recompute=`` of the run's model: True with ``--recompute``, else None (as
+    ``RECOMPUTE`` in the environment says)."""
+    return True if getattr(options, "recompute", False) else None
 
 
 def write_model_files(options, model):
@@ -74,7 +126,7 @@ def write_model_files(options, model):
     from kerasbert.models.loading import save_weights_as_checkpoint
 
     output = options.output
-    config = BertConfig.from_json_file(options.config, family=options.model)
+    config = run_config(options)
     config.to_json_file(os.path.join(output, "bert_config.json"))
     sp_model = getattr(options, "sp_model", None)
     files.copy_file(sp_model or options.vocab,

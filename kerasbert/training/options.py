@@ -136,7 +136,8 @@ class FinetuneOptions(RunOptions):
     (``TEXTS``; ``TEXT_LINES``: also a .txt file of one per line) and the signature of its
     SavedModel export (``SIGNATURE``; ``FORMATS``: the export formats it takes);
     ``SHIPPED`` names the :func:`kerasbert.shipped.data_file` dataset it trains on by
-    default. ``EXAMPLE``: the run folder and the words of the command line's examples
+    default; ``LONG_TEXTS``: whether ``maxlen`` may run past the checkpoint's position table,
+    read hierarchically. ``EXAMPLE``: the run folder and the words of the command line's examples
     (``{"run": "runs/ner", "train": "People's Daily NER", "predict": "江泽民..."}``).
     """
 
@@ -147,6 +148,7 @@ class FinetuneOptions(RunOptions):
     SIGNATURE = ""
     FORMATS = ("saved_model",)
     SHIPPED = ""
+    LONG_TEXTS = True
     EXAMPLE = {}  # noqa: RUF012 (read only)
 
     task: str = option(None, "what to train", required=True)
@@ -183,6 +185,10 @@ class FinetuneOptions(RunOptions):
     max_train_examples: int = option(None, "use only the first N training examples", COUNT,
                                      metavar="N")
     mixed_precision: bool = option(False, "bfloat16 compute (float32 weights)")
+    recompute: bool = option(False, "compute each attention and feed-forward layer's "
+                             "activations again in the backward pass instead of keeping them: "
+                             "less memory for long --maxlen, more time, the same gradients "
+                             "(bert4keras's RECOMPUTE=1)")
     # Filled in by kerasbert.tasks.defaults.resolve, recorded in train_config.json; not a flag.
     weights: str = dataclasses.field(default=None)
 

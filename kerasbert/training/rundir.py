@@ -260,6 +260,10 @@ class RunDirectory:
         current = json.loads(json.dumps(dataclasses.asdict(options)))  # tuples as saved: lists
         paths = {field.name for field in dataclasses.fields(options)
                  if field.metadata.get("input") or field.name == "output"}
+        # An option newer than the run (--recompute) is saved at its default.
+        saved = {**{field.name: field.default for field in dataclasses.fields(options)
+                    if field.default is not dataclasses.MISSING and field.name not in saved},
+                 **saved}
         changed = [key for key in current if key not in _RESUME_FLAGS
                    and not _same_value(saved.get(key), current[key], key in paths)]
         if changed:

@@ -176,11 +176,13 @@ class QuestionAnswerer:
             raise ValueError(f"QuestionAnswerer needs a model with one output [batch, length, "
                              f"2] (start and end logits, see add_span_head); {model.name} "
                              f"outputs {[tuple(output.shape) for output in model.outputs]}")
-        positions = [layer.max_position for layer in model.layers
-                     if layer.name == names.EMBEDDING_POSITION]
-        if positions and max_seq_len > positions[0]:
+        # A table read hierarchically reaches its square (the layer's max_length).
+        tables = [layer for layer in model.layers if layer.name == names.EMBEDDING_POSITION]
+        if tables and max_seq_len > tables[0].max_length:
             raise ValueError(f"max_seq_len ({max_seq_len}) exceeds the model's position table "
-                             f"(max_position_embeddings {positions[0]})")
+                             f"({tables[0].max_length} positions, max_position_embeddings "
+                             f"{tables[0].max_position}"
+                             f"{', read hierarchically' if tables[0].hierarchical else ''})")
         self.model, self.tokenizer = model, tokenizer
         self.max_seq_len, self.doc_stride = max_seq_len, doc_stride
         self.max_question_len, self.max_answer_len = max_question_len, max_answer_len

@@ -19,6 +19,7 @@ class Seq2SeqOptions(TaskOptions):
     TEXTS = ("source texts to generate from (--input: JSONL with 'source', or plain text, a "
              "source per line)")
     SHIPPED = "peoples_daily_seq2seq"
+    LONG_TEXTS = False  # the generated tokens' positions follow the source's
     SIGNATURE = "generate"
     EXAMPLE = {"run": "runs/gen", "train": "the shipped answer-generation set",
                "predict": "江泽民在北京会见了新华社记者。这句话提到的人是谁？"}

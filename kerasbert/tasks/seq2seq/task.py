@@ -61,6 +61,7 @@ from kerasbert.tasks.runs import (
     export_saved_model,
     is_encoder_decoder,
     load_run_model,
+    run_recompute,
     write_model_files,
 )
 from kerasbert.tasks.seq2seq import t5 as seq2seq_t5
@@ -434,7 +435,8 @@ class Seq2Seq(Task):
         # T5's decoder is a language model already; UniLM is BERT under UniLM's mask.
         mask = {} if inputs.encoder_decoder else {"application": "unilm"}
         return build_transformer_model(options.config, options.checkpoint, model=options.model,
-                                       dropout_rate=options.dropout, dtype=dtype, **mask)
+                                       dropout_rate=options.dropout, dtype=dtype,
+                                       recompute=run_recompute(options), **mask)
 
     def loss(self, model):
         return UnilmLoss()
