@@ -9,7 +9,7 @@ samples/s against the peers), ``serving`` (texts -> probabilities, per way of se
 ``generate`` (GPT-2 small greedy decoding against transformers and keras-hub, not run by
 default: about ten minutes), ``ablation`` (kerasbert's own variants, not run by default) and
 ``long_quality`` (or ``long-quality``: fine-tuning on texts past 512 tokens, truncated
-against hierarchical positions, not run by default: about ten minutes).
+against hierarchical positions, not run by default: about fifteen minutes).
 The tables are printed as markdown and everything is written as JSON (``--json``), with the
 machine, the options and the load average at the start.
 

@@ -3,7 +3,8 @@
 Each example is a run of People's Daily news sentences (``kerasbert/resources/peoples_daily``,
 which carry no sentiment) followed by one review of the shipped sentiment split
 (``kerasbert/resources/reviews``); its label is the review's. The news takes at least
-``prefix_tokens`` tokens, so a model that keeps only the first ``prefix_tokens + 1`` tokens
+``prefix_tokens`` tokens (cut mid-sentence to fit), so a model that keeps only the first
+``prefix_tokens + 1`` tokens
 ([CLS] included) never sees the review and can only guess, while one that reads the whole
 text can score as on the reviews alone. :mod:`bench.long_quality` fine-tunes both.
 
@@ -101,19 +102,36 @@ class NewsStream:
         self.sizes = token_counts(tokenizer, self.sentences)
         self.tokenizer, self.cursor = tokenizer, 0
 
-    def take(self, least_tokens):
-        """The next sentences, joined, of at least ``least_tokens`` tokens."""
+    def take(self, tokens):
+        """The next sentences, joined and cut to ``tokens`` tokens (more only where the last
+        character kept is a word of several pieces)."""
         text, estimate = "", 0
         # The sentences' own counts are a guess: digits or Latin letters ending one sentence
         # and starting the next join into fewer pieces. The joined text has the last word.
-        while estimate < least_tokens or token_count(self.tokenizer, text) < least_tokens:
+        while estimate < tokens or token_count(self.tokenizer, text) < tokens:
             index = self.cursor % len(self.sentences)
             text, estimate = text + self.sentences[index], estimate + self.sizes[index]
             self.cursor += 1
-        return text
+        return shortest_head(self.tokenizer, text, tokens)
 
 
-def long_examples(split, count, tokenizer, prefix_tokens=520, max_review_tokens=96, seed=0):
+def shortest_head(tokenizer, text, tokens):
+    """The shortest start of ``text`` of at least ``tokens`` tokens (``text`` has as many).
+
+    Every review then starts at the same position, so what a model must learn is where to
+    look past position 512, not where each review begins.
+    """
+    short, long = 0, len(text)  # text[:short] has fewer tokens, text[:long] enough
+    while long - short > 1:
+        middle = (short + long) // 2
+        if token_count(tokenizer, text[:middle]) < tokens:
+            short = middle
+        else:
+            long = middle
+    return text[:long]
+
+
+def long_examples(split, count, tokenizer, prefix_tokens=512, max_review_tokens=96, seed=0):
     """``count`` long examples of ``split`` (``"train"``, ``"dev"`` or ``"test"``).
 
     Args:
@@ -122,10 +140,10 @@ def long_examples(split, count, tokenizer, prefix_tokens=520, max_review_tokens=
         count: how many; even, half of each label.
         tokenizer: a :class:`kerasbert.tokenizers.Tokenizer`, the one of the model to train
             (the token counts are its own).
-        prefix_tokens: the least number of news tokens before each review; 511 or more puts
-            every review past the 512 positions of a BERT checkpoint.
+        prefix_tokens: the news tokens before each review (news cut to fit); 511 or more
+            puts every review past the 512 positions of a BERT checkpoint.
         max_review_tokens: only reviews this short are used, so each text stays within
-            ``prefix_tokens`` plus this plus the longest news sentence.
+            ``prefix_tokens + max_review_tokens + 2`` tokens.
         seed: the draw of reviews and of the news order.
 
     Returns:
