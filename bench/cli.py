@@ -7,7 +7,9 @@ deviation on real weights), ``build`` (build time and memory against bert4keras)
 ``tokenize`` (tokenizer speed against the engine and the peers), ``train`` (fine-tuning
 samples/s against the peers), ``serving`` (texts -> probabilities, per way of serving),
 ``generate`` (GPT-2 small greedy decoding against transformers and keras-hub, not run by
-default: about ten minutes) and ``ablation`` (kerasbert's own variants, not run by default).
+default: about ten minutes), ``ablation`` (kerasbert's own variants, not run by default) and
+``long_quality`` (or ``long-quality``: fine-tuning on texts past 512 tokens, truncated
+against hierarchical positions, not run by default: about fifteen minutes).
 The tables are printed as markdown and everything is written as JSON (``--json``), with the
 machine, the options and the load average at the start.
 
@@ -57,7 +59,8 @@ def build_parser(suite=None):
     for old in ("--runs", "--repeat"):
         parser.add_argument(old, type=int, dest="rounds", help=argparse.SUPPRESS)
     parser.add_argument("--only", nargs="+", metavar="NAME",
-                        help="forward, ablation, train, serving, load: only these implementations")
+                        help="forward, ablation, train, serving, load, long_quality: only these "
+                             "implementations")
     parser.add_argument("--corpus", nargs="+", metavar="FILE",
                         help="tokenize: corpus files (.txt: a text per line, .tsv: a 'text' "
                              "column; default: the review corpus if found, else a synthetic one)")
@@ -91,7 +94,8 @@ def main(argv=None):
     """Runs the chosen suites; returns the exit status: 1 if a suite or a worker failed, else 0."""
     parser = build_parser()
     args, options = parse_options(parser, argv)
-    suites = args.suites or list(DEFAULT_SUITES)
+    # A suite is its module's name; the hyphen spelling (long-quality) is taken as well.
+    suites = [name.replace("-", "_") for name in args.suites] or list(DEFAULT_SUITES)
     unknown = [name for name in suites if name not in ALL_SUITES]
     if unknown:
         parser.error(f"unknown suite(s) {', '.join(unknown)}; choose from {', '.join(ALL_SUITES)}")
