@@ -311,6 +311,28 @@ def _run_way(shape, way, lengths, batches, seconds, options, log, results):
             log(f"long: cell {json.dumps({'cell': key, **result})}")
 
 
+def from_log(lines, quick=False):
+    """The section of a run cut short, from its ``long: cell {...}`` log lines.
+
+    Example::
+
+        with open("out/long.log", encoding="utf-8") as f:
+            section = from_log(f)
+        print_section({"suite": "long", **section})
+    """
+    results = {}
+    for line in lines:
+        _, marker, cell = line.partition("long: cell ")
+        if marker:
+            result = json.loads(cell)
+            results[result.pop("cell")] = result
+    shapes = ("tiny",) if quick else ("small", "base")
+    lengths, batches = (QUICK_LENGTHS, QUICK_BATCHES) if quick else (LENGTHS, BATCHES)
+    return {"results": results,
+            "tables": [table for shape in shapes
+                       for table in _tables(results, shape, list(WAYS), lengths, batches)]}
+
+
 def _state(result):
     """A cell's text: samples/s and peak GiB, or why it has none."""
     if result is None:

@@ -297,6 +297,13 @@ def test_long_skips_the_cells_a_stopped_one_rules_out(monkeypatch):
     fits = next(table for table in section["tables"] if "longest" in table["title"]
                 and "zh-small" in table["title"])["rows"]
     assert fits == [{"way": "kerasbert", "b1": 4096, "b2": 512, "b4": 512, "b8": "none"}]
+    # A run cut short keeps its figures in the log: the same results come back from it.
+    lines = [f"[bench] long: cell {json.dumps({'cell': key, **result})}"
+             for key, result in section["results"].items()]
+    rebuilt = importlib.import_module("bench.long").from_log(["noise"] + lines)
+    assert rebuilt["results"] == section["results"]
+    assert any(row.get("way") == "kerasbert" and row.get("b2") == 512
+               for table in rebuilt["tables"] for row in table["rows"])
 
 
 def test_long_watchdog_stops_a_cell_past_its_memory_or_time():
