@@ -347,6 +347,20 @@ def _state(result):
     return f"{result['samples_per_s']:.3g}/s, {result['peak_mb'] / 1024:.2f} GiB"
 
 
+def _longest(cell, way, lengths, batch):
+    """The longest length with figures at ``batch``, and why the next one has none:
+    ``"2,048 (4,096: too slow)"``; ``"none (512: does not fit)"``."""
+    fitted = [length for length in lengths
+              if (cell(way, length, batch) or {}).get("samples_per_s") is not None]
+    longest = max(fitted) if fitted else None
+    following = [length for length in lengths if longest is None or length > longest]
+    if not following:
+        return f"{longest:,}"
+    why = _state(cell(way, following[0], batch)).split(" (")[0]
+    head = f"{longest:,}" if longest else "none"
+    return f"{head} ({following[0]:,}: {why})"
+
+
 def _tables(results, shape, ways, lengths, batches):
     """Per shape: every cell, and the longest length that fits per way and batch."""
     def cell(way, length, batch):
@@ -359,14 +373,9 @@ def _tables(results, shape, ways, lengths, batches):
     rows = [{"way": way, "length": length,
              **{f"b{b}": _state(cell(way, length, b)) for b in batches}}
             for way in ways for length in lengths]
-    fits = []
-    for way in ways:
-        row = {"way": way}
-        for batch in batches:
-            fitted = [length for length in lengths
-                      if (cell(way, length, batch) or {}).get("samples_per_s") is not None]
-            row[f"b{batch}"] = max(fitted) if fitted else "none"
-        fits.append(row)
+    fits = [{"way": way, **{f"b{batch}": _longest(cell, way, lengths, batch)
+                            for batch in batches}}
+            for way in ways]
     note = (f"cap {CAP_GB:.0f} GiB resident, peak resident memory per fresh process; "
             "Hugging Face has no hierarchical positions: its position table is set to the length")
     return [{"title": f"Long texts, {shape_name}: samples/s and peak memory ({note})",
