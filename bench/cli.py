@@ -8,6 +8,8 @@ deviation on real weights), ``build`` (build time and memory against bert4keras)
 samples/s against the peers), ``serving`` (texts -> probabilities, per way of serving),
 ``generate`` (GPT-2 small greedy decoding against transformers and keras-hub, not run by
 default: about ten minutes), ``ablation`` (kerasbert's own variants, not run by default) and
+``long`` (fine-tuning memory and speed at 512 to 4,096 tokens and the longest text that fits,
+against Hugging Face torch, not run by default: up to an hour; ``--quick``: a minute),
 ``long_quality`` (or ``long-quality``: fine-tuning on texts past 512 tokens, truncated
 against hierarchical positions, not run by default: about fifteen minutes).
 The tables are printed as markdown and everything is written as JSON (``--json``), with the
@@ -67,6 +69,8 @@ def build_parser(suite=None):
     parser.add_argument("--limit", type=int, metavar="N", help="tokenize: only the first N lines")
     parser.add_argument("--no-peers", action="store_true",
                         help="tokenize: skip the pure-Python peers (bert4keras, transformers)")
+    parser.add_argument("--quick", action="store_true",
+                        help="long: a tiny model at 64 and 128 tokens (the protocol, not figures)")
     if not alone:
         parser.add_argument("--max-load", type=float, default=1.0,
                             help="wait until the 1-minute load average is at most this "
@@ -86,7 +90,8 @@ def parse_options(parser, argv):
             parser.error(f"{flag} must be at least {least}; received: {flag} {value}")
     options = Options(warmup=args.warmup, repeats=args.repeats, rounds=args.rounds,
                       only=tuple(args.only or ()), peers=not args.no_peers,
-                      corpus=tuple(args.corpus or ()), limit=args.limit, max_wait=args.max_wait)
+                      corpus=tuple(args.corpus or ()), limit=args.limit, max_wait=args.max_wait,
+                      quick=args.quick)
     return args, options
 
 

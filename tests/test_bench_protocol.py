@@ -270,3 +270,75 @@ def test_the_worker_module_reports_skipped_and_failed_workers():
     assert "TF_KERAS=1" in skipped["skipped"]
     failed = runner.run_worker("build", "no-such-worker", {}, OPTIONS, log.append)
     assert "KeyError" in failed["failed"] and any("Traceback" in line for line in log)
+
+
+# --- long: which cells run, how a cell is stopped, and the quick mode for real ----------------
+
+
+def test_long_skips_the_cells_a_stopped_one_rules_out(monkeypatch):
+    """A cell that did not fit (or was killed by the system) rules out every cell at least as
+    long and as large; the fit table keeps what ran."""
+    def answer(call):
+        kwargs = call["kwargs"]
+        if call["name"] == "kerasbert" and kwargs["shape"] == "small":
+            if (kwargs["length"], kwargs["batch"]) == (1024, 2):
+                return {"does_not_fit": "resident memory passed 20 GiB", "peak_mb": 20480.0}
+            if (kwargs["length"], kwargs["batch"]) == (512, 8):
+                raise worker.WorkerError("python -m bench.worker exited with status -9: ")
+        return copy.deepcopy(FIGURES)
+
+    python = StubPython(answer)
+    monkeypatch.setattr(worker, "run_python", python)
+    options = runner.Options(only=("kerasbert",), max_wait=0)
+    section = importlib.import_module("bench.long").run(options, lambda line: None)
+    ran = {(c["kwargs"]["length"], c["kwargs"]["batch"]) for c in python.calls
+           if c["kwargs"]["shape"] == "small"}
+    assert ran == {(512, 1), (512, 2), (512, 4), (512, 8), (1024, 1), (1024, 2), (2048, 1),
+                   (4096, 1)}
+    assert "system" in section["results"]["small/kerasbert/512x8"]["does_not_fit"]
+    fits = next(table for table in section["tables"] if "longest" in table["title"]
+                and "zh-small" in table["title"])["rows"]
+    assert fits == [{"way": "kerasbert", "b1": "4,096", "b2": "512 (1,024: does not fit)",
+                     "b4": "512 (1,024: not run)", "b8": "none (512: does not fit)"}]
+    # A run cut short keeps its figures in the log: the same results come back from it.
+    lines = [f"[bench] long: cell {json.dumps({'cell': key, **result})}"
+             for key, result in section["results"].items()]
+    rebuilt = importlib.import_module("bench.long").from_log(["noise"] + lines)
+    assert rebuilt["results"] == section["results"]
+    assert any(row.get("way") == "kerasbert" and row.get("b2") == fits[0]["b2"]
+               for table in rebuilt["tables"] for row in table["rows"])
+
+
+def test_long_watchdog_stops_a_cell_past_its_memory_or_time():
+    stopped = worker.run_python("""
+        import json, time
+        from bench import long
+        long._Watchdog(long._rss_mb() + 64, 60, {"label": "stub"})
+        block = bytearray(256 * 2**20)  # zero-filled: every page touched
+        time.sleep(30)
+        print(json.dumps("never"))
+    """, timeout=60)
+    assert stopped["label"] == "stub" and "passed" in stopped["does_not_fit"]
+    assert stopped["peak_mb"] > 64
+    slow = worker.run_python("""
+        import json, time
+        from bench import long
+        long._Watchdog(1e9, 0.5, {"label": "stub"})
+        time.sleep(30)
+    """, timeout=60)
+    assert "not done after" in slow["too_slow"] and 0.5 <= slow["seconds"] < 30
+
+
+def test_long_quick_trains_for_real_past_the_position_table():
+    """Why slow: two fresh processes import TensorFlow and trace a training step with
+    recomputation (10 to 40 s each, as busy as the cores are)."""
+    section = importlib.import_module("bench.long").run(
+        runner.Options(quick=True, only=("kerasbert-recompute",), max_wait=0), lambda line: None)
+    results = section["results"]
+    assert sorted(results) == ["tiny/kerasbert-recompute/128x1", "tiny/kerasbert-recompute/64x1"]
+    for key, result in results.items():
+        assert result["samples_per_s"] > 0 and result["peak_mb"] > 100, (key, result)
+        assert len(result["losses"]) == 1 + importlib.import_module("bench.long").STEPS
+    # 128 tokens is past the tiny model's 64 positions: kerasbert stretches them.
+    assert "hierarchical" in results["tiny/kerasbert-recompute/128x1"]["label"]
+    assert "hierarchical" not in results["tiny/kerasbert-recompute/64x1"]["label"]
