@@ -59,8 +59,8 @@ def _split(task, split, folder, rows):
     target = folder / f"{task}-{os.path.basename(path)}"
     if task == "ner":
         return _cut_conll(path, target, rows)
-    if task == "qa":
-        return _cut_squad(path, target, rows)
+    if task == "qa":  # a paragraph holds about ten questions
+        return _cut_squad(path, target, max(1, rows // 8))
     return _cut_lines(path, target, rows, header=task in ("classification", "similarity"))
 
 
