@@ -1,13 +1,20 @@
-"""What this CPU computes fast, from the kernel's CPU flags, and the dtype policy that follows.
+"""What this machine computes fast in 16 bits, and the dtype policy that follows.
 
-bfloat16 pays only where the CPU multiplies it in hardware: x86's AVX-512 BF16 or AMX tiles,
-ARM's BF16 extension. Elsewhere TensorFlow emulates it and a bfloat16 model runs slower than
-float32, so a bfloat16 request falls back to float32 there, with one warning line.
+On a CPU, bfloat16 pays only where the CPU multiplies it in hardware: x86's AVX-512 BF16
+or AMX tiles, ARM's BF16 extension. Elsewhere TensorFlow emulates it and a bfloat16 model
+runs slower than float32, so a bfloat16 request falls back to float32 there, with one
+warning line. float16 is a GPU's format (T4 and V100 have no bfloat16): a CPU emulates it,
+slowly, so a float16 request on a machine without a GPU runs, with one warning line.
+
+The CPU's flags only choose what a CPU runs: where TensorFlow sees a GPU, the model
+computes there, and a 16-bit request is kept as it is.
 
 Example:
-    >>> compute_policy("mixed_bfloat16", "test", flags={"avx2", "fma"})
+    >>> compute_policy("mixed_bfloat16", "test", flags={"avx2", "fma"}, gpus=())
     'float32'
-    >>> compute_policy("mixed_bfloat16", "test", flags={"avx512_bf16"})
+    >>> compute_policy("mixed_bfloat16", "test", flags={"avx512_bf16"}, gpus=())
+    'mixed_bfloat16'
+    >>> compute_policy("mixed_bfloat16", "test", flags={"avx2"}, gpus=["/physical_device:GPU:0"])
     'mixed_bfloat16'
 """
 
@@ -17,6 +24,7 @@ import logging
 #: CPU flags (as /proc/cpuinfo names them) of hardware bfloat16 matrix products.
 FAST_BFLOAT16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
 BFLOAT16_POLICIES = ("bfloat16", "mixed_bfloat16")
+FLOAT16_POLICIES = ("float16", "mixed_float16")
 
 log = logging.getLogger(__name__)
 
@@ -43,16 +51,40 @@ def has_fast_bfloat16(flags=None):
     return flags is None or any(flag in flags for flag in FAST_BFLOAT16_FLAGS)
 
 
-def compute_policy(policy, what, flags=None):
-    """``policy``, or ``"float32"`` (with a warning naming ``what``) where it asks for
-    bfloat16 on a CPU without hardware bfloat16.
+def visible_gpus():
+    """The GPUs TensorFlow computes on (``tf.config.list_physical_devices("GPU")``)."""
+    import tensorflow as tf
+
+    return tf.config.list_physical_devices("GPU")
+
+
+def compute_policy(policy, what, flags=None, gpus=None):
+    """The policy a 16-bit request runs under here: ``policy``, or ``"float32"`` where it
+    asks for bfloat16 on a machine without a GPU whose CPU has no hardware bfloat16 (a
+    warning naming ``what``); float16 without a GPU is kept, with a warning that it is slow.
 
     Args:
         policy: a Keras dtype policy name, or None (returned as it is).
         what: what asked for it, for the warning (``"--mixed-precision"``).
         flags: the CPU flags to judge by (default: this machine's).
+        gpus: the GPUs TensorFlow sees (default: :func:`visible_gpus`); with any, the CPU's
+            flags are not read.
+
+    Returns:
+        The policy's name, or None where ``policy`` is None.
     """
-    if policy in BFLOAT16_POLICIES and not has_fast_bfloat16(flags):
+    if policy not in BFLOAT16_POLICIES + FLOAT16_POLICIES:
+        return policy
+    if gpus is None:
+        gpus = visible_gpus()
+    if gpus:
+        return policy
+    if policy in FLOAT16_POLICIES:
+        log.warning("%s: %s on a CPU is emulated and runs slower than float32 (it runs); "
+                    "float16 is for GPUs without bfloat16 (T4, V100), and a CPU with AVX-512 "
+                    "BF16 or AMX runs bfloat16", what, policy)
+        return policy
+    if not has_fast_bfloat16(flags):
         log.warning("%s: this CPU has no hardware bfloat16 (AVX-512 BF16, AMX or ARM BF16), "
                     "where %s runs slower than float32; running in float32", what, policy)
         return "float32"

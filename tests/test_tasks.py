@@ -38,8 +38,8 @@ def test_each_task_has_only_its_own_flags_and_the_shared_ones_work_for_all():
                    "ner": {"no_crf"}, "qa": set(),
                    "seq2seq": {"max_new_tokens", "num_beams", "sp_model"}, "similarity": set()}
     assert {"grad_accum", "mixed_precision", "jit_compile"} <= fields(FinetuneOptions)
-    ner = NerOptions(output="x", grad_accum=8, mixed_precision=True)
-    assert (ner.task, ner.grad_accum, ner.mixed_precision) == ("ner", 8, True)
+    ner = NerOptions(output="x", grad_accum=8, mixed_precision="float16")
+    assert (ner.task, ner.grad_accum, ner.mixed_precision) == ("ner", 8, "float16")
     with pytest.raises(TypeError, match="strategy"):
         NerOptions(output="x", strategy="mirrored")
     assert type(QaOptions(output="x").resolved()) is QaOptions

@@ -38,7 +38,7 @@ from typing import Any
 import keras
 from keras import ops
 
-from kerasbert import internals
+from kerasbert import hardware, internals
 from kerasbert.models import names
 
 #: Dropout keeps an element when its 16 random bits are at least round(rate * 2**16).
@@ -233,14 +233,21 @@ def token_rows(
 
 
 def _dropout(tf: ModuleType, inputs: Any, rate: float, seed: Any) -> Any:
-    """``inputs`` with each element zeroed with probability ``rate`` (to 2**-16), the
-    rest scaled by ``1 / (1 - rate)``; the mask drawn from ``seed`` (a [2] int32)."""
+    """``inputs`` with each element zeroed with probability ``rate`` (to 2**-16 on a CPU),
+    the rest scaled by ``1 / (1 - rate)``; the mask drawn from ``seed`` (a [2] int32).
+
+    Where TensorFlow sees a GPU, the mask is one float draw per element: a GPU draws
+    them as fast, and has few kernels for 16-bit unsigned integers (an op without one
+    would run on the CPU, the mask copied over at every layer)."""
     shape = tf.shape(inputs)
-    size = tf.size(inputs)
-    words = tf.random.stateless_uniform(  # 32 random bits give two 16-bit draws
-        [(size + 1) // 2], seed, minval=None, maxval=None, dtype=tf.uint32)
-    draws = tf.slice(tf.reshape(tf.bitcast(words, tf.uint16), [-1]), [0], [size])
-    keep = tf.reshape(draws, shape) >= round(rate * 2 ** DROPOUT_BITS)
+    if hardware.visible_gpus():
+        keep = tf.random.stateless_uniform(shape, seed) >= rate
+    else:
+        size = tf.size(inputs)
+        words = tf.random.stateless_uniform(  # 32 random bits give two 16-bit draws
+            [(size + 1) // 2], seed, minval=None, maxval=None, dtype=tf.uint32)
+        draws = tf.slice(tf.reshape(tf.bitcast(words, tf.uint16), [-1]), [0], [size])
+        keep = tf.reshape(draws, shape) >= round(rate * 2 ** DROPOUT_BITS)
     scaled = inputs * tf.cast(1.0 / (1.0 - rate), inputs.dtype)
     return tf.where(keep, scaled, tf.zeros((), inputs.dtype))
 
@@ -248,7 +255,8 @@ def _dropout(tf: ModuleType, inputs: Any, rate: float, seed: Any) -> Any:
 @keras.saving.register_keras_serializable(package=names.SERIALIZATION_PACKAGE)
 class Dropout(keras.layers.Dropout):
     """``keras.layers.Dropout`` whose training mask costs half the random numbers on
-    TensorFlow (16 bits per element); elsewhere, or with a ``noise_shape``, Keras's own.
+    TensorFlow's CPU (16 bits per element; a GPU draws a float per element); elsewhere, or
+    with a ``noise_shape``, Keras's own.
 
     The mask comes from the layer's ``seed_generator``, as Keras's does, so a seeded
     model draws the same masks run after run. The drop probability is ``rate`` rounded to

@@ -1029,11 +1029,16 @@ class ConditionalLayerNorm(ScaleOffset):
 
     def call(self, inputs: Any) -> Any:
         x = inputs[0] if self.conditional else inputs
+        dtype = x.dtype
+        # float16's range: an epsilon of 1e-12 is 0 there, and squares above 256 overflow.
+        if keras.backend.standardize_dtype(dtype) == "float16":
+            x = ops.cast(x, "float32")
         if self.zero_mean:
             x = x - ops.mean(x, axis=-1, keepdims=True)
         if self.unit_variance:
             variance = ops.mean(ops.square(x), axis=-1, keepdims=True)
             x = ops.divide_no_nan(x, ops.sqrt(variance + self.epsilon))
+        x = ops.cast(x, dtype)
         return super().call([x, inputs[1]] if self.conditional else x)
 
     def get_config(self) -> dict[str, Any]:

@@ -280,8 +280,8 @@ def _room(directory, model, vocab, what):
 def _exportable(model):
     """The model with its output named ``probabilities``, computing in float32.
 
-    A run trained with ``--mixed-precision`` saves bfloat16 compute policies; the
-    portable runtimes are checked against (and most run best in) float32.
+    A run trained with ``--mixed-precision`` saves 16-bit compute policies (bfloat16 or
+    float16); the portable runtimes are checked against (and most run best in) float32.
     """
     if any(layer.dtype_policy.name != "float32" for layer in model.layers
            if isinstance(layer, keras.layers.Layer)):

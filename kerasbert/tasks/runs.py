@@ -13,6 +13,7 @@ from kerasbert.models.build import build_transformer_model
 from kerasbert.models.config import BertConfig, check_maxlen, check_vocab_fits
 from kerasbert.models.layers import hierarchical_alpha
 from kerasbert.tasks.options import saved_options
+from kerasbert.training.options import MIXED_POLICIES
 from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
 from kerasbert.training.rundir import TRAIN_OPTIONS_FILE as OPTIONS_FILE
 from kerasbert.training.rundir import RunError, check_finished, load_run_model, read_json
@@ -21,7 +22,8 @@ from kerasbert.training.rundir import RunError, check_finished, load_run_model, 
 SP_MODEL_FILE = "spiece.model"
 __all__ = ["FinishedRun", "OPTIONS_FILE", "build_encoder", "check_checkpoint", "check_finished",
            "check_model_files", "describe_positions", "is_encoder_decoder", "load_run_model",
-           "read_options", "run_config", "run_recompute", "run_tokenizer", "write_model_files"]
+           "read_options", "run_config", "run_dtype", "run_recompute", "run_tokenizer",
+           "write_model_files"]
 
 
 def check_model_files(options):
@@ -108,9 +110,15 @@ def build_encoder(options):
     :class:`~kerasbert.models.families.base.Transformer`."""
     return build_transformer_model(run_config(options), options.checkpoint, model=options.model,
                                    dropout_rate=options.dropout, return_keras_model=False,
-                                   dtype=compute_policy("mixed_bfloat16", "--mixed-precision")
-                                   if options.mixed_precision else None,
-                                   recompute=run_recompute(options))
+                                   dtype=run_dtype(options), recompute=run_recompute(options))
+
+
+def run_dtype(options):
+    """``dtype=`` of the run's model: the mixed policy ``--mixed-precision`` names
+    (``"mixed_float16"``, ``"mixed_bfloat16"``), as this machine runs it
+    (:func:`kerasbert.hardware.compute_policy`), or None: float32."""
+    policy = MIXED_POLICIES.get(getattr(options, "mixed_precision", None))
+    return compute_policy(policy, "--mixed-precision") if policy else None
 
 
 def run_recompute(options):

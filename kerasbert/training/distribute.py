@@ -110,16 +110,19 @@ def fit_under(model, strategy):
     import tensorflow as tf
 
     from kerasbert import internals
+    from kerasbert.training.optimizer import inner_optimizer
 
     with strategy.scope():
         if not tf.distribute.has_strategy():
             return model  # the default strategy: none of this applies
     if internals.fast_paths_enabled("distribution"):  # off: Keras's own build and clipping
         internals.build_from_element_spec(model, strategy)
-        if model.optimizer.global_clipnorm and strategy.num_replicas_in_sync > 1:
+        # A LossScaleOptimizer clips nothing: its inner optimizer clips, after unscaling.
+        updating = inner_optimizer(model.optimizer)
+        if updating.global_clipnorm and strategy.num_replicas_in_sync > 1:
             # Keras's own clipping, moved after the sum: it also turns the embeddings'
             # sparse gradients dense, as on one device, and Adam treats the two apart.
-            internals.clip_after_sum(model.optimizer)
+            internals.clip_after_sum(updating)
     if worker_count(strategy) > 1:
         def with_replica_axis(step):
             def step_with_axis(data):

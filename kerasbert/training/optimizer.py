@@ -6,6 +6,10 @@ linearly over the first steps and then falls linearly to zero, and global-norm c
 Here it is Keras's own ``AdamW``; written out are the schedule, as a serializable
 ``LearningRateSchedule`` so a saved model reloads with its optimizer, and, on TensorFlow,
 each variable's Adam update as TensorFlow's one fused ``ApplyAdam`` kernel (:class:`AdamW`).
+A model computing in float16 gets it inside Keras's ``LossScaleOptimizer``: the loss is
+scaled up before the backward pass so that small gradients survive in float16, the
+gradients are divided back before clipping, accumulation and the update, and a step with a
+non-finite gradient is skipped (and the scale halved).
 
 Example:
     >>> schedule = WarmupLinearDecay(2e-5, warmup_steps=10, total_steps=100)
@@ -96,7 +100,7 @@ class AdamW(keras.optimizers.AdamW):
 
 
 def make_optimizer(model, learning_rate, total_steps, warmup=0.1, weight_decay=0.01,
-                   clipnorm=1.0, gradient_accumulation=1):
+                   clipnorm=1.0, gradient_accumulation=1, loss_scale=None):
     """Keras ``AdamW`` set up the BERT way for ``model``.
 
     Args:
@@ -107,9 +111,12 @@ def make_optimizer(model, learning_rate, total_steps, warmup=0.1, weight_decay=0
         weight_decay: decoupled weight decay on the matrices.
         clipnorm: global gradient-norm clip (None for none).
         gradient_accumulation: batches whose gradients are summed per update.
+        loss_scale: wrap the optimizer in ``keras.optimizers.LossScaleOptimizer`` (dynamic
+            loss scaling); None: where ``model`` computes in float16.
 
     Returns:
-        an :class:`AdamW` (Keras's, with the fused update on TensorFlow).
+        an :class:`AdamW` (Keras's, with the fused update on TensorFlow), inside a
+        ``LossScaleOptimizer`` with ``loss_scale``.
     """
     if gradient_accumulation < 1:
         raise ValueError(f"gradient_accumulation ({gradient_accumulation}) must be at least 1")
@@ -127,4 +134,24 @@ def make_optimizer(model, learning_rate, total_steps, warmup=0.1, weight_decay=0
     # LayerNorm gamma/beta and every bias are the model's 1-D variables.
     optimizer.exclude_from_weight_decay(
         var_list=[v for v in model.trainable_variables if len(v.shape) == 1])
-    return optimizer
+    if loss_scale is None:
+        loss_scale = computes_in_float16(model)
+    return keras.optimizers.LossScaleOptimizer(optimizer) if loss_scale else optimizer
+
+
+def computes_in_float16(model):
+    """Whether a layer of ``model`` (or of a model inside it) computes in float16."""
+    return any(getattr(layer, "compute_dtype", None) == "float16" for layer in _layers(model))
+
+
+def inner_optimizer(optimizer):
+    """The optimizer that updates the weights: ``optimizer``'s inner one where it is a
+    ``LossScaleOptimizer``, else ``optimizer`` itself."""
+    return getattr(optimizer, "inner_optimizer", optimizer)
+
+
+def _layers(model):
+    for layer in model.layers:
+        yield layer
+        if hasattr(layer, "layers"):
+            yield from _layers(layer)

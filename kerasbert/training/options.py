@@ -28,7 +28,7 @@ class OptionError(ValueError):
 
 
 def option(default=None, help="", rule=None, required=False, choices=None, nargs=None,
-           metavar=None, input=None):
+           metavar=None, input=None, const=None):
     """A dataclass field of a run's options, with its help and rule.
 
     Args:
@@ -36,15 +36,16 @@ def option(default=None, help="", rule=None, required=False, choices=None, nargs
         help: one line for ``--help``.
         rule: a :class:`Rule` the value must follow (None: any value of the field's type).
         required: the value must be given (``--flag`` is required on the command line).
-        choices, nargs, metavar: as for ``argparse``; ``choices`` may be a function that
-            returns them (a registry filled in below the field).
+        choices, nargs, metavar, const: as for ``argparse``; ``choices`` may be a function
+            that returns them (a registry filled in below the field); ``const`` is the value
+            of the flag given without one (with ``nargs="?"``).
         input: the value names files the run reads: ``"file"`` (one or a list) or
             ``"checkpoint"`` (a prefix); their fingerprints are recorded
             (:mod:`kerasbert.training.fingerprints`) and their paths compared as files.
     """
     return dataclasses.field(default=default, metadata={
         "help": help, "rule": rule, "required": required, "choices": choices, "nargs": nargs,
-        "metavar": metavar, "input": input})
+        "metavar": metavar, "input": input, "const": const})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,6 +94,27 @@ NON_NEGATIVE = Rule(float, 0)
 FRACTION = Rule(float, 0, 1, high_open=True)
 SEED = Rule(int, 0, 2**32 - 1)
 SEQUENCE_LENGTH = Rule(int, 3)  # [CLS] one token [SEP]
+
+
+#: The 16-bit compute dtypes of ``--mixed-precision``, and the Keras policy of each.
+PRECISIONS = ("bfloat16", "float16")
+MIXED_POLICIES = {"bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+
+
+def precision(value):
+    """``mixed_precision`` as it is kept: a name of :data:`PRECISIONS` or None (float32).
+
+    Runs saved before float16 was offered recorded a switch: ``true`` (bfloat16) or
+    ``false``; those, and the Python API's ``mixed_precision=True``, read as today's
+    value. Anything else is returned as it is, for :func:`validate` to refuse by name.
+
+    Example:
+        >>> precision(True), precision(False), precision("float16")
+        ('bfloat16', None, 'float16')
+    """
+    if value is True:
+        return "bfloat16"
+    return None if value is False else value
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -184,13 +206,20 @@ class FinetuneOptions(RunOptions):
                            NON_NEGATIVE_INT)
     max_train_examples: int = option(None, "use only the first N training examples", COUNT,
                                      metavar="N")
-    mixed_precision: bool = option(False, "bfloat16 compute (float32 weights)")
+    mixed_precision: str = option(
+        None, "compute in 16 bits, weights kept in float32: bfloat16 (the flag alone; CPUs with "
+        "AVX-512 BF16 or AMX, GPUs from A100 on) or float16 (GPUs without bfloat16 such as T4 "
+        "and V100, with dynamic loss scaling) (default: float32)", choices=PRECISIONS,
+        nargs="?", const="bfloat16")
     recompute: bool = option(False, "compute each attention and feed-forward layer's "
                              "activations again in the backward pass instead of keeping them: "
                              "less memory for long --maxlen, more time, the same gradients "
                              "(bert4keras's RECOMPUTE=1)")
     # Filled in by kerasbert.tasks.defaults.resolve, recorded in train_config.json; not a flag.
     weights: str = dataclasses.field(default=None)
+
+    def __post_init__(self):
+        self.mixed_precision = precision(self.mixed_precision)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -303,10 +332,12 @@ def add_arguments(parser, options_class, only=None):
             help_text += " (required)"
         elif field.default is not None:
             help_text += f" (default: {field.default})"
+        extra = {"const": meta["const"]} if meta.get("const") is not None else {}
         parser.add_argument(
             flag(field.name), type={int: integer, float: number}.get(kind, str),
             default=field.default, required=bool(meta.get("required")), help=help_text,
-            choices=choices_of(meta), nargs=meta.get("nargs"), metavar=meta.get("metavar"))
+            choices=choices_of(meta), nargs=meta.get("nargs"), metavar=meta.get("metavar"),
+            **extra)
 
 
 def from_arguments(options_class, arguments):

@@ -264,6 +264,10 @@ class RunDirectory:
         saved = {**{field.name: field.default for field in dataclasses.fields(options)
                     if field.default is not dataclasses.MISSING and field.name not in saved},
                  **saved}
+        # Read as the options class reads them (an older run's "mixed_precision": true is
+        # today's "bfloat16").
+        saved = {**saved, **json.loads(json.dumps(dataclasses.asdict(type(options)(
+            **{key: value for key, value in saved.items() if key in current}))))}
         changed = [key for key in current if key not in _RESUME_FLAGS
                    and not _same_value(saved.get(key), current[key], key in paths)]
         if changed:

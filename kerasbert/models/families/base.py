@@ -341,6 +341,29 @@ class Transformer:
         """The layer made as ``name`` (bert4keras's name, without the prefix)."""
         return self.layers[self.prefixed(name)]
 
+    def output_activation(self, x: Any, activation: Any, name: str) -> Any:
+        """A head's last layer, the ``keras.layers.Activation`` ``name`` (a softmax over the
+        vocabulary), computed in float32 under a float16 policy: in float16 a softmax over
+        thousands of tokens rounds the small probabilities (below 6e-8) to 0, whose log the
+        loss takes. bfloat16 has float32's range, and stays as it is (half the memory of
+        the probabilities, the largest activation of a large vocabulary).
+
+        Args:
+            x: the logits.
+            activation: the activation (``"softmax"``, a name or a function).
+            name: the layer's name, as bert4keras's.
+
+        Returns:
+            the activation's output.
+        """
+        float16 = (self.dtype is not None
+                   and keras.dtype_policies.get(self.dtype).compute_dtype == "float16")
+        if float16:
+            return self.apply(inputs=x, layer=keras.layers.Activation, activation=activation,
+                              name=name, dtype="float32")
+        return self.apply(inputs=x, layer=keras.layers.Activation, activation=activation,
+                          name=name)
+
     def apply(self, inputs: Any = None, layer: Any = None,
               arguments: dict[str, Any] | None = None, **kwargs: Any) -> Any:
         """Calls the layer named ``kwargs["name"]`` on ``inputs``, making it first (from

@@ -370,9 +370,8 @@ class BERT(Transformer):
         x = self.apply(inputs=self.tied_output(x), layer=BiasAdd, name=names.MLM_BIAS)
         if self.decoding:
             return x
-        return self.apply(inputs=x, layer=keras.layers.Activation,
-                          activation="softmax" if self.with_mlm is True else self.with_mlm,
-                          name=names.MLM_ACTIVATION)
+        return self.output_activation(
+            x, "softmax" if self.with_mlm is True else self.with_mlm, names.MLM_ACTIVATION)
 
     # ------------------------------------------------------------ checkpoints
     @classmethod

@@ -186,8 +186,7 @@ class GPT(BERT):
         x = self.tied_output(x)
         if self.decoding:  # the logits
             return [x]
-        return [self.apply(inputs=x, layer=keras.layers.Activation,
-                           activation=self.final_activation, name=names.LM_ACTIVATION)]
+        return [self.output_activation(x, self.final_activation, names.LM_ACTIVATION)]
 
     @classmethod
     def checkpoint_table(cls, num_hidden_layers: int) -> dict[str, dict[str, str]]:

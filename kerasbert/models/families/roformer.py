@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import keras
-
 from kerasbert.models import names
 from kerasbert.models.families.base import AuditRow, HuggingFaceLayout
 from kerasbert.models.families.bert import (
@@ -90,8 +88,7 @@ class RoFormerV2(RoFormer):
             x = self.dense(x, self.embedding_size, names.OUTPUT_MAPPING)
         x = self.dropout(x, names.OUTPUT_MLM_DROPOUT)
         x = self.layer(names.EMBEDDING_TOKEN)(x, reverse=True)
-        return [self.apply(inputs=x, layer=keras.layers.Activation, activation=activation,
-                           name=names.OUTPUT_MLM_ACTIVATION)]
+        return [self.output_activation(x, activation, names.OUTPUT_MLM_ACTIVATION)]
 
     @classmethod
     def head_rows(cls, config: BertConfig, with_pool: bool | str, with_nsp: bool,

@@ -499,8 +499,7 @@ class T5(Transformer):
         x = self.tied_output(x)
         if self.decoding:
             return x
-        return self.apply(inputs=x, layer=keras.layers.Activation, activation=activation,
-                          name=OUTPUT_LM_ACTIVATION)
+        return self.output_activation(x, activation, OUTPUT_LM_ACTIVATION)
 
     def build(self, attention_caches: dict[str, Sequence[Any]] | None = None,
               layer_norm_cond: Any = None, layer_norm_cond_hidden_size: int | None = None,

@@ -61,6 +61,7 @@ from kerasbert.tasks.runs import (
     export_saved_model,
     is_encoder_decoder,
     load_run_model,
+    run_dtype,
     run_recompute,
     write_model_files,
 )
@@ -425,17 +426,12 @@ class Seq2Seq(Task):
         return inputs.arrays
 
     def build_model(self, options, inputs):
-        from kerasbert.hardware import compute_policy
         from kerasbert.models.build import build_transformer_model
 
-        if options.mixed_precision:
-            dtype = compute_policy("mixed_bfloat16", "--mixed-precision")
-        else:
-            dtype = None
         # T5's decoder is a language model already; UniLM is BERT under UniLM's mask.
         mask = {} if inputs.encoder_decoder else {"application": "unilm"}
         return build_transformer_model(options.config, options.checkpoint, model=options.model,
-                                       dropout_rate=options.dropout, dtype=dtype,
+                                       dropout_rate=options.dropout, dtype=run_dtype(options),
                                        recompute=run_recompute(options), **mask)
 
     def loss(self, model):
