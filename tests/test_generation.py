@@ -51,12 +51,20 @@ def models():
             for kind, (family, keywords) in KINDS.items()}
 
 
+#: The kinds whose sampling and beams are also compared with decoding without the cache: the
+#: choice of the next ids is one code for every family (``choose``, the beams' loop), so two
+#: kinds, one with segments (UniLM's) and one without, cover it; every kind decodes greedily.
+CHOICE_KINDS = ("gpt2", "bert+unilm")
+
+
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_the_cache_gives_the_ids_of_decoding_without_it(models, kind):
     model = models[kind]
     greedy = generate(model, PROMPTS, max_new_tokens=8)
     assert greedy == generate(model, PROMPTS, max_new_tokens=8, use_cache=False)
     assert [len(row) for row in greedy] == [8, 8, 8]
+    if kind not in CHOICE_KINDS:
+        return
     sampled = generate(model, PROMPTS, max_new_tokens=8, sample=True, top_k=20, top_p=0.95,
                        temperature=1.5, seed=7)
     assert sampled == generate(model, PROMPTS, max_new_tokens=8, sample=True, top_k=20,
