@@ -646,21 +646,20 @@ class Seq2SeqDecoder(Decoder):
         if caches is not None:
             raise ValueError(f"model {self.model.name!r}: an encoder-decoder's caches are "
                              "not written in place")
-
         batch = tf.shape(ids)[0]
         context = self.transformer.encode(ids)
-        caches: list[tuple[Any, ...]] = []
+        made: list[tuple[Any, ...]] = []
         for layer, cross in zip(self.attention, self.cross):
             # The values with their slots last (MultiHeadSelfAttention); the source's padding
             # travels with the caches (beam search reorders rows).
-            caches.append((
+            made.append((
                 tf.zeros((batch, layer.num_heads, extra + 1, layer.head_size), layer.compute_dtype),
                 tf.zeros((batch, layer.num_heads, layer.head_size, extra + 1), layer.compute_dtype),
                 cross.heads(context, "key"),
                 tf.transpose(cross.heads(context, "value"), (0, 1, 3, 2)), ids != 0))
         present = tf.zeros((batch, extra + 1), "bool")
         start = tf.zeros((batch,), "int32")
-        return self.step(start, None, tf.fill((batch,), -1), present, caches, 0)
+        return self.step(start, None, tf.fill((batch,), -1), present, made, 0)
 
     def step(self, token: Any, new_segments: Any, last: Any, present: Any,
              caches: list[tuple[Any, ...]],
