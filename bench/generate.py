@@ -9,6 +9,10 @@ random ids per row, batch 1 and 8; each implementation generates 128 new ids gre
 end id), in its own process:
 
 * ``kerasbert``: :func:`kerasbert.generate`, the key/value cache in one XLA loop;
+* ``kerasbert-bf16``: the same call with ``dtype="bfloat16"`` (a bfloat16 copy of the
+  weights, a loop outside XLA on oneDNN's kernels; below ``BFLOAT16_MIN_ROWS`` prompts
+  the float32 loop); its ids are compared with ``kerasbert``'s and its speed with
+  ``hf-torch-bf16``'s (``kerasbert-bf16 ×``);
 * ``kerasbert-no-cache``: the same call with ``use_cache=False`` (the whole sequence
   through the model at every step, as bert4keras's ``AutoRegressiveDecoder``), timed once;
 * ``hf-torch`` / ``hf-torch-bf16``: ``GPT2LMHeadModel.generate`` in float32 / bfloat16;
@@ -42,6 +46,7 @@ VOCABULARY = 50257
 # name -> (what is timed, runs under tf_keras)
 IMPLEMENTATIONS = {
     "kerasbert": "kerasbert.generate, key/value cache, XLA",
+    "kerasbert-bf16": "kerasbert.generate(dtype='bfloat16'), key/value cache, oneDNN",
     "kerasbert-no-cache": "kerasbert.generate(use_cache=False)",
     "hf-torch": "transformers GPT2LMHeadModel.generate, fp32",
     "hf-torch-bf16": "transformers GPT2LMHeadModel.generate, bf16",
@@ -80,7 +85,7 @@ def _timings(generate, repeats):
     return timings, outputs
 
 
-def kerasbert(folder, repeats, use_cache=True):
+def kerasbert(folder, repeats, use_cache=True, dtype=None):
     import keras
 
     import kerasbert as kb
@@ -92,9 +97,11 @@ def kerasbert(folder, repeats, use_cache=True):
                                                     "bert_config.json"), prefix)
     shutil.rmtree(os.path.dirname(prefix))
     timings, outputs = _timings(
-        lambda ids: kb.generate(model, ids, max_new_tokens=NEW_TOKENS, use_cache=use_cache),
+        lambda ids: kb.generate(model, ids, max_new_tokens=NEW_TOKENS, use_cache=use_cache,
+                                dtype=dtype),
         repeats if use_cache else 1)
-    return {"label": f"kerasbert {kb.__version__}, keras {keras.__version__}",
+    return {"label": f"kerasbert {kb.__version__}, keras {keras.__version__}"
+                     + (f", {dtype}" if dtype else ""),
             "timings": timings, "outputs": outputs}
 
 
@@ -221,6 +228,7 @@ def products_torch(folder, repeats, dtype="float32"):
 WORKERS = {
     "prepare": prepare,
     "kerasbert": kerasbert,
+    "kerasbert-bf16": lambda folder, repeats: kerasbert(folder, repeats, dtype="bfloat16"),
     "kerasbert-no-cache": lambda folder, repeats: kerasbert(folder, repeats, use_cache=False),
     "hf-torch": hf_torch,
     "hf-torch-bf16": lambda folder, repeats: hf_torch(folder, repeats, dtype="bfloat16"),
@@ -254,6 +262,7 @@ def run(options, log):
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     ours = results.get("kerasbert", {})
+    ours_bf16 = results.get("kerasbert-bf16", {})
     rows = []
     for name, result in results.items():
         if why_missing(result):
@@ -265,7 +274,12 @@ def run(options, log):
             if not why_missing(ours) and name != "kerasbert" and "timings" in ours:
                 row[f"ratio{batch}"] = round(tokens_per_second(ours, batch)
                                              / tokens_per_second(result, batch), 2)
-            if name.startswith("hf-torch") and not why_missing(ours) and "outputs" in ours:
+            if name.endswith("-bf16") and name != "kerasbert-bf16" \
+                    and not why_missing(ours_bf16) and "timings" in ours_bf16:
+                row[f"bf16_ratio{batch}"] = round(tokens_per_second(ours_bf16, batch)
+                                                  / tokens_per_second(result, batch), 2)
+            if (name.startswith("hf-torch") or name == "kerasbert-bf16") \
+                    and not why_missing(ours) and "outputs" in ours:
                 same = np.mean([a == b for a, b in zip(ours["outputs"][str(batch)],
                                                        result["outputs"][str(batch)])])
                 row["same"] = f"{row.get('same', '')}{' / ' if 'same' in row else ''}" \
@@ -274,7 +288,8 @@ def run(options, log):
     columns = [("implementation", "implementation")]
     for batch in BATCHES:
         columns += [(f"tps{batch}", f"tokens/s batch {batch}"),
-                    (f"ratio{batch}", f"kerasbert ×, batch {batch}")]
+                    (f"ratio{batch}", f"kerasbert ×, batch {batch}"),
+                    (f"bf16_ratio{batch}", f"kerasbert-bf16 ×, batch {batch}")]
     columns += [("same", "same ids as kerasbert (batch 1 / 8)"), ("label", "version")]
     table = {"title": f"Greedy decoding, GPT-2 small (random weights), prompt {PROMPT}, "
                       f"{NEW_TOKENS} new tokens", "columns": columns, "rows": rows}

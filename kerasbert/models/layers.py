@@ -24,7 +24,14 @@ from keras import ops
 from kerasbert.internals import get_keras_mask
 from kerasbert.models import names
 from kerasbert.models.config import APPROXIMATE_GELU_NAMES
-from kerasbert.models.kernels import Dropout, affine, token_rows, training_activation
+from kerasbert.models.kernels import (
+    Dropout,
+    affine,
+    is_variable,
+    token_rows,
+    training_activation,
+    written_in_place,
+)
 from kerasbert.models.positions import rotate
 
 PACKAGE = names.SERIALIZATION_PACKAGE
@@ -631,8 +638,14 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         return output if cache is None else (output, cache)
 
     def write(self, cache: dict[str, Any], key: Any, value: Any) -> dict[str, Any]:
-        """The cache with the new tokens' ``key`` and ``value`` written from its ``start``."""
+        """The cache with the new tokens' ``key`` and ``value`` written from its ``start``;
+        a cache held in variables (:func:`kerasbert.models.kernels.written_in_place`) is
+        written where it lies and read back."""
         zero, start = ops.zeros((), "int32"), ops.cast(cache["start"], "int32")
+        if is_variable(cache["keys"]):
+            return {**cache, "keys": written_in_place(cache["keys"], key, 2, start),
+                    "values": written_in_place(
+                        cache["values"], ops.transpose(value, (0, 1, 3, 2)), 3, start)}
         keys = ops.slice_update(cache["keys"], (zero, zero, start, zero),
                                 ops.cast(key, cache["keys"].dtype))
         values = ops.slice_update(cache["values"], (zero, zero, zero, start), ops.cast(
