@@ -1,9 +1,10 @@
-"""``--mixed-precision float16`` for every task, the old switch's runs, and the choice of
-16-bit policy on a machine with or without a GPU.
+"""``--mixed-precision float16`` (and ``bfloat16``) for every task, the old switch's runs,
+and the choice of 16-bit policy on a machine with or without a GPU.
 
 Every task trains a tiny model in float16 (emulated, slowly, by the CPU) on a few dozen
 rows cut from its shipped dataset: the loss falls, the loss scale stays finite, steps are
-applied, and the saved weights are float32.
+applied, and the saved weights are float32. The tasks no other file trains in bfloat16 do
+so here too.
 """
 
 import dataclasses
@@ -143,6 +144,28 @@ def test_a_float16_run_trains_with_loss_scaling_and_saves_float32(task, model_fi
     if task == "classification":  # the export's graph casts float16 back to float32
         run.export(str(tmp_path / "served"))
         assert list((tmp_path / "served").rglob("saved_model.pb"))
+
+
+# bfloat16 runs of the tasks no other file trains in bfloat16: classification's is in
+# test_finetune.py, seq2seq's and T5's in test_seq2seq.py and test_seq2seq_t5.py.
+@pytest.mark.parametrize("task", ["ner", "qa", "similarity"])
+def test_a_bfloat16_run_trains_and_saves_float32(task, model_files, tmp_path):
+    from kerasbert.hardware import has_fast_bfloat16
+
+    options = options_class(task)(
+        output=str(tmp_path / task), **model_files, **{**RUN, "mixed_precision": "bfloat16"},
+        train=_split(task, "train", tmp_path, TRAIN_ROWS),
+        dev=_split(task, "dev", tmp_path, DEV_ROWS))
+    train(options, verbose=0)
+    losses = _losses(options.output)
+    assert losses[-1] < losses[0], f"{task}: the loss did not fall: {losses}"
+    model = keras.saving.load_model(os.path.join(options.output, "model.keras"))
+    assert {weight.dtype for weight in model.weights} == {"float32"}
+    # Without bfloat16 units the run falls back to float32 (kerasbert.hardware).
+    policy = "mixed_bfloat16" if has_fast_bfloat16() else "float32"
+    assert any(layer.dtype_policy.name == policy for layer in model.layers)
+    run = importlib.import_module(f"kerasbert.tasks.{task}.task").Run(options.output)
+    assert run.evaluate(options.dev)
 
 
 def test_a_float16_t5_run_trains_with_loss_scaling_and_saves_float32(tmp_path):

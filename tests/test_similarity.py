@@ -1,6 +1,6 @@
 """Sentence-pair similarity: the files, the CoSENT loss and the scores against plain NumPy and
-SciPy, a whole run (train, evaluate, predict, export) on the tiny model, and the shipped
-model learning the shipped pairs."""
+SciPy, and a whole run (train, evaluate, predict, export) on the tiny model; that the shipped model
+learns the shipped pairs is checked by docs/similarity.md's one-epoch run (tests/test_readme.py)."""
 
 import dataclasses
 import json
@@ -207,25 +207,3 @@ def test_the_export_gives_what_predict_and_embed_give(tiny_pair_run, tmp_path):
     assert found["label"].numpy().tolist() == [row["label"] for row in expected]
     vectors = served.signatures["embed"](text=tf.constant(pairs.texts[:5]))["vector"].numpy()
     np.testing.assert_allclose(vectors, run.embed(pairs.texts[:5]), atol=1e-5)
-
-
-@pytest.mark.slow
-def test_the_shipped_model_learns_the_shipped_pairs(tmp_path):
-    """Why slow: scores the 600 dev pairs with the untrained shipped 4-layer model, then
-    fine-tunes it with the task's defaults (3 epochs of the 2,000 train pairs; about 45 s on 2
-    CPU cores) and scores them again. The untrained encoder ranks the pairs at random (dev
-    Spearman 0.04 measured); training lifts it to 0.43, so a margin of 0.2 fails a run that
-    does not learn the kinds of names."""
-    from kerasbert.tasks.runs import check_model_files
-    from kerasbert.tasks.similarity.task import build_encoder_model, cosines, train
-
-    options = SimilarityOptions(output=str(tmp_path / "run")).resolved()
-    dev = read_pairs(options.dev)
-    labels = np.asarray([int(label) for label in dev.labels])
-    found = cosines(build_encoder_model(options), check_model_files(options), dev,
-                    options.maxlen)
-    untrained = pair_scores(found, labels, best_threshold(found, labels))
-    summary = train(options, verbose=0)
-    assert summary["dev"]["spearman"] >= untrained["spearman"] + 0.2, (untrained, summary)
-    assert summary["test"]["spearman"] >= 0.3
-    assert summary["dev"]["accuracy"] >= untrained["accuracy"] + 0.08
