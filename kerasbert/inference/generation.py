@@ -257,7 +257,7 @@ class Decoder:
 
     def cache_shapes(self, batch: int, slots: int) -> list[tuple[tuple[int, ...], ...]]:
         """Each attention layer's ``(keys, values)`` cache shapes: the values with their
-        slots last (see :class:`MultiHeadSelfAttention`)."""
+        slots last (see :class:`~kerasbert.models.layers.MultiHeadSelfAttention`)."""
         return [((batch, layer.num_heads, slots, layer.head_size),
                  (batch, layer.num_heads, layer.head_size, slots)) for layer in self.attention]
 
