@@ -16,7 +16,7 @@ from keras.layers import Dense, Lambda
 num_classes = 3
 maxlen = 32
 batch_size = 16
-epochs = 12
+epochs = 6
 
 config_path = 'chinese_tiny/bert_config.json'
 checkpoint_path = 'chinese_tiny/bert_model.ckpt'

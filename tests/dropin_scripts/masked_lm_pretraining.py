@@ -24,7 +24,7 @@ from keras.models import Model
 sequence_length = 24
 batch_size = 16
 steps_per_epoch = 12
-epochs = 20
+epochs = 12
 learning_rate = 0.01
 weight_decay_rate = 0.01
 exclude_from_weight_decay = ['Norm', 'bias']

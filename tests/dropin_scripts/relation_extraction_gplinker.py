@@ -15,7 +15,7 @@ from kerasbert.tokenizers import Tokenizer
 
 maxlen = 32
 batch_size = 16
-epochs = 10
+epochs = 6
 config_path = 'bert_config.json'
 dict_path = 'vocab.txt'
 
