@@ -51,11 +51,13 @@ def has_fast_bfloat16(flags=None):
     return flags is None or any(flag in flags for flag in FAST_BFLOAT16_FLAGS)
 
 
+@functools.lru_cache(maxsize=None)
 def visible_gpus():
-    """The GPUs TensorFlow computes on (``tf.config.list_physical_devices("GPU")``)."""
+    """The GPUs TensorFlow computes on (``tf.config.list_physical_devices("GPU")``), asked
+    once per process: every dropout layer's call reads it."""
     import tensorflow as tf
 
-    return tf.config.list_physical_devices("GPU")
+    return tuple(tf.config.list_physical_devices("GPU"))
 
 
 def compute_policy(policy, what, flags=None, gpus=None):

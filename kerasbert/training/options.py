@@ -97,8 +97,8 @@ SEQUENCE_LENGTH = Rule(int, 3)  # [CLS] one token [SEP]
 
 
 #: The 16-bit compute dtypes of ``--mixed-precision``, and the Keras policy of each.
-PRECISIONS = ("bfloat16", "float16")
 MIXED_POLICIES = {"bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+PRECISIONS = tuple(MIXED_POLICIES)
 
 
 def precision(value):
