@@ -11,7 +11,7 @@ default: about ten minutes), ``ablation`` (kerasbert's own variants, not run by 
 ``long`` (fine-tuning memory and speed at 512 to 4,096 tokens and the longest text that fits,
 against Hugging Face torch, not run by default: up to an hour; ``--quick``: a minute),
 ``long_quality`` (or ``long-quality``: fine-tuning on texts past 512 tokens, truncated
-against hierarchical positions, not run by default: about fifteen minutes).
+against hierarchical positions, not run by default: about fifteen minutes quiet).
 The tables are printed as markdown and everything is written as JSON (``--json``), with the
 machine, the options and the load average at the start.
 
@@ -61,8 +61,8 @@ def build_parser(suite=None):
     for old in ("--runs", "--repeat"):
         parser.add_argument(old, type=int, dest="rounds", help=argparse.SUPPRESS)
     parser.add_argument("--only", nargs="+", metavar="NAME",
-                        help="forward, ablation, train, serving, load, long_quality: only these "
-                             "implementations")
+                        help="forward, ablation, train, serving, load, long, long_quality: only "
+                             "these implementations")
     parser.add_argument("--corpus", nargs="+", metavar="FILE",
                         help="tokenize: corpus files (.txt: a text per line, .tsv: a 'text' "
                              "column; default: the review corpus if found, else a synthetic one)")
@@ -71,6 +71,10 @@ def build_parser(suite=None):
                         help="tokenize: skip the pure-Python peers (bert4keras, transformers)")
     parser.add_argument("--quick", action="store_true",
                         help="long: a tiny model at 64 and 128 tokens (the protocol, not figures)")
+    parser.add_argument("--shapes", nargs="+", metavar="SHAPE",
+                        help="long: only these model shapes (small, base)")
+    parser.add_argument("--batches", nargs="+", type=int, metavar="N",
+                        help="long: only these batch sizes (1, 2, 4, 8)")
     if not alone:
         parser.add_argument("--max-load", type=float, default=1.0,
                             help="wait until the 1-minute load average is at most this "
@@ -91,7 +95,8 @@ def parse_options(parser, argv):
     options = Options(warmup=args.warmup, repeats=args.repeats, rounds=args.rounds,
                       only=tuple(args.only or ()), peers=not args.no_peers,
                       corpus=tuple(args.corpus or ()), limit=args.limit, max_wait=args.max_wait,
-                      quick=args.quick)
+                      quick=args.quick, shapes=tuple(args.shapes or ()),
+                      batches=tuple(args.batches or ()))
     return args, options
 
 
