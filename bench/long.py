@@ -12,7 +12,11 @@ L12 H768 A12 I3072, vocabulary 21,128, random weights). Four ways of training:
 * ``hf-torch``: ``transformers.BertForSequenceClassification`` on CPU torch with
   ``max_position_embeddings`` set to the length (it has no hierarchical positions: its
   table past 512 is new weights, not the checkpoint's);
-* ``hf-torch-checkpointing``: the same after ``model.gradient_checkpointing_enable()``.
+* ``hf-torch-checkpointing``: the same after ``model.gradient_checkpointing_enable()``;
+* ``hf-torch-checkpointing-eager``: the same with ``attn_implementation="eager"``. By default
+  transformers runs attention through torch's ``scaled_dot_product_attention``, whose CPU
+  kernel never holds the length x length scores; eager attention holds them, as kerasbert's
+  does, so this way tells the memory of that kernel from the rest.
 
 Every cell (shape, way, length, batch) runs in a fresh process, so its peak resident memory
 (``ru_maxrss``) is its own. A watchdog thread in the cell stops it once its resident memory
@@ -22,8 +26,8 @@ length, a shorter length at its batch...) did not fit or was too slow. The two w
 memory run first, over both shapes, then the plain ways. Each cell's result is logged as one
 JSON line as it ends (``long: cell {...}``), so an interrupted run still leaves its figures.
 
-``--quick`` runs a tiny model (L2 H32) at 64 and 128 tokens, batch 1, in about a
-minute: the protocol, not figures.
+``--shapes`` and ``--batches`` run part of the grid. ``--quick`` runs a tiny model (L2 H32)
+at 64 and 128 tokens, batch 1, in about a minute: the protocol, not figures.
 """
 
 import json
@@ -58,6 +62,8 @@ WAYS = {
     "hf-torch-checkpointing": "Hugging Face torch, gradient_checkpointing_enable()",
     "kerasbert": "kerasbert",
     "hf-torch": "Hugging Face torch",
+    "hf-torch-checkpointing-eager": "Hugging Face torch, gradient_checkpointing_enable(), "
+                                    "eager attention",
 }
 SAVING = ("kerasbert-recompute", "hf-torch-checkpointing")
 STOPPED = ("does_not_fit", "too_slow")
@@ -210,8 +216,10 @@ def kerasbert_cell(shape, length, batch, recompute=False, cap_gb=CAP_GB,
             "tf_allocator_peak_mb": _tf_allocator_peak_mb()}
 
 
-def hf_cell(shape, length, batch, checkpointing=False, cap_gb=CAP_GB, seconds=CELL_SECONDS):
-    """Worker: one Hugging Face torch cell, ``max_position_embeddings`` set to the length."""
+def hf_cell(shape, length, batch, checkpointing=False, attention=None, cap_gb=CAP_GB,
+            seconds=CELL_SECONDS):
+    """Worker: one Hugging Face torch cell, ``max_position_embeddings`` set to the length;
+    ``attention``: transformers' ``attn_implementation`` (None: its default)."""
     watchdog = _Watchdog(cap_gb * 1024, seconds, {"label": "hf-torch"})
     try:
         import torch
@@ -223,8 +231,11 @@ def hf_cell(shape, length, batch, checkpointing=False, cap_gb=CAP_GB, seconds=CE
     torch.set_num_threads(os.cpu_count())
     config = _config(shape)
     positions = max(config["max_position_embeddings"], length)
-    model = transformers.BertForSequenceClassification(transformers.BertConfig(
-        **{**config, "max_position_embeddings": positions}, num_labels=2)).train()
+    hf_config = transformers.BertConfig(**{**config, "max_position_embeddings": positions},
+                                        num_labels=2)
+    if attention:
+        hf_config._attn_implementation = attention
+    model = transformers.BertForSequenceClassification(hf_config).train()
     if checkpointing:
         model.gradient_checkpointing_enable()
     optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
@@ -241,6 +252,7 @@ def hf_cell(shape, length, batch, checkpointing=False, cap_gb=CAP_GB, seconds=CE
 
     warmup, times = _timed_steps(step)
     label = (f"transformers {transformers.__version__}, torch {torch.__version__}"
+             + f", {model.config._attn_implementation} attention"
              + (f", {positions} position embeddings" if positions > 512 else ""))
     watchdog.figures["label"] = label
     return _figures(label, batch, warmup, times, losses)
@@ -251,6 +263,8 @@ WORKERS = {
     "kerasbert-recompute": lambda **o: kerasbert_cell(**o, recompute=True),
     "hf-torch": hf_cell,
     "hf-torch-checkpointing": lambda **o: hf_cell(**o, checkpointing=True),
+    "hf-torch-checkpointing-eager": lambda **o: hf_cell(**o, checkpointing=True,
+                                                        attention="eager"),
 }
 
 
@@ -278,6 +292,14 @@ def run(options, log):
     quick = options.quick
     shapes = ("tiny",) if quick else ("small", "base")
     lengths, batches = (QUICK_LENGTHS, QUICK_BATCHES) if quick else (LENGTHS, BATCHES)
+    unknown = [shape for shape in options.shapes if shape not in shapes]
+    if unknown:
+        raise Skipped(f"--shapes {' '.join(unknown)}: choose from {', '.join(shapes)}")
+    shapes = tuple(shape for shape in shapes if not options.shapes or shape in options.shapes)
+    batches = tuple(batch for batch in batches if not options.batches or batch in options.batches)
+    if not batches:
+        raise Skipped(f"--batches {' '.join(map(str, options.batches))} names none of "
+                      f"{', '.join(map(str, BATCHES))}")
     seconds = QUICK_CELL_SECONDS if quick else CELL_SECONDS
     ways = [name for name in WAYS if not options.only or name in options.only]
     if not ways:

@@ -50,6 +50,8 @@ class Options:
     limit: int | None = None    # tokenize: only the first N lines
     max_wait: float = 600       # seconds a worker waits for idle cores (0: it does not wait)
     quick: bool = False         # long: a tiny model at short lengths (the protocol, in a minute)
+    shapes: tuple = ()          # long: only these model shapes (empty: all)
+    batches: tuple = ()         # long: only these batch sizes (empty: all)
     earlier: dict = dataclasses.field(default_factory=dict)  # sections already run, by suite
 
     @property

@@ -309,6 +309,22 @@ def test_long_skips_the_cells_a_stopped_one_rules_out(monkeypatch):
                for table in rebuilt["tables"] for row in table["rows"])
 
 
+def test_long_runs_only_the_shapes_and_batches_asked_for(monkeypatch):
+    python = StubPython(lambda call: copy.deepcopy(FIGURES))
+    monkeypatch.setattr(worker, "run_python", python)
+    options = runner.Options(only=("hf-torch-checkpointing-eager",), shapes=("base",),
+                             batches=(1, 8), max_wait=0)
+    section = importlib.import_module("bench.long").run(options, lambda line: None)
+    assert sorted(section["results"]) == sorted(
+        f"base/hf-torch-checkpointing-eager/{length}x{batch}"
+        for length in (512, 1024, 2048, 4096) for batch in (1, 8))
+    assert {c["name"] for c in python.calls} == {"hf-torch-checkpointing-eager"}
+    for wrong in ({"shapes": ("large",)}, {"batches": (3,)}):
+        with pytest.raises(runner.Skipped, match="large|3"):
+            importlib.import_module("bench.long").run(
+                runner.Options(max_wait=0, **wrong), lambda line: None)
+
+
 def test_long_watchdog_stops_a_cell_past_its_memory_or_time():
     stopped = worker.run_python("""
         import json, time
