@@ -3,7 +3,7 @@
 A classifier ([CLS] -> Dense(2), Adam at 1e-4, dropout 0.1) is fine-tuned on random token
 ids: one warm-up step (tracing), then ``STEPS`` timed steps. Two shapes: ``small`` (the
 embedded ``kerasbert-zh-small``, L4 H256 A4 I1024) and ``base`` (Chinese BERT-base's shapes,
-L12 H768 A12 I3072, vocabulary 21,128, random weights). Four ways of training:
+L12 H768 A12 I3072, vocabulary 21,128, random weights). Five ways of training:
 
 * ``kerasbert``: :func:`kerasbert.build_transformer_model` + :func:`kerasbert.add_cls_classifier`,
   ``train_on_batch``; past 512 tokens with ``hierarchical_position=True`` (the 512 positions
@@ -14,9 +14,9 @@ L12 H768 A12 I3072, vocabulary 21,128, random weights). Four ways of training:
   table past 512 is new weights, not the checkpoint's);
 * ``hf-torch-checkpointing``: the same after ``model.gradient_checkpointing_enable()``;
 * ``hf-torch-checkpointing-eager``: the same with ``attn_implementation="eager"``. By default
-  transformers runs attention through torch's ``scaled_dot_product_attention``, whose CPU
-  kernel never holds the length x length scores; eager attention holds them, as kerasbert's
-  does, so this way tells the memory of that kernel from the rest.
+  transformers runs attention through torch's ``scaled_dot_product_attention``; eager
+  attention holds the length x length scores as kerasbert's does, so this way tells what
+  that kernel saves from the rest of the memory.
 
 Every cell (shape, way, length, batch) runs in a fresh process, so its peak resident memory
 (``ru_maxrss``) is its own. A watchdog thread in the cell stops it once its resident memory
