@@ -231,11 +231,9 @@ def hf_cell(shape, length, batch, checkpointing=False, attention=None, cap_gb=CA
     torch.set_num_threads(os.cpu_count())
     config = _config(shape)
     positions = max(config["max_position_embeddings"], length)
-    hf_config = transformers.BertConfig(**{**config, "max_position_embeddings": positions},
-                                        num_labels=2)
-    if attention:
-        hf_config._attn_implementation = attention
-    model = transformers.BertForSequenceClassification(hf_config).train()
+    model = transformers.BertForSequenceClassification(transformers.BertConfig(
+        **{**config, "max_position_embeddings": positions}, num_labels=2,
+        attn_implementation=attention)).train()
     if checkpointing:
         model.gradient_checkpointing_enable()
     optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
@@ -296,10 +294,11 @@ def run(options, log):
     if unknown:
         raise Skipped(f"--shapes {' '.join(unknown)}: choose from {', '.join(shapes)}")
     shapes = tuple(shape for shape in shapes if not options.shapes or shape in options.shapes)
-    batches = tuple(batch for batch in batches if not options.batches or batch in options.batches)
-    if not batches:
+    chosen = tuple(batch for batch in batches if not options.batches or batch in options.batches)
+    if not chosen:
         raise Skipped(f"--batches {' '.join(map(str, options.batches))} names none of "
-                      f"{', '.join(map(str, BATCHES))}")
+                      f"{', '.join(map(str, batches))}")
+    batches = chosen
     seconds = QUICK_CELL_SECONDS if quick else CELL_SECONDS
     ways = [name for name in WAYS if not options.only or name in options.only]
     if not ways:
