@@ -1,11 +1,10 @@
 """kerasbert: Google BERT checkpoints on Keras 3, with bert4keras layer names.
 
-``import kerasbert`` loads no TensorFlow: each name below is imported on first use (a
-tokenizer needs no TensorFlow at all). Keras, whenever it is imported, finds every object a
-saved kerasbert model refers to (its layers, the learning-rate schedule), so
-``keras.saving.load_model(path, safe_mode=True)`` loads a run's ``model.keras`` in any script
-that has run ``import kerasbert``; TensorFlow's start-up lines are kept off stderr
-(:mod:`kerasbert.quiet`).
+``import kerasbert`` loads no TensorFlow and changes nothing outside the package (no
+environment variable, no import hook, nothing of Keras): each name below is imported on
+first use (a tokenizer needs no TensorFlow at all). A saved kerasbert model, a run's
+``model.keras``, loads with :func:`kerasbert.load_model` (Keras's safe mode), which
+registers kerasbert's objects with Keras first (:mod:`kerasbert.saving`).
 
 Example:
     >>> from kerasbert import build_transformer_model, add_cls_classifier
@@ -17,8 +16,6 @@ Example:
 import importlib
 import importlib.util
 from typing import TYPE_CHECKING, Any
-
-from kerasbert import quiet
 
 __version__ = "0.1.0"
 
@@ -44,7 +41,9 @@ PUBLIC = {
     "build_transformer_model": "kerasbert.models.build",
     "generate": "kerasbert.inference.generation",
     "load_checkpoint": "kerasbert.models.loading",
+    "load_model": "kerasbert.saving",
     "load_vocab": "kerasbert.text.tokenizer",
+    "register_saved_objects": "kerasbert.saving",
     "save_weights_as_checkpoint": "kerasbert.models.loading",
     "write_checkpoint": "kerasbert.checkpoints.io",
 }
@@ -71,17 +70,12 @@ __all__ = [
     "build_transformer_model",
     "generate",
     "load_checkpoint",
+    "load_model",
     "load_vocab",
+    "register_saved_objects",
     "save_weights_as_checkpoint",
     "write_checkpoint",
 ]
-
-#: The modules that register objects a saved kerasbert model refers to (Keras's registered
-#: names ``kerasbert>...``), besides each family's and each task's module: bert4keras's layers
-#: and optimizers, the model's layers, and the learning-rate schedule of a run's optimizer.
-SAVED_OBJECTS = ("kerasbert.layers", "kerasbert.optimizers", "kerasbert.models.attention_masks",
-                 "kerasbert.models.crf", "kerasbert.models.kernels", "kerasbert.models.layers",
-                 "kerasbert.models.positions", "kerasbert.training.optimizer")
 
 if TYPE_CHECKING:  # the names as a type checker and the API reference read them
     from kerasbert.checkpoints.io import CheckpointError, write_checkpoint
@@ -94,6 +88,7 @@ if TYPE_CHECKING:  # the names as a type checker and the API reference read them
     from kerasbert.models.crf import ConditionalRandomField
     from kerasbert.models.heads import add_cls_classifier, add_crf_tagger, add_tagger
     from kerasbert.models.loading import LoadReport, load_checkpoint, save_weights_as_checkpoint
+    from kerasbert.saving import load_model, register_saved_objects
     from kerasbert.tasks.qa.span_qa import QuestionAnswerer, add_span_head
     from kerasbert.text.tokenizer import Tokenizer, load_vocab
 
@@ -110,23 +105,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *PUBLIC})
-
-
-def _find_saved_object(name: str) -> bool:
-    """Imports the modules that register kerasbert's saved objects when Keras looks up one of
-    its names (``kerasbert>...``); whether it did."""
-    if not isinstance(name, str) or not name.startswith("kerasbert>"):
-        return False
-    from kerasbert.models.families import FAMILIES, family_class
-    from kerasbert.tasks import TASKS, get_task
-
-    for module in SAVED_OBJECTS:
-        importlib.import_module(module)
-    for family in FAMILIES:
-        family_class(family)
-    for task in TASKS:
-        get_task(task)
-    return True
-
-
-quiet.install(_find_saved_object)

@@ -41,6 +41,7 @@ from typing import Any, NoReturn, TypeVar
 
 import keras
 import numpy as np
+import tensorflow as tf  # bert4keras's scripts import tf from here
 from keras import ops
 
 from kerasbert import internals
@@ -50,10 +51,6 @@ from kerasbert.models.layers import (  # noqa: F401 (bert4keras's names)
     rematerialized,
     set_gelu,
 )
-from kerasbert.quiet import import_tensorflow
-
-import_tensorflow()
-import tensorflow as tf  # noqa: E402  (bert4keras's scripts import tf from here)
 
 __all__ = ["K", "keras", "tf"]
 
@@ -73,8 +70,8 @@ class NoKeras3Counterpart(NotImplementedError, AttributeError):
 _REFUSED = {
     "placeholder": "Keras 3 has no placeholders; use keras.Input",
     "get_session": "Keras 3 has no session", "set_session": "Keras 3 has no session",
-    "learning_phase": "Keras 3 has no global learning phase; pass training= to the layers",
-    "set_learning_phase": "Keras 3 has no global learning phase; pass training=",
+    "set_learning_phase": "Keras 3 has no global learning phase; pass training= to the "
+                          "model's call (fit passes True, predict and evaluate False)",
     "rnn": "use keras.layers.RNN", "ctc_batch_cost": "use keras.losses.CTC",
 }
 
@@ -324,12 +321,26 @@ class _Backend:
         return ops.where(condition, then, other)
 
     @staticmethod
-    def in_train_phase(x: Any, alt: Any, training: bool | None = None) -> Any:
+    def learning_phase() -> Any:
+        """1 inside a layer call made with ``training=True`` (``fit``'s), else 0: Keras 3's
+        training flag of the call in progress, which it hands to every inner layer (also
+        one whose ``call`` takes no ``training``); a tensor where the call was given one."""
+        training = internals.training_of_current_call()
+        if training is None or isinstance(training, (bool, int, np.bool_, np.integer)):
+            return int(bool(training))
+        return ops.cast(training, "int32")
+
+    @staticmethod
+    def in_train_phase(x: Any, alt: Any, training: Any = None) -> Any:
+        """``x`` in training, ``alt`` otherwise (callables are called). Without ``training``
+        the phase is that of the layer call in progress (:meth:`learning_phase`), as
+        bert4keras's layers read it: ``fit`` trains, ``predict`` and a bare call do not."""
         if training is None:
-            raise NoKeras3Counterpart("K.in_train_phase needs training=True or False: Keras 3 "
-                                      "has no global learning phase")
+            training = internals.training_of_current_call()
         x, alt = (x() if callable(x) else x), (alt() if callable(alt) else alt)
-        return x if training else alt
+        if training is None or isinstance(training, (bool, int, np.bool_, np.integer)):
+            return x if training else alt
+        return _Backend.switch(training, x, alt)
 
     @staticmethod
     def in_test_phase(x: Any, alt: Any, training: bool | None = None) -> Any:

@@ -391,6 +391,18 @@ def in_symbolic_scope():
         return False
 
 
+def training_of_current_call():
+    """The ``training`` flag of the layer call in progress (True, False, a tensor, or None
+    where no call is in progress or none was given). Keras keeps it on the call context it
+    hands down from an outer layer's ``__call__`` to the inner ones, also to layers whose
+    ``call`` takes no ``training``; None where the installed Keras has no such context."""
+    try:
+        context = _private(_GLOBAL_STATE).get_global_attribute("current_call_ctx")
+    except AttributeError:
+        return None
+    return getattr(context, "training", None)
+
+
 def in_stateless_scope():
     """Whether a ``keras.StatelessScope`` is open."""
     return _private(_STATELESS).in_stateless_scope()
@@ -515,41 +527,6 @@ def remove_hooks(owner):
     for name in removed:
         del vars(owner)[name]  # functions are not tracked: no Keras bookkeeping to undo
     return removed
-
-
-def ask_for_missing_objects(find):
-    """Makes Keras's table of registered objects (``keras.saving.get_custom_objects()``) call
-    ``find(name)`` for a name it lacks before it answers, so that the module registering it
-    can be imported then (:func:`kerasbert.quiet.install`). Keras reads the table as a dict:
-    ``name in table``, ``table[name]``, ``table.get(name)``. A Keras without the table is
-    left as it is (a saved model then needs ``kerasbert.layers`` imported first)."""
-    try:
-        registration = _private("keras.src.saving.object_registration")
-        table = registration.GLOBAL_CUSTOM_OBJECTS
-    except AttributeError:
-        return
-    if not isinstance(table, _AskingTable):
-        registration.GLOBAL_CUSTOM_OBJECTS = _AskingTable(table, find)
-
-
-class _AskingTable(dict):
-    """Keras's registered objects; a name it lacks is looked for once more after
-    ``find(name)`` ran (which imports the module that registers it)."""
-
-    def __init__(self, table, find):
-        super().__init__(table)
-        self.find = find
-
-    def __contains__(self, name):
-        return super().__contains__(name) or bool(self.find(name) and super().__contains__(name))
-
-    def __getitem__(self, name):
-        if not super().__contains__(name):
-            self.find(name)
-        return super().__getitem__(name)
-
-    def get(self, name, default=None):
-        return self[name] if name in self else default
 
 
 def layer_of(tensor):

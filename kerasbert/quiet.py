@@ -1,100 +1,90 @@
-"""TensorFlow imported without its start-up lines on stderr, and Keras told where kerasbert's
-saved objects are, both when they are first imported (:func:`install`).
+"""TensorFlow imported without its start-up lines on stderr, for the ``kerasbert`` command
+only (:func:`quiet_tensorflow`, called by the console script; the library changes nothing).
 
 TensorFlow's shared libraries log a few lines when they load ("oneDNN custom
 operations are on", "Could not find cuda drivers", CPU feature notes) before any log
 level applies, so ``TF_CPP_MIN_LOG_LEVEL`` cannot silence them. They would break the
-command line's promise of one line per failure; stderr is closed while the libraries
-load, and the C++ log level defaults to 3 (a machine without a GPU logs a failed
-``cuInit`` as an error). Set ``TF_CPP_MIN_LOG_LEVEL=0`` (or ``KERASBERT_DEBUG=1``) to see
-them.
+command line's promise of one line per failure: in the command's own process, stderr is
+pointed at the null device while the libraries load, and the C++ log level defaults to 3
+(a machine without a GPU logs a failed ``cuInit`` as an error). ``--verbose``,
+``TF_CPP_MIN_LOG_LEVEL=0`` or ``KERASBERT_DEBUG=1`` show them. A process without a
+standard error stream (its file descriptor 2 closed) loads TensorFlow as it is, and an
+import that fails shows what TensorFlow wrote.
 """
 
+import contextlib
 import importlib.abc
+import importlib.machinery
 import os
 import sys
+import tempfile
 
 
-def import_tensorflow():
-    """Imports TensorFlow once, with stderr silenced while its libraries load."""
-    if "tensorflow" not in sys.modules:
-        _silenced(lambda: __import__("tensorflow"))
-
-
-def _silenced(load):
-    """Runs ``load()`` with stderr closed (see the module's docstring)."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    if os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0" or os.environ.get("KERASBERT_DEBUG") == "1":
-        return load()
-    sys.stderr.flush()
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        return load()
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
-
-
-def install(find_saved_object):
-    """From now on, TensorFlow is imported quietly whoever imports it first, and Keras, once
-    imported, calls ``find_saved_object(name)`` for a registered name it does not know
-    (``"kerasbert>MultiHeadSelfAttention"``) before it gives up, so that
-    ``keras.saving.load_model`` finds kerasbert's objects although they were not imported.
-    Both apply at once to a module already imported."""
-    if "keras" in sys.modules:
-        _look_up_through(sys.modules["keras"], find_saved_object)
-    if "tensorflow" in sys.modules and "keras" in sys.modules:
+def quiet_tensorflow(environ=os.environ):
+    """From now on, this process imports TensorFlow quietly, whoever imports it first (the
+    command's own process: the caller owns ``environ`` and ``sys.meta_path``)."""
+    environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if environ["TF_CPP_MIN_LOG_LEVEL"] == "0" or environ.get("KERASBERT_DEBUG") == "1":
         return
-    if not any(isinstance(finder, _FirstImport) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _FirstImport(find_saved_object))
+    if "tensorflow" not in sys.modules and not any(
+            isinstance(finder, _QuietTensorFlow) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _QuietTensorFlow())
 
 
-class _FirstImport(importlib.abc.MetaPathFinder):
-    """An import finder that steps in once for ``tensorflow`` (loaded with stderr silenced)
-    and once for ``keras`` (told of kerasbert's saved objects once loaded); it finds the
-    module with the finders after it and changes nothing else of the import."""
+@contextlib.contextmanager
+def _stderr_silenced():
+    """File descriptor 2 pointed at an unnamed temporary file, then given back; what was
+    written there is copied to stderr if the block raises (an ImportError keeps the lines
+    that explain it). Nothing is done where the process has no descriptor 2 (closed)."""
+    if sys.stderr is not None:
+        sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no descriptor 2: nothing to silence
+        yield
+        return
+    with tempfile.TemporaryFile() as captured:  # unlinked at once: nothing left on disk
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        except BaseException:
+            os.dup2(saved, 2)
+            captured.seek(0)
+            os.write(2, captured.read()[-20000:])
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
-    def __init__(self, find_saved_object):
-        self.find_saved_object = find_saved_object
+
+class _QuietTensorFlow(importlib.abc.MetaPathFinder):
+    """An import finder that steps in once, for ``tensorflow``: it finds the package as the
+    standard path finder does, and loads it with stderr silenced; then it leaves
+    ``sys.meta_path``. Any other import, and any finder before or after it, is untouched."""
 
     def find_spec(self, name, path=None, target=None):
-        if name not in ("tensorflow", "keras") or name in sys.modules:
+        if name != "tensorflow":
             return None
-        spec = next((found for finder in sys.meta_path
-                     if finder is not self and hasattr(finder, "find_spec")
-                     for found in [finder.find_spec(name, path, target)] if found), None)
+        with contextlib.suppress(ValueError):  # already gone: another import found it first
+            sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
         if spec is None or spec.loader is None:
             return None
-        spec.loader = _Around(spec.loader, name, self.find_saved_object)
-        if all(module in sys.modules or module == name for module in ("tensorflow", "keras")):
-            sys.meta_path.remove(self)  # the last of the two
+        spec.loader = _Silenced(spec.loader)
         return spec
 
 
-class _Around(importlib.abc.Loader):
-    """A loader that runs another around its ``exec_module``: TensorFlow silenced, Keras
-    told where kerasbert's saved objects are; the module keeps its own loader."""
+class _Silenced(importlib.abc.Loader):
+    """A loader that runs another's ``exec_module`` with stderr silenced; the module keeps
+    its own loader."""
 
-    def __init__(self, loader, name, find_saved_object):
-        self.loader, self.name, self.find_saved_object = loader, name, find_saved_object
+    def __init__(self, loader):
+        self.loader = loader
 
     def create_module(self, spec):
         return self.loader.create_module(spec)
 
     def exec_module(self, module):
         module.__loader__ = module.__spec__.loader = self.loader
-        if self.name == "tensorflow":
-            _silenced(lambda: self.loader.exec_module(module))
-        else:
+        with _stderr_silenced():
             self.loader.exec_module(module)
-            _look_up_through(module, self.find_saved_object)
-
-
-def _look_up_through(keras, find_saved_object):
-    """Makes ``keras`` (loaded) call ``find_saved_object`` for a registered name it lacks."""
-    from kerasbert.internals import ask_for_missing_objects
-
-    ask_for_missing_objects(find_saved_object)

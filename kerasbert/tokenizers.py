@@ -230,6 +230,27 @@ class Tokenizer(TokenizerBase, WordPieceEngine):
             if token in token_dict:
                 setattr(self, f"_token_{name}_id", token_dict[token])
 
+    def token_to_id(self, token: str) -> int:
+        """Id of ``token``, or ``_token_unk_id`` for a token the vocabulary lacks.
+
+        As in bert4keras, ``_token_unk_id`` is the id of ``[UNK]`` where the vocabulary has
+        one, and a script may set it itself over a vocabulary without it (``[CLS]`` and
+        ``[SEP]`` then encode as that id too).
+
+        Raises:
+            KeyError: ``token`` is not in a vocabulary without [UNK], and no
+                ``_token_unk_id`` was set.
+        """
+        i = self._token_dict.get(token)
+        if i is not None:
+            return i
+        unknown = getattr(self, "_token_unk_id", None)
+        if unknown is None:
+            raise KeyError(f"token {token!r} is not in the vocabulary, which has no "
+                           f"{self._token_unk}: set tokenizer._token_unk_id to the id it "
+                           "should encode as")
+        return unknown
+
     def decode(self, ids: Iterable[int], tokens: Sequence[str] | None = None) -> str:
         """Readable text: frame tokens dropped, ``##`` pieces joined, CJK unspaced.
 

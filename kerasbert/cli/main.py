@@ -16,6 +16,7 @@ import traceback
 from kerasbert.cli import commands as handlers
 from kerasbert.cli.commands import UsageError
 from kerasbert.models.families import FAMILIES
+from kerasbert.quiet import quiet_tensorflow
 from kerasbert.tasks import TASKS, options_class
 from kerasbert.tasks.options import add_task_arguments, users_of
 from kerasbert.training.options import add_arguments
@@ -374,7 +375,7 @@ def main(argv=None):
     # TensorFlow reads its C++ log level once, when it is first imported by a command.
     if "--verbose" in argv:
         os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    quiet_tensorflow()  # the command's own process: the library itself changes nothing
     warnings = _WarningLines(prefix, verbose="--verbose" in argv)
     terminate = _on_sigterm()
     args = None

@@ -161,17 +161,19 @@ class AutoRegressiveDecoder:
         ``topk`` likeliest tokens, and to the likeliest whose probabilities reach ``topp``).
 
         Draws from ``np.random`` as bert4keras does, so a seed gives bert4keras's outputs.
+        A ``topp`` of 1 or more keeps every token, as in bert4keras (the probabilities
+        never sum past it).
 
         Returns:
             a list of ``n`` id arrays, finished ones first.
 
         Raises:
             ValueError: ``n`` below 1, ``topk`` not from 1 to the vocabulary's size,
-                ``topp`` not in (0, 1], ``temperature`` not above 0, ``min_ends`` below 1.
+                ``topp`` not above 0, ``temperature`` not above 0, ``min_ends`` below 1.
         """
         _check("n", n, 1)
         _check("topk", topk, 1, allow_none=True)
-        _check("topp", topp, 0, 1, whole=False, allow_none=True)
+        _check("topp", topp, 0, whole=False, allow_none=True)
         _check("temperature", temperature, 0, whole=False)
         _check("min_ends", min_ends, 1)
         inputs = [np.array([x]) for x in inputs]

@@ -159,6 +159,9 @@ def _train(task, options, strategy, directory, callbacks, verbose, on_checked):
         run = TrainingRun(options, OPTIONS_FILE, FINISHED_FILE, directory=directory,
                           verbose=verbose).prepare(check=False)
         arrays = task.training_arrays(options, inputs)
+        cap = batches.describe_cap(options.maxlen, arrays[0])
+        if cap:
+            log.warning("%s", cap)
         updates = max(1, inputs.steps * options.epochs // options.grad_accum)
         with strategy.scope():
             model = task.build_model(options, inputs)

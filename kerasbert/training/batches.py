@@ -42,6 +42,27 @@ def batch_width(lengths, limit, pad_multiple=8):
     return int(min(width, limit))
 
 
+def describe_cap(maxlen, token_ids, flag="--maxlen", data="--train"):
+    """One line saying that ``maxlen`` is far above (more than twice) the longest row of
+    ``token_ids`` (the training set, each row cut to ``maxlen`` and padded to the longest),
+    or None. Such a cap costs nothing itself, since every batch is cut to its longest row,
+    but it reads every text whole: the line gives the widths that the steps then take.
+
+    Example:
+        >>> describe_cap(1000, np.ones((4, 300), "int32"))[:60]
+        '--maxlen 1000 is far above the longest text of --train (300'
+    """
+    token_ids = np.asarray(token_ids)
+    if token_ids.ndim != 2 or not len(token_ids) or not maxlen or maxlen <= 2 * token_ids.shape[1]:
+        return None
+    lengths = row_lengths(token_ids)
+    longest, median = int(lengths.max()), int(np.median(lengths))
+    return (f"{flag} {maxlen} is far above the longest text of {data} ({longest} tokens, the "
+            f"median {median}): it cuts nothing, every text is read whole, and a batch is as "
+            f"wide as its longest text, so steps over the longest texts take longer (attention "
+            f"grows with the square of the width); a lower {flag} cuts them")
+
+
 def row_lengths(*matrices):
     """Each row's length: one past the last position where any of ``matrices`` is not 0
     (a T5 row's decoder ids start with id 0 and may run past its encoder ids)."""

@@ -117,12 +117,11 @@ class BinaryRandomChoice(Layer):
         if mask is not None:
             return mask[1]
 
-    def call(self, inputs, training=None):  # Keras 3: no global learning phase, training given
+    def call(self, inputs):
         source, target = inputs
         mask = K.random_binomial(shape=[1], p=0.5, seed=self.seed_generator)
         output = mask * source + (1 - mask) * target
-        training = bool(training)  # Keras 3: in_train_phase is told the phase, none is global
-        return K.in_train_phase(output, target, training=training)
+        return K.in_train_phase(output, target)
 
     def compute_output_shape(self, input_shape):
         return input_shape[1]

@@ -168,6 +168,27 @@ class NormCondition:
         return cls(tensor, hidden_size, hidden_act or "linear")
 
 
+def check_head(flag: str, value: Any) -> None:
+    """Refuses a head keyword's value (``with_mlm``, ``with_pool``...) that is neither a
+    switch (True / False, 1 / 0, None) nor an activation Keras knows, as bert4keras reads
+    a string there: the head's activation (``with_mlm="linear"`` gives logits).
+
+    Raises:
+        ValueError: naming the keyword and its value (``with_mlm='Ture'``).
+    """
+    if value is None or isinstance(value, (bool, np.bool_)) or (
+            isinstance(value, (int, np.integer)) and value in (0, 1)) or callable(value):
+        return
+    if isinstance(value, str):
+        try:
+            keras.activations.get(value)
+            return
+        except (ValueError, TypeError):
+            pass
+    raise ValueError(f"{flag}={value!r}: must be True or False, or the name of the head's "
+                     "activation (an activation Keras knows, such as 'softmax' or 'linear')")
+
+
 class Transformer:
     """The model object of bert4keras: config, layers by name, the Keras model.
 
@@ -273,6 +294,13 @@ class Transformer:
             raise ValueError(f"model={family or self.default_name!r} cannot be built with "
                              f"application={self.attention_mask.application!r} "
                              f"(supported: {', '.join(self.applications)})")
+        for flag, value in (("with_pool", with_pool), ("with_nsp", with_nsp),
+                            ("with_mlm", with_mlm), ("with_discriminator", with_discriminator)):
+            check_head(flag, value)
+        if prefix is not None and (not isinstance(prefix, str) or "/" in prefix):
+            raise ValueError(f"prefix={prefix!r}: must be a string that every layer's name "
+                             "starts with (\"Predecessor-\"), without '/', which Keras "
+                             "refuses in a layer's name")
         # bert4keras: a language model has the MLM head whether or not it was asked for.
         if self.attention_mask.application in ("lm", "unilm") and not with_mlm:
             with_mlm = True

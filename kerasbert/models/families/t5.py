@@ -67,6 +67,7 @@ from kerasbert.models.families.base import (
     HuggingFaceRecipe,
     NormCondition,
     Transformer,
+    check_head,
 )
 from kerasbert.models.layers import (
     Add,
@@ -389,6 +390,7 @@ class T5(Transformer):
                              f"model={self.model_type!r}; build model={version!r}, or "
                              f"model=T5_Base with version={version!r}")
         super().__init__(config, **kwargs)
+        check_head("with_lm", with_lm)
         self.with_lm = with_lm
         self.cross_position_bias = (config.extra.get("cross_position_bias", True)
                                     if cross_position_bias is None else cross_position_bias)

@@ -1,0 +1,70 @@
+"""A saved kerasbert model loaded in any script: :func:`load_model`.
+
+Keras finds a saved layer by its registered name (``kerasbert>MultiHeadSelfAttention``)
+only once the module that registers it is imported, and it imports modules itself only
+for its own packages. ``import kerasbert`` imports nothing of Keras or TensorFlow (a
+tokenizer needs neither) and changes nothing in Keras, so the objects are registered when
+a model is loaded: :func:`load_model` imports every module that registers one, then asks
+Keras. ``keras.saving.load_model`` itself works as well once :func:`register_saved_objects`
+has run, or once any model of kerasbert's was built or loaded in the process.
+
+Example:
+    >>> import kerasbert
+    >>> model = kerasbert.load_model("tests/fixtures/saved-0.1.0/mlm.keras")
+    >>> model.get_layer("MLM-Bias").name
+    'MLM-Bias'
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only
+    import keras
+
+#: The modules that register objects a saved kerasbert model refers to (Keras's registered
+#: names ``kerasbert>...``), besides each family's and each task's module: bert4keras's layers
+#: and optimizers, the model's layers, and the learning-rate schedule of a run's optimizer.
+SAVED_OBJECTS = ("kerasbert.layers", "kerasbert.optimizers", "kerasbert.models.attention_masks",
+                 "kerasbert.models.crf", "kerasbert.models.kernels", "kerasbert.models.layers",
+                 "kerasbert.models.positions", "kerasbert.training.optimizer")
+
+
+def register_saved_objects() -> None:
+    """Imports every module that registers an object a saved kerasbert model refers to
+    (:data:`SAVED_OBJECTS`, each family's and each task's module); after it,
+    ``keras.saving.load_model(path, safe_mode=True)`` finds them all."""
+    from kerasbert.models.families import FAMILIES, family_class
+    from kerasbert.tasks import TASKS, get_task
+
+    for module in SAVED_OBJECTS:
+        importlib.import_module(module)
+    for family in FAMILIES:
+        family_class(family)
+    for task in TASKS:
+        get_task(task)
+
+
+def load_model(filepath: str | os.PathLike[str], custom_objects: dict[str, Any] | None = None,
+               compile: bool = True, safe_mode: bool = True) -> keras.Model:
+    """``keras.saving.load_model`` with kerasbert's objects registered first: a run's
+    ``model.keras``, or any ``.keras`` file holding kerasbert's layers, in Keras's safe
+    mode by default.
+
+    Args:
+        filepath: the ``.keras`` file.
+        custom_objects, compile, safe_mode: as ``keras.saving.load_model`` takes them.
+
+    Returns:
+        the model.
+
+    Raises:
+        ValueError, OSError: what Keras raises for a file it cannot load.
+    """
+    register_saved_objects()
+    import keras
+
+    return keras.saving.load_model(filepath, custom_objects=custom_objects, compile=compile,
+                                   safe_mode=safe_mode)
