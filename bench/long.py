@@ -152,14 +152,22 @@ def _batch(config, length, batch, seed=0):
     return tokens, np.zeros_like(tokens), (np.arange(batch) % 2).astype("int32")
 
 
-def _tf_allocator_peak_mb():
-    """TensorFlow's CPU allocator peak in MiB, or None where TensorFlow does not track it."""
-    try:
-        import tensorflow as tf
+#: Why a cell has no ``tf_allocator_peak_mb`` (its peak resident memory is still measured).
+NO_ALLOCATOR_STATISTICS = ("TensorFlow keeps no allocator statistics on this CPU: its oneDNN "
+                           "path is off (TensorFlow's default on CPUs without AVX-512 VNNI/BF16 "
+                           "or AMX; TF_ENABLE_ONEDNN_OPTS=1 turns it on)")
 
-        return round(tf.config.experimental.get_memory_info("CPU:0")["peak"] / 2**20, 1)
-    except Exception:  # noqa: BLE001 (CPU builds raise ValueError or others: no figure)
-        return None
+
+def _tf_allocator_peak():
+    """``{"tf_allocator_peak_mb": MiB}``: TensorFlow's CPU allocator peak, or where TensorFlow
+    does not track it ``{"tf_allocator_peak_mb": None, "tf_allocator_missing": why}``."""
+    import tensorflow as tf
+
+    try:
+        peak = tf.config.experimental.get_memory_info("CPU:0")["peak"]
+    except ValueError:  # the allocator keeps no statistics
+        return {"tf_allocator_peak_mb": None, "tf_allocator_missing": NO_ALLOCATOR_STATISTICS}
+    return {"tf_allocator_peak_mb": round(peak / 2**20, 1)}
 
 
 def _timed_steps(step):
@@ -212,8 +220,7 @@ def kerasbert_cell(shape, length, batch, recompute=False, cap_gb=CAP_GB,
     label = (f"kerasbert {package.__version__}, keras {keras.__version__}"
              + (", hierarchical positions" if past else ""))
     watchdog.figures["label"] = label
-    return {**_figures(label, batch, warmup, times, losses),
-            "tf_allocator_peak_mb": _tf_allocator_peak_mb()}
+    return {**_figures(label, batch, warmup, times, losses), **_tf_allocator_peak()}
 
 
 def hf_cell(shape, length, batch, checkpointing=False, attention=None, cap_gb=CAP_GB,
