@@ -10,8 +10,10 @@ has run, or once any model of kerasbert's was built or loaded in the process.
 
 Example:
     >>> import kerasbert
-    >>> model = kerasbert.load_model("tests/fixtures/saved-0.1.0/mlm.keras")
-    >>> model.get_layer("MLM-Bias").name
+    >>> bert = kerasbert.build_transformer_model(dict(vocab_size=100, hidden_size=16,
+    ...     num_hidden_layers=1, num_attention_heads=2, intermediate_size=32), with_mlm=True)
+    >>> bert.save("bert.keras")
+    >>> kerasbert.load_model("bert.keras").get_layer("MLM-Bias").name
     'MLM-Bias'
 """
 

@@ -375,3 +375,26 @@ def test_bfloat16_weights_are_converted_to_the_asked_dtype(tmp_path):
 
     assert set(tf.train.load_checkpoint(done.prefix).get_variable_to_dtype_map().values()) == {
         tf.float32}
+
+
+# ----------------------------------------------- bert4keras keywords of a wrong kind (round 4)
+@pytest.mark.parametrize("keywords, message", [
+    ({"prefix": 3}, r"prefix=3: must be a string"),
+    ({"prefix": "a/b-"}, r"prefix='a/b-': .*without '/'"),
+    ({"with_mlm": "Ture"}, r"with_mlm='Ture': must be True or False, or the name of the head's "
+                           r"activation"),
+    ({"with_pool": "tahn"}, r"with_pool='tahn'"),
+    ({"with_nsp": [1]}, r"with_nsp=\[1\]"),
+    ({"model": "t5", "with_lm": "sofmax"}, r"with_lm='sofmax'"),
+], ids=lambda value: str(value)[:24])
+def test_a_keyword_of_the_wrong_kind_is_refused_by_name(keywords, message):
+    config = dict(TINY, vocab_size=64)
+    with pytest.raises(ValueError, match=message):
+        build_transformer_model(config, **keywords)
+
+
+def test_the_keywords_bert4keras_takes_still_build():
+    config = dict(TINY, vocab_size=64)
+    model = build_transformer_model(config, prefix="Successor-", with_mlm="linear", with_pool=True)
+    assert model.get_layer("Successor-Embedding-Token").name == "Successor-Embedding-Token"
+    assert model.get_layer("Successor-MLM-Activation").get_config()["activation"] == "linear"

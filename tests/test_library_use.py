@@ -187,6 +187,25 @@ def test_commands_that_run_a_model_are_quiet_unless_verbose(finished_run):
 
 
 @pytest.mark.slow
+def test_a_maxlen_far_above_the_texts_says_what_it_costs(tiny_run_inputs, tmp_path):
+    """``--maxlen`` is a cap: far above the longest text it cuts nothing, every text is read
+    whole and a batch is as wide as its longest text; train says so before the first step,
+    with the widths (the shipped reviews' longest has 2,878 tokens)."""
+    argv = ["train", "--output", "run", "--config", tiny_run_inputs["config"],
+            "--vocab", tiny_run_inputs["vocab"], "--checkpoint", tiny_run_inputs["checkpoint"],
+            "--train", tiny_run_inputs["train"], "--dev", tiny_run_inputs["dev"],
+            "--epochs", "1", "--max-train-examples", "32", "--batch-size", "16"]
+    far = kerasbert(*argv, "--maxlen", "1000", cwd=tmp_path)
+    assert far.returncode == 0, far.stderr
+    warning = [line for line in far.stderr.splitlines() if "far above" in line]
+    assert len(warning) == 1 and re.match(
+        r"kerasbert train: warning: --maxlen 1000 is far above the longest text of --train "
+        r"\(\d+ tokens, the median \d+\): it cuts nothing", warning[0]), far.stderr
+    near = kerasbert(*argv, "--maxlen", "16", "--output", "near", cwd=tmp_path)
+    assert near.returncode == 0 and "far above" not in near.stderr, near.stderr
+
+
+@pytest.mark.slow
 def test_train_without_a_checkpoint_says_so_and_records_it(tiny_run_inputs, tmp_path):
     argv = ["train", "--output", "run", "--config", tiny_run_inputs["config"],
             "--vocab", tiny_run_inputs["vocab"], "--train", tiny_run_inputs["train"],

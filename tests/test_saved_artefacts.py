@@ -43,11 +43,11 @@ import numpy as np
 import kerasbert
 
 saved, texts = sys.argv[1], json.loads(sys.stdin.read())
-model = keras.saving.load_model(saved + "/run/model.keras", safe_mode=True)
+model = kerasbert.load_model(saved + "/run/model.keras")
 tokenizer = kerasbert.Tokenizer(saved + "/run/vocab.txt")
 token_ids, segment_ids = tokenizer.encode_batch(texts["texts"], maxlen=64)
 probabilities = model.predict([token_ids, segment_ids], verbose=0)
-mlm = keras.saving.load_model(saved + "/mlm.keras", safe_mode=True)
+mlm = kerasbert.load_model(saved + "/mlm.keras")
 m = texts["mlm"]
 pooled, vocab = mlm.predict([np.array(m["token_ids"]), np.array(m["segment_ids"])], verbose=0)
 print(json.dumps({"probabilities": probabilities.tolist(), "pooled": pooled.tolist(),

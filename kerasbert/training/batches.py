@@ -49,8 +49,8 @@ def describe_cap(maxlen, token_ids, flag="--maxlen", data="--train"):
     but it reads every text whole: the line gives the widths that the steps then take.
 
     Example:
-        >>> describe_cap(1000, np.ones((4, 300), "int32"))[:60]
-        '--maxlen 1000 is far above the longest text of --train (300'
+        >>> describe_cap(1000, np.ones((4, 300), "int32"))[:66]
+        '--maxlen 1000 is far above the longest text of --train (300 tokens'
     """
     token_ids = np.asarray(token_ids)
     if token_ids.ndim != 2 or not len(token_ids) or not maxlen or maxlen <= 2 * token_ids.shape[1]:
