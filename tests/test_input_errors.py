@@ -398,3 +398,28 @@ def test_the_keywords_bert4keras_takes_still_build():
     model = build_transformer_model(config, prefix="Successor-", with_mlm="linear", with_pool=True)
     assert model.get_layer("Successor-Embedding-Token").name == "Successor-Embedding-Token"
     assert model.get_layer("Successor-MLM-Activation").get_config()["activation"] == "linear"
+
+
+@pytest.mark.parametrize("keywords, message", [
+    ({"return_keras_model": "no"}, r"return_keras_model='no': must be True"),
+    ({"hierarchical_position": 0.0}, r"hierarchical_position \(0.0\): must be True .*False or "
+                                     r"None for none"),
+    ({"hierarchical_position": 1}, r"hierarchical_position \(1\)"),
+], ids=lambda value: str(value)[:24])
+def test_values_bert4keras_reads_otherwise_are_refused(keywords, message):
+    # bert4keras builds hierarchical_position=0.0 as alpha 0 (the table read again from its
+    # start), which kerasbert had taken for none; 'no' is a true string.
+    with pytest.raises(ValueError, match=message):
+        build_transformer_model(dict(TINY, vocab_size=64), **keywords)
+
+
+def test_a_layers_key_that_is_not_its_layers_name_is_refused():
+    config = dict(TINY, vocab_size=64)
+    first = build_transformer_model(config, return_keras_model=False)
+    shared = dict(first.layers)
+    second = build_transformer_model(config, layers=shared)  # bert4keras's layers=other.layers
+    assert second.get_layer("Embedding-Token") is first.model.get_layer("Embedding-Token")
+    misspelt = {"Embedding-Tokn": first.model.get_layer("Embedding-Token")}
+    with pytest.raises(ValueError, match=r"layers: the key 'Embedding-Tokn' holds the layer "
+                                         r"'Embedding-Token'"):
+        build_transformer_model(config, layers=misspelt)

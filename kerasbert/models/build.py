@@ -166,6 +166,9 @@ def build_transformer_model(
         >>> lm.get_layer("Attention-UniLM-Mask").name, lm.output.shape
         ('Attention-UniLM-Mask', (None, None, 100))
     """
+    if not isinstance(return_keras_model, bool):  # 'no' would read as True
+        raise ValueError(f"return_keras_model={return_keras_model!r}: must be True (the "
+                         "keras.Model) or False (the family's Transformer object)")
     config_path, checkpoint_path = _preset_paths(config_path, checkpoint_path)
     for keyword in REFUSED:
         if overrides.get(keyword) not in (None, False):

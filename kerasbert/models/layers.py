@@ -14,6 +14,7 @@ saved ``.keras`` file loads with ``safe_mode=True``.
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from collections.abc import Callable
 from typing import Any, TypeAlias
@@ -283,22 +284,24 @@ def decomposed_positions(table: Any, positions: Any, alpha: float) -> Any:
 
 def hierarchical_alpha(value: bool | float | None) -> float | None:
     """bert4keras's ``hierarchical_position`` as the alpha of :class:`PositionEmbedding`:
-    True is 0.4, a number is alpha itself, None / False / 0 mean none.
+    True is 0.4, a number is alpha itself, None and False mean none.
 
     Raises:
-        ValueError: alpha not a number between 0 and 1 (1 divides by zero).
+        ValueError: alpha not a number between 0 and 1 (1 divides by zero; bert4keras builds
+            0 as alpha 0, a table read again from its start past its end, not as none).
 
     Example:
         >>> hierarchical_alpha(True), hierarchical_alpha(0.3), hierarchical_alpha(None)
         (0.4, 0.3, None)
     """
-    if value is None or value is False or (isinstance(value, (int, float)) and value == 0):
+    if value is None or value is False:
         return None
     if value is True:
         return 0.4
-    if not isinstance(value, (int, float)) or not 0 < value < 1:
+    if not isinstance(value, numbers.Real) or not 0 < value < 1:
         raise ValueError(f"hierarchical_position ({value!r}): must be True (alpha 0.4) or "
-                         "alpha, a number between 0 and 1 (exclusive)")
+                         "alpha, a number between 0 and 1 (exclusive); False or None for "
+                         "none")
     return float(value)
 
 

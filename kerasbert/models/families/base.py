@@ -297,6 +297,12 @@ class Transformer:
         for flag, value in (("with_pool", with_pool), ("with_nsp", with_nsp),
                             ("with_mlm", with_mlm), ("with_discriminator", with_discriminator)):
             check_head(flag, value)
+        for key, given in (layers or {}).items():
+            # bert4keras's dict is keyed by each layer's name: a key that is not its layer's
+            # name (misspelt) would be passed over, and the layer made anew.
+            if isinstance(given, keras.layers.Layer) and key != given.name:
+                raise ValueError(f"layers: the key {key!r} holds the layer {given.name!r}; "
+                                 "each key must be its layer's name (layers=other.layers)")
         if prefix is not None and (not isinstance(prefix, str) or "/" in prefix):
             raise ValueError(f"prefix={prefix!r}: must be a string that every layer's name "
                              "starts with (\"Predecessor-\"), without '/', which Keras "
