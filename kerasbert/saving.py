@@ -27,24 +27,22 @@ if TYPE_CHECKING:  # annotations only
     import keras
 
 #: The modules that register objects a saved kerasbert model refers to (Keras's registered
-#: names ``kerasbert>...``), besides each family's and each task's module: bert4keras's layers
-#: and optimizers, the model's layers, and the learning-rate schedule of a run's optimizer.
-SAVED_OBJECTS = ("kerasbert.layers", "kerasbert.optimizers", "kerasbert.models.attention_masks",
-                 "kerasbert.models.crf", "kerasbert.models.kernels", "kerasbert.models.layers",
-                 "kerasbert.models.positions", "kerasbert.training.optimizer")
+#: names ``kerasbert>...``) besides the model library's
+#: (:data:`kerasbert.models.saved.MODEL_OBJECTS`) and each task's module: bert4keras's layers
+#: and optimizers, and the learning-rate schedule of a run's optimizer.
+SAVED_OBJECTS = ("kerasbert.layers", "kerasbert.optimizers", "kerasbert.training.optimizer")
 
 
 def register_saved_objects() -> None:
     """Imports every module that registers an object a saved kerasbert model refers to
-    (:data:`SAVED_OBJECTS`, each family's and each task's module); after it,
+    (:data:`SAVED_OBJECTS`, the model library's and each task's module); after it,
     ``keras.saving.load_model(path, safe_mode=True)`` finds them all."""
-    from kerasbert.models.families import FAMILIES, family_class
+    from kerasbert.models.saved import register_model_objects
     from kerasbert.tasks import TASKS, get_task
 
+    register_model_objects()
     for module in SAVED_OBJECTS:
         importlib.import_module(module)
-    for family in FAMILIES:
-        family_class(family)
     for task in TASKS:
         get_task(task)
 

@@ -254,16 +254,17 @@ def test_recomputed_layers_give_the_same_loss_and_gradients(dropout, monkeypatch
 #: One training step of a 6-layer model on 2 x 512 tokens, with recomputation or without
 #: (``sys.argv[1]``), alone in its process: the peak of TensorFlow's CPU allocator during
 #: the step (bytes), and its seconds. Where TensorFlow keeps no allocator statistics, the
-#: rise of the process's peak resident memory over the step instead ("rss").
+#: rise of the process's peak resident memory over the step instead ("rss": Linux's VmHWM,
+#: reset before the step; ``ru_maxrss`` would start from the parent's peak).
 MEMORY = """
-    import json, os, resource, sys, time
+    import json, sys, time
     import numpy as np
     import tensorflow as tf
     from kerasbert import build_transformer_model
 
-    def resident():
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    def resident(key="VmRSS"):
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith(key + ":"))
 
     try:
         tf.config.experimental.reset_memory_stats("CPU:0")
@@ -288,12 +289,14 @@ MEMORY = """
         base = tf.config.experimental.get_memory_info("CPU:0")["current"]
     else:  # a short step first: the thread pools' and allocator's first memory is not the step's
         step(tokens[:, :32])
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # the peak resident memory starts again from the current
         base = resident()
     start = time.perf_counter()
     step(tokens)
     seconds = time.perf_counter() - start
     peak = (tf.config.experimental.get_memory_info("CPU:0")["peak"] if reading == "allocator"
-            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+            else resident("VmHWM"))
     print(json.dumps({"reading": reading, "peak": peak - base, "seconds": seconds}))
 """
 

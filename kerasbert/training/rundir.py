@@ -483,9 +483,13 @@ def load_run_model(run_dir):
     """
     import keras
 
+    from kerasbert.models.saved import register_model_objects
+    from kerasbert.training import optimizer  # noqa: F401 (registers the schedule)
+
     path = os.path.join(run_dir, "model.keras")
     if not os.path.exists(path):
         raise RunError(f"model in {run_dir}: no model.keras; is it a kerasbert run directory?")
+    register_model_objects()  # the task's own objects: its module, imported by the caller
     try:
         return keras.saving.load_model(path, safe_mode=True)
     except Exception as error:  # Keras raises ValueError, OSError, zipfile and h5py errors
