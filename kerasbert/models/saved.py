@@ -14,7 +14,7 @@ MODEL_OBJECTS = ("kerasbert.models.attention_masks", "kerasbert.models.crf",
                  "kerasbert.models.positions")
 
 
-def register_model_objects():
+def register_model_objects() -> None:
     """Imports :data:`MODEL_OBJECTS` and every family's module."""
     from kerasbert.models.families import FAMILIES, family_class
 
