@@ -85,6 +85,11 @@ def _keras2_reduction(reduce):
     return reduction
 
 
+def _is_flag(training):
+    """Whether a training flag is a Python value (None, a bool, 0 or 1), not a tensor."""
+    return training is None or isinstance(training, (bool, int, np.bool_, np.integer))
+
+
 def _letters(n, skip=""):
     return [c for c in "abcdefghijklmnopqrstuvwxyz" if c not in skip][:n]
 
@@ -326,9 +331,7 @@ class _Backend:
         training flag of the call in progress, which it hands to every inner layer (also
         one whose ``call`` takes no ``training``); a tensor where the call was given one."""
         training = internals.training_of_current_call()
-        if training is None or isinstance(training, (bool, int, np.bool_, np.integer)):
-            return int(bool(training))
-        return ops.cast(training, "int32")
+        return int(bool(training)) if _is_flag(training) else ops.cast(training, "int32")
 
     @staticmethod
     def in_train_phase(x: Any, alt: Any, training: Any = None) -> Any:
@@ -338,9 +341,7 @@ class _Backend:
         if training is None:
             training = internals.training_of_current_call()
         x, alt = (x() if callable(x) else x), (alt() if callable(alt) else alt)
-        if training is None or isinstance(training, (bool, int, np.bool_, np.integer)):
-            return x if training else alt
-        return _Backend.switch(training, x, alt)
+        return (x if training else alt) if _is_flag(training) else _Backend.switch(training, x, alt)
 
     @staticmethod
     def in_test_phase(x: Any, alt: Any, training: bool | None = None) -> Any:

@@ -5,7 +5,7 @@ TensorFlow's shared libraries log a few lines when they load ("oneDNN custom
 operations are on", "Could not find cuda drivers", CPU feature notes) before any log
 level applies, so ``TF_CPP_MIN_LOG_LEVEL`` cannot silence them. They would break the
 command line's promise of one line per failure: in the command's own process, stderr is
-pointed at the null device while the libraries load, and the C++ log level defaults to 3
+pointed at an unnamed temporary file while the libraries load, and the C++ log level defaults to 3
 (a machine without a GPU logs a failed ``cuInit`` as an error). ``--verbose``,
 ``TF_CPP_MIN_LOG_LEVEL=0`` or ``KERASBERT_DEBUG=1`` show them. A process without a
 standard error stream (its file descriptor 2 closed) loads TensorFlow as it is, and an
@@ -45,16 +45,16 @@ def _stderr_silenced():
         return
     with tempfile.TemporaryFile() as captured:  # unlinked at once: nothing left on disk
         os.dup2(captured.fileno(), 2)
+        failed = True
         try:
             yield
-        except BaseException:
-            os.dup2(saved, 2)
-            captured.seek(0)
-            os.write(2, captured.read()[-20000:])
-            raise
+            failed = False
         finally:
             os.dup2(saved, 2)
             os.close(saved)
+            if failed:
+                captured.seek(0)
+                os.write(2, captured.read()[-20000:])
 
 
 class _QuietTensorFlow(importlib.abc.MetaPathFinder):

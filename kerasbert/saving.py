@@ -6,7 +6,7 @@ for its own packages. ``import kerasbert`` imports nothing of Keras or TensorFlo
 tokenizer needs neither) and changes nothing in Keras, so the objects are registered when
 a model is loaded: :func:`load_model` imports every module that registers one, then asks
 Keras. ``keras.saving.load_model`` itself works as well once :func:`register_saved_objects`
-has run, or once any model of kerasbert's was built or loaded in the process.
+has run.
 
 Example:
     >>> import kerasbert

@@ -275,6 +275,22 @@ def test_the_worker_module_reports_skipped_and_failed_workers():
 # --- long: which cells run, how a cell is stopped, and the quick mode for real ----------------
 
 
+@pytest.mark.parametrize("onednn", ["1", "0"])
+def test_long_says_why_a_cell_has_no_allocator_figure(onednn):
+    """Where TensorFlow keeps no CPU allocator statistics (its oneDNN path off, the default
+    on CPUs without AVX-512 VNNI/BF16 or AMX) a cell's JSON says so in one line."""
+    found = worker.run_python("""
+        import json
+        from bench.long import _tf_allocator_peak
+        print(json.dumps(_tf_allocator_peak()))
+    """, env={"TF_ENABLE_ONEDNN_OPTS": onednn, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    if onednn == "1":
+        assert isinstance(found["tf_allocator_peak_mb"], float) and len(found) == 1
+    else:
+        assert found["tf_allocator_peak_mb"] is None
+        assert found["tf_allocator_missing"].startswith("TensorFlow keeps no allocator")
+
+
 def test_long_skips_the_cells_a_stopped_one_rules_out(monkeypatch):
     """A cell that did not fit (or was killed by the system) rules out every cell at least as
     long and as large; the fit table keeps what ran."""
