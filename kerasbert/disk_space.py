@@ -185,10 +185,10 @@ def no_space(folder, what=None, needed=None, advice=None, written=None):
         if not is_no_space(error):
             raise
         raise NoSpace(folder, free_space(folder), needed=needed, what=what, advice=advice,
-                      written=_size_of(written) if written else 0) from error
+                      written=size_of(written) if written else 0) from error
 
 
-def _size_of(path):
+def size_of(path):
     """The bytes of a file, or of every file under a folder (0: nothing there)."""
     if os.path.isfile(path):
         return os.path.getsize(path)

@@ -60,7 +60,7 @@ def visible_gpus():
     return tuple(tf.config.list_physical_devices("GPU"))
 
 
-def compute_policy(policy, what, flags=None, gpus=None):
+def compute_policy(policy, what, flags=None, gpus=None, warn=True):
     """The policy a 16-bit request runs under here: ``policy``, or ``"float32"`` where it
     asks for bfloat16 on a machine without a GPU whose CPU has no hardware bfloat16 (a
     warning naming ``what``); float16 without a GPU is kept, with a warning that it is slow.
@@ -71,6 +71,7 @@ def compute_policy(policy, what, flags=None, gpus=None):
         flags: the CPU flags to judge by (default: this machine's).
         gpus: the GPUs TensorFlow sees (default: :func:`visible_gpus`); with any, the CPU's
             flags are not read.
+        warn: False to decide without the warning (a saved run's precision, read again).
 
     Returns:
         The policy's name, or None where ``policy`` is None.
@@ -82,12 +83,14 @@ def compute_policy(policy, what, flags=None, gpus=None):
     if gpus:
         return policy
     if policy in FLOAT16_POLICIES:
-        log.warning("%s: %s on a CPU is emulated and runs slower than float32 (it runs); "
-                    "float16 is for GPUs without bfloat16 (T4, V100), and a CPU with AVX-512 "
-                    "BF16 or AMX runs bfloat16", what, policy)
+        if warn:
+            log.warning("%s: %s on a CPU is emulated and runs slower than float32 (it runs); "
+                        "float16 is for GPUs without bfloat16 (T4, V100), and a CPU with "
+                        "AVX-512 BF16 or AMX runs bfloat16", what, policy)
         return policy
     if not has_fast_bfloat16(flags):
-        log.warning("%s: this CPU has no hardware bfloat16 (AVX-512 BF16, AMX or ARM BF16), "
-                    "where %s runs slower than float32; running in float32", what, policy)
+        if warn:
+            log.warning("%s: this CPU has no hardware bfloat16 (AVX-512 BF16, AMX or ARM BF16), "
+                        "where %s runs slower than float32; running in float32", what, policy)
         return "float32"
     return policy

@@ -518,19 +518,19 @@ class PositionEmbedding(Layer):
                                           initializer=self.embeddings_initializer)
 
     def call(self, inputs: Any) -> Any:
+        alpha = core_layers.hierarchical_alpha(self.hierarchical)
         if self.custom_position_ids:
             inputs, position_ids = inputs
             position_ids = ops.cast(position_ids, "int32")
         else:
-            position_ids = ops.expand_dims(ops.arange(ops.shape(inputs)[1], dtype="int32"), 0)
+            length = core_layers.checked_length(ops.shape(inputs)[1], self.input_dim, alpha,
+                                                self.name)
+            position_ids = ops.expand_dims(ops.arange(length, dtype="int32"), 0)
         table = ops.cast(self.embeddings, inputs.dtype)
-        alpha = core_layers.hierarchical_alpha(self.hierarchical)
-        if alpha is not None:
-            embeddings = core_layers.decomposed_positions(table, position_ids, alpha)
-        elif self.custom_position_ids:
-            embeddings = ops.take(table, position_ids, axis=0)
+        if alpha is None and not self.custom_position_ids:
+            embeddings = ops.expand_dims(table[:length], 0)
         else:
-            embeddings = ops.expand_dims(table[:ops.shape(inputs)[1]], 0)
+            embeddings = core_layers.position_rows(table, position_ids, alpha, self.name)
         return _merged(inputs, embeddings, self.merge_mode, not self.custom_position_ids)
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:

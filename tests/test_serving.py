@@ -225,6 +225,32 @@ def test_a_pair_run_classifies_text_and_pair(pair_run, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_pair_run_takes_its_texts_two_at_a_time(pair_run, tmp_path, capsys):
+    """TEXTs on the command line are TEXT PAIR pairs for a run on sentence pairs (never each
+    text alone); an odd count is refused in one line; the export refuses unequal inputs."""
+    texts = ["这个好棒", "我们买了差", "书店好", "东西糟"]
+    assert main(["predict", "--model", pair_run.run_dir, *texts]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    table = _write(tmp_path / "two.tsv", [["positive", texts[0], texts[1]],
+                                         ["positive", texts[2], texts[3]]], pairs=True)
+    assert rows == pair_run.predict(path=table) == pair_run.predict(texts=texts)
+    assert [(row["text"], row["pair"]) for row in rows] == [tuple(texts[:2]), tuple(texts[2:])]
+    assert main(["predict", "--model", pair_run.run_dir, *texts[:3]]) == 2
+    assert capsys.readouterr().err == (
+        "kerasbert predict: odd number of texts in TEXT (3): this run classifies sentence "
+        "pairs (text, pair): give TEXT PAIR, TEXT PAIR...\n")
+    assert pair_run.predict(texts=[]) == []
+
+    import tensorflow_text  # noqa: F401 (the WordPiece op)
+
+    pair_run.export(str(tmp_path / "served"))
+    classify = tf.saved_model.load(str(tmp_path / "served" / "1")).signatures["classify"]
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="text and pair must hold as many texts"):
+        classify(text=tf.constant(texts[:2]), pair=tf.constant(texts[:1]))
+
+
+@pytest.mark.slow
 def test_cli_export_serves_the_run(single_run, tmp_path, capsys):
     saved = tmp_path / "saved"
     assert main(["export", "--model", single_run.run_dir, "--to", str(saved)]) == 0

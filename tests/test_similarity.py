@@ -12,7 +12,7 @@ import pytest
 from conftest import make_rows
 from kerasbert.cli.main import main
 from kerasbert.tasks import open_run, options_class
-from kerasbert.tasks.similarity.data import read_pairs
+from kerasbert.tasks.similarity.data import is_binary, one_label_share, read_pairs
 from kerasbert.tasks.similarity.options import SimilarityOptions
 from kerasbert.tasks.similarity.scores import (
     average_ranks,
@@ -78,7 +78,8 @@ def test_the_shipped_pairs_are_made_again_byte_for_byte(tmp_path):
 
 
 @pytest.mark.parametrize("row, problem", [
-    ("甲\t乙\t2", "label '2' must be 0 or 1"),
+    ("甲\t乙\tyes", "label 'yes' must be a number: 0 or 1"),
+    ("甲\t乙\tnan", "label 'nan' must be a number"),
     ("甲\t\t1", "empty 'text_b'"),
     ("甲\t乙", "2 columns where the header has 3"),
     ("甲\t乙\t", "missing label in column 'label'"),
@@ -106,6 +107,107 @@ def test_lcqmc_files_without_a_header_and_jsonl_are_read(tmp_path):
     other.write_text("question\tanswer\tlabel\n甲\t乙\t1\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"no column 'text_a', 'text_b' in the header"):
         read_pairs(other)
+    graded = read_pairs(write_pairs(tmp_path / "sts.tsv", [("甲", "乙", 4.2), ("丙", "丁", 0)],
+                                    header=False))
+    assert graded.labels == ["4.2", "0"] and not is_binary(graded)
+
+
+def test_columns_of_other_names_are_refused_without_sending_to_other_flags(tiny_run_inputs,
+                                                                           tmp_path, capsys):
+    """The columns of a similarity file are fixed: the message says to rename them, not to
+    name them with flags that --task similarity refuses."""
+    train = tmp_path / "train.tsv"
+    train.write_text("sent1\tsent2\tscore\n甲\t乙\t1\n丙\t丁\t0\n", encoding="utf-8")
+    code = main(["train", "--task", "similarity", "--output", str(tmp_path / "run"),
+                 "--config", tiny_run_inputs["config"], "--vocab", tiny_run_inputs["vocab"],
+                 "--train", str(train), "--dev", str(train)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert err == (f"kerasbert train: header row in {train}, line 1: no column 'text_a', "
+                   "'text_b', 'label' in the header (columns: sent1, sent2, score); a similarity "
+                   "file has the columns text_a, text_b and label: rename them in its first "
+                   "row, or leave the header row out (rows of text_a, text_b, label)\n")
+    assert "--text-column" not in err and not (tmp_path / "run").exists()
+
+
+def _train(inputs, output, train, dev, *flags):
+    return main(["train", "--task", "similarity", "--output", str(output),
+                 "--config", inputs["config"], "--checkpoint", inputs["checkpoint"],
+                 "--vocab", inputs["vocab"], "--train", train, "--dev", dev, "--epochs", "1",
+                 "--maxlen", "16", *flags])
+
+
+def test_training_that_could_learn_nothing_is_refused_before_it_starts(tiny_run_inputs,
+                                                                       tmp_path, capsys):
+    rows = tiny_pairs(16, 4)
+    dev = write_pairs(tmp_path / "dev.tsv", rows)
+    same = write_pairs(tmp_path / "same.tsv", [(a, a, label) for a, _, label in rows])
+    assert _train(tiny_run_inputs, tmp_path / "a", same, dev) == 2
+    assert capsys.readouterr().err == (
+        f"kerasbert train: texts in {same}: text_a equals text_b on every row (16 rows), so "
+        "every cosine is 1; are the columns the two texts to compare?\n")
+    assert _train(tiny_run_inputs, tmp_path / "b", dev, dev, "--batch-size", "1") == 2
+    assert capsys.readouterr().err == (
+        "kerasbert train: invalid value 1 in --batch-size: CoSENT ranks the pairs of a batch "
+        "against each other, and one pair has none to rank; use 2 or more (16 or more ranks "
+        "more pairs a step)\n")
+    one = write_pairs(tmp_path / "one.tsv", [(a, b, 0.5) for a, b, _ in rows])
+    assert _train(tiny_run_inputs, tmp_path / "c", dev, one) == 2
+    assert capsys.readouterr().err == (
+        f"kerasbert train: labels in {one}: every pair has the label '0.5'; pairs of different "
+        "labels are needed to rank their cosines\n")
+    assert not [name for name in "abc" if (tmp_path / name).exists()]
+
+
+def test_one_label_batches_are_counted_and_warned_before_training(tiny_run_inputs, tmp_path,
+                                                                  capsys):
+    rows = tiny_pairs(16, 4)  # 16 pairs, both labels
+    pairs = read_pairs(write_pairs(tmp_path / "dev.tsv", rows))
+    ones = sum(label for *_, label in rows)
+    expected = (math.comb(ones, 2) + math.comb(16 - ones, 2)) / math.comb(16, 2)
+    assert one_label_share(pairs, 2) == pytest.approx(expected)
+    assert one_label_share(pairs, 16) == 0
+    assert _train(tiny_run_inputs, tmp_path / "run", str(tmp_path / "dev.tsv"),
+                  str(tmp_path / "dev.tsv"), "--batch-size", "2") == 0
+    warning = next(line for line in capsys.readouterr().err.splitlines() if "CoSENT" in line)
+    assert warning == (f"kerasbert train: warning: --batch-size 2: about {100 * expected:.0f}% "
+                       f"of the batches of {tmp_path / 'dev.tsv'} hold pairs of one label "
+                       "only, which give CoSENT no pair to rank (they add 0 to the loss); a "
+                       "larger --batch-size ranks more pairs a step")
+
+
+def test_graded_labels_train_with_cosent_and_are_scored_by_spearman(tiny_run_inputs, tmp_path,
+                                                                    capsys):
+    """STS-style scores: CoSENT ranks them; the best epoch by dev Spearman; no threshold, so
+    predict, evaluate and the export give the cosine and no 0/1 label."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401 (the WordPiece op)
+
+    rng = np.random.default_rng(0)
+    graded = [(a, b, round(float(rng.uniform(0, 5)), 1)) for a, b, _ in tiny_pairs(48, 5)]
+    train = write_pairs(tmp_path / "train.tsv", graded[:32])
+    dev = write_pairs(tmp_path / "dev.tsv", graded[32:])
+    binary = write_pairs(tmp_path / "test.tsv", tiny_pairs(16, 6))
+    assert _train(tiny_run_inputs, tmp_path / "run", train, dev, "--test", binary) == 0
+    out = capsys.readouterr().out
+    assert "(graded dev labels: no threshold; best epoch 1)" in out
+    output = tmp_path / "run"
+    assert json.loads((output / "threshold.json").read_text()) == {"threshold": None}
+    summary = json.loads((output / "metrics.json").read_text())
+    assert set(summary["dev"]) == set(summary["test"]) == {"pairs", "spearman", "threshold"}
+    run = open_run(output)
+    found = np.array([row["similarity"] for row in run.predict(path=dev)])
+    assert spearman(found, np.array([label for *_, label in graded[32:]])) == pytest.approx(
+        summary["dev"]["spearman"])
+    rows = run.predict(texts=["好东西", "好用"])
+    assert set(rows[0]) == {"text_a", "text_b", "similarity"}
+    assert main(["evaluate", "--model", str(output), "--data", binary]) == 0
+    assert capsys.readouterr().out == f"pairs 16  Spearman {summary['test']['spearman']:.4f}\n"
+    run.export(tmp_path / "served")
+    served = tf.saved_model.load(str(tmp_path / "served" / "1")).signatures["similarity"]
+    got = served(text_a=tf.constant(["好东西"]), text_b=tf.constant(["好用"]))
+    assert set(got) == {"similarity"}
+    np.testing.assert_allclose(got["similarity"].numpy(), [rows[0]["similarity"]], atol=1e-5)
 
 
 # ----------------------------------------------------------------------------- loss, scores
@@ -188,6 +290,15 @@ def test_a_run_trains_evaluates_and_predicts_with_its_dev_threshold(tiny_pair_ru
         assert row["label"] == int(row["similarity"] >= threshold)
     assert main(["predict", "--model", str(output), "只有一个"]) == 2
     assert "1 texts: a similarity run takes them 2 at a time" in capsys.readouterr().err
+    (output.parent / "pairs.txt").write_text("好东西\t好用\n", encoding="utf-8")
+    assert main(["predict", "--model", str(output), "--input",
+                 str(output.parent / "pairs.txt")]) == 2
+    assert capsys.readouterr().err == (
+        f"kerasbert predict: data file in {output.parent / 'pairs.txt'}: a .txt file holds one "
+        "text per line, but a similarity run compares pairs; give a .tsv/.csv/.jsonl file with "
+        "the columns text_a and text_b, or the texts as TEXT_A TEXT_B pairs\n")
+    vectors = run.embed([])
+    assert vectors.shape == (0, run.embed(["好"]).shape[1]) and vectors.dtype == np.float32
 
 
 def test_the_export_gives_what_predict_and_embed_give(tiny_pair_run, tmp_path):
@@ -207,3 +318,8 @@ def test_the_export_gives_what_predict_and_embed_give(tiny_pair_run, tmp_path):
     assert found["label"].numpy().tolist() == [row["label"] for row in expected]
     vectors = served.signatures["embed"](text=tf.constant(pairs.texts[:5]))["vector"].numpy()
     np.testing.assert_allclose(vectors, run.embed(pairs.texts[:5]), atol=1e-5)
+    # Two first texts and one second: refused, not the one second text paired with both.
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="text_a and text_b must hold as many texts"):
+        served.signatures["similarity"](text_a=tf.constant(pairs.texts[:2]),
+                                        text_b=tf.constant(pairs.pairs[:1]))

@@ -165,7 +165,7 @@ def command_predict(args):
                              "UTF-8 (is the terminal's encoding another?)")
     run, task = _open(args)
     try:
-        task.check_texts(args.texts)
+        task.check_texts(args.texts, run)
     except ValueError as error:
         raise UsageError(str(error)) from None
     rows = (run.predict(path=args.input, progress=True, **_columns(args)) if args.input

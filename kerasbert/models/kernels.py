@@ -36,6 +36,7 @@ from types import ModuleType
 from typing import Any
 
 import keras
+import numpy as np
 from keras import ops
 
 from kerasbert import hardware, internals
@@ -169,6 +170,56 @@ def tied_logits(rows: Any, embedding: keras.layers.ReversibleEmbedding) -> Any:
         return embedding(rows, reverse=True)
     table = tf.cast(ops.convert_to_tensor(embedding.embeddings), rows.dtype)
     return _kept_apart(tf.matmul(rows, table, transpose_b=True))
+
+
+def checked_below(values: Any, limit: int, message: str) -> Any:
+    """``values`` (integers, any shape) once each is checked to lie in ``[0, limit)``.
+
+    Concrete values (NumPy, eager TensorFlow) are checked at once: ``ValueError(message)``
+    with the first value outside. In a TensorFlow graph the result depends on an assertion,
+    so nothing reads it before the check passed: ``InvalidArgumentError`` with ``message``
+    (an index past a table raises on a CPU but reads zeros on a GPU). XLA drops assertions;
+    callers also mark what lies outside (:func:`outside_as_nan`).
+
+    Example:
+        >>> checked_below(np.array([0, 3]), 4, "ids past the table").tolist()
+        [0, 3]
+        >>> checked_below(np.array([5]), 4, "ids past the table")
+        Traceback (most recent call last):
+        ValueError: ids past the table (found 5)
+    """
+    if isinstance(values, (int, np.integer, np.ndarray)) or _is_eager(values):
+        found = np.asarray(values if isinstance(values, (int, np.integer, np.ndarray))
+                           else ops.convert_to_numpy(values))
+        outside = found[(found < 0) | (found >= limit)]
+        if outside.size:
+            raise ValueError(f"{message} (found {int(outside.flat[0])})")
+        return values
+    if keras.backend.backend() != "tensorflow":
+        return values
+    import tensorflow as tf
+
+    checks = [tf.debugging.assert_non_negative(values, message=message),
+              tf.debugging.assert_less(values, tf.cast(limit, values.dtype), message=message)]
+    with tf.control_dependencies(checks):
+        return tf.identity(values)
+
+
+def outside_as_nan(rows: Any, values: Any, limit: int) -> Any:
+    """``rows`` (``values.shape + (width,)``, the rows a lookup read for ``values``) with NaN
+    where a value lies outside ``[0, limit)``: under XLA, which drops
+    :func:`checked_below`'s assertion and clamps the lookup, the output turns NaN (a training
+    run stops on its loss) instead of reading the table's last row in silence."""
+    inside = ops.logical_and(ops.greater_equal(values, 0), ops.less(values, limit))
+    return ops.where(ops.expand_dims(inside, -1), rows, ops.cast(math.nan, rows.dtype))
+
+
+def _is_eager(values: Any) -> bool:
+    if keras.backend.backend() != "tensorflow":
+        return False
+    import tensorflow as tf
+
+    return isinstance(values, tf.Tensor) and tf.executing_eagerly() and hasattr(values, "numpy")
 
 
 def is_variable(cache: Any) -> bool:

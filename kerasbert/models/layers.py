@@ -28,7 +28,9 @@ from kerasbert.models.config import APPROXIMATE_GELU_NAMES
 from kerasbert.models.kernels import (
     Dropout,
     affine,
+    checked_below,
     is_variable,
+    outside_as_nan,
     token_rows,
     training_activation,
     written_in_place,
@@ -247,14 +249,14 @@ class PositionEmbedding(keras.layers.Layer):
         """``positions``: each token's ``(batch, length)`` position ids, where they do not
         count from 0 (decoding: left-padded rows, the new tokens after a cache; the model's
         ``Input-Position``)."""
-        if self.hierarchical is not None:
-            if positions is None:
-                positions = ops.arange(ops.shape(inputs)[1])[None]
-            return inputs + ops.cast(self.decomposed(positions, self.hierarchical), inputs.dtype)
-        if positions is not None:
-            return inputs + ops.cast(ops.take(self.embeddings, positions, axis=0), inputs.dtype)
-        length = ops.shape(inputs)[1]
-        return inputs + ops.cast(self.embeddings[:length], inputs.dtype)[None]
+        if positions is None:
+            length = checked_length(ops.shape(inputs)[1], self.max_position, self.hierarchical,
+                                    self.name)
+            if self.hierarchical is None:
+                return inputs + ops.cast(self.embeddings[:length], inputs.dtype)[None]
+            positions = ops.arange(length)[None]
+        rows = position_rows(self.embeddings, positions, self.hierarchical, self.name)
+        return inputs + ops.cast(rows, inputs.dtype)
 
     def decomposed(self, positions: Any, alpha: float) -> Any:
         """The embeddings of ``positions`` (int, any shape) decomposed with ``alpha``."""
@@ -270,6 +272,51 @@ class PositionEmbedding(keras.layers.Layer):
         # Files saved before the option existed have none.
         return config if self.hierarchical is None else {**config,
                                                          "hierarchical": self.hierarchical}
+
+
+def _positions_read(rows: int, alpha: float | None, where: str) -> tuple[int, str]:
+    """How many positions a table of ``rows`` reads, and how the message names them."""
+    if alpha is None:
+        return rows, f"the {rows} positions of {where} (max_position_embeddings)"
+    return rows * rows, (f"the {rows * rows:,} positions hierarchical_position reads with the "
+                         f"{rows} rows of {where}")
+
+
+def checked_length(length: Any, rows: int, alpha: float | None, where: str) -> Any:
+    """A sequence's ``length`` (an int, or a scalar tensor) checked against the positions a
+    table of ``rows`` reads (``alpha``: hierarchically decomposed, ``rows²``); ``where``
+    names the table in the message (:func:`~kerasbert.models.kernels.checked_below`).
+
+    Example:
+        >>> checked_length(100, 64, None, "Embedding-Position")
+        Traceback (most recent call last):
+        ValueError: tokens in a sequence: more than the 64 positions of ... (found 100)
+    """
+    limit, read = _positions_read(rows, alpha, where)
+    cut = ("; cut the texts (maxlen)" + (" or read longer ones with hierarchical_position=True"
+                                          if alpha is None else ""))
+    return checked_below(length, limit + 1, f"tokens in a sequence: more than {read}{cut}")
+
+
+def position_rows(table: Any, positions: Any, alpha: float | None, where: str) -> Any:
+    """The rows of a ``(rows, width)`` position ``table`` for ``positions`` (int, ``(batch,
+    length)``), each position checked first against those the table reads (``alpha``:
+    hierarchically decomposed, :func:`decomposed_positions`), so that no device reads
+    past the table: a ``ValueError`` (or TensorFlow's ``InvalidArgumentError`` in a graph)
+    naming the position, where a bare lookup raises on a CPU and reads zeros on a GPU.
+
+    Example:
+        >>> position_rows(ops.zeros((64, 2)), ops.convert_to_tensor([[3, 70]]), None,
+        ...               "Embedding-Position")
+        Traceback (most recent call last):
+        ValueError: position id: outside the 64 positions of Embedding-Position ... (found 70)
+    """
+    limit, read = _positions_read(table.shape[0], alpha, where)
+    positions = checked_below(positions, limit,
+                              f"position id: outside {read}, 0 to {limit - 1}")
+    rows = (ops.take(table, positions, axis=0) if alpha is None
+            else decomposed_positions(table, positions, alpha))
+    return outside_as_nan(rows, positions, limit)
 
 
 def decomposed_positions(table: Any, positions: Any, alpha: float) -> Any:

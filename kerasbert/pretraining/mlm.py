@@ -227,7 +227,8 @@ def _pretrain(options, run, config, callbacks, started):
             from_logits=True, reduction="mean_with_sample_weight"),
         weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
         jit_compile=options.jit_compile)
-    run.start()
+    model.optimizer.build(model.trainable_variables)  # its size, for the room check
+    run.start(model, epochs, last=bert.model.weights)
     prepared.vocab.write(os.path.join(options.output, "vocab.txt"))
     recorder = run.fit(
         model, _dataset(prepared.matrix, prepared.masker, options.batch_size, options.seed,

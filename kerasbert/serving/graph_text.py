@@ -159,6 +159,19 @@ def _sigma_class(normalizer, ch):
     return _SKIP if normalizer.normalize_str("A" + ch + "Σ")[-1] == "ς" else _BLOCK
 
 
+def same_count(first, second, first_name, second_name):
+    """``first`` and ``second`` (string ``[batch]``) once they are checked to hold as many
+    texts: a served pair of unequal inputs fails with ``InvalidArgumentError`` naming both
+    inputs, instead of pairing one text with every other one (broadcasting) or reading
+    past the shorter input."""
+    check = tf.debugging.assert_equal(
+        tf.shape(first)[0], tf.shape(second)[0],
+        message=f"{first_name} and {second_name} must hold as many texts: the texts of a pair "
+                "are at the same place in each")
+    with tf.control_dependencies([check]):
+        return tf.identity(first), tf.identity(second)
+
+
 class TextEncoder(tf.Module):
     """The Tokenizer's ``encode_batch`` in TensorFlow ops: raw strings to model inputs.
 
@@ -203,8 +216,12 @@ class TextEncoder(tf.Module):
             token_out_type=tf.int64, unknown_token="[UNK]")
 
     def __call__(self, text, pair=None):
-        """``(token_ids, segment_ids)``: int32 ``[batch, longest row]``, padded with [PAD]."""
-        return self.inputs(self.token_ids(text), None if pair is None else self.token_ids(pair))
+        """``(token_ids, segment_ids)``: int32 ``[batch, longest row]``, padded with [PAD]
+        (``pair``: as many second texts as ``text`` holds, :func:`same_count`)."""
+        if pair is None:
+            return self.inputs(self.token_ids(text))
+        text, pair = same_count(text, pair, "text", "pair")
+        return self.inputs(self.token_ids(text), self.token_ids(pair))
 
     def inputs(self, first, second=None):
         """The model's inputs from each text's token ids (ragged, as :meth:`token_ids` or

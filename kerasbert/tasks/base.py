@@ -27,7 +27,7 @@ from kerasbert.training import batches, distribute
 from kerasbert.training.callbacks import inference_model
 from kerasbert.training.lifecycle import TrainingRun
 from kerasbert.training.optimizer import make_optimizer
-from kerasbert.training.options import OptionError, validate
+from kerasbert.training.options import OptionError, running_precision, validate
 from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
 from kerasbert.training.rundir import RunDirectory
 
@@ -94,8 +94,9 @@ class Task:
         """The lines ``kerasbert evaluate`` prints (without ``--json``)."""
         raise NotImplementedError
 
-    def check_texts(self, texts):
-        """Raises ``ValueError`` when ``predict``'s texts do not make whole examples."""
+    def check_texts(self, texts, run=None):
+        """Raises ``ValueError`` when ``predict``'s texts do not make whole examples (for
+        ``run``, the opened run, where its options decide)."""
         if len(texts) % self.texts_per_example:
             raise ValueError(f"{len(texts)} texts: a {self.name} run takes them "
                              f"{self.texts_per_example} at a time")
@@ -127,7 +128,7 @@ def train(options, callbacks=(), verbose="auto", on_checked=None):
         kerasbert.training.callbacks.TrainingDiverged: the loss became NaN or infinite.
     """
     validate(options)
-    options = options.resolved()
+    options = running_precision(options.resolved())
     task = get_task(options.task)
     strategy_name = getattr(options, "strategy", None)
     check_cluster(strategy_name)
@@ -171,7 +172,9 @@ def _train(task, options, strategy, directory, callbacks, verbose, on_checked):
                                          gradient_accumulation=options.grad_accum),
                 loss=task.loss(model), metrics=task.metrics(), jit_compile=options.jit_compile)
             distribute.fit_under(model, strategy)
-        run.start()
+            model.optimizer.build(model.trainable_variables)  # its size, for the room check
+        saved = task.saved_model(model).weights
+        run.start(model, options.epochs, best=saved, last=saved)
         # Global batches; each worker of a multi-worker run takes its part of every one.
         train_set = distribute.shard_by_data(batches.make_dataset(
             *arrays, batch_size=options.batch_size, seed=options.seed,

@@ -35,6 +35,9 @@ FORMATS = {".tsv": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}
 TABLES = "a .tsv/.csv/.jsonl file"
 #: Plain text, one text per line: texts to predict, without labels or columns.
 TEXT_SUFFIXES = (".txt",)
+#: What a missing column's message advises where the columns are chosen by flags.
+RENAMING_BY_FLAGS = ("to read other columns, name them with --text-column, --pair-column or "
+                     "--label-column")
 STRAY_QUOTE = "a quoted field takes in lines that read as rows of their own"
 
 logger = logging.getLogger(__name__)
@@ -348,7 +351,8 @@ def _records(path, kind):
         yield number, fields, problem, list(lines) if len(lines) > 1 else ()
 
 
-def _table_rows(path, kind, required, label_column=None, header=None):
+def _table_rows(path, kind, required, label_column=None, header=None,
+                renaming=RENAMING_BY_FLAGS):
     """Yields ``(first_line_number, dict or problem string)`` for every CSV / TSV record;
     ``header``: the column names of a file without a header row (its first line is a row).
 
@@ -361,7 +365,7 @@ def _table_rows(path, kind, required, label_column=None, header=None):
         if header is None:
             if problem:
                 raise DataError(f"header row in {path}, line {number}: {problem}")
-            header = _header(path, number, fields, required)
+            header = _header(path, number, fields, required, renaming)
         elif problem:
             rows.append((number, problem, lines))
         elif len(fields) != len(header):
@@ -426,15 +430,14 @@ def _csv_problem(error, first, last):
     return f"not valid CSV ({message})"
 
 
-def _header(path, number, fields, required):
+def _header(path, number, fields, required, renaming=RENAMING_BY_FLAGS):
     """The column names (surrounding spaces stripped), checked to hold ``required``."""
     header = [field.strip() for field in fields]
     missing = [column for column in required if column not in header]
     if missing:
         raise DataError(f"header row in {path}, line {number}: no column "
                         f"{', '.join(map(repr, missing))} in the header "
-                        f"(columns: {', '.join(header)}); to read other columns, name them "
-                        "with --text-column, --pair-column or --label-column")
+                        f"(columns: {', '.join(header)}); {renaming}")
     twice = [column for column in required if header.count(column) > 1]
     if twice:
         raise DataError(f"header row in {path}, line {number}: column {twice[0]!r} appears "
@@ -458,7 +461,8 @@ def _refuse_squad(path, first_line):
 
 
 def read_examples(path, text_column="text", pair_column=None, label_column="label",
-                  skip_bad_rows=False, require_labels=True, header=None):
+                  skip_bad_rows=False, require_labels=True, header=None,
+                  renaming=RENAMING_BY_FLAGS):
     """Reads a labelled TSV / CSV / JSONL file.
 
     Texts are kept exactly as written; labels are stripped of surrounding spaces (a
@@ -474,6 +478,8 @@ def read_examples(path, text_column="text", pair_column=None, label_column="labe
             empty; labels are then None).
         header: the column names of a TSV / CSV file that has no header row (LCQMC's
             ``text_a<TAB>text_b<TAB>label`` lines); None: its first row names them.
+        renaming: what the message about a header without the columns advises (a task
+            whose columns are fixed says so instead of naming the column flags).
 
     Returns:
         :class:`Examples`; ``skipped`` lists ``(line, problem)`` of skipped rows.
@@ -495,7 +501,7 @@ def read_examples(path, text_column="text", pair_column=None, label_column="labe
     wanted = [text_column] + ([pair_column] if pair_column else [])
     required = wanted + ([label_column] if require_labels else [])
     rows = (_json_rows(path, wanted + [label_column]) if kind == "jsonl"
-            else _table_rows(path, kind, required, label_column, header))
+            else _table_rows(path, kind, required, label_column, header, renaming))
     examples, spellings = Examples([], [], [], path), {}
     for number, row in rows:
         row = row if isinstance(row, str) else _values(row, wanted, label_column, require_labels)

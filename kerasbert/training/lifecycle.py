@@ -5,13 +5,15 @@ Every run goes through the same four steps, in this order::
     run = TrainingRun(options, OPTIONS_FILE, FINISHED_FILE)
     run.prepare()        # run directory checked (nothing written), seeds set
     ...                  # read the data, build and compile the model
-    run.start()          # directory created, leftovers of a kill removed, options saved
+    run.start(model, epochs)  # room checked; directory created, leftovers of a kill
+                              # removed, options saved
     recorder = run.fit(model, data, epochs=..., steps_per_epoch=..., hint=...)
     ...                  # write the run's files
     run.finish(summary)  # the finished file last, then the backup is removed
     run.release()        # in a finally: the directory's lock, however the run ended
 
-so both get the same guarantees: options saved before the first step, a resume
+so both get the same guarantees: the disk's room checked and the options saved before
+the first step, a resume
 refused when the options differ, dropout seeds drawn from ``(seed, epoch)`` so a
 resumed run equals an uninterrupted one, an atomic backup after every epoch, the
 history kept in ``history.json``, and a finished file written last.
@@ -81,8 +83,18 @@ class TrainingRun:
         """Whether every epoch was trained and backed up before the run was interrupted."""
         return bool(self.resumed and self.resumed["done"])
 
-    def start(self):
-        """Creates the directory, clears what a kill left behind, saves the options."""
+    def start(self, model, epochs, best=(), last=()):
+        """Checks that the folder has room for what the run will write
+        (:meth:`RunDirectory.check_room`: ``model``'s backups over the ``epochs`` left,
+        ``best`` and ``last``), then creates the directory, clears what a kill left behind,
+        saves the options.
+
+        Raises:
+            kerasbert.disk_space.NoSpace: too little room; nothing written.
+        """
+        self.directory.check_room(model, best=best, last=last,
+                                  epochs=0 if self.trained else epochs - self.first_epoch,
+                                  restart=getattr(self.options, "restart", False))
         self.directory.start(self.options)
 
     def fit(self, model, data, *, epochs, steps_per_epoch, hint, validation_data=None,

@@ -16,6 +16,7 @@ Example:
 import dataclasses
 import math
 
+from kerasbert.hardware import compute_policy
 from kerasbert.models.families import FAMILIES
 from kerasbert.presets.table import DEFAULTS_FILE as MODEL_DEFAULTS_FILE
 from kerasbert.presets.table import names as preset_names
@@ -115,6 +116,27 @@ def precision(value):
     if value is True:
         return "bfloat16"
     return None if value is False else value
+
+
+def running_precision(options, warn=True):
+    """``options`` with ``mixed_precision`` as this machine runs it: None (float32) where
+    :func:`kerasbert.hardware.compute_policy` runs a bfloat16 request in float32 (a CPU
+    without bfloat16 units; its warning names ``--mixed-precision`` unless ``warn`` is
+    False), so that a run's saved options record the precision that ran, and a resume on the
+    same machine compares the same.
+
+    Example:
+        >>> from unittest import mock
+        >>> with mock.patch("kerasbert.hardware.cpu_flags", lambda: frozenset({"avx2"})), \\
+        ...         mock.patch("kerasbert.hardware.visible_gpus", lambda: []):
+        ...     asked = FinetuneOptions(output="x", task="ner", mixed_precision="bfloat16")
+        ...     running_precision(asked, warn=False).mixed_precision is None
+        True
+    """
+    policy = MIXED_POLICIES.get(getattr(options, "mixed_precision", None))
+    if policy and compute_policy(policy, "--mixed-precision", warn=warn) == "float32":
+        return dataclasses.replace(options, mixed_precision=None)
+    return options
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -29,6 +29,7 @@ import shutil
 from kerasbert import disk_space, files
 from kerasbert.files import pause_point
 from kerasbert.training import fingerprints
+from kerasbert.training.options import running_precision
 
 try:
     import fcntl
@@ -265,9 +266,11 @@ class RunDirectory:
                     if field.default is not dataclasses.MISSING and field.name not in saved},
                  **saved}
         # Read as the options class reads them (an older run's "mixed_precision": true is
-        # today's "bfloat16").
-        saved = {**saved, **json.loads(json.dumps(dataclasses.asdict(type(options)(
-            **{key: value for key, value in saved.items() if key in current}))))}
+        # today's "bfloat16"), its precision as this machine runs it (an older run recorded
+        # "bfloat16" where it ran float32).
+        saved = {**saved, **json.loads(json.dumps(dataclasses.asdict(running_precision(
+            type(options)(**{key: value for key, value in saved.items() if key in current}),
+            warn=False))))}
         changed = [key for key in current if key not in _RESUME_FLAGS
                    and not _same_value(saved.get(key), current[key], key in paths)]
         if changed:
@@ -366,6 +369,47 @@ class RunDirectory:
             names.append(HISTORY)
         return names
 
+    def check_room(self, model, best=(), last=(), epochs=1, restart=False):
+        """Refuses to train where the run's folder has no room for what the run will write,
+        before the first step: the epoch backups (weights and optimizer; two at once while
+        the newest is written, from the second one on), ``best`` beside them (the weights
+        saved as ``model.keras`` at each best epoch) and ``last`` beside the last backup
+        (the weights written as ``bert_model.ckpt`` at the end), less what the folder holds
+        already and the run replaces (a resumed run's backup and ``model.keras``; with
+        ``restart``, the whole earlier run).
+
+        Args:
+            model: the compiled model, its optimizer built.
+            best, last: the variables of those files.
+            epochs: the epochs left to train.
+            restart: whether the earlier run in the folder is removed first.
+
+        Raises:
+            kerasbert.disk_space.NoSpace: ``no space in runs/x: 60.2 MB needed for the run's
+                files (...), 20.0 MB free; nothing was trained: ...``.
+        """
+        backup = disk_space.estimated_size(
+            [*model.weights, *(model.optimizer.variables if model.optimizer else ())])
+        best = disk_space.estimated_size(best) if best else 0
+        last = disk_space.estimated_size(last, overhead=256) if last else 0
+        held = 0
+        if os.path.isdir(self.path):
+            held = (disk_space.size_of(self.path) if restart else
+                    sum(disk_space.size_of(path) for path in (self.file(BACKUP),
+                                                              self.file("model.keras"))
+                        if os.path.exists(path)))
+        at_once = 2 if epochs > 1 or self._backups() else 1
+        needed = best + max(at_once * backup, backup + last) - held
+        parts = ["two epoch backups" if at_once == 2 else "the epoch backup"]
+        parts += ["model.keras"] * bool(best) + ["bert_model.ckpt"] * bool(last)
+        resumed = self.started and not restart
+        advice = ("; the run so far is kept: free some space, then continue it with --resume"
+                  if resumed else "; nothing was trained: free some space or choose another "
+                  "--output, then run the command again")
+        if needed > 0:
+            disk_space.check_space(self.path, needed,
+                                   what=f"the run's files ({', '.join(parts)})", advice=advice)
+
     def write_backup(self, model, epoch, done):
         """Backs up weights and optimizer after ``epoch`` (1-based) epochs, atomically.
 
@@ -382,7 +426,9 @@ class RunDirectory:
         target = self.file(os.path.join(BACKUP, f"epoch-{epoch:04d}"))
         what = f"the backup of epoch {epoch}"
         advice = ("; the previous backup is kept: free some space, then continue the run "
-                  "with --resume")
+                  "with --resume" if self._backups() else
+                  "; no epoch is backed up yet, so --resume starts the run again from its "
+                  "first epoch: free some space, then continue it with --resume")
         variables = [*model.weights, *(model.optimizer.variables if model.optimizer else ())]
         size = disk_space.estimated_size(variables)
         tight = disk_space.free_space(self.path) < 4 * disk_space.space_needed(size)

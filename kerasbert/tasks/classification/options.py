@@ -14,7 +14,7 @@ class ClassificationOptions(TaskOptions):
                "--config it fine-tunes the shipped kerasbert-zh-small on the shipped review "
                "split")
     FILES = "labelled TSV, CSV or JSONL with a header naming the columns"
-    TEXTS = "texts to classify"
+    TEXTS = "texts to classify (a run on sentence pairs: TEXT PAIR, TEXT PAIR...)"
     SHIPPED = "reviews"
     SIGNATURE = "classify"
     FORMATS = ("saved_model", "onnx", "litert")

@@ -127,6 +127,13 @@ class Classification(Task):
     def read_inputs(self, options):
         return _read_inputs(options)
 
+    def check_texts(self, texts, run=None):
+        """A run on sentence pairs takes its texts two at a time, each text and its pair."""
+        if run is not None and run.options.pair_column and len(texts) % 2:
+            raise ValueError(f"odd number of texts in TEXT ({len(texts)}): this run classifies "
+                             f"sentence pairs ({run.options.text_column}, "
+                             f"{run.options.pair_column}): give TEXT PAIR, TEXT PAIR...")
+
     def training_arrays(self, options, inputs):
         arrays = _encode(inputs, inputs.train, options.maxlen)
         if options.prefix_copies:
@@ -307,18 +314,27 @@ class Run:
     def predict(self, texts=None, path=None, progress=False, **columns):
         """``[{"text", "label", "probability"}]`` for texts, for the rows of a table (its
         columns as for :meth:`evaluate`), or for the lines of a ``.txt`` file (one text per
-        line, blank lines skipped)."""
+        line, blank lines skipped). A run on sentence pairs takes ``texts`` as ``[text,
+        pair, text, pair...]``, and each answer names its ``pair`` too."""
         if path is not None and os.path.splitext(path)[1].lower() in data.TEXT_SUFFIXES:
             rows = self._read_texts(path, columns)
         elif path is not None:
             rows = self._read(path, columns, require_labels=False)
+        elif self.options.pair_column:
+            texts = list(texts)
+            TASK.check_texts(texts, self)
+            rows = data.Examples.from_texts(texts[::2], texts[1::2])
         else:
             rows = data.Examples.from_texts(list(texts))
+        if not len(rows):
+            return []
         probabilities = _predict(self.model, self.tokenizer, rows, self.options.maxlen,
                                  progress=progress)
         best = probabilities.argmax(-1)
-        return [{"text": text, "label": self.labels[i], "probability": float(p[i])}
-                for text, i, p in zip(rows.texts, best, probabilities)]
+        pairs = self.options.pair_column is not None
+        return [{"text": text, **({"pair": pair} if pairs else {}), "label": self.labels[i],
+                 "probability": float(p[i])}
+                for text, pair, i, p in zip(rows.texts, rows.pairs, best, probabilities)]
 
     def export(self, directory, overwrite=False, format="saved_model", **options):
         """Writes the model for serving; returns the files written.

@@ -200,7 +200,7 @@ class Qa(Task):
         return [f"questions {metrics['total']}  exact match {metrics['exact']:.2f}  "
                 f"F1 {metrics['f1']:.2f}"]
 
-    def check_texts(self, texts):
+    def check_texts(self, texts, run=None):
         if len(texts) % 2:
             raise ValueError(f"odd number of texts in TEXT ({len(texts)}): a QA run takes "
                              "QUESTION CONTEXT pairs")

@@ -8,7 +8,8 @@ signatures::
     similarity        text_a, text_b (string [batch])
                       -> similarity (float32 [batch], the cosine of the two texts' vectors),
                          label (int32 [batch], 1 where the similarity is at least the run's
-                         threshold)
+                         threshold; none for a run on graded labels); text_a and text_b
+                         must hold as many texts
     embed             text (string [batch]) -> vector (float32 [batch, hidden])
 
 ``similarity`` and ``embed`` run the WordPiece tokenizer in the graph
@@ -30,7 +31,7 @@ import os
 
 import tensorflow as tf
 
-from kerasbert.serving.graph_text import TextEncoder
+from kerasbert.serving.graph_text import TextEncoder, same_count
 from kerasbert.serving.saved_model import version_folder, write_archive
 
 
@@ -41,7 +42,8 @@ def export(model, vocab, directory, *, threshold, maxlen, version=None, overwrit
     Args:
         model: the encoder (token and segment ids -> a vector per text).
         vocab: its ``vocab.txt``.
-        threshold: the cosine from which ``similarity`` calls a pair 1.
+        threshold: the cosine from which ``similarity`` calls a pair 1 (None: no label,
+            a run on graded labels).
         maxlen: tokens per text, [CLS] and [SEP] included.
         directory, version, overwrite, source: as for
             :func:`kerasbert.serving.saved_model.version_folder`.
@@ -60,9 +62,12 @@ def export(model, vocab, directory, *, threshold, maxlen, version=None, overwrit
         return vector(*encoder(text))
 
     def similarity(text_a, text_b):
+        text_a, text_b = same_count(text_a, text_b, "text_a", "text_b")
         a, b = (tf.math.l2_normalize(embed(text)["vector"], axis=-1, epsilon=1e-24)
                 for text in (text_a, text_b))
         cosine = tf.reduce_sum(a * b, axis=-1)
+        if threshold is None:  # a run on graded labels
+            return {"similarity": cosine}
         return {"similarity": cosine,
                 "label": tf.cast(cosine >= tf.constant(threshold, tf.float32), tf.int32)}
 

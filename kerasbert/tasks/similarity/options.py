@@ -15,8 +15,9 @@ class SimilarityOptions(TaskOptions):
     SUMMARY = ("sentence-pair similarity: each text encoded alone by the same BERT, mean-pooled, "
                "scored by the cosine of the two vectors (CoSENT loss); without --train it takes "
                "the shipped Chinese name pairs (of one kind or not)")
-    FILES = ("TSV, CSV or JSONL with the columns text_a, text_b and label (0 or 1); a TSV or "
-             "CSV without a header row is read as text_a, text_b, label (LCQMC's files)")
+    FILES = ("TSV, CSV or JSONL with the columns text_a, text_b and label (0 or 1, or a graded "
+             "score such as STS-B's 0 to 5); a TSV or CSV without a header row is read as "
+             "text_a, text_b, label (LCQMC's files)")
     TEXTS = ("TEXT_A TEXT_B pairs: two texts to compare (--input: TSV, CSV or JSONL with "
              "text_a and text_b)")
     TEXT_LINES = False

@@ -4,9 +4,10 @@ accuracy and F1 at a cosine threshold.
 CoSENT (Su Jianlin, 2022) trains on the order of the cosines: for every two pairs of a batch
 whose labels say that pair ``(i, j)`` is less similar than pair ``(k, l)``, it adds
 ``exp(λ (cos_ij − cos_kl))`` to a sum, and the loss is ``log(1 + sum)``, with λ = 20.
-The dev score is the Spearman correlation of the cosines with the labels (it needs no
-threshold); the threshold that gives the best dev accuracy is then kept for predict and
-evaluate.
+The labels may be 0/1 or graded scores (STS-B's 0 to 5): only their order counts. The dev
+score is the Spearman correlation of the cosines with the labels (it needs no threshold);
+where the dev labels are 0/1, the threshold that gives the best dev accuracy is then kept
+for predict and evaluate.
 
 Example:
     >>> import numpy as np
@@ -93,8 +94,18 @@ def best_threshold(cosines, labels):
 def pair_scores(cosines, labels, threshold):
     """``{"pairs", "spearman", "threshold", "accuracy", "precision", "recall", "f1"}`` of
     cosines against 0/1 labels, a pair called 1 at a cosine of at least ``threshold`` (F1,
-    precision and recall of the label 1)."""
-    labels = np.asarray(labels, "int64")
+    precision and recall of the label 1); ``{"pairs", "spearman", "threshold"}`` alone
+    where the labels are graded scores or ``threshold`` is None.
+
+    Example:
+        >>> pair_scores([0.9, 0.2, 0.5], [3.5, 0.0, 1.2], None)
+        {'pairs': 3, 'spearman': 1.0, 'threshold': None}
+    """
+    labels = np.asarray(labels, "float64")
+    if threshold is None or not set(labels.tolist()) <= {0.0, 1.0}:
+        return {"pairs": int(len(labels)), "spearman": spearman(cosines, labels),
+                "threshold": None if threshold is None else float(threshold)}
+    labels = labels.astype("int64")
     called = (np.asarray(cosines) >= threshold).astype("int64")
     hits = int((called & labels).sum())
     precision = hits / called.sum() if called.sum() else 0.0

@@ -22,6 +22,7 @@ Example::
     summary["test"]["spearman"], summary["test"]["accuracy"]
 """
 
+import logging
 import os
 
 import keras
@@ -44,10 +45,12 @@ from kerasbert.tasks.similarity.options import SimilarityOptions
 from kerasbert.tasks.similarity.scores import best_threshold, cosent_loss, pair_scores
 from kerasbert.training import batches, data
 from kerasbert.training.callbacks import ProgressBar, inference_model
+from kerasbert.training.options import OptionError
 from kerasbert.training.rundir import RunError, read_json
 
 __all__ = ["MeanPooling", "Run", "SimilarityOptions", "TASK", "build_encoder_model",
            "build_siamese", "cosines", "embed", "train"]
+log = logging.getLogger(__name__)
 MONITOR = "val_spearman"
 THRESHOLD_FILE = "threshold.json"
 #: The layer names of the head: the mean over the tokens, and the encoder inside the
@@ -102,7 +105,10 @@ def build_siamese(encoder):
 
 def embed(model, tokenizer, texts, maxlen, batch_size=64, progress=False):
     """The vectors ``[texts, hidden]`` of ``model`` (a run's encoder) for ``texts``."""
-    token_ids, segment_ids = tokenizer.encode_batch(list(texts), maxlen=maxlen)
+    texts = list(texts)
+    if not texts:
+        return np.zeros((0, model.outputs[0].shape[-1]), "float32")
+    token_ids, segment_ids = tokenizer.encode_batch(texts, maxlen=maxlen)
     dataset = batches.make_dataset(token_ids, segment_ids, batch_size=batch_size)
     bar = [ProgressBar(-(-len(token_ids) // batch_size), "batches")] if progress else []
     return np.asarray(model.predict(dataset, verbose=0, callbacks=bar), dtype="float32")
@@ -118,15 +124,13 @@ def cosines(model, tokenizer, pairs, maxlen, progress=False):
     return (a * b).sum(-1)
 
 
-def _labels(pairs):
-    return np.asarray([int(label) for label in pairs.labels], "int32")
-
-
 def _dev_result(model, inputs, options):
-    """The dev scores of an encoder at the threshold it is best at."""
+    """The dev scores of an encoder, at the threshold it is best at where the dev labels
+    are 0 or 1 (graded labels: Spearman alone, no threshold)."""
     found = cosines(model, inputs.tokenizer, inputs.dev, options.maxlen)
-    labels = _labels(inputs.dev)
-    return pair_scores(found, labels, best_threshold(found, labels))
+    labels = pair_data.label_values(inputs.dev)
+    threshold = best_threshold(found, labels) if pair_data.is_binary(inputs.dev) else None
+    return pair_scores(found, labels, threshold)
 
 
 class _Inputs:
@@ -142,7 +146,18 @@ class _Inputs:
         self.dev = pair_data.read_pairs(options.dev)
         self.test = pair_data.read_pairs(options.test) if options.test else None
         for pairs in (self.train, self.dev):
-            pair_data.check_both_labels(pairs)
+            pair_data.check_labels(pairs)
+            pair_data.check_different_texts(pairs)
+        if options.batch_size < 2:
+            raise OptionError(f"invalid value {options.batch_size} in --batch-size: CoSENT ranks "
+                              "the pairs of a batch against each other, and one pair has none "
+                              "to rank; use 2 or more (16 or more ranks more pairs a step)")
+        share = pair_data.one_label_share(self.train, options.batch_size)
+        if share >= pair_data.ONE_LABEL_WARNING:
+            log.warning("--batch-size %d: about %.0f%% of the batches of %s hold pairs of one "
+                        "label only, which give CoSENT no pair to rank (they add 0 to the "
+                        "loss); a larger --batch-size ranks more pairs a step", options.batch_size,
+                        100 * share, options.train)
         check_checkpoint(options)
         self.steps = -(-len(self.train) // options.batch_size)
         return self
@@ -166,7 +181,7 @@ class Similarity(Task):
         width = max(first.shape[1], second.shape[1])
         first, second = (np.pad(ids, [(0, 0), (0, width - ids.shape[1])])
                          for ids in (first, second))
-        return first, second, _labels(inputs.train)
+        return first, second, pair_data.label_values(inputs.train)
 
     def build_model(self, options, inputs):
         return build_siamese(build_encoder_model(options))
@@ -197,24 +212,29 @@ class Similarity(Task):
         if inputs.test is not None:
             summary["test"] = pair_scores(
                 cosines(model, inputs.tokenizer, inputs.test, options.maxlen),
-                _labels(inputs.test), dev["threshold"])
+                pair_data.label_values(inputs.test), dev["threshold"])
         return summary
 
     def train_report(self, options, summary):
         shown = "test" if "test" in summary else "dev"
-        return [f"\n{shown} {_scores_line(summary[shown])} (threshold "
-                f"{summary['dev']['threshold']:.4f} from dev; best epoch "
+        threshold = summary["dev"]["threshold"]
+        found = ("graded dev labels: no threshold" if threshold is None
+                 else f"threshold {threshold:.4f} from dev")
+        return [f"\n{shown} {_scores_line(summary[shown])} ({found}; best epoch "
                 f"{summary['best_epoch']})",
                 f"run directory: {options.output} (metrics.json, model.keras, "
                 f"{THRESHOLD_FILE})"]
 
     def evaluation_report(self, metrics):
-        return [f"pairs {metrics['pairs']}  {_scores_line(metrics)}  (threshold "
-                f"{metrics['threshold']:.4f})"]
+        threshold = ("" if "accuracy" not in metrics
+                     else f"  (threshold {metrics['threshold']:.4f})")
+        return [f"pairs {metrics['pairs']}  {_scores_line(metrics)}{threshold}"]
 
 
 def _scores_line(scores):
     rho = "n/a" if scores["spearman"] is None else f"{scores['spearman']:.4f}"
+    if "accuracy" not in scores:  # graded labels, or a run without a threshold
+        return f"Spearman {rho}"
     return (f"Spearman {rho}  accuracy {scores['accuracy']:.4f}  F1 {scores['f1']:.4f} "
             f"(precision {scores['precision']:.4f}, recall {scores['recall']:.4f})")
 
@@ -230,11 +250,12 @@ class Run(FinishedRun):
         super().__init__(run_dir, accept_changed=accept_changed)
         path = os.path.join(self.run_dir, THRESHOLD_FILE)
         saved = read_json(path, "threshold")
-        value = saved.get("threshold") if isinstance(saved, dict) else None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        value = saved.get("threshold", False) if isinstance(saved, dict) else False
+        if value is not None and (isinstance(value, bool)
+                                  or not isinstance(value, (int, float))):
             raise RunError(f"threshold in {path}: must be a JSON object "
-                           "{\"threshold\": <cosine>}")
-        self.threshold = float(value)
+                           "{\"threshold\": <cosine>} (null: a run on graded labels)")
+        self.threshold = None if value is None else float(value)
 
     def check_model(self):
         if len(self.model.inputs) != 2 or len(self.model.outputs[0].shape) != 2:
@@ -242,16 +263,22 @@ class Run(FinishedRun):
                            "encoder (token and segment ids -> a vector); is it the run's own?")
 
     def evaluate(self, path, progress=False):
-        """Spearman, and accuracy, precision, recall and F1 at the run's threshold, on a
-        labelled file of pairs."""
+        """Spearman, and accuracy, precision, recall and F1 at the run's threshold (where
+        it has one and the file's labels are 0 or 1), on a labelled file of pairs."""
         pairs = pair_data.read_pairs(path)
         found = cosines(self.model, self.tokenizer, pairs, self.options.maxlen, progress)
-        return pair_scores(found, _labels(pairs), self.threshold)
+        return pair_scores(found, pair_data.label_values(pairs), self.threshold)
 
     def predict(self, texts=None, path=None, progress=False):
         """``[{"text_a", "text_b", "similarity", "label"}]`` for ``texts`` given as
         ``[text_a, text_b, text_a, text_b...]``, or for the pairs of a file (labels not
-        needed); ``label`` is 1 where the cosine is at least the run's threshold."""
+        needed); ``label`` is 1 where the cosine is at least the run's threshold (a run on
+        graded labels has none, and gives no ``label``)."""
+        if path is not None and os.path.splitext(path)[1].lower() in data.TEXT_SUFFIXES:
+            raise data.DataError(f"data file in {path}: a .txt file holds one text per line, "
+                                 "but a similarity run compares pairs; give a .tsv/.csv/.jsonl "
+                                 "file with the columns text_a and text_b, or the texts as "
+                                 "TEXT_A TEXT_B pairs")
         if path is not None:
             pairs = pair_data.read_pairs(path, require_labels=False)
         else:
@@ -259,11 +286,12 @@ class Run(FinishedRun):
             pairs = data.Examples.from_texts(texts[::2], texts[1::2])
         found = cosines(self.model, self.tokenizer, pairs, self.options.maxlen, progress)
         return [{"text_a": a, "text_b": b, "similarity": float(cosine),
-                 "label": int(cosine >= self.threshold)}
+                 **({} if self.threshold is None else {"label": int(cosine >= self.threshold)})}
                 for a, b, cosine in zip(pairs.texts, pairs.pairs, found)]
 
     def embed(self, texts, progress=False):
-        """The vectors ``[texts, hidden]`` (float32) of the run's encoder for ``texts``."""
+        """The vectors ``[texts, hidden]`` (float32) of the run's encoder for ``texts``
+        (``[0, hidden]`` for none)."""
         return embed(self.model, self.tokenizer, texts, self.options.maxlen, progress=progress)
 
     def export(self, directory, overwrite=False, format="saved_model", **options):
