@@ -79,49 +79,114 @@ def leftovers(folder):
 
 
 # ------------------------------------------------------------------------------ training
+def _train_argv(inputs_root):
+    """The flags of a tiny 2-epoch run (random weights) on files written into ``inputs_root``."""
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(GOOD + BAD + NEUTRAL))
+    (inputs_root / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    (inputs_root / "bert_config.json").write_text(json.dumps(dict(TINY, vocab_size=len(vocab))))
+    return ["--config", str(inputs_root / "bert_config.json"),
+            "--vocab", str(inputs_root / "vocab.txt"),
+            "--train", write_tsv(inputs_root / "train.tsv", make_rows(32, 1)),
+            "--dev", write_tsv(inputs_root / "dev.tsv", make_rows(16, 2)),
+            "--test", write_tsv(inputs_root / "test.tsv", make_rows(16, 3)),
+            "--epochs", "2", "--batch-size", "16", "--maxlen", "32"]
+
+
 @pytest.fixture(scope="module")
 def full_disk_run(tmp_path_factory):
-    """``kerasbert train`` (tiny, random weights, 2 epochs) onto a 1000 kB tmpfs: no room
-    for the first epoch's model.keras; then the tmpfs grown to 16 MB and ``--resume``."""
-    inputs = tmp_path_factory.mktemp("inputs")
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(GOOD + BAD + NEUTRAL))
-    (inputs / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    (inputs / "bert_config.json").write_text(json.dumps(dict(TINY, vocab_size=len(vocab))))
-    argv = ["--config", str(inputs / "bert_config.json"), "--vocab", str(inputs / "vocab.txt"),
-            "--train", write_tsv(inputs / "train.tsv", make_rows(32, 1)),
-            "--dev", write_tsv(inputs / "dev.tsv", make_rows(16, 2)),
-            "--test", write_tsv(inputs / "test.tsv", make_rows(16, 3)),
-            "--epochs", "2", "--batch-size", "16", "--maxlen", "32"]
+    """``kerasbert train`` (tiny, random weights, 2 epochs) onto a 1000 kB tmpfs: too little
+    room for its backups and model.keras, refused before the first step; then the tmpfs
+    grown to 16 MB and the same command again."""
+    argv = _train_argv(tmp_path_factory.mktemp("inputs"))
     disk = tmp_path_factory.mktemp("disk")
     with tmpfs(disk, "1000k"):
         output = disk / "run"
         first = kerasbert(["train", "--output", str(output), *argv])
-        left = leftovers(output)
+        left = leftovers(disk)
         resize(disk, "16m")
-        second = kerasbert(["train", "--output", str(output), *argv, "--resume"])
+        second = kerasbert(["train", "--output", str(output), *argv])
         yield types.SimpleNamespace(first=first, left=left, second=second, output=output)
 
 
-def kerasbert(argv):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONPATH=ROOT)
+def kerasbert(argv, **env):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONPATH=ROOT,
+               **env)
     return subprocess.run([sys.executable, "-m", "kerasbert.cli.main", *argv], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=300, check=False)
 
 
-def test_training_out_of_space_stops_in_one_line_and_resumes(full_disk_run):
+def test_a_run_without_room_is_refused_before_its_first_step(full_disk_run):
     first, output = full_disk_run.first, full_disk_run.output
     assert first.returncode == 2, first.stderr[-3000:]
     assert re.fullmatch(rf"kerasbert train: no space in {re.escape(str(output))}: {AMOUNT} "
-                        rf"needed for model.keras, {AMOUNT} free; the run so far is kept: free "
-                        "some space, then continue it with --resume",
+                        r"needed for the run's files \(two epoch backups, model.keras, "
+                        rf"bert_model.ckpt\), {AMOUNT} free; nothing was trained: free some "
+                        "space or choose another --output, then run the command again",
                         one_line(first.stderr, "train"))
-    assert TRAIN_OPTIONS_FILE in full_disk_run.left
-    assert not [name for name in full_disk_run.left if files.is_temporary(os.path.basename(name))]
+    assert "Epoch 1/2" not in first.stdout + first.stderr
+    assert full_disk_run.left == []  # not even the run directory
 
     second = full_disk_run.second
     assert second.returncode == 0, second.stderr[-3000:]
     history = json.loads((output / "history.json").read_text())
     assert len(history["loss"]) == 2 and (output / TRAIN_FINISHED_FILE).exists()
+
+
+def test_a_resume_without_room_is_refused_before_its_first_step(tmp_path):
+    """A run killed after its first epoch's backup, on a disk then too full for the next
+    one: ``--resume`` trains nothing and keeps the backup; with room, it finishes."""
+    argv = _train_argv(tmp_path)
+    with tmpfs(tmp_path / "disk", "16m") as disk:
+        output = disk / "run"
+        process = subprocess.Popen(
+            [sys.executable, "-m", "kerasbert.cli.main", "train", "--output", str(output), *argv],
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
+                     PYTHONPATH=ROOT, KERASBERT_PAUSE_AT="backup-written@1"))
+        try:
+            assert any(line.startswith("paused at ") for line in process.stderr)
+        finally:
+            process.kill()
+            process.wait()
+        kept = {name: (output / name).read_bytes() for name in leftovers(output)
+                if (output / name).is_file()}
+        assert any(name.startswith("backup") for name in kept)
+        resize(disk, f"{(shutil.disk_usage(disk).used >> 10) + 128}k")  # 128 kB free
+        resumed = kerasbert(["train", "--output", str(output), *argv, "--resume"])
+        assert resumed.returncode == 2, resumed.stderr[-3000:]
+        assert re.fullmatch(rf"kerasbert train: no space in {re.escape(str(output))}: {AMOUNT} "
+                            r"needed for the run's files \(two epoch backups, model.keras, "
+                            rf"bert_model.ckpt\), {AMOUNT} free; the run so far is kept: free "
+                            "some space, then continue it with --resume",
+                            one_line(resumed.stderr, "train"))
+        assert {name: (output / name).read_bytes() for name in leftovers(output)
+                if (output / name).is_file()} == kept
+        resize(disk, "16m")
+        resumed = kerasbert(["train", "--output", str(output), *argv, "--resume"])
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        assert len(json.loads((output / "history.json").read_text())["loss"]) == 2
+
+
+def test_a_disk_that_fills_up_during_training_stops_in_one_line_and_resumes(tmp_path, capsys,
+                                                                           monkeypatch):
+    """The room is checked before the first step; another writer may still fill the disk:
+    the run then stops at the write that found no room, keeps what it has, and resumes."""
+    monkeypatch.setattr(RunDirectory, "check_room", lambda *args, **kwargs: None)
+    argv = _train_argv(tmp_path)
+    with tmpfs(tmp_path / "disk", "1000k") as disk:
+        output = disk / "run"
+        code, line = run(["train", "--output", str(output), *argv], capsys)
+        assert code == 2
+        assert re.fullmatch(rf"kerasbert train: no space in {re.escape(str(output))}: {AMOUNT} "
+                            rf"needed for model.keras, {AMOUNT} free; the run so far is kept: "
+                            "free some space, then continue it with --resume", line), line
+        left = leftovers(output)
+        assert TRAIN_OPTIONS_FILE in left
+        assert not [name for name in left if files.is_temporary(os.path.basename(name))]
+        resize(disk, "16m")
+        code, line = run(["train", "--output", str(output), *argv, "--resume"], capsys)
+        assert code == 0, line
+        assert len(json.loads((output / "history.json").read_text())["loss"]) == 2
 
 
 def test_a_backup_without_room_keeps_the_previous_one(tmp_path, monkeypatch):
@@ -131,6 +196,13 @@ def test_a_backup_without_room_keeps_the_previous_one(tmp_path, monkeypatch):
     with tmpfs(tmp_path / "disk", "4m") as disk:
         run = RunDirectory(str(disk / "run"), TRAIN_OPTIONS_FILE, TRAIN_FINISHED_FILE)
         os.makedirs(run.path)
+        resize(disk, "64k")
+        with pytest.raises(disk_space.NoSpace, match=(
+                rf"no space in {re.escape(run.path)}: {AMOUNT} needed for the backup of epoch "
+                rf"1, {AMOUNT} free; no epoch is backed up yet, so --resume starts the run "
+                "again from its first epoch: free some space, then continue it with --resume")):
+            run.write_backup(model, 1, False)
+        resize(disk, "4m")
         run.write_backup(model, 1, False)
         kept = {name: (disk / "run" / name).read_bytes() for name in leftovers(run.path)
                 if os.path.isfile(run.file(name))}

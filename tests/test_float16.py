@@ -24,7 +24,13 @@ from conftest import TINY
 from kerasbert import build_transformer_model, save_weights_as_checkpoint, shipped
 from kerasbert.tasks import options_class
 from kerasbert.tasks.base import train
-from kerasbert.training.options import FinetuneOptions, OptionError, precision, validate
+from kerasbert.training.options import (
+    FinetuneOptions,
+    OptionError,
+    precision,
+    running_precision,
+    validate,
+)
 
 TRAIN_ROWS, DEV_ROWS = 48, 8
 # Each task's run: small batches and a high rate, so a tiny model's loss falls in two epochs.
@@ -289,9 +295,12 @@ def test_an_old_runs_switch_evaluates_and_resumes_as_bfloat16(finished_run, tmp_
     assert run.evaluate(saved["test"])["accuracy"] > 0.9
     assert [row["label"] for row in run.predict(["好好好这个", "差差差这个"])] == [
         "positive", "negative"]
-    options = dataclasses.replace(run.options, output=str(old), mixed_precision="bfloat16")
+    # As train() compares them: the precision this machine runs.
+    options = running_precision(dataclasses.replace(run.options, output=str(old),
+                                                    mixed_precision="bfloat16"))
     RunDirectory(str(old), "train_config.json", "metrics.json")._check_same_options(options)
-    with pytest.raises(Exception, match=r"mixed_precision \('bfloat16' -> 'float16'\)"):
+    with pytest.raises(Exception,
+                       match=r"mixed_precision \(('bfloat16'|None) -> 'float16'\)"):
         RunDirectory(str(old), "train_config.json", "metrics.json")._check_same_options(
             dataclasses.replace(options, mixed_precision="float16"))
 
@@ -330,8 +339,41 @@ def test_a_visible_gpu_keeps_a_bfloat16_run_on_a_cpu_without_bfloat16(monkeypatc
     monkeypatch.setattr(hardware, "visible_gpus", lambda: ["/physical_device:GPU:0"])
     options = ClassificationOptions(output="unused", config=str(tiny_config_path),
                                     mixed_precision="bfloat16")
-    model = build_classifier(options, 2)
+    model = build_classifier(running_precision(options), 2)
     assert model.get_layer(names.attention_name(0)).dtype_policy.name == "mixed_bfloat16"
+
+
+def test_a_run_records_the_precision_that_ran(monkeypatch, tiny_run_inputs, tmp_path, capsys):
+    """``--mixed-precision bfloat16`` on a CPU without bfloat16 units runs in float32, says so
+    once, and records float32 (null) in train_config.json; the same command resumes it, as
+    it does an older run that recorded bfloat16 where it ran float32."""
+    from kerasbert import hardware
+    from kerasbert.cli.main import main
+    from kerasbert.models import names
+    from kerasbert.tasks.classification.task import Run
+    from kerasbert.training.rundir import RunDirectory
+
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx2", "fma"}))
+    monkeypatch.setattr(hardware, "visible_gpus", lambda: [])
+    output = tmp_path / "run"
+    argv = ["train", "--output", str(output), "--epochs", "1", "--maxlen", "16",
+            "--mixed-precision", "bfloat16",
+            *(f"--{key}={value}" for key, value in tiny_run_inputs.items())]
+    assert main(argv) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "bfloat16" in line]
+    assert warnings == ["kerasbert train: warning: --mixed-precision: this CPU has no hardware "
+                        "bfloat16 (AVX-512 BF16, AMX or ARM BF16), where mixed_bfloat16 runs "
+                        "slower than float32; running in float32"]
+    saved = json.loads((output / "train_config.json").read_text())
+    assert saved["mixed_precision"] is None
+    model = Run(str(output)).model
+    assert model.get_layer(names.attention_name(0)).dtype_policy.name == "float32"
+    asked = running_precision(dataclasses.replace(Run(str(output)).options,
+                                                  mixed_precision="bfloat16"), warn=False)
+    directory = RunDirectory(str(output), "train_config.json", "metrics.json")
+    directory._check_same_options(asked)  # what --resume compares
+    (output / "train_config.json").write_text(json.dumps(dict(saved, mixed_precision="bfloat16")))
+    directory._check_same_options(asked)
 
 
 def test_dropout_draws_floats_where_a_gpu_computes(monkeypatch):

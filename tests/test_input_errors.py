@@ -423,3 +423,72 @@ def test_a_layers_key_that_is_not_its_layers_name_is_refused():
     with pytest.raises(ValueError, match=r"layers: the key 'Embedding-Tokn' holds the layer "
                                          r"'Embedding-Token'"):
         build_transformer_model(config, layers=misspelt)
+
+
+# ------------------------------------------------------- positions past the position table
+PAST = r"position id: outside the 32 positions of Embedding-Position \(max_position_embeddings\)"
+
+
+def _inputs(length, positions=None):
+    ids = np.ones((1, length), "int32")
+    return [ids, np.zeros_like(ids)] + ([np.asarray(positions, "int32")] if positions else [])
+
+
+def test_position_ids_past_the_table_are_refused_by_name_in_the_model():
+    """Custom position ids past the table (or below 0): a lookup would fail deep in
+    TensorFlow on a CPU and read zeros on a GPU; the model's own check names them, eagerly,
+    in predict's graph and in fit's."""
+    import tensorflow as tf
+
+    model = build_transformer_model(dict(TINY, vocab_size=64), custom_position_ids=True)
+    for positions in ([[0, 1, 2, 40, 3]], [[0, 1, -1, 2, 3]]):
+        with pytest.raises(ValueError, match=PAST + r", 0 to 31 \(found (40|-1)\)"):
+            model(_inputs(5, positions))
+        with pytest.raises(tf.errors.InvalidArgumentError, match=PAST + ", 0 to 31"):
+            model.predict(_inputs(5, positions), verbose=0)
+    model.compile(loss="mse")
+    with pytest.raises(tf.errors.InvalidArgumentError, match=PAST):
+        model.fit(_inputs(5, [[0, 1, 2, 40, 3]]), np.zeros((1, 5, 16)), verbose=0)
+    inside = model.predict(_inputs(5, [[31, 0, 30, 1, 2]]), verbose=0)
+    assert np.isfinite(inside).all()
+    # XLA drops assertions and clamps the lookup: the rows past the table read NaN instead,
+    # and attention carries it to every token of the sequence.
+    model.compile(loss="mse", jit_compile=True)
+    assert np.isnan(model.predict(_inputs(5, [[0, 1, 2, 40, 3]]), verbose=0)).all()
+
+
+def test_a_sequence_longer_than_the_table_is_refused_by_name():
+    model = build_transformer_model(dict(TINY, vocab_size=64))
+    message = (r"tokens in a sequence: more than the 32 positions of Embedding-Position "
+               r"\(max_position_embeddings\); cut the texts \(maxlen\) or read longer ones with "
+               r"hierarchical_position=True \(found 40\)")
+    with pytest.raises(ValueError, match=message):
+        model.predict(_inputs(40), verbose=0)
+    with pytest.raises(ValueError, match=message):
+        model(_inputs(40))
+    assert model.predict(_inputs(32), verbose=0).shape == (1, 32, 16)
+
+
+def test_hierarchical_positions_end_at_the_square_of_the_table():
+    import tensorflow as tf
+
+    model = build_transformer_model(dict(TINY, vocab_size=64, max_position_embeddings=8),
+                                    hierarchical_position=True)
+    assert model.predict(_inputs(64), verbose=0).shape == (1, 64, 16)
+    # The length is known when the graph is traced (ValueError) or only when it runs.
+    with pytest.raises((ValueError, tf.errors.InvalidArgumentError),
+                       match=r"tokens in a sequence: more than the 64 positions "
+                             r"hierarchical_position reads with the 8 rows of "
+                             r"Embedding-Position; cut the texts \(maxlen\)"):
+        model.predict(_inputs(65), verbose=0)
+
+
+def test_bert4keras_position_embedding_checks_its_table_too():
+    from kerasbert.layers import PositionEmbedding
+
+    layer = PositionEmbedding(8, 4, custom_position_ids=True, name="Position")
+    x = np.zeros((1, 3, 4), "float32")
+    with pytest.raises(ValueError, match=r"outside the 8 positions of Position .*\(found 9\)"):
+        layer([x, np.array([[0, 9, 1]])])
+    with pytest.raises(ValueError, match=r"more than the 8 positions of Position"):
+        PositionEmbedding(8, 4, name="Position")(np.zeros((1, 9, 4), "float32"))

@@ -245,10 +245,15 @@ class PositionEmbedding(keras.layers.Layer):
             initializer=kernel_initializer(self),
         )
 
-    def call(self, inputs: Any, positions: Any = None) -> Any:
+    def call(self, inputs: Any, positions: Any = None, checked: bool = False) -> Any:
         """``positions``: each token's ``(batch, length)`` position ids, where they do not
         count from 0 (decoding: left-padded rows, the new tokens after a cache; the model's
-        ``Input-Position``)."""
+        ``Input-Position``), checked against the table (:func:`position_rows`) unless
+        ``checked`` says the caller did (a decoder, before its first step)."""
+        if checked:
+            return inputs + ops.cast(
+                ops.take(self.embeddings, positions, axis=0) if self.hierarchical is None
+                else self.decomposed(positions, self.hierarchical), inputs.dtype)
         if positions is None:
             length = checked_length(ops.shape(inputs)[1], self.max_position, self.hierarchical,
                                     self.name)

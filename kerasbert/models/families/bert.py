@@ -248,9 +248,10 @@ class BERT(Transformer):
 
     def positions(self) -> dict[str, Any] | None:
         """The position layer's call arguments: the tokens' position ids where they do not
-        count from 0 (decoding; ``Input-Position``, the last input), else none."""
+        count from 0 (decoding; ``Input-Position``, the last input), else none. The
+        decoder's own positions were checked against the table before decoding began."""
         if self.position_ids is not None:
-            return {"positions": self.position_ids}
+            return {"positions": self.position_ids, "checked": True}
         return {"positions": self.inputs[-1]} if self.custom_position_ids else None
 
     def token_and_segment(self, inputs: list[keras.KerasTensor]) -> Any:
