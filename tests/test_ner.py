@@ -213,6 +213,7 @@ def test_a_tagger_learns_entities_and_the_command_line_uses_it(ner_inputs, tmp_p
     assert served["empty"] == {"type": [0, 0], "entity": [0, 0], "start": [0, 0],
                                "end": [0, 0], "count": [0]}
     expected = run.predict(texts=texts)
+    assert run.predict(texts=[]) == []
     assert sum(len(row["entities"]) for row in expected) > len(texts)
     for i, row in enumerate(expected):
         count = served["count"][i]

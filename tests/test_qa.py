@@ -167,6 +167,7 @@ def test_a_qa_run_learns_to_answer_and_the_command_line_uses_it(qa_inputs, tmp_p
     assert served["empty"] == {"answer": [0], "start": [0], "end": [0], "score": [0]}
     assert "context holds no token: nothing to answer from" in served["refused"]
     expected = run.predict(texts=[text for pair in pairs for text in pair])
+    assert run.predict(texts=[]) == []
     assert [(row["answer"], row["start"], row["end"]) for row in expected] == list(
         zip(served["answer"], served["start"], served["end"]))
     assert sum(row["answer"] == "" for row in expected) > 0

@@ -230,6 +230,7 @@ def test_a_seq2seq_run_learns_to_generate_and_the_command_line_uses_it(seq2seq_i
     """)
     assert not served["kerasbert"] and served["empty"] == [0]
     assert served["output"] == [row["output"] for row in run.predict(texts=sources)]
+    assert run.predict(texts=[]) == []
     assert main(["export", "--model", str(output), "--to", str(tmp_path / "onnx"),
                  "--format", "onnx"]) == 2
     assert "seq2seq runs export as saved_model only" in capsys.readouterr().err

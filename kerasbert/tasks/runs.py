@@ -8,6 +8,7 @@ Each task's folder adds its data, its head and its metrics
 import os
 
 from kerasbert import files
+from kerasbert.hardware import compute_policy
 from kerasbert.models.build import build_transformer_model
 from kerasbert.models.config import BertConfig, check_maxlen, check_vocab_fits
 from kerasbert.models.layers import hierarchical_alpha
@@ -114,10 +115,11 @@ def build_encoder(options):
 
 def run_dtype(options):
     """``dtype=`` of the run's model: the mixed policy ``--mixed-precision`` names
-    (``"mixed_float16"``, ``"mixed_bfloat16"``), or None: float32. ``train`` has already
-    set it to what this machine runs
-    (:func:`kerasbert.training.options.running_precision`)."""
-    return MIXED_POLICIES.get(getattr(options, "mixed_precision", None))
+    (``"mixed_float16"``, ``"mixed_bfloat16"``), as this machine runs it
+    (:func:`kerasbert.hardware.compute_policy`), or None: float32. ``train`` has already
+    recorded what runs (:func:`kerasbert.training.options.running_precision`)."""
+    policy = MIXED_POLICIES.get(getattr(options, "mixed_precision", None))
+    return compute_policy(policy, "--mixed-precision") if policy else None
 
 
 def run_recompute(options):

@@ -257,6 +257,8 @@ class Run:
         ``text`` column, or a tagged file (see :func:`ner_data.read_texts`)."""
         sentences = (ner_data.read_texts(path) if path is not None
                      else [ner_data.Sentence(text, []) for text in texts])
+        if not sentences:
+            return []
         _, predicted = score(self.model, self._encode(sentences), sentences, self.tags,
                              progress=progress)
         return [{"text": s.text,

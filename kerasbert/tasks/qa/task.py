@@ -231,6 +231,8 @@ class Run(FinishedRun):
         else:
             TASK.check_texts(texts)
             pairs, questions = list(zip(texts[::2], texts[1::2])), None
+        if not pairs:
+            return []
         answer = answerer(self.model, self.tokenizer, self.options)
         found = answer([q for q, _ in pairs], [c for _, c in pairs], progress=progress)
         rows = [{"question": q, **row} for (q, _), row in zip(pairs, found)]

@@ -494,6 +494,9 @@ class Run(FinishedRun):
                 texts = read_texts(path).texts
             else:
                 texts = [pair.source for pair in read_pairs(path, targets=False)]
+        texts = list(texts)
+        if not texts:
+            return []
         outputs, _ = generate_texts(self.model, self.tokenizer, texts, self.options, progress)
         return [{"source": source, "output": output} for source, output in zip(texts, outputs)]
 
