@@ -134,7 +134,9 @@ def test_a_run_without_room_is_refused_before_its_first_step(full_disk_run):
 
 def test_a_resume_without_room_is_refused_before_its_first_step(tmp_path):
     """A run killed after its first epoch's backup, on a disk then too full for the next
-    one: ``--resume`` trains nothing and keeps the backup; with room, it finishes."""
+    one: ``--resume`` trains nothing and keeps the backup; with room, it finishes.
+
+    Why slow: three real training processes (killed, refused, resumed to the end)."""
     argv = _train_argv(tmp_path)
     with tmpfs(tmp_path / "disk", "16m") as disk:
         output = disk / "run"
