@@ -108,11 +108,20 @@ def full_disk_run(tmp_path_factory):
         yield types.SimpleNamespace(first=first, left=left, second=second, output=output)
 
 
-def kerasbert(argv, **env):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONPATH=ROOT,
-               **env)
+def _env(**extra):
+    return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONPATH=ROOT,
+                **extra)
+
+
+def kerasbert(argv):
     return subprocess.run([sys.executable, "-m", "kerasbert.cli.main", *argv], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=300, check=False)
+                          env=_env(), capture_output=True, text=True, timeout=300, check=False)
+
+
+def file_bytes(folder):
+    """{path under ``folder``: its bytes} of every file there."""
+    return {name: (folder / name).read_bytes() for name in leftovers(folder)
+            if (folder / name).is_file()}
 
 
 def test_a_run_without_room_is_refused_before_its_first_step(full_disk_run):
@@ -143,15 +152,13 @@ def test_a_resume_without_room_is_refused_before_its_first_step(tmp_path):
         process = subprocess.Popen(
             [sys.executable, "-m", "kerasbert.cli.main", "train", "--output", str(output), *argv],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
-                     PYTHONPATH=ROOT, KERASBERT_PAUSE_AT="backup-written@1"))
+            env=_env(KERASBERT_PAUSE_AT="backup-written@1"))
         try:
             assert any(line.startswith("paused at ") for line in process.stderr)
         finally:
             process.kill()
             process.wait()
-        kept = {name: (output / name).read_bytes() for name in leftovers(output)
-                if (output / name).is_file()}
+        kept = file_bytes(output)
         assert any(name.startswith("backup") for name in kept)
         resize(disk, f"{(shutil.disk_usage(disk).used >> 10) + 128}k")  # 128 kB free
         resumed = kerasbert(["train", "--output", str(output), *argv, "--resume"])
@@ -161,8 +168,7 @@ def test_a_resume_without_room_is_refused_before_its_first_step(tmp_path):
                             rf"bert_model.ckpt\), {AMOUNT} free; the run so far is kept: free "
                             "some space, then continue it with --resume",
                             one_line(resumed.stderr, "train"))
-        assert {name: (output / name).read_bytes() for name in leftovers(output)
-                if (output / name).is_file()} == kept
+        assert file_bytes(output) == kept
         resize(disk, "16m")
         resumed = kerasbert(["train", "--output", str(output), *argv, "--resume"])
         assert resumed.returncode == 0, resumed.stderr[-3000:]

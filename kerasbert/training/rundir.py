@@ -27,6 +27,7 @@ import os
 import shutil
 
 from kerasbert import disk_space, files
+from kerasbert.checkpoints.io import checkpoint_size
 from kerasbert.files import pause_point
 from kerasbert.training import fingerprints
 from kerasbert.training.options import running_precision
@@ -391,7 +392,7 @@ class RunDirectory:
         backup = disk_space.estimated_size(
             [*model.weights, *(model.optimizer.variables if model.optimizer else ())])
         best = disk_space.estimated_size(best) if best else 0
-        last = disk_space.estimated_size(last, overhead=256) if last else 0
+        last = checkpoint_size(dict(enumerate(last))) if last else 0
         held = 0
         if os.path.isdir(self.path):
             held = (disk_space.size_of(self.path) if restart else
