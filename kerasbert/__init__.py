@@ -39,10 +39,12 @@ PUBLIC = {
     "add_tagger": "kerasbert.models.heads",
     "build_bert": "kerasbert.models.bert",
     "build_transformer_model": "kerasbert.models.build",
+    "enable_lora": "kerasbert.models.lora",
     "generate": "kerasbert.inference.generation",
     "load_checkpoint": "kerasbert.models.loading",
     "load_model": "kerasbert.saving",
     "load_vocab": "kerasbert.text.tokenizer",
+    "quantize": "kerasbert.models.quantization",
     "register_saved_objects": "kerasbert.saving",
     "save_weights_as_checkpoint": "kerasbert.models.loading",
     "write_checkpoint": "kerasbert.checkpoints.io",
@@ -68,10 +70,12 @@ __all__ = [
     "add_tagger",
     "build_bert",
     "build_transformer_model",
+    "enable_lora",
     "generate",
     "load_checkpoint",
     "load_model",
     "load_vocab",
+    "quantize",
     "register_saved_objects",
     "save_weights_as_checkpoint",
     "write_checkpoint",
@@ -88,6 +92,8 @@ if TYPE_CHECKING:  # the names as a type checker and the API reference read them
     from kerasbert.models.crf import ConditionalRandomField
     from kerasbert.models.heads import add_cls_classifier, add_crf_tagger, add_tagger
     from kerasbert.models.loading import LoadReport, load_checkpoint, save_weights_as_checkpoint
+    from kerasbert.models.lora import enable_lora
+    from kerasbert.models.quantization import quantize
     from kerasbert.saving import load_model, register_saved_objects
     from kerasbert.tasks.qa.span_qa import QuestionAnswerer, add_span_head
     from kerasbert.text.tokenizer import Tokenizer, load_vocab

@@ -103,6 +103,8 @@ def _hooks():
     hooks = [
         Hook("keras.src.backend.get_keras_mask", lambda: _private(_BACKEND).get_keras_mask,
              ("x",)),
+        Hook("keras.layers.Dense._kernel", lambda: None,
+             used_by=(("Dense.build", lambda: keras.layers.Dense.build),), attribute="_kernel"),
         Hook("keras.src.backend.common.variables.AutocastScope",
              lambda: _private(_VARIABLES).AutocastScope.__init__, ("self", "dtype")),
         Hook("keras.src.backend.common.global_state.get_global_attribute",
@@ -364,6 +366,14 @@ def get_keras_mask(x):
     """The padding mask Keras keeps on the tensor ``x`` (None where it has none)."""
     _required()
     return _private(_BACKEND).get_keras_mask(x)
+
+
+def dense_kernel(layer):
+    """A Keras ``Dense`` layer's kernel variable itself: the frozen one under LoRA adapters,
+    the integers of a quantized layer (its public ``kernel`` is then the sum with the
+    adapters, or the unpacked values)."""
+    _required()
+    return layer._kernel
 
 
 def in_xla_context():

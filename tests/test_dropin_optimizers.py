@@ -250,8 +250,8 @@ def test_exclusion_lists_match_the_variable_paths_as_bert4keras_users_write_them
     decayed = {v.path for v in model.trainable_variables
                if not np.array_equal(v.numpy(), before[v.path])}
     assert decayed == {v.path for v in model.trainable_variables if len(v.shape) == 2}
-    assert {"Transformer-0-FeedForward/output_kernel", "Embedding-Token/embeddings"} <= decayed
-    assert not {"Embedding-Norm/gamma", "Transformer-1-FeedForward/output_bias"} & decayed
+    assert {"Transformer-0-FeedForward/output/kernel", "Embedding-Token/embeddings"} <= decayed
+    assert not {"Embedding-Norm/gamma", "Transformer-1-FeedForward/output/bias"} & decayed
 
 
 def test_extensions_stack_save_and_load(tmp_path):

@@ -51,10 +51,12 @@ def test_weights_exist_before_the_first_call(tiny_config):
     model = build_bert(tiny_config)
     assert all(layer.built for layer in model.layers)
     attention = model.get_layer(names.attention_name(0))
-    assert [w.path.split("/")[-1] for w in attention.weights] == [
-        "query_kernel", "query_bias", "key_kernel", "key_bias", "value_kernel", "value_bias",
-        "output_kernel", "output_bias"]
+    # Keras Dense sublayers, in bert4keras's order of the weights (q, k, v, o).
+    assert ["/".join(w.path.split("/")[-2:]) for w in attention.weights] == [
+        "query/kernel", "query/bias", "key/kernel", "key/bias", "value/kernel", "value/bias",
+        "output/kernel", "output/bias"]
     assert attention.weights[0].shape == (16, 16)
+    assert attention.query_kernel is attention.weights[0]
 
 
 def test_output_rules_follow_bert4keras(tiny_config):

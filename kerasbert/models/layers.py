@@ -22,7 +22,7 @@ from typing import Any, TypeAlias
 import keras
 from keras import ops
 
-from kerasbert.internals import get_keras_mask
+from kerasbert.internals import dense_kernel, get_keras_mask
 from kerasbert.models import names
 from kerasbert.models.config import APPROXIMATE_GELU_NAMES
 from kerasbert.models.kernels import (
@@ -488,7 +488,162 @@ def rematerialized(run: Callable[[Any], Any], inputs: Any) -> Any:
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
-class MultiHeadSelfAttention(keras.layers.Layer):
+class Projection(keras.layers.Dense):
+    """A dense product of 2-D rows: the query, key, value and output projections of
+    attention, the two products of a feed-forward block.
+
+    Keras's ``Dense``, so that what Keras offers its dense layers reaches these weights:
+    ``enable_lora`` (adapters beside a frozen kernel), ``quantize`` (``"int8"``, ``"int4"``,
+    ``"float8"``; :meth:`keras.Model.quantize` reaches it), their saving and loading. While it
+    has neither, its product is :func:`~kerasbert.models.kernels.affine` (on TensorFlow the
+    ``MatMul`` + ``BiasAdd`` pair oneDNN fuses); with them, Keras's own call.
+
+    Example:
+        >>> layer = Projection(4, name="query")
+        >>> tuple(layer(keras.ops.ones((3, 8))).shape)
+        (3, 4)
+        >>> layer.enable_lora(2)
+        >>> [w.path for w in layer.trainable_weights]
+        ['query/bias', 'query/lora_kernel_a', 'query/lora_kernel_b']
+    """
+
+    def call(self, inputs: Any, training: bool | None = None) -> Any:
+        if self.lora_enabled or self.activation is not keras.activations.linear:
+            return super().call(inputs, training=training)
+        return affine(inputs, self.kernel, self.bias)
+
+    def quantize(self, mode: str | None = None, type_check: bool = True,
+                 config: Any = None) -> None:
+        # Keras's Dense quantizes only itself, not its subclasses: this one computes the same.
+        super().quantize(mode, type_check=False, config=config)
+
+    def load_own_variables(self, store: Any) -> None:
+        if getattr(self, "loaded_by_owner", False) and not list(store.keys()):
+            self.loaded_by_owner = False  # a file whose owner held these weights itself
+            return
+        super().load_own_variables(store)
+
+
+def model_layers(model: keras.Model) -> list[keras.layers.Layer]:
+    """Every layer of ``model``, nested models' included (after the model holding them),
+    each once."""
+    found: dict[int, keras.layers.Layer] = {}
+    pending = list(model.layers)
+    while pending:
+        layer = pending.pop(0)
+        found.setdefault(id(layer), layer)
+        if isinstance(layer, keras.Model):
+            pending.extend(layer.layers)
+    return list(found.values())
+
+
+def dense_layers(model: keras.Model) -> list[keras.layers.Dense]:
+    """Every Keras ``Dense`` layer of ``model`` (:func:`model_layers`), each once: the
+    attention and feed-forward projections, the heads.
+
+    Example:
+        >>> from kerasbert import build_transformer_model
+        >>> len(dense_layers(build_transformer_model(dict(vocab_size=100, hidden_size=16,
+        ...     num_hidden_layers=2, num_attention_heads=2, intermediate_size=32),
+        ...     with_pool=True)))
+        13
+    """
+    found: dict[int, keras.layers.Dense] = {}
+    for layer in model_layers(model):
+        for dense in (layer.projections() if isinstance(layer, ProjectionOwner) else [layer]):
+            if isinstance(dense, keras.layers.Dense):
+                found.setdefault(id(dense), dense)
+    return list(found.values())
+
+
+def projection_weight(projection: str, kind: str) -> property:
+    """The ``kind`` (``"kernel"`` or ``"bias"``) of a layer's ``{projection}_dense``, as the
+    attribute checkpoint tables name it (``query_kernel``); the kernel is the frozen one under
+    LoRA adapters."""
+
+    def weight(self: Any) -> Any:
+        dense = getattr(self, f"{projection}_dense")
+        return dense_kernel(dense) if kind == "kernel" else dense.bias
+
+    return property(weight, doc=f"The ``{kind}`` of ``{projection}_dense``.")
+
+
+class ProjectionOwner:
+    """What a layer whose weights are :class:`Projection` sublayers adds: the weights under
+    the attributes checkpoint tables name (``query_kernel``, ``output_bias``), and files
+    saved while they were the layer's own weights (in the order of :attr:`PROJECTED`) still
+    load."""
+
+    #: The projections' names, in the order their weights were built (and saved).
+    PROJECTED: tuple[str, ...] = ()
+
+    def __init__(self, *args: Any, projection_dtypes: dict[str, Any] | None = None,
+                 **kwargs: Any) -> None:
+        """``projection_dtypes``: the dtype policies of quantized projections by name (from
+        :meth:`get_config`): a saved quantized model builds them quantized again."""
+        super().__init__(*args, **kwargs)
+        self.projection_dtypes = dict(projection_dtypes or {})
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for projection in cls.PROJECTED:
+            for kind in ("kernel", "bias"):
+                setattr(cls, f"{projection}_{kind}", projection_weight(projection, kind))
+
+    def stored_weight(self, attribute: str) -> Any:
+        """The value a float checkpoint stores for ``attribute`` (``query_kernel``): a
+        kernel with its LoRA adapters merged into it.
+
+        Raises:
+            ValueError: the projection is quantized (its float kernel is gone).
+        """
+        projection, kind = attribute.rsplit("_", 1)
+        dense = getattr(self, f"{projection}_dense")
+        if dense.quantization_mode is not None:
+            raise ValueError(f"{dense.path}: quantized to {dense.quantization_mode}; a float "
+                             "checkpoint is written from the model before it is quantized")
+        return dense.kernel if kind == "kernel" else dense.bias
+
+    def projections(self) -> list[Projection]:
+        """The built projections, in :attr:`PROJECTED` order."""
+        return [getattr(self, f"{projection}_dense") for projection in self.PROJECTED]
+
+    def make_projection(self, projection: str, units: int, width: int, use_bias: bool,
+                        initializer: Any) -> None:
+        """Builds ``{projection}_dense``: ``width`` inputs, ``units`` outputs."""
+        dtype = self.projection_dtypes.get(projection)
+        dense = Projection(units, use_bias=use_bias, kernel_initializer=initializer,
+                           name=projection,
+                           dtype=self.dtype_policy if dtype is None  # type: ignore[attr-defined]
+                           else keras.dtype_policies.deserialize(dtype))
+        dense.build((None, width))
+        setattr(self, f"{projection}_dense", dense)
+
+    def get_config(self) -> dict[str, Any]:
+        config: dict[str, Any] = super().get_config()  # type: ignore[misc]
+        quantized = {projection: keras.dtype_policies.serialize(dense.dtype_policy)
+                     for projection, dense in zip(self.PROJECTED, self.projections())
+                     if dense.quantization_mode is not None} if self.built else {}  # type: ignore[attr-defined]
+        return {**config, "projection_dtypes": quantized} if quantized else config
+
+    def load_own_variables(self, store: Any) -> None:
+        keys = list(store.keys())
+        if not keys:
+            return
+        # A file saved while the weights were this layer's own: they come in build order.
+        weights = [w for dense in self.projections() for w in (dense_kernel(dense), dense.bias)
+                   if w is not None]
+        if len(keys) != len(weights):
+            raise ValueError(f"layer {self.name!r}: {len(weights)} weights expected, "  # type: ignore[attr-defined]
+                             f"the file holds {len(keys)}")
+        for i, weight in enumerate(weights):
+            weight.assign(store[str(i)])
+        for dense in self.projections():
+            dense.loaded_by_owner = True
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class MultiHeadSelfAttention(ProjectionOwner, keras.layers.Layer):
     """BERT self-attention with Google's 2-D query/key/value/output kernels.
 
     Padding (mask value False, from token id 0) is never attended to.
@@ -541,7 +696,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         (1, 5, 16)
     """
 
-    PROJECTIONS = ("query", "key", "value")
+    PROJECTED = ("query", "key", "value", "output")
     #: Its queries are scaled by ``1 / sqrt(head_size)`` (T5: not).
     scaled = True
     #: Called on ``[queries' states, keys' states, ...]`` (T5's cross-attention) rather than
@@ -599,16 +754,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         queries, keys = self._shapes(input_shape)
         inner = self.num_heads * self.head_size
         initializer = kernel_initializer(self)
-        for projection, width in zip(self.PROJECTIONS, (queries[-1], keys[-1], keys[-1])):
-            setattr(self, f"{projection}_kernel", self.add_weight(
-                name=f"{projection}_kernel", shape=(width, inner), initializer=initializer))
-            setattr(self, f"{projection}_bias", self.add_weight(
-                name=f"{projection}_bias", shape=(inner,), initializer="zeros")
-                if self.use_bias else None)
-        self.output_kernel = self.add_weight(
-            name="output_kernel", shape=(inner, queries[-1]), initializer=initializer)
-        self.output_bias = (self.add_weight(name="output_bias", shape=(queries[-1],),
-                                            initializer="zeros") if self.use_bias else None)
+        for projection, width in zip(self.PROJECTED[:3], (queries[-1], keys[-1], keys[-1])):
+            self.make_projection(projection, inner, width, self.use_bias, initializer)
+        self.make_projection("output", queries[-1], inner, self.use_bias, initializer)
 
     def heads(self, states: Any, projection: str, rows: Any = None,
               spread: Callable[[Any], Any] | None = None) -> Any:
@@ -618,8 +766,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         batch, length = ops.shape(states)[0], ops.shape(states)[1]
         if rows is None:
             rows = ops.reshape(states, (-1, states.shape[-1]))
-        x = affine(rows, getattr(self, f"{projection}_kernel"),
-                   getattr(self, f"{projection}_bias"))
+        x = getattr(self, f"{projection}_dense")(rows)
         if spread is not None:
             x = spread(x)
         x = ops.reshape(x, (batch, length, self.num_heads, self.head_size))
@@ -684,7 +831,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                               (-1, self.num_heads * self.head_size))
         if gather is not None:
             context = gather(context)
-        output = affine(context, self.output_kernel, self.output_bias)  # (B*T, H)
+        output = self.output_dense(context)  # (B*T, H)
         if spread is not None:
             output = spread(output)
         output = ops.reshape(output, (batch, length, output.shape[-1]))  # (B, T, H)
@@ -788,7 +935,7 @@ class Concatenate1D(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
-class FeedForward(keras.layers.Layer):
+class FeedForward(ProjectionOwner, keras.layers.Layer):
     """Position-wise feed-forward block: ``act(x W1 + b1) W2 + b2``.
 
     In training, ``act`` is the form :func:`kernels.training_activation` gives (for the exact
@@ -823,19 +970,15 @@ class FeedForward(keras.layers.Layer):
         self.training_activation_fn = training_activation(self.activation_fn)
         self.supports_masking = True
 
+    PROJECTED = ("intermediate", "output")
+
     def build(self, input_shape: Any) -> None:
         hidden = input_shape[-1]
         initializer = kernel_initializer(self)
-        self.intermediate_kernel = self.add_weight(
-            name="intermediate_kernel", shape=(hidden, self.intermediate_size),
-            initializer=initializer)
-        self.intermediate_bias = self.add_weight(
-            name="intermediate_bias", shape=(self.intermediate_size,), initializer="zeros"
-        ) if self.use_bias else None
-        self.output_kernel = self.add_weight(
-            name="output_kernel", shape=(self.intermediate_size, hidden), initializer=initializer)
-        self.output_bias = self.add_weight(
-            name="output_bias", shape=(hidden,), initializer="zeros") if self.use_bias else None
+        self.make_projection("intermediate", self.intermediate_size, hidden, self.use_bias,
+                             initializer)
+        self.make_projection("output", hidden, self.intermediate_size, self.use_bias,
+                             initializer)
 
     def call(self, inputs: Any, training: bool | None = None) -> Any:
         # The padding mask is read from the input, not taken as an argument: a `mask`
@@ -855,8 +998,7 @@ class FeedForward(keras.layers.Layer):
         if gather is not None:
             rows = gather(rows)
         activation = self.training_activation_fn if training else self.activation_fn
-        x = activation(affine(rows, self.intermediate_kernel, self.intermediate_bias))
-        x = affine(x, self.output_kernel, self.output_bias)
+        x = self.output_dense(activation(self.intermediate_dense(rows)))
         if spread is not None:
             x = spread(x)
         return ops.reshape(x, ops.shape(inputs))

@@ -46,7 +46,7 @@ from kerasbert.models.families import (
     model_type_of,
     most_specific,
 )
-from kerasbert.models.layers import FeedForward, MultiHeadSelfAttention
+from kerasbert.models.layers import FeedForward, MultiHeadSelfAttention, ProjectionOwner
 
 logger = logging.getLogger(__name__)
 
@@ -703,7 +703,9 @@ def save_weights_as_checkpoint(model: keras.Model, filename: str | os.PathLike[s
     variables: dict[str, np.ndarray] = {}
     owners: dict[str, str] = {}
     for target in model_targets(model, family, mapping=mapping, prefix=prefix):
-        value = keras.ops.convert_to_numpy(target.variable)
+        stored = (target.owner.stored_weight(target.attribute)
+                  if isinstance(target.owner, ProjectionOwner) else target.variable)
+        value = keras.ops.convert_to_numpy(stored)
         if target.name in TRANSPOSED_VARIABLES:
             value = value.T
         value = value if dtype is None else value.astype(dtype)
