@@ -85,3 +85,29 @@ def test_an_int8_base_trains_lora_adapters():
     for layer in _dense(bert):
         np.testing.assert_array_equal(dense_kernel(layer).numpy(), kernels[layer.path])
     assert all(np.abs(w.numpy()).max() > 0 for w in adapter_variables(model))
+
+
+@pytest.mark.parametrize("family", ["t5.1.1", "gpt2", "roformer_v2", "albert"])
+def test_every_family_quantizes_every_product(family):
+    import importlib.util
+    import os
+
+    from conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location(
+        "make_own_kernels", os.path.join(ROOT, "tests", "fixtures", "saved-own-kernels", "make.py"))
+    maker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(maker)
+    keras.utils.set_random_seed(5)
+    extra = {"albert": {"embedding_size": 8},
+             "t5.1.1": {"hidden_act": ["gelu", "linear"]}}.get(family, {})
+    model = kerasbert.build_transformer_model({**TINY, **extra}, model=family)
+    expected = model.predict(maker.inputs(family), verbose=0)
+    quantized = kerasbert.quantize(model, "int8")
+    projections = [layer for layer in quantized if isinstance(layer, Projection)]
+    # 2 layers of attention (4 products; T5's decoder: and cross-attention) and feed-forward
+    # (2; t5.1.1's gated: 3); ALBERT's one shared layer.
+    assert len(projections) == {"t5.1.1": 2 * 2 * (4 + 3) + 2 * 4, "albert": 6}.get(family, 12)
+    assert {layer.quantization_mode for layer in quantized} == {"int8"}
+    got = model.predict(maker.inputs(family), verbose=0)
+    assert np.abs(got - expected).max() < 0.05 * np.abs(expected).max()

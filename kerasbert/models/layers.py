@@ -604,9 +604,13 @@ class ProjectionOwner:
                              "checkpoint is written from the model before it is quantized")
         return dense.kernel if kind == "kernel" else dense.bias
 
+    def projected(self) -> tuple[str, ...]:
+        """This layer's projections, by name, in build order (:attr:`PROJECTED`)."""
+        return self.PROJECTED
+
     def projections(self) -> list[Projection]:
-        """The built projections, in :attr:`PROJECTED` order."""
-        return [getattr(self, f"{projection}_dense") for projection in self.PROJECTED]
+        """The built projections, in :meth:`projected` order."""
+        return [getattr(self, f"{projection}_dense") for projection in self.projected()]
 
     def make_projection(self, projection: str, units: int, width: int, use_bias: bool,
                         initializer: Any) -> None:
@@ -622,7 +626,7 @@ class ProjectionOwner:
     def get_config(self) -> dict[str, Any]:
         config: dict[str, Any] = super().get_config()  # type: ignore[misc]
         quantized = {projection: keras.dtype_policies.serialize(dense.dtype_policy)
-                     for projection, dense in zip(self.PROJECTED, self.projections())
+                     for projection, dense in zip(self.projected(), self.projections())
                      if dense.quantization_mode is not None} if self.built else {}  # type: ignore[attr-defined]
         return {**config, "projection_dtypes": quantized} if quantized else config
 

@@ -73,6 +73,7 @@ from kerasbert.models.layers import (
     Add,
     FeedForward,
     MultiHeadSelfAttention,
+    ProjectionOwner,
     TokenEmbedding,
     built_activation,
     get_activation,
@@ -261,9 +262,14 @@ class T5Attention(MultiHeadSelfAttention):
 
 
 @register
-class GatedFeedForward(keras.layers.Layer):
+class GatedFeedForward(ProjectionOwner, keras.layers.Layer):
     """bert4keras's ``FeedForward`` with a list of activations (a gated linear unit, as in
-    t5.1.1): ``(act0(x W0) * act1(x W1) * ...) Wo``, without biases.
+    t5.1.1): ``(act0(x W0) * act1(x W1) * ...) Wo``, without biases; its products are
+    :class:`~kerasbert.models.layers.Projection` layers ``intermediate_0``, ``intermediate_1``
+    ... and ``output``.
+
+    Raises:
+        ValueError: more than :data:`MAX_GATES` activations, or none.
 
     Example:
         >>> layer = GatedFeedForward(32, ["gelu", "linear"])
@@ -271,9 +277,16 @@ class GatedFeedForward(keras.layers.Layer):
         ((1, 5, 16), 3)
     """
 
+    #: The most activations a layer takes (t5.1.1 has two).
+    MAX_GATES = 8
+    PROJECTED = (*(f"intermediate_{i}" for i in range(MAX_GATES)), "output")
+
     def __init__(self, intermediate_size: int, activations: Sequence[str],
                  initializer_range: float = 0.02, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        if not 1 <= len(activations) <= self.MAX_GATES:
+            raise ValueError(f"{self.name}: {len(activations)} activations ({activations!r}); "
+                             f"a gated feed-forward takes 1 to {self.MAX_GATES}")
         self.intermediate_size = intermediate_size
         self.activations = list(activations)
         self.initializer_range = initializer_range
@@ -281,23 +294,24 @@ class GatedFeedForward(keras.layers.Layer):
         self.functions = [get_activation(name) for name in self.activations]
         self.supports_masking = True
 
+    def projected(self) -> tuple[str, ...]:
+        return (*(f"intermediate_{i}" for i in range(len(self.activations))), "output")
+
     def build(self, input_shape: Any) -> None:
         initializer = kernel_initializer(self)
-        for i in range(len(self.activations)):  # the checkpoint table names each by attribute
-            setattr(self, f"intermediate_kernel_{i}", self.add_weight(
-                name=f"intermediate_kernel_{i}",
-                shape=(input_shape[-1], self.intermediate_size), initializer=initializer))
-        self.output_kernel = self.add_weight(
-            name="output_kernel", shape=(self.intermediate_size, input_shape[-1]),
-            initializer=initializer)
+        for name in self.projected()[:-1]:
+            self.make_projection(name, self.intermediate_size, input_shape[-1], False,
+                                 initializer)
+        self.make_projection("output", input_shape[-1], self.intermediate_size, False,
+                             initializer)
 
     def call(self, inputs: Any) -> Any:
         rows = ops.reshape(inputs, (-1, inputs.shape[-1]))
         x = None
-        for i, function in enumerate(self.functions):
-            y = function(ops.matmul(rows, getattr(self, f"intermediate_kernel_{i}")))
+        for dense, function in zip(self.projections(), self.functions):
+            y = function(dense(rows))
             x = y if x is None else x * y
-        return ops.reshape(ops.matmul(x, self.output_kernel), ops.shape(inputs))
+        return ops.reshape(self.output_dense(x), ops.shape(inputs))
 
     def compute_output_shape(self, input_shape: Any) -> Any:
         return input_shape
@@ -657,8 +671,8 @@ class T5_1_1(T5):
 
     @classmethod
     def feed_forward_variables(cls, scope: str) -> dict[str, str]:
-        return {"intermediate_kernel_0": f"{scope}/wi_0/kernel",
-                "intermediate_kernel_1": f"{scope}/wi_1/kernel",
+        return {"intermediate_0_kernel": f"{scope}/wi_0/kernel",
+                "intermediate_1_kernel": f"{scope}/wi_1/kernel",
                 "output_kernel": f"{scope}/wo/kernel"}
 
     @classmethod
