@@ -18,6 +18,7 @@ IMPLEMENTATIONS = {
     "kerasbert": ("kerasbert Predictor, fp32", False),
     "kerasbert-predict": ("kerasbert model.predict, fp32", False),
     "kerasbert-bf16": ("kerasbert Predictor, bfloat16", False),
+    "kerasbert-int8": ("kerasbert Predictor, Keras int8 (kerasbert.quantize)", False),
     "kerasbert-onnx": ("kerasbert export --format onnx, onnxruntime, fp32", False),
     "kerasbert-onnx-int8": ("kerasbert export --format onnx --int8, onnxruntime", False),
     "bert4keras": ("bert4keras", True),
@@ -52,9 +53,9 @@ def example_inputs(batch, length, vocab_size, seed=0):
 
 
 def kerasbert(mode="predictor", dtype_policy=None, jit_compile=False,
-              config_path=peers.CHINESE_BASE):
+              config_path=peers.CHINESE_BASE, quantize=None):
     """kerasbert's forward pass: ``Predictor``, ``model.predict[_on_batch]``, or ``model(x)``
-    in a ``tf.function``."""
+    in a ``tf.function``; ``quantize``: its products quantized first (``"int8"``)."""
     import keras
 
     import kerasbert as package
@@ -63,6 +64,9 @@ def kerasbert(mode="predictor", dtype_policy=None, jit_compile=False,
 
     model = build_transformer_model(config_path)
     label = f"kerasbert {package.__version__}, keras {keras.__version__}"
+    if quantize is not None:
+        package.quantize(model, quantize)
+        label += f", Keras {quantize}"
     if mode == "predictor":
         return Predictor(model, jit_compile=jit_compile, dtype_policy=dtype_policy), label
     if mode == "predict":
@@ -102,6 +106,7 @@ KERASBERT_MODES = {
     "kerasbert": {},
     "kerasbert-predict": {"mode": "predict"},
     "kerasbert-bf16": {"dtype_policy": "bfloat16"},
+    "kerasbert-int8": {"quantize": "int8"},
     "kerasbert-onnx": {"mode": "onnx"},
     "kerasbert-onnx-int8": {"mode": "onnx-int8"},
     "kerasbert-function": {"mode": "function"},
