@@ -46,7 +46,12 @@ from kerasbert.models.families import (
     model_type_of,
     most_specific,
 )
-from kerasbert.models.layers import FeedForward, MultiHeadSelfAttention, ProjectionOwner
+from kerasbert.models.layers import (
+    FeedForward,
+    MultiHeadSelfAttention,
+    ProjectionOwner,
+    model_layers,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -191,12 +196,8 @@ def _layers_by_name(model: keras.Model, prefix: str | None = None) -> dict[str, 
     """``{name: layer}`` of ``model``'s layers, nested models' included; with ``prefix``
     (None: :func:`layer_prefix`'s), only those named with it, by the rest of their name."""
     found: dict[str, keras.layers.Layer] = {}
-    pending = list(model.layers)
-    while pending:
-        layer = pending.pop(0)
+    for layer in model_layers(model):
         found.setdefault(layer.name, layer)
-        if isinstance(layer, keras.Model):
-            pending.extend(layer.layers)
     if prefix is None:
         prefix = layer_prefix(model)
     return {name[len(prefix):]: layer for name, layer in found.items()
