@@ -184,7 +184,15 @@ def command_export(args):
             raise UsageError(f"invalid flag in --int8: only with --format onnx, not "
                              f"--format {args.format}")
         options["int8"] = True
+    if args.quantize and args.format != "saved_model":
+        raise UsageError(f"invalid flag in --quantize: only with --format saved_model, not "
+                         f"--format {args.format}" + (" (onnx: --int8)" if args.format == "onnx"
+                                                      else ""))
     run = open_run(args.model, accept_changed=args.accept_changed)
+    if args.quantize:
+        from kerasbert.models.quantization import quantize
+
+        quantize(run.model, args.quantize)
     for path in run.export(args.to, overwrite=args.overwrite, format=args.format, **options):
         print(f"wrote {path}")
     return 0

@@ -40,6 +40,8 @@ adds the traceback, --verbose shows TensorFlow's start-up logging.
 COMMANDS = ("audit", "plot", "train", "pretrain", "evaluate", "predict", "export", "convert",
             "download", "presets")
 FORMATS = ("saved_model", "onnx", "litert")
+#: What ``export --quantize`` takes: Keras's modes that serve (float8 is for training in float8).
+EXPORT_QUANTIZATION = ("int8", "int4")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -297,6 +299,10 @@ def make_parser():
     export.add_argument("--int8", action="store_true",
                         help="onnx only: int8 weights for every matrix product (ONNX Runtime's "
                              "dynamic quantization), the fastest way to run on a CPU")
+    export.add_argument("--quantize", choices=EXPORT_QUANTIZATION, default=None,
+                        help="saved_model only: Keras's quantization of every dense product "
+                             "(int8: int8 weights, rows of inputs quantized as they come; int4: "
+                             "two weights to a byte) (default: float weights)")
 
     convert = _command(
         commands, "convert", "write a Google checkpoint, bert_config.json and vocab.txt",

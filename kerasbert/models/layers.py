@@ -13,10 +13,12 @@ saved ``.keras`` file loads with ``safe_mode=True``.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import numbers
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeAlias
 
 import keras
@@ -517,11 +519,39 @@ class Projection(keras.layers.Dense):
         # Keras's Dense quantizes only itself, not its subclasses: this one computes the same.
         super().quantize(mode, type_check=False, config=config)
 
+    def save_own_variables(self, store: Any) -> None:
+        if _ADAPTERS_APART.get() and self.built:
+            for i, variable in enumerate(self.variables):
+                store[str(i)] = variable
+            return
+        super().save_own_variables(store)
+
     def load_own_variables(self, store: Any) -> None:
         if getattr(self, "loaded_by_owner", False) and not list(store.keys()):
             self.loaded_by_owner = False  # a file whose owner held these weights itself
             return
+        if _ADAPTERS_APART.get():
+            for i, variable in enumerate(self.variables):
+                variable.assign(store[str(i)])
+            return
         super().load_own_variables(store)
+
+
+#: Set by :func:`adapters_apart`.
+_ADAPTERS_APART: contextvars.ContextVar[bool] = contextvars.ContextVar("adapters_apart",
+                                                                       default=False)
+
+
+@contextlib.contextmanager
+def adapters_apart() -> Iterator[None]:
+    """Within it, :class:`Projection` layers save and load their variables as they are, the
+    LoRA adapters beside an unmerged kernel, where Keras writes the kernel merged and the
+    adapters as zeros: a training backup, from which training goes on exactly as before."""
+    token = _ADAPTERS_APART.set(True)
+    try:
+        yield
+    finally:
+        _ADAPTERS_APART.reset(token)
 
 
 def model_layers(model: keras.Model) -> list[keras.layers.Layer]:
@@ -578,11 +608,14 @@ class ProjectionOwner:
     PROJECTED: tuple[str, ...] = ()
 
     def __init__(self, *args: Any, projection_dtypes: dict[str, Any] | None = None,
+                 projection_lora: dict[str, dict[str, Any]] | None = None,
                  **kwargs: Any) -> None:
-        """``projection_dtypes``: the dtype policies of quantized projections by name (from
-        :meth:`get_config`): a saved quantized model builds them quantized again."""
+        """``projection_dtypes``: the dtype policies of quantized projections by name;
+        ``projection_lora``: the ``{"rank", "alpha"}`` of projections with LoRA adapters by
+        name (both from :meth:`get_config`): a saved model builds them so again."""
         super().__init__(*args, **kwargs)
         self.projection_dtypes = dict(projection_dtypes or {})
+        self.projection_lora = dict(projection_lora or {})
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -621,14 +654,20 @@ class ProjectionOwner:
                            dtype=self.dtype_policy if dtype is None  # type: ignore[attr-defined]
                            else keras.dtype_policies.deserialize(dtype))
         dense.build((None, width))
+        lora = self.projection_lora.get(projection)
+        if lora is not None:  # Keras's own build would take the rank but not the alpha
+            dense.enable_lora(lora["rank"], lora_alpha=lora["alpha"])
         setattr(self, f"{projection}_dense", dense)
 
     def get_config(self) -> dict[str, Any]:
         config: dict[str, Any] = super().get_config()  # type: ignore[misc]
+        built = list(zip(self.projected(), self.projections())) if self.built else []  # type: ignore[attr-defined]
         quantized = {projection: keras.dtype_policies.serialize(dense.dtype_policy)
-                     for projection, dense in zip(self.projected(), self.projections())
-                     if dense.quantization_mode is not None} if self.built else {}  # type: ignore[attr-defined]
-        return {**config, "projection_dtypes": quantized} if quantized else config
+                     for projection, dense in built if dense.quantization_mode is not None}
+        lora = {projection: {"rank": dense.lora_rank, "alpha": dense.lora_alpha}
+                for projection, dense in built if dense.lora_enabled}
+        return {**config, **({"projection_dtypes": quantized} if quantized else {}),
+                **({"projection_lora": lora} if lora else {})}
 
     def load_own_variables(self, store: Any) -> None:
         keys = list(store.keys())
@@ -959,6 +998,8 @@ class FeedForward(ProjectionOwner, keras.layers.Layer):
         (1, 5, 16)
     """
 
+    PROJECTED = ("intermediate", "output")
+
     def __init__(self, intermediate_size: int,
                  activation: str | Callable[..., Any] = "gelu",
                  initializer_range: float = 0.02, initializer: _Initializer | None = None,
@@ -973,8 +1014,6 @@ class FeedForward(ProjectionOwner, keras.layers.Layer):
         self.activation_fn = get_activation(activation)
         self.training_activation_fn = training_activation(self.activation_fn)
         self.supports_masking = True
-
-    PROJECTED = ("intermediate", "output")
 
     def build(self, input_shape: Any) -> None:
         hidden = input_shape[-1]

@@ -15,6 +15,7 @@ import logging
 import math
 import os
 import re
+import weakref
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, TypeAlias
 
@@ -333,6 +334,7 @@ def load_checkpoint(model: keras.Model,
         if not damaged:  # after damage: only read on, to name every damaged tensor
             for target, value in zip(group, values):
                 set_value(target.variable, _prepare(target, value, vocabulary))
+                _FROM_CHECKPOINT[id(target.variable)] = target.variable
         del values
     if damaged:
         raise CheckpointError(
@@ -350,6 +352,19 @@ def load_checkpoint(model: keras.Model,
     # Non-strict loads that skipped something say so even where the report is not kept.
     (logger.info if report.ok else logger.warning)("%s", report)
     return report
+
+
+#: The variables a checkpoint was loaded into, by id (each kept only while it lives).
+_FROM_CHECKPOINT: weakref.WeakValueDictionary[int, keras.Variable] = (
+    weakref.WeakValueDictionary())
+
+
+def loaded_from_checkpoint(model: keras.Model) -> list[keras.Variable]:
+    """The variables of ``model`` that :func:`load_checkpoint` gave a checkpoint's values:
+    its pretrained base, without the heads added after the load (a span head, a
+    classifier), in ``model.weights`` order."""
+    return [variable for variable in model.weights if id(variable) in _FROM_CHECKPOINT
+            and _FROM_CHECKPOINT[id(variable)] is variable]
 
 
 def _check_dtypes(source: DictSource | FileSource, names: Sequence[str]) -> None:

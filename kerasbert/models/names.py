@@ -78,6 +78,10 @@ DECODER_INPUT_TOKEN = "Decoder-Input-Token"
 # The decoder model's first input: the encoder's output.
 INPUT_CONTEXT = "Input-Context"
 
+#: The projections of an attention and a feed-forward layer that LoRA adapters may be put
+#: beside (``--lora-targets``), in the order of the layers' weights.
+LORA_TARGETS = ("query", "key", "value", "attention_output", "intermediate", "output")
+
 
 def side_name(side: str, name: str) -> str:
     """A T5 layer's name: ``side_name("Encoder", "Output-Norm") -> "Encoder-Output-Norm"``."""

@@ -21,6 +21,7 @@ import os
 
 import keras
 
+from kerasbert.models.lora import DEFAULT_TARGETS, enable_lora, own_variables
 from kerasbert.tasks import get_task
 from kerasbert.tasks.runs import OPTIONS_FILE
 from kerasbert.training import batches, distribute
@@ -28,8 +29,8 @@ from kerasbert.training.callbacks import inference_model
 from kerasbert.training.lifecycle import TrainingRun
 from kerasbert.training.optimizer import make_optimizer
 from kerasbert.training.options import OptionError, running_precision, validate
+from kerasbert.training.rundir import ADAPTERS_FILE, MODEL_FILE, RunDirectory
 from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
-from kerasbert.training.rundir import RunDirectory
 
 log = logging.getLogger(__name__)
 
@@ -166,6 +167,8 @@ def _train(task, options, strategy, directory, callbacks, verbose, on_checked):
         updates = max(1, inputs.steps * options.epochs // options.grad_accum)
         with strategy.scope():
             model = task.build_model(options, inputs)
+            if options.lora:
+                enable_lora(model, options.lora, options.lora_targets or DEFAULT_TARGETS)
             model.compile(
                 optimizer=make_optimizer(model, options.lr, updates, options.warmup,
                                          options.weight_decay,
@@ -173,8 +176,10 @@ def _train(task, options, strategy, directory, callbacks, verbose, on_checked):
                 loss=task.loss(model), metrics=task.metrics(), jit_compile=options.jit_compile)
             distribute.fit_under(model, strategy)
             model.optimizer.build(model.trainable_variables)  # its size, for the room check
-        saved = task.saved_model(model).weights
-        run.start(model, options.epochs, best=saved, last=saved)
+        saved = task.saved_model(model)
+        # A LoRA run keeps its adapters and head only; export merges them into the base.
+        kept = own_variables(saved) if options.lora else saved.weights
+        run.start(model, options.epochs, best=kept, last=() if options.lora else kept)
         # Global batches; each worker of a multi-worker run takes its part of every one.
         train_set = distribute.shard_by_data(batches.make_dataset(
             *arrays, batch_size=options.batch_size, seed=options.seed,
@@ -185,6 +190,7 @@ def _train(task, options, strategy, directory, callbacks, verbose, on_checked):
                            hint=f"lower --lr ({options.lr:g}) or check the data",
                            monitor=task.monitor, patience=options.patience,
                            save_model=task.saved_model, stop=scoring,
+                           model_file=ADAPTERS_FILE if options.lora else MODEL_FILE,
                            callbacks=list(callbacks))
         return run.finish(task.write_results(options, inputs, recorder))
 

@@ -72,6 +72,13 @@ def resolve(options):
     if _default_copies_too_long(options, values):  # no text is cut to a longer copy
         values["prefix_copies"] = 0
     values["weights"] = "checkpoint" if values["checkpoint"] else "random"
+    if values.get("lora"):
+        if not values["checkpoint"]:
+            raise OptionError("invalid option in --lora: LoRA adapts a pretrained checkpoint, "
+                              "and this run has none; pass --checkpoint, or train every weight "
+                              "without --lora")
+        # A LoRA run reads its base again wherever evaluate and predict run.
+        values["checkpoint"] = os.path.abspath(values["checkpoint"])
     return type(options)(**values)
 
 

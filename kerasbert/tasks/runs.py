@@ -14,15 +14,23 @@ from kerasbert.models.config import BertConfig, check_maxlen, check_vocab_fits
 from kerasbert.models.layers import hierarchical_alpha
 from kerasbert.tasks.options import saved_options
 from kerasbert.training.options import MIXED_POLICIES
+from kerasbert.training.rundir import (
+    ADAPTERS_FILE,
+    MODEL_FILE,
+    RunError,
+    check_finished,
+    load_run_model,
+    read_json,
+)
 from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
 from kerasbert.training.rundir import TRAIN_OPTIONS_FILE as OPTIONS_FILE
-from kerasbert.training.rundir import RunError, check_finished, load_run_model, read_json
 
 #: A T5 run's SentencePiece model, as Google's T5 checkpoints name it.
 SP_MODEL_FILE = "spiece.model"
 __all__ = ["FinishedRun", "OPTIONS_FILE", "build_encoder", "check_checkpoint", "check_finished",
            "check_model_files", "describe_positions", "is_encoder_decoder", "load_run_model",
-           "read_options", "run_config", "run_dtype", "run_recompute", "run_tokenizer",
+           "read_options", "run_config", "run_directory_line", "run_dtype", "run_recompute",
+           "run_tokenizer",
            "write_model_files"]
 
 
@@ -131,7 +139,8 @@ def run_recompute(options):
 def write_model_files(options, model):
     """Writes ``bert_config.json``, ``vocab.txt`` (a T5's: its SentencePiece model as
     ``spiece.model``) and ``bert_model.ckpt`` (the fine-tuned weights under Google's names;
-    a T5's under Mesh TensorFlow's, as bert4keras writes them) into the run directory."""
+    a T5's under Mesh TensorFlow's, as bert4keras writes them; not for a LoRA run, whose
+    weights are its base checkpoint and its adapters) into the run directory."""
     from kerasbert.models.loading import save_weights_as_checkpoint
 
     output = options.output
@@ -140,9 +149,22 @@ def write_model_files(options, model):
     sp_model = getattr(options, "sp_model", None)
     files.copy_file(sp_model or options.vocab,
                     os.path.join(output, SP_MODEL_FILE if sp_model else "vocab.txt"))
+    if getattr(options, "lora", None):  # its weights are the base's and its adapters' file
+        return
     # t5.1.1 and mT5 have the same layers: the family says whose variable names to write.
     save_weights_as_checkpoint(model, os.path.join(output, "bert_model.ckpt"),
                                family=config.family if is_encoder_decoder(config) else None)
+
+
+def run_directory_line(options, *names):
+    """The last line ``kerasbert train`` prints: the run directory and its files,
+    ``metrics.json`` and the model's file first, then ``names``; a LoRA run's model file is
+    its adapters and head, and it writes no ``bert_model.ckpt``."""
+    lora = getattr(options, "lora", None)
+    shown = ["metrics.json", ADAPTERS_FILE if lora else MODEL_FILE,
+             *(name for name in names if not (lora and name == "bert_model.ckpt"))]
+    line = f"run directory: {options.output} ({', '.join(shown)})"
+    return line + (f"; LoRA rank {lora} on the base {options.checkpoint}" if lora else "")
 
 
 def is_encoder_decoder(config: BertConfig) -> bool:
@@ -197,7 +219,7 @@ class FinishedRun:
         self.run_dir = run_dir = os.fspath(run_dir)
         check_finished(run_dir, finished_file=FINISHED_FILE, accept_changed=accept_changed)
         self.options = read_options(run_dir)
-        self.model = load_run_model(run_dir)
+        self.model = load_run_model(run_dir, accept_changed)
         self.check_model()
         self.tokenizer = run_tokenizer(run_dir, self.model)
 

@@ -19,7 +19,13 @@ import numpy as np
 
 from kerasbert import disk_space, files
 from kerasbert.training import reports
-from kerasbert.training.rundir import HISTORY, pause_point
+from kerasbert.training.rundir import (
+    ADAPTERS_FILE,
+    HISTORY,
+    MODEL_FILE,
+    pause_point,
+    write_run_model,
+)
 
 
 class ProgressLines(keras.callbacks.Callback):
@@ -159,12 +165,15 @@ class RunRecorder(keras.callbacks.Callback):
         first_epoch: the epoch training starts at (a resumed run's restored epoch).
         save_model: makes the model saved as ``model.keras`` from the trained one
             (default :func:`inference_model`).
+        model_file: the file it is saved as: ``model.keras``, or a LoRA run's
+            :data:`~kerasbert.training.rundir.ADAPTERS_FILE`.
     """
 
     def __init__(self, run_dir, patience=2, monitor="val_accuracy", first_epoch=0,
-                 save_model=None):
+                 save_model=None, model_file=MODEL_FILE):
         super().__init__()
         self.save_model = save_model or inference_model
+        self.model_file = model_file
         self.run_dir = run_dir
         self.patience = patience
         self.monitor = monitor
@@ -205,16 +214,21 @@ class RunRecorder(keras.callbacks.Callback):
             self.model.stop_training = True
 
     def _save_best(self):
-        """Writes ``model.keras``, the free space checked first (the previous one is kept
-        when it fails)."""
+        """Writes the model file (``model.keras``; a LoRA run's adapters), the free space
+        checked first (the previous one is kept when it fails)."""
         model = self.save_model(self.model)
-        what = "model.keras"
+        what = self.model_file
         advice = ("; the run so far is kept: free some space, then continue it with "
                   "--resume")
-        with disk_space.room_for(self.run_dir, disk_space.estimated_size(model.weights), what=what,
+        kept = model.weights
+        if what == ADAPTERS_FILE:
+            from kerasbert.models.lora import own_variables
+
+            kept = own_variables(model)
+        with disk_space.room_for(self.run_dir, disk_space.estimated_size(kept), what=what,
                             advice=advice), \
                 files.atomic_path(os.path.join(self.run_dir, what)) as temporary:
-            model.save(temporary)
+            write_run_model(model, what, temporary)
             pause_point("model-write")
 
     def _write_history(self):

@@ -135,6 +135,35 @@ def check_inputs(folder, options, accept_changed=False):
                 "or --restart to train again from the start")
 
 
+def check_base(folder, checkpoint, accept_changed=False):
+    """Refuses the base checkpoint of a finished LoRA run when it is gone or differs from
+    the one the run was trained on (the ``checkpoint`` input it recorded): the run holds
+    only its adapters and head, which fit that base alone.
+
+    Raises:
+        ChangedFile: ``base checkpoint in .../bert_model.ckpt.data-00000-of-00001: changed
+            (same size, ...) since the LoRA run trained on it; ...``.
+    """
+    recorded = ((_read(folder) or {}).get("inputs") or {}).get("checkpoint") or []
+    if not recorded:
+        raise ChangedFile(f"base checkpoint in {os.path.join(folder, FILE)}: the LoRA run "
+                          "recorded no fingerprint of its checkpoint, so its base cannot be "
+                          "checked; is it a kerasbert run directory?")
+    for entry in recorded:
+        path = entry.get("path")
+        why = _difference(entry, path)
+        if why is None:
+            continue
+        if accept_changed and why != "removed":
+            log.warning("base checkpoint in %s: %s; using it (--accept-changed)", path, why)
+            continue
+        advice = ("put it back where it was" if why == "removed" else
+                  "put the run's own checkpoint back, or pass --accept-changed to use this one")
+        raise ChangedFile(f"base checkpoint in {path}: {why} since the LoRA run trained on it; "
+                          f"the run holds only its adapters and head, which fit that checkpoint "
+                          f"alone: {advice}")
+
+
 def record_kept(folder, names):
     """Records ``names`` (in ``folder``, left there by ``--restart``) as files the run did
     not write, with their fingerprints (a folder: none)."""

@@ -32,7 +32,7 @@ from kerasbert.training.callbacks import (
     StopOnNonFiniteLoss,
     inference_model,
 )
-from kerasbert.training.rundir import RunDirectory, pause_point
+from kerasbert.training.rundir import MODEL_FILE, RunDirectory, pause_point
 
 
 class TrainingRun:
@@ -98,7 +98,8 @@ class TrainingRun:
         self.directory.start(self.options)
 
     def fit(self, model, data, *, epochs, steps_per_epoch, hint, validation_data=None,
-            monitor=None, patience=0, save_model=inference_model, stop=(), callbacks=()):
+            monitor=None, patience=0, save_model=inference_model, stop=(), callbacks=(),
+            model_file=MODEL_FILE):
         """Trains ``model`` from the run's first epoch, backing up after every epoch.
 
         Args:
@@ -111,6 +112,8 @@ class TrainingRun:
                 (None: no best model, only the history).
             patience: epochs without a better ``monitor`` before stopping (0: never).
             save_model: the model saved as ``model.keras`` from the trained one.
+            model_file: the file it is saved as (a LoRA run's: its adapters and head,
+                :data:`~kerasbert.training.rundir.ADAPTERS_FILE`).
             stop: callbacks that may end training early (run before the recorder).
             callbacks: more Keras callbacks, run last.
 
@@ -118,7 +121,8 @@ class TrainingRun:
             The :class:`RunRecorder`, holding the history of every epoch.
         """
         recorder = RunRecorder(self.directory.path, patience=patience, monitor=monitor,
-                               first_epoch=self.first_epoch, save_model=save_model)
+                               first_epoch=self.first_epoch, save_model=save_model,
+                               model_file=model_file)
         if self.trained:
             # Trained to the end before a kill: only the finishing is left.
             self.directory.restore_backup(model)

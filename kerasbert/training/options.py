@@ -18,6 +18,7 @@ import math
 
 from kerasbert.hardware import compute_policy
 from kerasbert.models.families import FAMILIES
+from kerasbert.models.names import LORA_TARGETS
 from kerasbert.presets.table import DEFAULTS_FILE as MODEL_DEFAULTS_FILE
 from kerasbert.presets.table import names as preset_names
 
@@ -239,6 +240,13 @@ class FinetuneOptions(RunOptions):
                              "activations again in the backward pass instead of keeping them: "
                              "less memory for long --maxlen, more time, the same gradients "
                              "(bert4keras's RECOMPUTE=1)")
+    lora: int = option(None, "train LoRA adapters of rank RANK beside the checkpoint's frozen "
+                       "weights, and the task's head in full; the run keeps only those (a few "
+                       "MB) and reads the checkpoint again, checked by its fingerprint "
+                       "(default: every weight trains)", COUNT, metavar="RANK")
+    lora_targets: list = option(None, "with --lora: the projections given adapters, of "
+                                f"{', '.join(LORA_TARGETS)}, or all (default: query value, as "
+                                "LoRA's paper)", nargs="+", metavar="NAME")
     # Filled in by kerasbert.tasks.defaults.resolve, recorded in train_config.json; not a flag.
     weights: str = dataclasses.field(default=None)
 
@@ -323,6 +331,15 @@ def validate(options, flags=False):
         raise OptionError(f"invalid value {copies} in {name('prefix_copies')}: must be 0 (none) "
                           "or from 3 ([CLS], a token, [SEP]) to below "
                           f"{name('maxlen')}{f' ({maxlen})' if maxlen else ''}")
+    targets = getattr(options, "lora_targets", None)
+    if targets is not None and not getattr(options, "lora", None):
+        raise OptionError(f"invalid option in {name('lora_targets')}: only with {name('lora')} "
+                          "(the adapters' rank)")
+    unknown = [target for target in targets or () if target not in (*LORA_TARGETS, "all")]
+    if unknown or (targets and "all" in targets and len(targets) > 1):
+        shown = unknown[0] if unknown else " ".join(targets)
+        raise OptionError(f"invalid value {shown!r} in {name('lora_targets')}: must be some of "
+                          f"{', '.join(LORA_TARGETS)}, or all alone")
     if getattr(options, "accept_changed", False) and not getattr(options, "resume", False):
         raise OptionError(f"invalid option in {name('accept_changed')}: only with "
                           f"{name('resume')} (a new run records its inputs as they are)")

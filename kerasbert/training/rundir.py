@@ -43,6 +43,11 @@ _STATE = "state.json"
 _WEIGHTS = "training.weights.h5"
 
 
+#: A run's model at its best epoch: the whole model, or a LoRA run's adapters and head
+#: (:func:`kerasbert.models.lora.save_adapters`), its base read again from the checkpoint.
+MODEL_FILE = "model.keras"
+ADAPTERS_FILE = "adapters.lora.h5"
+
 #: The options file and the finished file of a fine-tuning run (``kerasbert train``).
 TRAIN_OPTIONS_FILE = "train_config.json"
 TRAIN_FINISHED_FILE = "metrics.json"
@@ -397,12 +402,13 @@ class RunDirectory:
         if os.path.isdir(self.path):
             held = (disk_space.size_of(self.path) if restart else
                     sum(disk_space.size_of(path) for path in (self.file(BACKUP),
-                                                              self.file("model.keras"))
+                                                              self.file(MODEL_FILE),
+                                                              self.file(ADAPTERS_FILE))
                         if os.path.exists(path)))
         at_once = 2 if epochs > 1 or self._backups() else 1
         needed = best + max(at_once * backup, backup + last) - held
         parts = ["two epoch backups" if at_once == 2 else "the epoch backup"]
-        parts += ["model.keras"] * bool(best) + ["bert_model.ckpt"] * bool(last)
+        parts += ["the best epoch's model"] * bool(best) + ["bert_model.ckpt"] * bool(last)
         resumed = self.started and not restart
         advice = ("; the run so far is kept: free some space, then continue it with --resume"
                   if resumed else "; nothing was trained: free some space or choose another "
@@ -424,6 +430,8 @@ class RunDirectory:
             kerasbert.disk_space.NoSpace: no room for the backup; the previous one is kept, so
                 the run can be continued with ``--resume`` once there is space.
         """
+        from kerasbert.models.layers import adapters_apart
+
         target = self.file(os.path.join(BACKUP, f"epoch-{epoch:04d}"))
         what = f"the backup of epoch {epoch}"
         advice = ("; the previous backup is kept: free some space, then continue the run "
@@ -435,12 +443,13 @@ class RunDirectory:
         tight = disk_space.free_space(self.path) < 4 * disk_space.space_needed(size)
         with disk_space.room_for(self.path, size, what=what,
                             advice=advice), files.atomic_directory(target) as temporary:
-            if tight:
-                weights = disk_space.MemoryFile(os.path.join(temporary, _WEIGHTS))
-                model.save_weights(weights)
-                weights.save()
-            else:
-                model.save_weights(os.path.join(temporary, _WEIGHTS))
+            with adapters_apart():  # a LoRA run goes on from its adapters as they are
+                if tight:
+                    weights = disk_space.MemoryFile(os.path.join(temporary, _WEIGHTS))
+                    model.save_weights(weights)
+                    weights.save()
+                else:
+                    model.save_weights(os.path.join(temporary, _WEIGHTS))
             pause_point("backup-write")
             files.write_json(os.path.join(temporary, _STATE), {"epoch": epoch, "done": done})
         pause_point("backup-written")
@@ -457,8 +466,11 @@ class RunDirectory:
         if model.optimizer is not None and not model.optimizer.built:
             model.optimizer.build(model.trainable_variables)
         weights = os.path.join(found[-1], _WEIGHTS)
+        from kerasbert.models.layers import adapters_apart
+
         try:
-            model.load_weights(weights)
+            with adapters_apart():
+                model.load_weights(weights)
         except (OSError, ValueError) as error:
             raise RunError(f"backup in {weights}: cannot be read ({error}); the run cannot be "
                            "resumed, start it again with a new --output") from None
@@ -522,21 +534,42 @@ def check_finished(run_dir, options_file=TRAIN_OPTIONS_FILE, finished_file=TRAIN
     fingerprints.check_outputs(run_dir, accept_changed)
 
 
-def load_run_model(run_dir):
-    """The best model of a run, ``model.keras``, loaded with ``safe_mode=True``.
+def write_run_model(model, model_file, path):
+    """Writes a run's best model to ``path`` as ``model_file`` says: :data:`ADAPTERS_FILE`
+    (a LoRA run's adapters and head) or :data:`MODEL_FILE` (the whole model)."""
+    if model_file == ADAPTERS_FILE:
+        from kerasbert.models.lora import save_adapters
+
+        save_adapters(model, path)
+    else:
+        model.save(path)
+
+
+def load_run_model(run_dir, accept_changed=False):
+    """The best model of a run, ``model.keras``, loaded with ``safe_mode=True``; a LoRA
+    run's is built again from its adapters file and the checkpoint it was trained on
+    (refused when that checkpoint is gone or changed: its fingerprint), the adapters
+    merged into the kernels.
+
+    Args:
+        accept_changed: use a LoRA run's base although it changed (a warning).
 
     Raises:
-        RunError: no ``model.keras``, or one that is truncated or corrupt.
+        RunError: no ``model.keras``, or one that is truncated or corrupt; a LoRA run whose
+            base checkpoint is missing or does not fit.
+        kerasbert.training.fingerprints.ChangedFile: a LoRA run's base checkpoint changed.
     """
     import keras
 
     from kerasbert.models.saved import register_model_objects
     from kerasbert.training import optimizer  # noqa: F401 (registers the schedule)
 
-    path = os.path.join(run_dir, "model.keras")
+    register_model_objects()  # the task's own objects: its module, imported by the caller
+    if os.path.exists(os.path.join(run_dir, ADAPTERS_FILE)):
+        return _load_adapted(run_dir, accept_changed)
+    path = os.path.join(run_dir, MODEL_FILE)
     if not os.path.exists(path):
         raise RunError(f"model in {run_dir}: no model.keras; is it a kerasbert run directory?")
-    register_model_objects()  # the task's own objects: its module, imported by the caller
     try:
         return keras.saving.load_model(path, safe_mode=True)
     except Exception as error:  # Keras raises ValueError, OSError, zipfile and h5py errors
@@ -545,3 +578,32 @@ def load_run_model(run_dir):
         detail = "" if not reason or "not found" in reason.lower() else f" ({reason[:200]})"
         raise RunError(f"model in {path}: cannot be loaded, the file is truncated or "
                        f"corrupt{detail}") from None
+
+
+def _load_adapted(run_dir, accept_changed):
+    """A LoRA run's model: its base checkpoint (the run's ``checkpoint``) checked against
+    the fingerprint the run recorded, then read, then the adapters and head."""
+    from kerasbert.models.config import BertConfig
+    from kerasbert.models.families import DEFAULT_FAMILY, family_class
+    from kerasbert.models.lora import load_adapted, merged_model
+
+    options = read_json(os.path.join(run_dir, TRAIN_OPTIONS_FILE), "options")
+    base = options.get("checkpoint") if isinstance(options, dict) else None
+    if not base:
+        raise RunError(f"options in {os.path.join(run_dir, TRAIN_OPTIONS_FILE)}: a LoRA run "
+                       "without its checkpoint; is it a kerasbert run directory?")
+    fingerprints.check_base(run_dir, base, accept_changed)
+    path = os.path.join(run_dir, ADAPTERS_FILE)
+    # t5.1.1 and mT5 have the same layers: the run's family says whose names to read.
+    config_path = os.path.join(run_dir, "bert_config.json")
+    config = BertConfig.from_json_file(config_path if os.path.exists(config_path)
+                                       else options.get("config"), family=options.get("model"))
+    family = config.family if family_class(config.family or DEFAULT_FAMILY).encoder_decoder \
+        else None
+    try:
+        # Merged: the outputs of the model trained, as fast as one without adapters.
+        return merged_model(load_adapted(path, base, family=family))
+    except (OSError, ValueError) as error:
+        reason = (str(error).strip().splitlines() or [""])[0]
+        raise RunError(f"model in {path}: cannot be built on the base {base} "
+                       f"({reason[:300]})") from None

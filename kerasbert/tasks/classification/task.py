@@ -33,6 +33,7 @@ from kerasbert.tasks.runs import (
     check_model_files,
     load_run_model,
     read_options,
+    run_directory_line,
     run_tokenizer,
     write_model_files,
 )
@@ -176,8 +177,7 @@ class Classification(Task):
         if skipped:
             lines.append("skipped rows: " + ", ".join(f"{n} in {path}"
                                                       for path, n in skipped.items()))
-        lines.append(f"run directory: {options.output} (metrics.json, confusion_matrix.png, "
-                     "training_curves.png, model.keras)")
+        lines.append(run_directory_line(options, "confusion_matrix.png", "training_curves.png"))
         return lines
 
     def evaluation_report(self, metrics):
@@ -261,7 +261,7 @@ class Run:
         check_finished(run_dir, finished_file=FINISHED_FILE, accept_changed=accept_changed)
         self.labels = _read_labels(os.path.join(run_dir, "labels.json"))
         self.options = read_options(run_dir)
-        self.model = load_run_model(run_dir)
+        self.model = load_run_model(run_dir, accept_changed)
         outputs = self.model.outputs[0].shape[-1]
         if outputs != len(self.labels):
             raise RunError(f"labels in {os.path.join(run_dir, 'labels.json')}: "

@@ -42,6 +42,7 @@ from kerasbert.tasks.runs import (
     export_saved_model,
     load_run_model,
     read_options,
+    run_directory_line,
     run_tokenizer,
     write_model_files,
 )
@@ -207,7 +208,7 @@ class Ner(Task):
         micro = summary[shown]["micro"]
         return [f"\n{shown} entity F1 {micro['f1']:.4f} (precision {micro['precision']:.4f}, "
                 f"recall {micro['recall']:.4f}; best epoch {summary['best_epoch']})",
-                f"run directory: {options.output} (metrics.json, model.keras, tags.json)"]
+                run_directory_line(options, "tags.json")]
 
     def evaluation_report(self, metrics):
         micro = metrics["micro"]
@@ -231,7 +232,7 @@ class Run:
         check_finished(run_dir, finished_file=FINISHED_FILE, accept_changed=accept_changed)
         self.options = read_options(run_dir)
         self.tags = read_json(os.path.join(run_dir, TAGS_FILE), "tags")
-        self.model = load_run_model(run_dir)
+        self.model = load_run_model(run_dir, accept_changed)
         outputs = self.model.outputs[0].shape[-1]
         path = os.path.join(run_dir, TAGS_FILE)
         if not (isinstance(self.tags, list) and all(isinstance(t, str) for t in self.tags)):

@@ -44,6 +44,7 @@ from kerasbert.tasks.runs import (
     check_model_files,
     export_saved_model,
     load_run_model,
+    run_directory_line,
     write_model_files,
 )
 
@@ -194,7 +195,7 @@ class Qa(Task):
         shown = "test" if "test" in summary else "dev"
         return [f"\n{shown} exact match {summary[shown]['exact']:.2f}, F1 "
                 f"{summary[shown]['f1']:.2f} (best epoch {summary['best_epoch']})",
-                f"run directory: {options.output} (metrics.json, model.keras, bert_model.ckpt)"]
+                run_directory_line(options, "bert_model.ckpt")]
 
     def evaluation_report(self, metrics):
         return [f"questions {metrics['total']}  exact match {metrics['exact']:.2f}  "

@@ -61,6 +61,7 @@ from kerasbert.tasks.runs import (
     export_saved_model,
     is_encoder_decoder,
     load_run_model,
+    run_directory_line,
     run_dtype,
     run_recompute,
     write_model_files,
@@ -456,8 +457,7 @@ class Seq2Seq(Task):
         if summary["train_pairs_cut"]:
             lines.append(f"{summary['train_pairs_cut']} training pairs were longer than --maxlen "
                          f"({options.maxlen}) and lost tokens")
-        return lines + [f"run directory: {options.output} (metrics.json, model.keras, "
-                        "bert_model.ckpt)"]
+        return [*lines, run_directory_line(options, "bert_model.ckpt")]
 
     def evaluation_report(self, metrics):
         cut = (f" ({metrics['cut_sources']} sources cut to --maxlen)"

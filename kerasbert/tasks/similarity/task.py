@@ -38,6 +38,7 @@ from kerasbert.tasks.runs import (
     check_model_files,
     export_saved_model,
     load_run_model,
+    run_directory_line,
     write_model_files,
 )
 from kerasbert.tasks.similarity import data as pair_data
@@ -222,8 +223,7 @@ class Similarity(Task):
                  else f"threshold {threshold:.4f} from dev")
         return [f"\n{shown} {_scores_line(summary[shown])} ({found}; best epoch "
                 f"{summary['best_epoch']})",
-                f"run directory: {options.output} (metrics.json, model.keras, "
-                f"{THRESHOLD_FILE})"]
+                run_directory_line(options, THRESHOLD_FILE)]
 
     def evaluation_report(self, metrics):
         threshold = ("" if "accuracy" not in metrics
