@@ -147,3 +147,24 @@ def test_audit_command_reports_a_bad_config(tmp_path):
     path.write_text('{"vocab_size": 10,')
     code, _, err = run_cli("audit", str(path))
     assert code == 2 and "invalid JSON" in err and str(path) in err
+
+
+def test_audit_of_a_lora_model_counts_adapters_and_what_trains_per_row():
+    """BERT-base with LoRA r=8 on the queries and values: 2·8·(768+768) = 24,576 adapters
+    per layer, 294,912 in all, which train with the classifier's 1,538; nothing else does."""
+    code, out, _ = run_cli("audit", ref.CHINESE_BASE, "--num-labels", "2", "--lora", "8",
+                           "--json")
+    report = json.loads(out)
+    assert code == 0 and report["ok"]
+    assert report["total"]["actual"] == ref.CHINESE_BASE_CLS2 + 12 * 24_576
+    assert report["trainable"] == 12 * 24_576 + 1_538
+    attention = next(row for row in report["rows"]
+                     if row["layer"] == "Transformer-0-MultiHeadSelfAttention")
+    assert attention["formula"] == "4·(H·H+H)+2·r·(H+A)"
+    assert (attention["expected_trainable"], attention["trainable"]) == (24_576, 24_576)
+    assert all(row["trainable"] == 0 for row in report["rows"]
+               if row["group"] == "embeddings" or row["layer"].endswith("FeedForward"))
+    code, out, _ = run_cli("audit", ref.CHINESE_BASE, "--num-labels", "2", "--lora", "8")
+    assert "trainable 296,450 of 101,973,506 (0.29%), frozen 101,677,056" in out
+    code, _, err = run_cli("audit", ref.CHINESE_BASE, "--lora-targets", "query")
+    assert code == 2 and "invalid option in --lora-targets: only with --lora" in err

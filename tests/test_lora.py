@@ -97,3 +97,27 @@ def test_the_projections_are_keras_dense_layers_that_keras_enable_lora_reaches()
     np.testing.assert_array_equal(model(INPUTS).numpy(), before)
     value.lora_kernel_b.assign(np.full(value.lora_kernel_b.shape, 0.5, "float32"))
     assert np.abs(model(INPUTS).numpy() - before).max() > 1e-3
+
+
+def test_a_head_put_on_after_the_checkpoint_trains_and_lora_rank_builds_the_adapters(tmp_path):
+    """The base LoRA freezes is what the checkpoint was loaded into: a span head added after
+    the load (Google names it cls/squad) trains; build_transformer_model(lora_rank=) adapts
+    once the checkpoint is in."""
+    from kerasbert.tasks.qa.span_qa import add_span_head
+
+    keras.utils.set_random_seed(0)
+    prefix = str(tmp_path / "bert_model.ckpt")
+    kerasbert.save_weights_as_checkpoint(kerasbert.build_transformer_model(TINY), prefix)
+    qa = add_span_head(kerasbert.build_transformer_model(TINY, prefix))
+    enable_lora(qa, 2)
+    trainable = sorted(w.path.split("/")[0] for w in qa.trainable_weights
+                       if "lora_kernel" not in w.path)
+    assert trainable and all(not name.startswith("Transformer") for name in trainable)
+    assert {w.path for w in qa.trainable_weights} >= {w.path for w in adapter_variables(qa)}
+
+    adapted = kerasbert.build_transformer_model(TINY, prefix, lora_rank=4,
+                                                lora_targets=["query", "intermediate"])
+    assert len(adapter_variables(adapted)) == 2 * 2 * TINY["num_hidden_layers"]
+    assert [w for w in adapted.trainable_weights if "lora_kernel" not in w.path] == []
+    with pytest.raises(ValueError, match="lora_targets=.*only with lora_rank"):
+        kerasbert.build_transformer_model(TINY, lora_targets=["query"])

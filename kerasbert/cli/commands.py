@@ -32,16 +32,24 @@ def _build(args, **overrides):
             return_keras_model=False, **overrides)
         if args.num_labels:
             built.model = add_cls_classifier(built.model, args.num_labels)
+        if getattr(args, "lora", None):
+            from kerasbert.models.lora import DEFAULT_TARGETS, enable_lora
+
+            enable_lora(built.model, args.lora, args.lora_targets or DEFAULT_TARGETS)
     return built
 
 
 def command_audit(args):
     from kerasbert.models import audit
 
+    if args.lora_targets and not args.lora:
+        raise UsageError("invalid option in --lora-targets: only with --lora (the adapters' "
+                         "rank)")
     built = _build(args)
     rows = audit.audit_model(built.model, built.config, args.with_pool, args.with_nsp,
                              args.with_mlm, args.num_labels, built.family,
-                             args.with_discriminator)
+                             args.with_discriminator, lora=args.lora,
+                             lora_targets=args.lora_targets)
     total = built.model.count_params()
     report = audit.to_json(rows, total)
     if args.json:

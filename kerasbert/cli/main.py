@@ -16,6 +16,7 @@ import traceback
 from kerasbert.cli import commands as handlers
 from kerasbert.cli.commands import UsageError
 from kerasbert.models.families import FAMILIES
+from kerasbert.models.names import LORA_TARGETS
 from kerasbert.quiet import quiet_tensorflow
 from kerasbert.tasks import TASKS, options_class
 from kerasbert.tasks.options import add_task_arguments, users_of
@@ -198,6 +199,13 @@ def make_parser():
                     "(BERT, ALBERT, NEZHA, RoFormer, RoFormer-v2, ELECTRA, GPT, GPT-2, GPT2-ML); "
                     "exit code 1 on a mismatch.", run=handlers.command_audit)
     _model_arguments(audit)
+    audit.add_argument("--lora", type=_count, default=None, metavar="RANK",
+                       help="with LoRA adapters of rank RANK, as kerasbert train --lora trains "
+                            "them: each row's trainable and frozen parameters")
+    audit.add_argument("--lora-targets", nargs="+", default=None, metavar="NAME",
+                       choices=(*LORA_TARGETS, "all"),
+                       help=f"with --lora: the projections given adapters, of "
+                            f"{', '.join(LORA_TARGETS)}, or all (default: query value)")
     audit.add_argument("--json", action="store_true", help="print the audit as JSON")
 
     plot = _command(

@@ -42,10 +42,13 @@ class Row:
     formula: str
     expected: int
     actual: int | None = None  # None until the built model is counted
+    # With LoRA (audit_model's lora=): the parameters that train, expected and counted.
+    expected_trainable: int | None = None
+    trainable: int | None = None
 
     @property
     def ok(self) -> bool:
-        return self.actual == self.expected
+        return self.actual == self.expected and self.trainable == self.expected_trainable
 
 
 def expected_rows(config: BertConfig, with_pool: bool | str = False, with_nsp: bool = False,
@@ -70,8 +73,15 @@ def expected_rows(config: BertConfig, with_pool: bool | str = False, with_nsp: b
 def audit_model(model: keras.Model, config: BertConfig, with_pool: bool | str = False,
                 with_nsp: bool = False, with_mlm: bool | str = False,
                 num_labels: int | None = None, family: str | type[Transformer] | None = None,
-                with_discriminator: bool | str = False) -> list[Row]:
+                with_discriminator: bool | str = False, lora: int | None = None,
+                lora_targets: tuple[str, ...] | None = None) -> list[Row]:
     """Fills in each row's actual count from ``model``.
+
+    With ``lora`` (the rank of the adapters :func:`kerasbert.models.lora.enable_lora` put on
+    ``lora_targets``, None: its default), each attention and feed-forward row expects its
+    adapters too, r·(inputs+outputs) for each projection given some, and every row says how
+    many of its parameters train: its adapters alone (the base is frozen), all of the
+    classifier's.
 
     A layer of the model that holds parameters but has no row is reported as a row
     with the formula "unexpected" and expected 0, so it fails the audit. The dense layers
@@ -84,6 +94,8 @@ def audit_model(model: keras.Model, config: BertConfig, with_pool: bool | str = 
     """
     rows = expected_rows(config, with_pool, with_nsp, with_mlm, num_labels, family,
                          with_discriminator)
+    if lora is not None:
+        rows = [_with_adapters(row, config, lora, lora_targets) for row in rows]
     from kerasbert.models.loading import layer_prefix  # Keras's import, for a model
 
     # A prefixed model's rows (bert4keras's prefix=) are named without its prefix.
@@ -99,12 +111,44 @@ def audit_model(model: keras.Model, config: BertConfig, with_pool: bool | str = 
             conditions.append(condition)
         row.actual = None if layer is None else layer.count_params() - (
             condition.expected if condition is not None else 0)
+        if lora is not None and layer is not None:
+            row.trainable = _count(layer.trainable_weights)
     rows += conditions
     listed = {row.layer for row in rows}
     for name, layer in layers.items():
         if name not in listed and layer.count_params():
-            rows.append(Row("unexpected", name, "unexpected", 0, layer.count_params()))
+            rows.append(Row("unexpected", name, "unexpected", 0, layer.count_params(),
+                            *((0, _count(layer.trainable_weights)) if lora is not None else ())))
     return rows
+
+
+def _count(variables: list[Any]) -> int:
+    return sum(math.prod(variable.shape) for variable in variables)
+
+
+def _with_adapters(row: Row, config: BertConfig, rank: int,
+                   targets: tuple[str, ...] | None) -> Row:
+    """``row`` expecting the LoRA adapters of rank ``rank`` on ``targets`` where it is an
+    attention or a feed-forward layer, and what of it trains."""
+    from kerasbert.models.lora import DEFAULT_TARGETS, checked_targets
+
+    chosen = checked_targets(targets or DEFAULT_TARGETS)
+    H, I = config.hidden_size, config.intermediate_size
+    A = config.num_attention_heads * config.head_size
+    widths = {"query": H + A, "key": H + A, "value": H + A, "attention_output": A + H,
+              "intermediate": H + I, "output": I + H}
+    kind = ("attention" if row.layer.endswith("MultiHeadSelfAttention") else
+            "feed_forward" if row.layer.endswith("FeedForward") else None)
+    own = {"attention": ("query", "key", "value", "attention_output"),
+           "feed_forward": ("intermediate", "output")}.get(kind, ())
+    adapters = sum(rank * widths[target] for target in chosen if target in own)
+    if not adapters:
+        trains = row.expected if row.group == "classifier" else 0
+        return dataclasses.replace(row, expected_trainable=trains)
+    given = sum(target in own for target in chosen)
+    term = f"{given}·r·{'(H+A)' if kind == 'attention' else '(H+I)'}".removeprefix("1·")
+    return dataclasses.replace(row, formula=f"{row.formula}+{term}",
+                               expected=row.expected + adapters, expected_trainable=adapters)
 
 
 def condition_row(layer: keras.layers.Layer) -> Row | None:
@@ -132,28 +176,43 @@ def group_totals(rows: list[Row]) -> dict[str, tuple[int, int]]:
 
 
 def format_table(rows: list[Row], total_params: int | None = None) -> str:
-    """The audit as a plain-text table with group subtotals and the total."""
-    lines = [f"{'group':<11} {'layer':<44} {'formula':<10} {'expected':>13} {'actual':>13}  ok"]
+    """The audit as a plain-text table with group subtotals and the total; with LoRA, each
+    row's trainable and frozen parameters too, and the share that trains."""
+    lora = any(row.expected_trainable is not None for row in rows)
+    width = max([10, *(len(row.formula) for row in rows)])
+    extra = f" {'trainable':>11} {'frozen':>13}" if lora else ""
+    lines = [f"{'group':<11} {'layer':<44} {'formula':<{width}} {'expected':>13} "
+             f"{'actual':>13}{extra}  ok"]
     lines.append("-" * len(lines[0]))
     for row in rows:
         shown = "missing" if row.actual is None else f"{row.actual:,}"
-        lines.append(f"{row.group:<11} {row.layer:<44} {row.formula:<10} "
-                     f"{row.expected:>13,} {shown:>13}  {'yes' if row.ok else 'NO'}")
+        counts = ""
+        if lora:
+            trains = row.trainable or 0
+            counts = f" {trains:>11,} {(row.actual or 0) - trains:>13,}"
+        lines.append(f"{row.group:<11} {row.layer:<44} {row.formula:<{width}} "
+                     f"{row.expected:>13,} {shown:>13}{counts}  {'yes' if row.ok else 'NO'}")
     lines.append("-" * len(lines[0]))
     for group, (expected, actual) in group_totals(rows).items():
-        lines.append(f"{group:<11} {'(subtotal)':<44} {'':<10} {expected:>13,} {actual:>13,}  "
+        lines.append(f"{group:<11} {'(subtotal)':<44} {'':<{width}} {expected:>13,} {actual:>13,}  "
                      f"{'yes' if expected == actual else 'NO'}")
     expected = sum(row.expected for row in rows)
     actual = sum(row.actual or 0 for row in rows) if total_params is None else total_params
-    lines.append(f"{'total':<11} {'':<44} {'':<10} {expected:>13,} {actual:>13,}  "
+    lines.append(f"{'total':<11} {'':<44} {'':<{width}} {expected:>13,} {actual:>13,}  "
                  f"{'yes' if expected == actual else 'NO'}")
+    if lora:
+        trains = sum(row.trainable or 0 for row in rows)
+        lines.append(f"trainable {trains:,} of {actual:,} ({100 * trains / max(actual, 1):.2f}%), "
+                     f"frozen {actual - trains:,}")
     return "\n".join(lines)
 
 
 def to_json(rows: list[Row], total_params: int) -> dict[str, Any]:
     """The audit as a JSON-ready dict: rows, group subtotals, totals and ``ok``."""
     expected = sum(row.expected for row in rows)
+    lora = any(row.expected_trainable is not None for row in rows)
     return {
+        **({"trainable": sum(row.trainable or 0 for row in rows)} if lora else {}),
         "rows": [dataclasses.asdict(row) | {"ok": row.ok} for row in rows],
         "groups": {g: {"expected": e, "actual": a} for g, (e, a) in group_totals(rows).items()},
         "total": {"expected": expected, "actual": total_params},

@@ -72,7 +72,9 @@ def build_transformer_model(
         dtype: str | keras.DTypePolicy | None = None, with_discriminator: bool | str = False,
         application: str | Any = "encoder", residual_attention_scores: bool = False,
         attention_caches: dict[str, Sequence[Any]] | None = None,
-        recompute: bool | None = None, **overrides: Any) -> keras.Model | Transformer:
+        recompute: bool | None = None, lora_rank: int | None = None,
+        lora_targets: str | Sequence[str] | None = None,
+        **overrides: Any) -> keras.Model | Transformer:
     """Builds a BERT-family model from its config, bert4keras style.
 
     Args:
@@ -127,6 +129,9 @@ def build_transformer_model(
             (less memory, more time; the same gradients, dropout masks included). None: as
             ``RECOMPUTE`` in the environment says (``RECOMPUTE=1``: bert4keras's switch),
             read when the model is built. Saved with the model.
+        lora_rank: LoRA adapters of this rank beside the ``lora_targets`` projections
+            (None: ``("query", "value")``), the rest frozen, once the checkpoint is loaded
+            (:func:`kerasbert.enable_lora`); a head put on the model afterwards trains.
         **overrides: config keys to replace (``num_hidden_layers=2``, ``dropout_rate=0``...),
             keywords a family's class takes (GPT's ``final_activation``; the position and
             segment options of BERT and the families built on it:
@@ -227,8 +232,11 @@ def build_transformer_model(
             residual_attention_scores=residual_attention_scores,
             recompute=recompute, **model_options, **family_options)
 
+    if lora_targets is not None and lora_rank is None:
+        raise ValueError(f"lora_targets={lora_targets!r}: only with lora_rank (the adapters' "
+                         "rank)")
     if checkpoint_path is None:
-        built = build()
+        built = _adapted(build(), lora_rank, lora_targets)
         return built.model if return_keras_model else built
     # The weights are made without values and created from what the checkpoint holds:
     # no random draw to overwrite, one copy of each weight (see models/deferred.py).
@@ -249,7 +257,18 @@ def build_transformer_model(
         warnings.warn(f"the checkpoint has no {', '.join(absent)}: those head weights are "
                       "initialised, not loaded (strict=True refuses such a checkpoint)",
                       stacklevel=2)
+    built = _adapted(built, lora_rank, lora_targets)
     return built.model if return_keras_model else built
+
+
+def _adapted(built: Transformer, rank: int | None,
+             targets: str | Sequence[str] | None) -> Transformer:
+    """``built`` with LoRA adapters of ``rank`` on ``targets`` (none without a rank)."""
+    if rank is not None:
+        from kerasbert.models.lora import DEFAULT_TARGETS, enable_lora
+
+        enable_lora(built.model, rank, DEFAULT_TARGETS if targets is None else targets)
+    return built
 
 
 def _config_positions(config: BertConfig, cls: type[Transformer],
