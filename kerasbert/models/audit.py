@@ -133,12 +133,13 @@ def _with_adapters(row: Row, config: BertConfig, rank: int,
     from kerasbert.models.lora import DEFAULT_TARGETS, checked_targets
 
     chosen = checked_targets(targets or DEFAULT_TARGETS)
-    H, I = config.hidden_size, config.intermediate_size
-    A = config.num_attention_heads * config.head_size
-    widths = {"query": H + A, "key": H + A, "value": H + A, "attention_output": A + H,
-              "intermediate": H + I, "output": I + H}
+    hidden, inner = config.hidden_size, config.intermediate_size
+    heads = config.num_attention_heads * config.head_size
+    widths = {"query": hidden + heads, "key": hidden + heads, "value": hidden + heads,
+              "attention_output": heads + hidden, "intermediate": hidden + inner,
+              "output": inner + hidden}
     kind = ("attention" if row.layer.endswith("MultiHeadSelfAttention") else
-            "feed_forward" if row.layer.endswith("FeedForward") else None)
+            "feed_forward" if row.layer.endswith("FeedForward") else "")
     own = {"attention": ("query", "key", "value", "attention_output"),
            "feed_forward": ("intermediate", "output")}.get(kind, ())
     adapters = sum(rank * widths[target] for target in chosen if target in own)
