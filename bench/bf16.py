@@ -8,7 +8,8 @@ suite measures what it costs in accuracy, twice:
   the deviation measured is bf16's, not a mapping error's;
 * a classifier: the newest ``runs/demo-*`` run directory (``make demo``), its
   predictions on the review test split in float32, in bfloat16, and exported to ONNX
-  with int8 weights (``kerasbert export --format onnx --int8``).
+  with int8 weights (``kerasbert export --format onnx --int8``), and with Keras's int8
+  products (``kerasbert export --quantize int8``).
 """
 
 import glob
@@ -144,8 +145,9 @@ def newest_demo_run(root):
 def classifier_agreement(run_dir=None, data="kerasbert/resources/reviews/test.tsv", batch_size=64,
                          mode="bf16"):
     """Worker: a fine-tuned run's test predictions in float32 and in a fast ``mode``:
-    ``"bf16"`` (a bfloat16 :class:`Predictor`) or ``"onnx-int8"`` (``kerasbert export
-    --format onnx --int8`` under ONNX Runtime)."""
+    ``"bf16"`` (a bfloat16 :class:`Predictor`), ``"keras-int8"`` (Keras's int8 products,
+    :func:`kerasbert.quantize`, as ``kerasbert export --quantize int8`` serves them) or
+    ``"onnx-int8"`` (``kerasbert export --format onnx --int8`` under ONNX Runtime)."""
     import tempfile
 
     from kerasbert.inference.predictor import Predictor
@@ -168,6 +170,12 @@ def classifier_agreement(run_dir=None, data="kerasbert/resources/reviews/test.ts
             onnx = [p for p in run.export(os.path.join(folder, "onnx"), format="onnx", int8=True)
                     if p.endswith(".onnx")][0]
             fast = onnx_runner(onnx)
+        elif mode == "keras-int8":
+            from kerasbert import quantize
+
+            quantized = Run(run_dir).model  # a second copy, its products quantized
+            quantize(quantized, "int8")
+            fast = Predictor(quantized)
         else:
             fast = Predictor(run.model, dtype_policy="bfloat16")
         probabilities = {}
@@ -191,6 +199,7 @@ POLICIES = ("bfloat16", "mixed_bfloat16")
 WORKERS = {policy: (lambda policy=policy: measure(policy)) for policy in POLICIES}
 WORKERS["classifier"] = classifier_agreement
 WORKERS["classifier-int8"] = lambda **o: classifier_agreement(**o, mode="onnx-int8")
+WORKERS["classifier-keras-int8"] = lambda **o: classifier_agreement(**o, mode="keras-int8")
 
 
 def run(options, log):
@@ -216,9 +225,9 @@ def run(options, log):
     title = (f"bf16 deviation from fp32, all-MiniLM-L6-v2, {len(SENTENCES)} sentences, "
              "sequence output at real tokens")
     tables = [{"title": title, "columns": columns, "rows": rows}]
-    log("bf16: a fine-tuned classifier on the review test split, bf16 and ONNX int8")
+    log("bf16: a fine-tuned classifier on the review test split, bf16, Keras int8, ONNX int8")
     rows = []
-    for name in ("classifier", "classifier-int8"):
+    for name in ("classifier", "classifier-keras-int8", "classifier-int8"):
         results[name] = agreement = run_worker("bf16", name, {}, options, log)
         if why_missing(agreement):
             rows.append({"run": why_missing(agreement), "mode": name})

@@ -179,7 +179,9 @@ def _train(task, options, strategy, directory, callbacks, verbose, on_checked):
         saved = task.saved_model(model)
         # A LoRA run keeps its adapters and head only; export merges them into the base.
         kept = own_variables(saved) if options.lora else saved.weights
-        run.start(model, options.epochs, best=kept, last=() if options.lora else kept)
+        model_file = ADAPTERS_FILE if options.lora else MODEL_FILE
+        run.start(model, options.epochs, best=kept, last=() if options.lora else kept,
+                  model_file=model_file)
         # Global batches; each worker of a multi-worker run takes its part of every one.
         train_set = distribute.shard_by_data(batches.make_dataset(
             *arrays, batch_size=options.batch_size, seed=options.seed,
@@ -190,7 +192,7 @@ def _train(task, options, strategy, directory, callbacks, verbose, on_checked):
                            hint=f"lower --lr ({options.lr:g}) or check the data",
                            monitor=task.monitor, patience=options.patience,
                            save_model=task.saved_model, stop=scoring,
-                           model_file=ADAPTERS_FILE if options.lora else MODEL_FILE,
+                           model_file=model_file,
                            callbacks=list(callbacks))
         return run.finish(task.write_results(options, inputs, recorder))
 

@@ -83,7 +83,7 @@ class TrainingRun:
         """Whether every epoch was trained and backed up before the run was interrupted."""
         return bool(self.resumed and self.resumed["done"])
 
-    def start(self, model, epochs, best=(), last=()):
+    def start(self, model, epochs, best=(), last=(), model_file=MODEL_FILE):
         """Checks that the folder has room for what the run will write
         (:meth:`RunDirectory.check_room`: ``model``'s backups over the ``epochs`` left,
         ``best`` and ``last``), then creates the directory, clears what a kill left behind,
@@ -94,7 +94,8 @@ class TrainingRun:
         """
         self.directory.check_room(model, best=best, last=last,
                                   epochs=0 if self.trained else epochs - self.first_epoch,
-                                  restart=getattr(self.options, "restart", False))
+                                  restart=getattr(self.options, "restart", False),
+                                  model_file=model_file)
         self.directory.start(self.options)
 
     def fit(self, model, data, *, epochs, steps_per_epoch, hint, validation_data=None,

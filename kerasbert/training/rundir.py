@@ -375,7 +375,8 @@ class RunDirectory:
             names.append(HISTORY)
         return names
 
-    def check_room(self, model, best=(), last=(), epochs=1, restart=False):
+    def check_room(self, model, best=(), last=(), epochs=1, restart=False,
+                   model_file=MODEL_FILE):
         """Refuses to train where the run's folder has no room for what the run will write,
         before the first step: the epoch backups (weights and optimizer; two at once while
         the newest is written, from the second one on), ``best`` beside them (the weights
@@ -389,6 +390,7 @@ class RunDirectory:
             best, last: the variables of those files.
             epochs: the epochs left to train.
             restart: whether the earlier run in the folder is removed first.
+            model_file: the file ``best`` is saved as (a LoRA run's: its adapters).
 
         Raises:
             kerasbert.disk_space.NoSpace: ``no space in runs/x: 60.2 MB needed for the run's
@@ -408,7 +410,7 @@ class RunDirectory:
         at_once = 2 if epochs > 1 or self._backups() else 1
         needed = best + max(at_once * backup, backup + last) - held
         parts = ["two epoch backups" if at_once == 2 else "the epoch backup"]
-        parts += ["the best epoch's model"] * bool(best) + ["bert_model.ckpt"] * bool(last)
+        parts += [model_file] * bool(best) + ["bert_model.ckpt"] * bool(last)
         resumed = self.started and not restart
         advice = ("; the run so far is kept: free some space, then continue it with --resume"
                   if resumed else "; nothing was trained: free some space or choose another "
