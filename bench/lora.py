@@ -89,9 +89,9 @@ def kerasbert_worker(shape, mode, warmup, repeats):
                            repeats)
     trainable = sum(int(np.prod(w.shape)) for w in model.trainable_weights)
     with tempfile.TemporaryDirectory() as folder:
-        if mode == "full":
+        if mode == "full":  # the weights alone (save_weights adds the optimizer's slots)
             path = os.path.join(folder, "model.weights.h5")
-            model.save_weights(path)
+            keras.Model(model.inputs, model.outputs).save_weights(path)
         else:
             path = os.path.join(folder, "adapters.lora.h5")
             save_adapters(model, path)

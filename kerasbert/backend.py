@@ -51,6 +51,7 @@ from kerasbert.models.layers import (  # noqa: F401 (bert4keras's names)
     rematerialized,
     set_gelu,
 )
+from kerasbert.models.positions import rotated, sinusoid
 
 __all__ = ["K", "keras", "tf"]
 
@@ -711,10 +712,7 @@ def sinusoidal_embeddings(pos: Any, dim: int, base: float = 10000) -> Any:
     """
     if dim % 2:
         raise ValueError(f"sinusoidal_embeddings needs an even dim, got dim={dim}")
-    frequencies = ops.power(float(base), -2.0 * ops.arange(dim // 2, dtype="float32") / dim)
-    angles = ops.expand_dims(ops.cast(pos, "float32"), -1) * frequencies
-    table = ops.stack([ops.sin(angles), ops.cos(angles)], axis=-1)
-    return flatten(table, len(table.shape) - 2)
+    return sinusoid(pos, dim, base)
 
 
 class Sinusoidal(keras.initializers.Initializer):
@@ -736,15 +734,9 @@ def apply_rotary_position_embeddings(sinusoidal: Any, *tensors: Any) -> Any:
     if not tensors or any(tuple(t.shape) != tuple(tensors[0].shape) for t in tensors):
         raise ValueError("apply_rotary_position_embeddings needs one or more tensors of one "
                          f"shape, got shapes {[tuple(t.shape) for t in tensors]}")
-    ndim = len(tensors[0].shape)
-    table = align(sinusoidal, [0, 1, -1], ndim)
-    cos = ops.repeat(table[..., 1::2], 2, axis=-1)
-    sin = ops.repeat(table[..., ::2], 2, axis=-1)
-    rotated = []
-    for x in tensors:
-        turned = ops.reshape(ops.stack([-x[..., 1::2], x[..., ::2]], axis=-1), ops.shape(x))
-        rotated.append(x * cos + turned * sin)
-    return rotated[0] if len(rotated) == 1 else rotated
+    table = align(sinusoidal, [0, 1, -1], len(tensors[0].shape))
+    turned = [rotated(x, table) for x in tensors]
+    return turned[0] if len(turned) == 1 else turned
 
 
 def multilabel_categorical_crossentropy(y_true: Any, y_pred: Any) -> Any:

@@ -18,9 +18,11 @@ from keras import ops
 from kerasbert.models.names import SERIALIZATION_PACKAGE as PACKAGE
 
 
-def sinusoid(positions: Any, dim: int) -> Any:
-    """``(..., dim)`` interleaved sin/cos of float ``positions`` (``dim`` even)."""
-    frequencies = ops.power(10000.0, -2.0 * ops.arange(dim // 2, dtype="float32") / dim)
+def sinusoid(positions: Any, dim: int, base: float = 10000.0) -> Any:
+    """``(..., dim)`` interleaved sin/cos of float ``positions`` (``dim`` even), ``w_i =
+    base^(-2i/dim)``: the one sinusoid of kerasbert (bert4keras's
+    ``K.sinusoidal_embeddings`` too)."""
+    frequencies = ops.power(float(base), -2.0 * ops.arange(dim // 2, dtype="float32") / dim)
     angles = ops.expand_dims(ops.cast(positions, "float32"), -1) * frequencies
     return ops.reshape(ops.stack([ops.sin(angles), ops.cos(angles)], axis=-1),
                        (*ops.shape(angles)[:-1], dim))
@@ -29,7 +31,13 @@ def sinusoid(positions: Any, dim: int) -> Any:
 def rotate(x: Any, table: Any) -> Any:
     """RoFormer's rotation of queries or keys ``x`` (``(batch, heads, length, dim)``) by
     the position ``table`` (``(1, length, dim)``, from :class:`RotaryPositions`)."""
-    table = ops.cast(ops.expand_dims(table, 1), x.dtype)  # (1, 1, length, dim)
+    return rotated(x, ops.cast(ops.expand_dims(table, 1), x.dtype))  # (1, 1, length, dim)
+
+
+def rotated(x: Any, table: Any) -> Any:
+    """``x`` rotated pair by pair by a sinusoid ``table`` of its rank that broadcasts
+    against it: the one rotation of kerasbert (bert4keras's
+    ``apply_rotary_position_embeddings`` too)."""
     cos = ops.repeat(table[..., 1::2], 2, axis=-1)
     sin = ops.repeat(table[..., ::2], 2, axis=-1)
     # Each pair (x0, x1) -> (-x1, x0): a quarter turn, mixed in with the sine.
