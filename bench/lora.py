@@ -25,12 +25,11 @@ model's weights for full fine-tuning, the adapters and the head for LoRA (kerasb
 import os
 import resource
 import tempfile
-import time
 
 import numpy as np
 
 from bench import peers
-from bench.runner import run_worker, selected, why_missing
+from bench.runner import run_worker, selected, timed, why_missing
 
 SHAPES = ((8, 128), (2, 512))
 RANK, TARGETS, LABELS = 8, ("query", "value"), 2
@@ -54,17 +53,6 @@ def _peak_mb():
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def _median_step(step, warmup, repeats):
-    for _ in range(warmup):
-        step()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return round(float(np.median(times)) * 1e3, 1)
-
-
 def kerasbert_worker(shape, mode, warmup, repeats):
     """One kerasbert classifier of ``mode`` (full, lora, int8-lora) trained at ``shape``."""
     import keras
@@ -85,8 +73,8 @@ def kerasbert_worker(shape, mode, warmup, repeats):
     model.compile(optimizer=make_optimizer(model, 1e-4, 1000, 0.1, 0.01),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=False))
     tokens, segments, labels = _batch(batch, length, config["vocab_size"])
-    step_ms = _median_step(lambda: model.train_on_batch([tokens, segments], labels), warmup,
-                           repeats)
+    step_ms = timed(lambda: model.train_on_batch([tokens, segments], labels), warmup,
+                    repeats)["median_ms"]
     trainable = sum(int(np.prod(w.shape)) for w in model.trainable_weights)
     with tempfile.TemporaryDirectory() as folder:
         if mode == "full":  # the weights alone (save_weights adds the optimizer's slots)
@@ -128,7 +116,7 @@ def hf_worker(shape, mode, warmup, repeats):
         loss.backward()
         optimizer.step()
 
-    step_ms = _median_step(step, warmup, repeats)
+    step_ms = timed(step, warmup, repeats)["median_ms"]
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     with tempfile.TemporaryDirectory() as folder:
         model.save_pretrained(folder)
