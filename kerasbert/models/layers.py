@@ -18,7 +18,7 @@ import contextvars
 import math
 import numbers
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeAlias
 
 import keras
@@ -699,26 +699,36 @@ class MultiHeadSelfAttention(ProjectionOwner, keras.layers.Layer):
         initializer: another kernel initializer instead (see :class:`PositionEmbedding`).
         use_bias: False for RoFormer-v2's bias-free projections.
         position: None (BERT: positions are in the embeddings), ``"rotary"``
-            (RoFormer: queries and keys rotated by ``Embedding-Rotary-Position``) or
+            (RoFormer: queries and keys rotated by ``Embedding-Rotary-Position``),
             ``"relative"`` (NEZHA: ``Embedding-Relative-Position`` added to the scores
-            and the context). With a position, the layer is called on
-            ``[hidden states, position table]``.
-        attention_mask: True when the layer is also given an attention mask (last input,
-            ``(batch or 1, length, length)`` booleans from
-            :class:`kerasbert.models.attention_masks.AttentionMask`): a causal LM's, UniLM's.
-            Padding is masked either way.
+            and the context) or ``"bias"`` (T5: a bias added to the scores): what the
+            call's ``position`` is.
         return_scores: also return the scores, ``(batch, heads, queries, keys)``, as
             bert4keras's ``return_attention_scores`` does (scaled, before the score bias,
             the masks and the softmax): RealFormer's residual scores, which the next layer
-            takes as its score bias.
-        cached: the layer is called on ``[queries' states, keys' states, values' states,
-            ...]`` (bert4keras's ``attention_caches``: states before the projections, a
-            cache put in front of the hidden states); the values' padding mask is the keys'.
+            takes as its ``score_bias``.
         recompute: in training, the layer's activations (the scores, the attention weights)
             are computed again in the backward pass rather than kept (bert4keras's
             ``RECOMPUTE=1``); its attention dropout draws the same mask both times.
+        attention_mask, cached: how a call on a list is read (see :meth:`listed`): graphs
+            saved before the keyword call hold one; new models do not set them.
 
     Call arguments:
+        inputs: ``(batch, length, hidden)``, the states the queries are projected from (and,
+            without ``keys``, the keys and values: self-attention).
+        keys: the states the keys (and, without ``values``, the values) are projected
+            from: T5's cross-attention (the encoder's output), bert4keras's
+            ``attention_caches`` (a cache put in front of the hidden states). The keys'
+            padding mask is the values' where they are given, else the keys'.
+        values: the states the values are projected from.
+        position: the position input of ``position``: the rotary or relative table, T5's
+            ``(1, heads, queries, keys)`` bias.
+        attention_mask: ``(batch or 1, queries, keys)`` booleans (from
+            :class:`kerasbert.models.attention_masks.AttentionMask`: a causal LM's, UniLM's);
+            padding is masked either way.
+        score_bias: added to the scaled scores (RealFormer: the previous layer's scores, to
+            which :class:`AttentionBias` has added the attention mask's bias where there is
+            one: it then takes the attention mask's place).
         cache: decoding one or a few new tokens at a time, a dict of ``keys`` ``(batch,
             heads, slots, head_size)``, ``values`` ``(batch, heads, head_size, slots)`` and
             ``start``: the new tokens' keys and values are written at slots ``start ..
@@ -729,9 +739,9 @@ class MultiHeadSelfAttention(ProjectionOwner, keras.layers.Layer):
             The values lie slots last so that both products read their cache the same way:
             XLA's CPU compiler otherwise copies the value cache at every step (greedy GPT-2
             small at batch 8 and 480 new tokens: 109.9 tokens/s against 106.3, 2 cores).
-        biased: the last input is a score bias, added to the scaled scores (RealFormer: the
-            previous layer's scores, to which :class:`AttentionBias` has added the attention
-            mask's bias where there is one: it then takes the attention mask's place).
+        mask, inputs_mask, keys_mask, values_mask: the padding masks Keras gives (``mask``
+            where ``inputs`` is the only tensor).
+        biased: a saved graph's list ends with the score bias (see :meth:`listed`).
 
     Example:
         >>> layer = MultiHeadSelfAttention(num_heads=2, head_size=8)
@@ -742,8 +752,7 @@ class MultiHeadSelfAttention(ProjectionOwner, keras.layers.Layer):
     PROJECTED = ("query", "key", "value", "output")
     #: Its queries are scaled by ``1 / sqrt(head_size)`` (T5: not).
     scaled = True
-    #: Called on ``[queries' states, keys' states, ...]`` (T5's cross-attention) rather than
-    #: on one sequence.
+    #: A saved graph's list holds the keys' states second (T5's layers; see :meth:`listed`).
     two_sequences = False
 
     def __init__(self, num_heads: int, head_size: int, dropout: float = 0.0,
@@ -769,37 +778,45 @@ class MultiHeadSelfAttention(ProjectionOwner, keras.layers.Layer):
         self.probability_dropout = (Dropout(dropout, dtype=self.dtype_policy)
                                     if dropout else None)
 
-    def _split(self, inputs: Any, biased: bool = False) -> tuple[Any, ...]:
-        """``(queries' states, keys' states, values' states, position input, attention
-        mask, score bias)`` of the inputs ``[queries, (keys, values: cached), (position
-        input), (attention mask, or the score bias: biased)]``, None where absent (T5's
-        cross-attention: ``[queries, keys and values, ...]``); the position input is a table
-        (rotary, relative) or T5's bias."""
-        if not (self.position or self.attention_mask or self.two_sequences or self.cached
-                or biased):
-            return inputs, inputs, inputs, None, None, None
+    def listed(self, inputs: Sequence[Any], mask: Any, biased: bool) -> dict[str, Any]:
+        """The keyword arguments of a call on a list, as graphs saved before the keyword
+        call hold it: ``[queries, (keys, values: cached; keys: two sequences), (position
+        input), (attention mask, or the score bias: biased)]``, with their masks."""
         inputs = list(inputs)
-        bias = inputs.pop() if biased else None
-        mask = inputs.pop() if self.attention_mask and not biased else None
-        table = inputs.pop() if self.position else None
-        keys = inputs[1] if len(inputs) > 1 else inputs[0]
-        return inputs[0], keys, inputs[2] if self.cached else keys, table, mask, bias
+        masks = list(mask) if isinstance(mask, (list, tuple)) else [mask] * len(inputs)
+        words: dict[str, Any] = {"inputs": inputs[0], "inputs_mask": masks[0]}
+        if biased:
+            words["score_bias"] = inputs.pop()
+        elif self.attention_mask:
+            words["attention_mask"] = inputs.pop()
+        if self.position:
+            words["position"] = inputs.pop()
+        if self.cached:
+            words.update(keys=inputs[1], values=inputs[2], keys_mask=masks[1],
+                         values_mask=masks[2])
+        elif self.two_sequences:
+            words.update(keys=inputs[1], keys_mask=masks[1])
+        return words
 
-    def _shapes(self, input_shape: Any) -> tuple[Any, Any]:
-        """The queries' and the keys' input shapes, whatever else the layer is given (a
-        build does not know whether its call is ``biased``)."""
-        if not isinstance(input_shape[0], (list, tuple)):  # one sequence
-            return input_shape, input_shape
-        second = self.cached or self.two_sequences
-        return input_shape[0], input_shape[1] if second else input_shape[0]
-
-    def build(self, input_shape: Any) -> None:
-        queries, keys = self._shapes(input_shape)
+    def build(self, inputs_shape: Any, keys_shape: Any = None, values_shape: Any = None) -> None:
+        queries, keys, values = self.shapes(inputs_shape, keys_shape, values_shape)
         inner = self.num_heads * self.head_size
         initializer = kernel_initializer(self)
-        for projection, width in zip(self.PROJECTED[:3], (queries[-1], keys[-1], keys[-1])):
+        for projection, width in zip(self.PROJECTED[:3], (queries[-1], keys[-1], values[-1])):
             self.make_projection(projection, inner, width, self.use_bias, initializer)
         self.make_projection("output", queries[-1], inner, self.use_bias, initializer)
+
+    def shapes(self, inputs_shape: Any, keys_shape: Any = None,
+               values_shape: Any = None) -> tuple[Any, Any, Any]:
+        """The queries', keys' and values' input shapes (a saved graph's list: see
+        :meth:`listed`; a build does not know whether its call is ``biased``)."""
+        if isinstance(inputs_shape[0], (list, tuple)):  # a saved graph's list
+            listed = self.cached or self.two_sequences
+            keys_shape = inputs_shape[1] if listed else None
+            values_shape = inputs_shape[2] if self.cached else None
+            inputs_shape = inputs_shape[0]
+        keys_shape = inputs_shape if keys_shape is None else keys_shape
+        return inputs_shape, keys_shape, keys_shape if values_shape is None else values_shape
 
     def heads(self, states: Any, projection: str, rows: Any = None,
               spread: Callable[[Any], Any] | None = None) -> Any:
@@ -815,61 +832,79 @@ class MultiHeadSelfAttention(ProjectionOwner, keras.layers.Layer):
         x = ops.reshape(x, (batch, length, self.num_heads, self.head_size))
         return ops.transpose(x, (0, 2, 1, 3))
 
-    def call(self, inputs: Any, mask: Any = None, training: bool | None = None,
-             cache: dict[str, Any] | None = None, biased: bool = False) -> Any:
+    def call(self, inputs: Any, keys: Any = None, values: Any = None, position: Any = None,
+             attention_mask: Any = None, score_bias: Any = None,
+             cache: dict[str, Any] | None = None, training: bool | None = None,
+             mask: Any = None, inputs_mask: Any = None, keys_mask: Any = None,
+             values_mask: Any = None, biased: bool = False) -> Any:
+        if isinstance(inputs, (list, tuple)):
+            return self.call(**self.listed(inputs, mask, biased), cache=cache,
+                             training=training)
+        # The keys' padding: the values' (bert4keras's caches), the keys' (T5's
+        # cross-attention), the queries' own.
+        own = inputs_mask if inputs_mask is not None else mask
+        key_mask = (values_mask if values is not None else keys_mask if keys is not None
+                    else own)
+        given = {name: tensor for name, tensor in (
+            ("inputs", inputs), ("keys", keys), ("values", values), ("position", position),
+            ("attention_mask", attention_mask), ("score_bias", score_bias))
+            if tensor is not None}
         dropout: Callable[..., Any] | None = self.probability_dropout
         if not (self.recompute and training and cache is None):
-            return self.attention(inputs, mask, training, cache, biased, dropout)
+            return self.attention(**given, key_mask=key_mask, cache=cache, training=training,
+                                  dropout=dropout)
         if self.probability_dropout is not None:  # one mask, forward and recomputed
             dropout = self.probability_dropout.seeded(self.probability_dropout.next_seed())
-        return rematerialized(
-            lambda given: self.attention(given, mask, training, None, biased, dropout), inputs)
+        order = list(given)
+        return rematerialized(lambda tensors: self.attention(
+            **dict(zip(order, tensors)), key_mask=key_mask, cache=None, training=training,
+            dropout=dropout), list(given.values()))
 
-    def attention(self, inputs: Any, mask: Any, training: bool | None,
-                  cache: dict[str, Any] | None, biased: bool,
-                  dropout: Callable[..., Any] | None) -> Any:
-        """The layer's call (see the class), its attention weights through ``dropout``."""
-        queries, keys, values, table, allowed, score_bias = self._split(inputs, biased)
+    def attention(self, inputs: Any, keys: Any = None, values: Any = None,
+                  position: Any = None, attention_mask: Any = None, score_bias: Any = None,
+                  key_mask: Any = None, cache: dict[str, Any] | None = None,
+                  training: bool | None = None,
+                  dropout: Callable[..., Any] | None = None) -> Any:
+        """The layer's call (see the class) on the queries' states ``inputs``, the keys'
+        padding mask ``key_mask``, its attention weights through ``dropout``."""
         if cache is not None and self.return_scores:
             raise ValueError(f"{self.name}: decoding through a cache does not pass residual "
                              "attention scores on; build the model without them")
-        masks = list(mask) if isinstance(mask, (list, tuple)) else [mask]
-        # The keys' padding: the values' (cached: bert4keras's), the second sequence's (T5).
-        second = 2 if self.cached else 1 if self.two_sequences else 0
-        key_mask = masks[second] if len(masks) > second else masks[0]
         # Shapes: B batch, T length, H hidden, N heads, D head_size (N * D = inner width).
         # Projections on 2-D rows: each is one plain GEMM (no batched matmul, no einsum
         # transposes), the shape the CPU's BLAS is fastest at. In training, the projections
         # of the real tokens only (padding's are zeros).
-        rows = ops.reshape(queries, (-1, queries.shape[-1]))  # (B*T, H)
-        own_keys = not (self.two_sequences or self.cached)  # keys and values from the queries
+        rows = ops.reshape(inputs, (-1, inputs.shape[-1]))  # (B*T, H)
+        own_keys = keys is None and values is None  # keys and values from the queries
         gather, spread = ((token_rows(key_mask) if training and own_keys
                            else None) or (None, None))
         if gather is not None:
             rows = gather(rows)
-        query = self.heads(queries, "query", rows, spread)  # each (B, N, T, D)
+        query = self.heads(inputs, "query", rows, spread)  # each (B, N, T, D)
         if cache is not None and cache.get("start") is None:  # read only
             key, value = cache["keys"], ops.transpose(cache["values"], (0, 1, 3, 2))
             key_mask = cache["present"]
         elif own_keys:
-            key = self.heads(keys, "key", rows, spread)
-            value = self.heads(keys, "value", rows, spread)
+            key = self.heads(inputs, "key", rows, spread)
+            value = self.heads(inputs, "value", rows, spread)
         else:
-            key, value = self.heads(keys, "key"), self.heads(values, "value")
+            keys = inputs if keys is None else keys
+            key = self.heads(keys, "key")
+            value = self.heads(keys if values is None else values, "value")
         if self.position == "rotary":
-            query, key = rotate(query, table), rotate(key, table)
+            query, key = rotate(query, position), rotate(key, position)
         if cache is not None and cache.get("start") is not None:
             cache = self.write(cache, key, value)
             key, value = cache["keys"], ops.transpose(cache["values"], (0, 1, 3, 2))
             key_mask = None  # the attention mask says which slots are tokens
         context, scores = attend(
             query, key, value, scale=1.0 / math.sqrt(self.head_size) if self.scaled else None,
-            bias=table if self.position == "bias" else None,
-            relative=table if self.position == "relative" else None,
-            key_mask=key_mask, allowed=allowed, dropout=dropout,
+            bias=position if self.position == "bias" else None,
+            relative=position if self.position == "relative" else None,
+            key_mask=key_mask, allowed=attention_mask, dropout=dropout,
             training=training, score_bias=score_bias, return_scores=True)
         # (B, N, T, D) -> (B, T, N, D) -> (B*T, N*D): the heads side by side, as rows.
-        batch, length = ops.shape(queries)[0], ops.shape(queries)[1]
+        batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
         context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)),
                               (-1, self.num_heads * self.head_size))
         if gather is not None:
@@ -897,8 +932,9 @@ class MultiHeadSelfAttention(ProjectionOwner, keras.layers.Layer):
             ops.transpose(value, (0, 1, 3, 2)), cache["values"].dtype))
         return {**cache, "keys": keys, "values": values}
 
-    def compute_output_shape(self, input_shape: Any) -> Any:
-        queries, keys = self._shapes(input_shape)
+    def compute_output_shape(self, inputs_shape: Any, keys_shape: Any = None,
+                             values_shape: Any = None) -> Any:
+        queries, keys, _ = self.shapes(inputs_shape, keys_shape, values_shape)
         if self.return_scores:
             return [queries, (queries[0], self.num_heads, queries[1], keys[1])]
         return queries

@@ -421,11 +421,9 @@ class Transformer:
                 kwargs.setdefault("dtype", "int32")
             elif self.dtype is not None:
                 kwargs.setdefault("dtype", self.dtype)
-            if isinstance(layer, type) and issubclass(layer, MultiHeadSelfAttention):
-                if self.residual_attention_scores:
-                    kwargs["return_scores"] = True
-                if name in self.attention_caches:
-                    kwargs["cached"] = True
+            if isinstance(layer, type) and issubclass(layer, MultiHeadSelfAttention) and \
+                    self.residual_attention_scores:
+                kwargs["return_scores"] = True
             if isinstance(layer, type) and issubclass(layer, (MultiHeadSelfAttention,
                                                               FeedForward)) and self.recompute:
                 kwargs["recompute"] = True
@@ -457,27 +455,29 @@ class Transformer:
         """
         layer = self.layers[name]
         arguments = dict(arguments or {})
-        many = isinstance(inputs, (list, tuple))
-        states, rest = (inputs[0], list(inputs[1:])) if many else (inputs, [])
-        if layer.cached:
-            if name not in self.attention_caches:
-                raise ValueError(f"{name} was made for attention caches; give its caches in "
-                                 "attention_caches")
+        if name in self.attention_caches:
             key_cache, value_cache = self.attention_caches[name]
-            rest = [self.apply(inputs=[cache, states], layer=Concatenate1D,
-                               name=f"{name}-Cached-{part}")
-                    for cache, part in ((key_cache, "Key"), (value_cache, "Value"))] + rest
+            arguments["keys"], arguments["values"] = (
+                self.apply(inputs=[cache, inputs], layer=Concatenate1D,
+                           name=f"{name}-Cached-{part}")
+                for cache, part in ((key_cache, "Key"), (value_cache, "Value")))
         if layer.return_scores and self.attention_scores is not None:
-            if layer.attention_mask:  # the mask's bias and the scores: one bias
-                rest[-1] = self.apply(inputs=[rest[-1], self.attention_scores],
-                                      layer=AttentionBias, name=f"{name}-Attention-Bias")
-            else:
-                rest.append(self.attention_scores)
-            arguments["biased"] = True
-        output = layer([states, *rest] if rest else states, **arguments)
+            allowed = arguments.pop("attention_mask", None)
+            arguments["score_bias"] = self.attention_scores if allowed is None else self.apply(
+                inputs=[allowed, self.attention_scores], layer=AttentionBias,
+                name=f"{name}-Attention-Bias")  # the mask's bias and the scores: one bias
+        output = layer(inputs, **arguments)
         if layer.return_scores:
             output, self.attention_scores = output
         return output
+
+    def attention_arguments(self, inputs: Any = None) -> dict[str, Any]:
+        """The attention layer's keyword arguments besides the hidden states ``inputs``:
+        the family's ``position`` input (:meth:`compute_position_bias`) and the attention
+        mask (:meth:`compute_attention_bias`), where there are any."""
+        given = {"position": self.compute_position_bias(inputs),
+                 "attention_mask": self.compute_attention_bias()}
+        return {name: tensor for name, tensor in given.items() if tensor is not None}
 
     def refuse_option(self, option: str, value: Any) -> None:
         """Raises where ``option`` (one of bert4keras's attention options) is set and the
@@ -619,7 +619,7 @@ class Transformer:
         found: list[keras.KerasTensor] = []
         for name, caches in self.attention_caches.items():
             layer = self.layers.get(name)
-            if not isinstance(layer, MultiHeadSelfAttention) or not layer.cached:
+            if not isinstance(layer, MultiHeadSelfAttention):
                 raise ValueError(f"attention_caches names {name!r}, which is no attention "
                                  "layer of this model (bert4keras's names: "
                                  f"{names.attention_name(0)!r}...)")

@@ -288,7 +288,6 @@ class BERT(Transformer):
         return self.apply(layer=MultiHeadSelfAttention, num_heads=self.num_attention_heads,
                           head_size=self.attention_head_size,
                           dropout=self.attention_dropout_rate, position=position,
-                          attention_mask=self.compute_attention_bias() is not None,
                           initializer_range=self.config.initializer_range,
                           use_bias=self.use_bias, name=name)
 
@@ -306,9 +305,11 @@ class BERT(Transformer):
         self.apply(layer=Add, name=names.add_name(block))
         self.norm(names.norm_name(block))
 
-    def residual(self, x: Any, block: str, inputs: Any) -> Any:
-        """``Norm(x + Dropout(block(inputs)))``, bert4keras's post-norm residual."""
-        y = self.apply(inputs=inputs, name=block)
+    def residual(self, x: Any, block: str, inputs: Any,
+                 arguments: dict[str, Any] | None = None) -> Any:
+        """``Norm(x + Dropout(block(inputs, **arguments)))``, bert4keras's post-norm
+        residual."""
+        y = self.apply(inputs=inputs, name=block, arguments=arguments)
         y = self.dropout(y, names.dropout_name(block))
         added = self.apply(inputs=[x, y], name=names.add_name(block))
         return self.apply(inputs=self.norm_inputs(added), name=names.norm_name(block))
@@ -316,15 +317,14 @@ class BERT(Transformer):
     def apply_main_layers(self, inputs: keras.KerasTensor, index: int) -> keras.KerasTensor:
         """Encoder layer ``index``: attention, then feed-forward, each a post-norm residual."""
         attention, feed_forward = self.layer_names(index)
-        extra = [bias for bias in (self.compute_position_bias(inputs),
-                                   self.compute_attention_bias()) if bias is not None]
+        arguments = self.attention_arguments(inputs)
         # Made before any is called, in this order: the random draws of the initializers
         # and dropout seeds stay those of every earlier release.
         self.attention_layer(attention)
         self.feed_forward_layer(feed_forward)
         self.residual_layers(attention)
         self.residual_layers(feed_forward)
-        x = self.residual(inputs, attention, [inputs, *extra] if extra else inputs)
+        x = self.residual(inputs, attention, inputs, arguments)
         return self.residual(x, feed_forward, x)
 
     def apply_final_layers(

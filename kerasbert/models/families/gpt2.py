@@ -24,7 +24,6 @@ Audit: GPT's rows without ``Embedding-Segment`` (no segment input), plus ``Outpu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import keras
@@ -93,22 +92,23 @@ class GPT2(GPT):
         """Token and position embeddings added (no norm, no dropout: bert4keras's GPT2)."""
         return self.mapped(self.token_and_position(inputs))
 
-    def pre_norm_residual(self, x: Any, block: str, extra: Sequence[Any] = ()) -> Any:
-        """``x + Dropout(block(Norm(x)))``, GPT-2's pre-norm residual."""
+    def pre_norm_residual(self, x: Any, block: str,
+                          arguments: dict[str, Any] | None = None) -> Any:
+        """``x + Dropout(block(Norm(x), **arguments))``, GPT-2's pre-norm residual."""
         y = self.apply(inputs=x, name=names.norm_name(block))
-        y = self.apply(inputs=[y, *extra] if extra else y, name=block)
+        y = self.apply(inputs=y, name=block, arguments=arguments)
         y = self.dropout(y, names.dropout_name(block))
         return self.apply(inputs=[x, y], layer=Add, name=names.add_name(block))
 
     def apply_main_layers(self, inputs: keras.KerasTensor, index: int) -> keras.KerasTensor:
         """Layer ``index``: norm, attention, residual; norm, feed-forward, residual."""
         attention, feed_forward = self.layer_names(index)
-        mask = self.compute_attention_bias()
+        arguments = self.attention_arguments(inputs)
         self.norm(names.norm_name(attention))
         self.attention_layer(attention)
         self.norm(names.norm_name(feed_forward))
         self.feed_forward_layer(feed_forward)
-        x = self.pre_norm_residual(inputs, attention, [mask] if mask is not None else ())
+        x = self.pre_norm_residual(inputs, attention, arguments)
         return self.pre_norm_residual(x, feed_forward)
 
     def apply_final_layers(

@@ -67,12 +67,12 @@ class GPT2ML(GPT):
     def apply_main_layers(self, inputs: keras.KerasTensor, index: int) -> keras.KerasTensor:
         """Attention with a residual sum; norm, feed-forward, residual sum, norm."""
         attention, feed_forward = self.layer_names(index)
-        mask = self.compute_attention_bias()
+        arguments = self.attention_arguments(inputs)
         self.attention_layer(attention)
         self.norm(feed_forward_norm_name(index, 0))
         self.feed_forward_layer(feed_forward)
         self.norm(feed_forward_norm_name(index, 1))
-        y = self.apply(inputs=[inputs, mask] if mask is not None else inputs, name=attention)
+        y = self.apply(inputs=inputs, name=attention, arguments=arguments)
         y = self.dropout(y, names.dropout_name(attention))
         x = self.apply(inputs=[inputs, y], layer=Add, name=names.add_name(attention))
         y = self.apply(inputs=x, name=feed_forward_norm_name(index, 0))

@@ -231,14 +231,14 @@ class T5Attention(MultiHeadSelfAttention):
     """T5's attention: kerasbert's one attention layer with query, key, value and output
     kernels without biases, scores not scaled, a position bias added to them.
 
-    Called on ``[queries' states, keys' states]`` (self-attention: the same tensor twice),
-    then the ``(1, heads, queries, keys)`` position bias where ``position_bias``, then a
-    ``(batch or 1, queries, keys)`` boolean attention mask where ``attention_mask``. Keys at
-    padding (their Keras mask) are never attended to.
+    Called on the queries' states with ``keys=`` the keys' states (self-attention: the
+    same tensor), ``position=`` the ``(1, heads, queries, keys)`` position bias where
+    ``position_bias`` and ``attention_mask=`` a ``(batch or 1, queries, keys)`` boolean
+    mask where there is one. Keys at padding (their Keras mask) are never attended to.
 
     Example:
         >>> x = keras.ops.zeros((1, 4, 16))
-        >>> tuple(T5Attention(2, 8, position_bias=False)([x, x]).shape)
+        >>> tuple(T5Attention(2, 8, position_bias=False)(x, keys=x).shape)
         (1, 4, 16)
     """
 
@@ -415,12 +415,10 @@ class T5(Transformer):
     def norm(self, name: str) -> keras.layers.Layer:
         return self.apply(layer=RMSNorm, epsilon=EPSILON, name=name)
 
-    def attention(self, name: str, position_bias: bool = True,
-                  attention_mask: bool = False) -> keras.layers.Layer:
+    def attention(self, name: str, position_bias: bool = True) -> keras.layers.Layer:
         return self.apply(layer=T5Attention, num_heads=self.num_attention_heads,
                           head_size=self.attention_head_size,
                           dropout=self.attention_dropout_rate, position_bias=position_bias,
-                          attention_mask=attention_mask,
                           initializer_range=self.config.initializer_range, name=name)
 
     def feed_forward(self, name: str) -> keras.layers.Layer:
@@ -438,11 +436,11 @@ class T5(Transformer):
                           initializer_range=self.config.initializer_range,
                           name=names.side_name(side, RELATIVE_POSITION))
 
-    def residual(self, x: Any, block: str, call: Callable[[Any], Any]) -> Any:
-        """``x + Dropout(block(Norm(x)))``: T5's pre-norm residual; ``call(normed)`` gives
-        the block's inputs."""
+    def residual(self, x: Any, block: str,
+                 arguments: Callable[[Any], dict[str, Any]] | None = None) -> Any:
+        """``x + Dropout(block(Norm(x), **arguments(Norm(x))))``: T5's pre-norm residual."""
         y = self.apply(inputs=x, name=names.norm_name(block))
-        y = self.apply(inputs=call(y), name=block)
+        y = self.apply(inputs=y, name=block, arguments=arguments(y) if arguments else None)
         y = self.dropout(y, names.dropout_name(block))
         return self.apply(inputs=[x, y], layer=Add, name=names.add_name(block))
 
@@ -464,8 +462,8 @@ class T5(Transformer):
             self.attention(attention)
             self.norm(names.norm_name(feed_forward))
             self.feed_forward(feed_forward)
-            x = self.residual(x, attention, lambda y: [y, y, bias])
-            x = self.residual(x, feed_forward, lambda y: y)
+            x = self.residual(x, attention, lambda y: {"keys": y, "position": bias})
+            x = self.residual(x, feed_forward)
         x = self.norm(names.side_name(ENCODER, names.OUTPUT_NORM))(x)
         return self.dropout(x, names.side_name(ENCODER, names.OUTPUT_DROPOUT))
 
@@ -494,13 +492,14 @@ class T5(Transformer):
             feed_forward = names.side_name(DECODER, names.feed_forward_name(index))
             for block in (attention, cross, feed_forward):
                 self.norm(names.norm_name(block))
-            self.attention(attention, attention_mask=True)
+            self.attention(attention)
             self.attention(cross, position_bias=self.cross_position_bias)
             self.feed_forward(feed_forward)
-            x = self.residual(x, attention, lambda y: [y, y, self_bias, allowed])
-            x = self.residual(x, cross, lambda y: [y, context] + (
-                [cross_bias] if self.cross_position_bias else []))
-            x = self.residual(x, feed_forward, lambda y: y)
+            x = self.residual(x, attention, lambda y: {
+                "keys": y, "position": self_bias, "attention_mask": allowed})
+            x = self.residual(x, cross, lambda y: {"keys": context, **(
+                {"position": cross_bias} if self.cross_position_bias else {})})
+            x = self.residual(x, feed_forward)
         x = self.norm(names.side_name(DECODER, names.OUTPUT_NORM))(x)
         x = self.dropout(x, names.side_name(DECODER, names.OUTPUT_DROPOUT))
         x = self.apply(inputs=x, layer=Scale, scale=self.hidden_size ** -0.5, name=OUTPUT_SCALE)
