@@ -239,15 +239,17 @@ class Decoder:
         """
         import tensorflow as tf
 
+        from kerasbert.models.families.base import Step
+
         model, start = self.transformer, tf.cast(start, "int32")
-        with model.stepping({layer.name: {"keys": keys, "values": values, "start": start}
-                             for layer, (keys, values) in zip(self.attention, caches)},
-                            positions, allowed) as written:
-            x = model.apply_embeddings([ids, segments] if self.segments else [ids])
-            for index in range(model.num_hidden_layers):
-                x = model.apply_main_layers(x, index)
-            logits = model.apply_final_layers(x[:, -1])
-        return logits, [(written[layer.name]["keys"], written[layer.name]["values"])
+        step = Step({layer.name: {"keys": keys, "values": values, "start": start}
+                     for layer, (keys, values) in zip(self.attention, caches)},
+                    positions, allowed)
+        x = model.apply_embeddings([ids, segments] if self.segments else [ids], step)
+        for index in range(model.num_hidden_layers):
+            x = model.apply_main_layers(x, index, step)
+        logits = model.apply_final_layers(x[:, -1], step)
+        return logits, [(step.caches[layer.name]["keys"], step.caches[layer.name]["values"])
                         for layer in self.attention]
 
     def prompt_mask(self, ids: Any, segments: Any) -> Any:
@@ -677,15 +679,18 @@ class Seq2SeqDecoder(Decoder):
             present, tf.stack([tf.range(rows), tf.fill((rows,), slot)], 1),
             tf.logical_or(token != 0, tf.equal(slot, 0)))
         model, start = self.transformer, tf.cast(slot, "int32")
+        from kerasbert.models.families.base import Step
+
         both = {}
         for layer, cross, (keys, values, cross_keys, cross_values, source) in zip(
                 self.attention, self.cross, caches):
             both[layer.name] = {"keys": keys, "values": values, "start": start}
             both[cross.name] = {"keys": cross_keys, "values": cross_values, "present": source}
-        with model.stepping(both, start, present[:, None, :]) as written:
-            logits = model.decode(None, token[:, None])[:, -1]
-        return logits, [(written[layer.name]["keys"], written[layer.name]["values"], *cache[2:])
-                        for layer, cache in zip(self.attention, caches)], present, last + 1
+        step = Step(both, start, present[:, None, :])
+        logits = model.decode(None, token[:, None], step)[:, -1]
+        return logits, [(step.caches[layer.name]["keys"], step.caches[layer.name]["values"],
+                         *cache[2:]) for layer, cache in zip(self.attention, caches)], \
+            present, last + 1
 
     def logits_of(self, ids: Any, segments: Any) -> Any:
         """The next id's logits of ``segments`` (here: the decoder's ids so far) after the

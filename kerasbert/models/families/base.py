@@ -19,10 +19,9 @@ its Hugging Face layout (:class:`HuggingFaceLayout`) and its audit formulas.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-from collections.abc import Callable, Collection, Container, Iterator, Sequence
+from collections.abc import Callable, Collection, Container, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import keras
@@ -189,6 +188,26 @@ def check_head(flag: str, value: Any) -> None:
                      "activation (an activation Keras knows, such as 'softmax' or 'linear')")
 
 
+@dataclasses.dataclass
+class Step:
+    """One decoding step of a :meth:`Transformer.bound` model on new tokens, the argument
+    its steps (``apply_embeddings``, ``apply_main_layers``, ``apply_final_layers``, T5's
+    ``decode``) take: the family object keeps none of it. The heads give logits, their
+    final activation left out.
+
+    Attributes:
+        caches: each attention layer's key/value cache by name (see
+            :class:`~kerasbert.models.layers.MultiHeadSelfAttention`'s ``cache``); each
+            layer's call puts its written cache in place of the one it was given.
+        position_ids: the new tokens' positions.
+        allowed: the attention mask over the cache's slots.
+    """
+
+    caches: dict[str, dict[str, Any]]
+    position_ids: Any
+    allowed: Any
+
+
 class Transformer:
     """The model object of bert4keras: config, layers by name, the Keras model.
 
@@ -335,12 +354,6 @@ class Transformer:
         self.position_bias: Any = None
         self.built = False
         self.model: keras.Model | None = None
-        #: Decoding (see :meth:`bound`): each attention layer's key/value cache by name (as
-        #: bert4keras's ``attention_caches``), the new tokens' position ids, and whether the
-        #: steps run on tensors (the heads give logits, their final activation left out).
-        self.caches: dict[str, dict[str, Any]] | None = None
-        self.position_ids: Any = None
-        self.decoding = False
         #: What the layer norms are conditioned on (see :meth:`build`), or None.
         self.norm_condition: NormCondition | None = None
 
@@ -399,7 +412,8 @@ class Transformer:
                           name=name)
 
     def apply(self, inputs: Any = None, layer: Any = None,
-              arguments: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+              arguments: dict[str, Any] | None = None, step: Step | None = None,
+              **kwargs: Any) -> Any:
         """Calls the layer named ``kwargs["name"]`` on ``inputs``, making it first (from
         ``layer`` and ``kwargs``) if no layer has that name yet: the same name reuses the
         same layer. A dropout of rate 0 is left out (``inputs`` come back), as in bert4keras.
@@ -408,6 +422,8 @@ class Transformer:
             inputs: a tensor or a list; None returns the layer itself, uncalled.
             layer: the layer class (``keras.layers.Dense``...), or ``keras.Input``.
             arguments: keyword arguments of the call (``{"reverse": True}``).
+            step: decoding (see :class:`Step`): an attention layer named in its caches reads
+                and writes its cache.
             **kwargs: the layer's constructor arguments; ``name`` is required.
         """
         if kwargs.get("name") is None:
@@ -430,11 +446,11 @@ class Transformer:
             self.layers[name] = layer(**kwargs)
         if inputs is None:
             return self.layers[name]
-        if self.caches is not None and name in self.caches:
-            output, self.caches[name] = self.layers[name](inputs, cache=self.caches[name],
+        if step is not None and name in step.caches:
+            output, step.caches[name] = self.layers[name](inputs, cache=step.caches[name],
                                                           **(arguments or {}))
             return output
-        if isinstance(self.layers[name], MultiHeadSelfAttention) and self.caches is None:
+        if isinstance(self.layers[name], MultiHeadSelfAttention) and step is None:
             return self.apply_attention(inputs, name, arguments)
         return self.layers[name](inputs, **(arguments or {}))
 
@@ -471,12 +487,14 @@ class Transformer:
             output, self.attention_scores = output
         return output
 
-    def attention_arguments(self, inputs: Any = None) -> dict[str, Any]:
+    def attention_arguments(self, inputs: Any = None,
+                            step: Step | None = None) -> dict[str, Any]:
         """The attention layer's keyword arguments besides the hidden states ``inputs``:
         the family's ``position`` input (:meth:`compute_position_bias`) and the attention
-        mask (:meth:`compute_attention_bias`), where there are any."""
+        mask (:meth:`compute_attention_bias`; decoding: the step's), where there are any."""
         given = {"position": self.compute_position_bias(inputs),
-                 "attention_mask": self.compute_attention_bias()}
+                 "attention_mask": (self.compute_attention_bias() if step is None
+                                    else step.allowed)}
         return {name: tensor for name, tensor in given.items() if tensor is not None}
 
     def refuse_option(self, option: str, value: Any) -> None:
@@ -502,7 +520,7 @@ class Transformer:
         """The family object over a built (or loaded) Keras model's layers, by name: its
         steps (:meth:`apply_embeddings`, :meth:`apply_main_layers`, the heads) run again on
         tensors and make no layer. Decoding runs the model this way, one forward path with
-        the graph's, its caches given to the attention layers (:attr:`caches`).
+        the graph's, each step given a :class:`Step` (its caches, positions and mask).
 
         Args:
             model: the Keras model, built by this family.
@@ -511,21 +529,8 @@ class Transformer:
         layers = {layer.name: layer for layer in model.layers}
         transformer = cls(cls.config_of_layers(layers), **options)
         transformer.layers.update(layers)
-        transformer.model, transformer.built, transformer.decoding = model, True, True
+        transformer.model, transformer.built = model, True
         return transformer
-
-    @contextlib.contextmanager
-    def stepping(self, caches: dict[str, dict[str, Any]], position_ids: Any,
-                 allowed: Any) -> Iterator[dict[str, dict[str, Any]]]:
-        """Within it, the steps of a :meth:`bound` object run on new tokens: each attention
-        layer named in ``caches`` reads and writes its cache (the dict yielded holds them
-        as written), ``position_ids`` are the tokens' positions and ``allowed`` the
-        attention mask over the cache's slots."""
-        self.caches, self.position_ids, self.attention_bias = caches, position_ids, allowed
-        try:
-            yield caches
-        finally:
-            self.caches = self.position_ids = self.attention_bias = None
 
     @classmethod
     def config_of_layers(cls, layers: dict[str, keras.layers.Layer]) -> BertConfig:
@@ -545,11 +550,11 @@ class Transformer:
                 if names.shares_segment_table(layers) else 0),
             extra={"embedding_size": token.output_dim}, family=cls.default_name)
 
-    def tied_output(self, x: Any) -> Any:
+    def tied_output(self, x: Any, step: Step | None = None) -> Any:
         """``x`` through the transposed ``Embedding-Token`` (the language model's output
         matrix); decoding's rows read the table as it lies (:func:`kernels.tied_logits`)."""
         embedding = self.layer(names.EMBEDDING_TOKEN)
-        if self.decoding and len(x.shape) == 2:
+        if step is not None and len(x.shape) == 2:
             return tied_logits(x, embedding)
         return embedding(x, reverse=True)
 
@@ -639,14 +644,16 @@ class Transformer:
     def get_inputs(self) -> keras.KerasTensor | list[keras.KerasTensor]:
         raise NotImplementedError
 
-    def apply_embeddings(self, inputs: list[keras.KerasTensor]) -> keras.KerasTensor:
+    def apply_embeddings(self, inputs: list[keras.KerasTensor],
+                         step: Step | None = None) -> keras.KerasTensor:
         raise NotImplementedError
 
-    def apply_main_layers(self, inputs: keras.KerasTensor, index: int) -> keras.KerasTensor:
+    def apply_main_layers(self, inputs: keras.KerasTensor, index: int,
+                          step: Step | None = None) -> keras.KerasTensor:
         raise NotImplementedError
 
-    def apply_final_layers(
-            self, inputs: keras.KerasTensor) -> keras.KerasTensor | list[keras.KerasTensor]:
+    def apply_final_layers(self, inputs: keras.KerasTensor, step: Step | None = None
+                           ) -> keras.KerasTensor | list[keras.KerasTensor]:
         raise NotImplementedError
 
     def norm_inputs(self, x: Any) -> Any:

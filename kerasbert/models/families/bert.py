@@ -45,6 +45,7 @@ from kerasbert.models.families.base import (
     AuditRow,
     HuggingFaceLayout,
     HuggingFaceRecipe,
+    Step,
     Transformer,
     layer_names,
 )
@@ -227,31 +228,33 @@ class BERT(Transformer):
         return [self.apply(layer=keras.Input, shape=(self.sequence_length,), name=name)
                 for name in wanted]
 
-    def apply_embeddings(self, inputs: list[keras.KerasTensor]) -> keras.KerasTensor:
+    def apply_embeddings(self, inputs: list[keras.KerasTensor],
+                         step: Step | None = None) -> keras.KerasTensor:
         """Token (+ segment) (+ position) embeddings, norm, dropout (and the mapping to the
         hidden size where the embeddings are narrower)."""
         x = self.token_and_segment(inputs)
         if self.position == "absolute":
-            x = self.position_embedding(x)
+            x = self.position_embedding(x, step)
         x = self.embedding_norm(x)
         if self.embedding_size != self.hidden_size:  # ALBERT, ELECTRA: factorised
             x = self.dense(x, self.hidden_size, names.EMBEDDING_MAPPING)
         return x
 
-    def position_embedding(self, x: Any) -> Any:
+    def position_embedding(self, x: Any, step: Step | None = None) -> Any:
         """``x`` plus ``Embedding-Position`` (hierarchical where asked for)."""
-        return self.apply(inputs=x, layer=PositionEmbedding, arguments=self.positions(),
+        return self.apply(inputs=x, layer=PositionEmbedding, arguments=self.positions(step),
                           max_position=self.max_position,
                           initializer_range=self.config.initializer_range,
                           hierarchical=hierarchical_alpha(self.hierarchical_position),
                           name=names.EMBEDDING_POSITION)
 
-    def positions(self) -> dict[str, Any] | None:
+    def positions(self, step: Step | None = None) -> dict[str, Any] | None:
         """The position layer's call arguments: the tokens' position ids where they do not
-        count from 0 (decoding; ``Input-Position``, the last input), else none. The
-        decoder's own positions were checked against the table before decoding began."""
-        if self.position_ids is not None:
-            return {"positions": self.position_ids, "checked": True}
+        count from 0 (decoding: the step's; ``Input-Position``, the last input), else none.
+        The decoder's own positions were checked against the table before decoding
+        began."""
+        if step is not None:
+            return {"positions": step.position_ids, "checked": True}
         return {"positions": self.inputs[-1]} if self.custom_position_ids else None
 
     def token_and_segment(self, inputs: list[keras.KerasTensor]) -> Any:
@@ -306,36 +309,38 @@ class BERT(Transformer):
         self.norm(names.norm_name(block))
 
     def residual(self, x: Any, block: str, inputs: Any,
-                 arguments: dict[str, Any] | None = None) -> Any:
+                 arguments: dict[str, Any] | None = None, step: Step | None = None) -> Any:
         """``Norm(x + Dropout(block(inputs, **arguments)))``, bert4keras's post-norm
         residual."""
-        y = self.apply(inputs=inputs, name=block, arguments=arguments)
+        y = self.apply(inputs=inputs, name=block, arguments=arguments, step=step)
         y = self.dropout(y, names.dropout_name(block))
         added = self.apply(inputs=[x, y], name=names.add_name(block))
         return self.apply(inputs=self.norm_inputs(added), name=names.norm_name(block))
 
-    def apply_main_layers(self, inputs: keras.KerasTensor, index: int) -> keras.KerasTensor:
+    def apply_main_layers(self, inputs: keras.KerasTensor, index: int,
+                          step: Step | None = None) -> keras.KerasTensor:
         """Encoder layer ``index``: attention, then feed-forward, each a post-norm residual."""
         attention, feed_forward = self.layer_names(index)
-        arguments = self.attention_arguments(inputs)
+        arguments = self.attention_arguments(inputs, step)
         # Made before any is called, in this order: the random draws of the initializers
         # and dropout seeds stay those of every earlier release.
         self.attention_layer(attention)
         self.feed_forward_layer(feed_forward)
         self.residual_layers(attention)
         self.residual_layers(feed_forward)
-        x = self.residual(inputs, attention, inputs, arguments)
+        x = self.residual(inputs, attention, inputs, arguments, step)
         return self.residual(x, feed_forward, x)
 
-    def apply_final_layers(
-            self, inputs: keras.KerasTensor) -> keras.KerasTensor | list[keras.KerasTensor]:
+    def apply_final_layers(self, inputs: keras.KerasTensor, step: Step | None = None
+                           ) -> keras.KerasTensor | list[keras.KerasTensor]:
         """The heads asked for: pooler (NSP), MLM; bert4keras's outputs: no head → the
         sequence, one head → that head, several → a list."""
-        heads = self.heads(inputs)
+        heads = self.heads(inputs, step)
         return inputs if not heads else heads[0] if len(heads) == 1 else heads
 
-    def heads(self, x: Any) -> list[Any]:
-        """The outputs of the heads asked for, in bert4keras's order."""
+    def heads(self, x: Any, step: Step | None = None) -> list[Any]:
+        """The outputs of the heads asked for, in bert4keras's order (decoding: the
+        MLM's logits)."""
         heads = []
         if self.with_pool or self.with_nsp:
             # True or False (or 1 / 0, equal to them): tanh; else an activation's name
@@ -344,7 +349,7 @@ class BERT(Transformer):
             pooled = self.apply_pooler(x, activation)
             heads.append(self.apply_nsp(pooled) if self.with_nsp else pooled)
         if self.with_mlm:
-            heads.append(self.apply_mlm(x))
+            heads.append(self.apply_mlm(x, step))
         return heads
 
     def apply_pooler(self, x: Any, activation: str | Callable[..., Any] | None) -> Any:
@@ -360,7 +365,7 @@ class BERT(Transformer):
                           activation="softmax", kernel_initializer=self.initializer,
                           name=names.NSP_PROBA)
 
-    def apply_mlm(self, x: Any) -> Any:
+    def apply_mlm(self, x: Any, step: Step | None = None) -> Any:
         """The masked-LM head: ``MLM-Dense`` (H -> E, hidden_act), ``MLM-Norm``, the
         transposed ``Embedding-Token``, ``MLM-Bias``, ``MLM-Activation`` (decoding: the
         logits before it)."""
@@ -368,8 +373,8 @@ class BERT(Transformer):
                        activation=get_activation(self.hidden_act),
                        kernel_initializer=self.initializer, name=names.MLM_DENSE)
         x = self.layer_norm(names.MLM_NORM)(self.norm_inputs(x))
-        x = self.apply(inputs=self.tied_output(x), layer=BiasAdd, name=names.MLM_BIAS)
-        if self.decoding:
+        x = self.apply(inputs=self.tied_output(x, step), layer=BiasAdd, name=names.MLM_BIAS)
+        if step is not None:
             return x
         return self.output_activation(
             x, "softmax" if self.with_mlm is True else self.with_mlm, names.MLM_ACTIVATION)

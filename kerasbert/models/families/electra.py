@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kerasbert.models import names
 from kerasbert.models.checkpoint_names import dense
-from kerasbert.models.families.base import AuditRow, HuggingFaceLayout
+from kerasbert.models.families.base import AuditRow, HuggingFaceLayout, Step
 from kerasbert.models.families.bert import (
     BERT,
     HF_LAYER,
@@ -50,7 +50,7 @@ class ELECTRA(BERT):
         HF_LAYER, "electra/encoder/layer_{index}", HF_LAYER_MODULES, {},
         ("embeddings.position_ids",))
 
-    def heads(self, x: Any) -> list[Any]:
+    def heads(self, x: Any, step: Step | None = None) -> list[Any]:
         if not self.with_discriminator:
             return []
         x = self.dense(x, self.hidden_size, names.DISCRIMINATOR_DENSE,

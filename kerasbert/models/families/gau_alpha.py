@@ -36,7 +36,7 @@ from keras import ops
 
 from kerasbert.models import names
 from kerasbert.models.checkpoint_names import WORD_EMBEDDINGS
-from kerasbert.models.families.base import AuditRow
+from kerasbert.models.families.base import AuditRow, Step
 from kerasbert.models.families.roformer import RoFormerV2
 from kerasbert.models.kernels import Dropout
 from kerasbert.models.layers import (
@@ -174,7 +174,8 @@ class GAUAlpha(RoFormerV2):
         """The width of queries, keys and the rotary table: :func:`key_size`."""
         return key_size(self.config)
 
-    def apply_main_layers(self, inputs: keras.KerasTensor, index: int) -> keras.KerasTensor:
+    def apply_main_layers(self, inputs: keras.KerasTensor, index: int,
+                          step: Step | None = None) -> keras.KerasTensor:
         """Layer ``index``: ``Norm(x + Dropout(unit([x, positions, mask])))``."""
         name = unit_name(index)
         extra = [bias for bias in (self.compute_position_bias(inputs),

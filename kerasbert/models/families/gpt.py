@@ -32,6 +32,7 @@ from kerasbert.models.families.base import (
     GoogleVariables,
     HfVariables,
     HuggingFaceRecipe,
+    Step,
 )
 from kerasbert.models.families.bert import BERT
 
@@ -167,9 +168,10 @@ class GPT(BERT):
         self.with_mlm = False  # the LM head is the tied embedding below, not BERT's MLM
         self.final_activation = final_activation
 
-    def token_and_position(self, inputs: list[keras.KerasTensor]) -> Any:
+    def token_and_position(self, inputs: list[keras.KerasTensor],
+                           step: Step | None = None) -> Any:
         """``Embedding-Token`` (+ ``Embedding-Segment``) + ``Embedding-Position``, added."""
-        return self.position_embedding(self.token_and_segment(inputs))
+        return self.position_embedding(self.token_and_segment(inputs), step)
 
     def mapped(self, x: Any) -> Any:
         """``x`` mapped to the hidden size where the embeddings are narrower."""
@@ -181,10 +183,10 @@ class GPT(BERT):
         """GPT adds the embeddings and drops out; it has no ``Embedding-Norm``."""
         return self.dropout(x, names.EMBEDDING_DROPOUT)
 
-    def heads(self, x: Any) -> list[Any]:
+    def heads(self, x: Any, step: Step | None = None) -> list[Any]:
         """``LM-Activation`` over the transposed ``Embedding-Token``."""
-        x = self.tied_output(x)
-        if self.decoding:  # the logits
+        x = self.tied_output(x, step)
+        if step is not None:  # the logits
             return [x]
         return [self.output_activation(x, self.final_activation, names.LM_ACTIVATION)]
 

@@ -30,7 +30,7 @@ import keras
 
 from kerasbert.models import names
 from kerasbert.models.checkpoint_names import norm
-from kerasbert.models.families.base import AuditRow, HuggingFaceRecipe
+from kerasbert.models.families.base import AuditRow, HuggingFaceRecipe, Step
 from kerasbert.models.families.gpt import GPT, HF_IGNORED, conv1d_config, conv1d_variables
 from kerasbert.models.layers import Add
 
@@ -88,35 +88,37 @@ class GPT2(GPT):
     def norm(self, name: str) -> keras.layers.Layer:
         return self.apply(layer=keras.layers.LayerNormalization, epsilon=EPSILON, name=name)
 
-    def apply_embeddings(self, inputs: list[keras.KerasTensor]) -> keras.KerasTensor:
+    def apply_embeddings(self, inputs: list[keras.KerasTensor],
+                         step: Step | None = None) -> keras.KerasTensor:
         """Token and position embeddings added (no norm, no dropout: bert4keras's GPT2)."""
-        return self.mapped(self.token_and_position(inputs))
+        return self.mapped(self.token_and_position(inputs, step))
 
-    def pre_norm_residual(self, x: Any, block: str,
-                          arguments: dict[str, Any] | None = None) -> Any:
+    def pre_norm_residual(self, x: Any, block: str, arguments: dict[str, Any] | None = None,
+                          step: Step | None = None) -> Any:
         """``x + Dropout(block(Norm(x), **arguments))``, GPT-2's pre-norm residual."""
         y = self.apply(inputs=x, name=names.norm_name(block))
-        y = self.apply(inputs=y, name=block, arguments=arguments)
+        y = self.apply(inputs=y, name=block, arguments=arguments, step=step)
         y = self.dropout(y, names.dropout_name(block))
         return self.apply(inputs=[x, y], layer=Add, name=names.add_name(block))
 
-    def apply_main_layers(self, inputs: keras.KerasTensor, index: int) -> keras.KerasTensor:
+    def apply_main_layers(self, inputs: keras.KerasTensor, index: int,
+                          step: Step | None = None) -> keras.KerasTensor:
         """Layer ``index``: norm, attention, residual; norm, feed-forward, residual."""
         attention, feed_forward = self.layer_names(index)
-        arguments = self.attention_arguments(inputs)
+        arguments = self.attention_arguments(inputs, step)
         self.norm(names.norm_name(attention))
         self.attention_layer(attention)
         self.norm(names.norm_name(feed_forward))
         self.feed_forward_layer(feed_forward)
-        x = self.pre_norm_residual(inputs, attention, arguments)
+        x = self.pre_norm_residual(inputs, attention, arguments, step)
         return self.pre_norm_residual(x, feed_forward)
 
-    def apply_final_layers(
-            self, inputs: keras.KerasTensor) -> keras.KerasTensor | list[keras.KerasTensor]:
+    def apply_final_layers(self, inputs: keras.KerasTensor, step: Step | None = None
+                           ) -> keras.KerasTensor | list[keras.KerasTensor]:
         """``Output-Norm``, ``Output-Dropout``, then GPT's tied head."""
         x = self.norm(names.OUTPUT_NORM)(inputs)
         x = self.dropout(x, names.OUTPUT_DROPOUT)
-        return super().apply_final_layers(x)
+        return super().apply_final_layers(x, step)
 
     @classmethod
     def checkpoint_table(cls, num_hidden_layers: int) -> dict[str, dict[str, str]]:

@@ -26,7 +26,7 @@ import keras
 
 from kerasbert.models import names
 from kerasbert.models.checkpoint_names import dense, norm
-from kerasbert.models.families.base import AuditRow
+from kerasbert.models.families.base import AuditRow, Step
 from kerasbert.models.families.gpt import GPT
 from kerasbert.models.layers import Add
 
@@ -60,19 +60,22 @@ class GPT2ML(GPT):
     def norm(self, name: str) -> keras.layers.Layer:
         return self.apply(layer=keras.layers.LayerNormalization, epsilon=EPSILON, name=name)
 
-    def apply_embeddings(self, inputs: list[keras.KerasTensor]) -> keras.KerasTensor:
+    def apply_embeddings(self, inputs: list[keras.KerasTensor],
+                         step: Step | None = None) -> keras.KerasTensor:
         """Token and position embeddings added, then ``Embedding-Norm`` (no dropout)."""
-        return self.mapped(self.norm(names.EMBEDDING_NORM)(self.token_and_position(inputs)))
+        return self.mapped(self.norm(names.EMBEDDING_NORM)(
+            self.token_and_position(inputs, step)))
 
-    def apply_main_layers(self, inputs: keras.KerasTensor, index: int) -> keras.KerasTensor:
+    def apply_main_layers(self, inputs: keras.KerasTensor, index: int,
+                          step: Step | None = None) -> keras.KerasTensor:
         """Attention with a residual sum; norm, feed-forward, residual sum, norm."""
         attention, feed_forward = self.layer_names(index)
-        arguments = self.attention_arguments(inputs)
+        arguments = self.attention_arguments(inputs, step)
         self.attention_layer(attention)
         self.norm(feed_forward_norm_name(index, 0))
         self.feed_forward_layer(feed_forward)
         self.norm(feed_forward_norm_name(index, 1))
-        y = self.apply(inputs=inputs, name=attention, arguments=arguments)
+        y = self.apply(inputs=inputs, name=attention, arguments=arguments, step=step)
         y = self.dropout(y, names.dropout_name(attention))
         x = self.apply(inputs=[inputs, y], layer=Add, name=names.add_name(attention))
         y = self.apply(inputs=x, name=feed_forward_norm_name(index, 0))

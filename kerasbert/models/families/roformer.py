@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kerasbert.models import names
-from kerasbert.models.families.base import AuditRow, HuggingFaceLayout
+from kerasbert.models.families.base import AuditRow, HuggingFaceLayout, Step
 from kerasbert.models.families.bert import (
     BERT,
     HF_HEADS,
@@ -80,7 +80,7 @@ class RoFormerV2(RoFormer):
     masked_lm = False
     hf_layout = None  # Hugging Face has no RoFormer-v2
 
-    def heads(self, x: Any) -> list[Any]:
+    def heads(self, x: Any, step: Step | None = None) -> list[Any]:
         if not self.with_mlm:
             return []
         activation = "softmax" if self.with_mlm is True else self.with_mlm

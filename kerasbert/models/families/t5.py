@@ -51,7 +51,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import keras
 import numpy as np
@@ -66,6 +66,7 @@ from kerasbert.models.families.base import (
     HfVariables,
     HuggingFaceRecipe,
     NormCondition,
+    Step,
     Transformer,
     check_head,
 )
@@ -437,10 +438,12 @@ class T5(Transformer):
                           name=names.side_name(side, RELATIVE_POSITION))
 
     def residual(self, x: Any, block: str,
-                 arguments: Callable[[Any], dict[str, Any]] | None = None) -> Any:
+                 arguments: Callable[[Any], dict[str, Any]] | None = None,
+                 step: Step | None = None) -> Any:
         """``x + Dropout(block(Norm(x), **arguments(Norm(x))))``: T5's pre-norm residual."""
         y = self.apply(inputs=x, name=names.norm_name(block))
-        y = self.apply(inputs=y, name=block, arguments=arguments(y) if arguments else None)
+        y = self.apply(inputs=y, name=block, arguments=arguments(y) if arguments else None,
+                       step=step)
         y = self.dropout(y, names.dropout_name(block))
         return self.apply(inputs=[x, y], layer=Add, name=names.add_name(block))
 
@@ -467,15 +470,15 @@ class T5(Transformer):
         x = self.norm(names.side_name(ENCODER, names.OUTPUT_NORM))(x)
         return self.dropout(x, names.side_name(ENCODER, names.OUTPUT_DROPOUT))
 
-    def decode(self, context: Any, ids: Any) -> Any:
-        """The decoder on the encoder's output and the decoder's token ids."""
+    def decode(self, context: Any, ids: Any, step: Step | None = None) -> Any:
+        """The decoder on the encoder's output and the decoder's token ids (decoding: a new
+        token at decoder slot ``step.position_ids``, through the step's caches)."""
         x = self.embed(ids, DECODER)
         positions = self.relative_positions(DECODER, bidirectional=False)
-        if self.decoding:  # a new token at decoder slot `position_ids`, through the caches
-            allowed = self.attention_bias
-            here = ops.reshape(ops.cast(self.position_ids, "int32"), (1,))
-            caches = cast(dict[str, dict[str, Any]], self.caches)  # set before a step
-            slots, sources = (ops.shape(caches[name]["keys"])[2] for name in (
+        if step is not None:
+            allowed = step.allowed
+            here = ops.reshape(ops.cast(step.position_ids, "int32"), (1,))
+            slots, sources = (ops.shape(step.caches[name]["keys"])[2] for name in (
                 names.side_name(DECODER, names.attention_name(0)),
                 names.cross_attention_name(0)))
             self_bias = positions.bias(here, ops.arange(slots))
@@ -496,9 +499,9 @@ class T5(Transformer):
             self.attention(cross, position_bias=self.cross_position_bias)
             self.feed_forward(feed_forward)
             x = self.residual(x, attention, lambda y: {
-                "keys": y, "position": self_bias, "attention_mask": allowed})
+                "keys": y, "position": self_bias, "attention_mask": allowed}, step)
             x = self.residual(x, cross, lambda y: {"keys": context, **(
-                {"position": cross_bias} if self.cross_position_bias else {})})
+                {"position": cross_bias} if self.cross_position_bias else {})}, step)
             x = self.residual(x, feed_forward)
         x = self.norm(names.side_name(DECODER, names.OUTPUT_NORM))(x)
         x = self.dropout(x, names.side_name(DECODER, names.OUTPUT_DROPOUT))
@@ -506,13 +509,13 @@ class T5(Transformer):
         if not self.with_lm:
             return x
         activation = "softmax" if self.with_lm is True else self.with_lm
-        return self.lm_head(x, activation)
+        return self.lm_head(x, activation, step)
 
-    def lm_head(self, x: Any, activation: str) -> Any:
+    def lm_head(self, x: Any, activation: str, step: Step | None = None) -> Any:
         """t5.1.0: the transposed ``Embedding-Token``, then ``Decoder-Output-LM-Activation``
         (decoding: the logits before it)."""
-        x = self.tied_output(x)
-        if self.decoding:
+        x = self.tied_output(x, step)
+        if step is not None:
             return x
         return self.output_activation(x, activation, OUTPUT_LM_ACTIVATION)
 
@@ -661,12 +664,12 @@ class T5_1_1(T5):
     default_name = "t5"
     marker_layer: str | None = OUTPUT_LM
 
-    def lm_head(self, x: Any, activation: str) -> Any:
+    def lm_head(self, x: Any, activation: str, step: Step | None = None) -> Any:
         """``Decoder-Output-LM`` (decoding: its logits, before the activation)."""
         head = self.apply(layer=OutputProjection, vocab_size=self.vocab_size,
                           activation=activation, initializer_range=self.config.initializer_range,
                           name=OUTPUT_LM)
-        return head.logits(x) if self.decoding else head(x)
+        return head.logits(x) if step is not None else head(x)
 
     @classmethod
     def feed_forward_variables(cls, scope: str) -> dict[str, str]:
@@ -743,10 +746,10 @@ class T5_Base(T5):
         """The family class of :attr:`version`, whose names and head this model has."""
         return VERSIONS[self.version]
 
-    def lm_head(self, x: Any, activation: str) -> Any:
+    def lm_head(self, x: Any, activation: str, step: Step | None = None) -> Any:
         """The head of :attr:`version` (t5.1.0: the tied embedding; else
         ``Decoder-Output-LM``)."""
-        return self.flavour.lm_head(self, x, activation)
+        return self.flavour.lm_head(self, x, activation, step)
 
     def variable_mapping(self) -> dict[str, dict[str, str]]:
         """The table of :attr:`version`, less the other side's layers: a side loads (and
