@@ -46,7 +46,9 @@ from keras import ops
 
 from kerasbert import internals
 from kerasbert.models.layers import (  # noqa: F401 (bert4keras's names)
+    NORMALIZATIONS,
     gelu_version,
+    normalized,
     recompute_requested,
     rematerialized,
     set_gelu,
@@ -366,7 +368,7 @@ class _Backend:
         return call
 
     # activations and losses
-    softmax = staticmethod(lambda x, axis=-1: ops.softmax(x, axis=axis))
+    softmax = staticmethod(keras.activations.softmax)
     sigmoid, tanh = staticmethod(ops.sigmoid), staticmethod(ops.tanh)
     softplus, softsign = staticmethod(ops.softplus), staticmethod(ops.softsign)
     elu = staticmethod(lambda x, alpha=1.0: keras.activations.elu(x, alpha=alpha))
@@ -688,20 +690,15 @@ def root_mean_square(x: Any, axis: int | Sequence[int] | None = None,
 
 def attention_normalize(a: Any, mask: Any = None, axis: int = -1, method: str = "softmax",
                         bias: Any = None) -> Any:
-    """Attention scores to weights: ``"softmax"``, ``"squared_relu"``, ``"softmax_plus"``."""
+    """Attention scores to weights: ``"softmax"``, ``"squared_relu"``, ``"softmax_plus"``
+    (the model code's :func:`kerasbert.models.layers.normalized`); ``a`` as it is for
+    another ``method``, as in bert4keras."""
     a, mask = sequence_masking(a, mask, -np.inf, axis, bias, True)
-    if method == "softmax":
-        return ops.softmax(a, axis=axis)
-    if mask is None:
-        length = ops.cast(ops.shape(a)[-1], keras.config.floatx())
-    else:
-        length = ops.sum(ops.cast(mask, keras.config.floatx()), axis=axis, keepdims=True)
-    if method == "squared_relu":
-        return ops.relu(a) ** 2 / length
-    if method == "softmax_plus":
-        length = ops.maximum(length, 16)  # very short sequences are better unscaled
-        return ops.softmax(a * ops.log(length) / np.log(512), axis=axis)
-    return a
+    if method not in NORMALIZATIONS:
+        return a
+    length = None if mask is None else ops.sum(ops.cast(mask, "float32"), axis=axis,
+                                               keepdims=True)
+    return normalized(a, method, length, axis)
 
 
 def sinusoidal_embeddings(pos: Any, dim: int, base: float = 10000) -> Any:

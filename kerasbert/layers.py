@@ -60,7 +60,7 @@ from kerasbert.models import NotProvided
 from kerasbert.models import crf as core_crf
 from kerasbert.models import layers as core_layers
 from kerasbert.models.families.t5 import relative_buckets
-from kerasbert.models.layers import attend
+from kerasbert.models.layers import attend, attention_scores
 
 #: The registration package: the model code registers layers of the same names (its
 #: ``PositionEmbedding``, ``FeedForward``, ``ConditionalRandomField``) under ``kerasbert``.
@@ -176,7 +176,7 @@ class Embedding(keras.layers.Embedding):
             raise ValueError(f"{self.name}: mode={mode!r} is not one of {self.MODES}")
         if mode == "embedding":
             return super().call(inputs)
-        return ops.matmul(inputs, ops.transpose(ops.cast(self.embeddings, inputs.dtype)))
+        return core_layers.table_logits(inputs, self.embeddings)
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         if len(inputs.shape) != 2:
@@ -861,7 +861,7 @@ class MaximumEntropyMarkovModel(Layer):
             left, right = self.l_trans, self.r_trans
             if go_backwards:
                 left, right = right, left
-            history = ops.einsum("bnd,kd->bnk", ops.take(left, y_true, axis=0), right)
+            history = core_crf.factored_transitions(left, right, y_true)
         history = ops.concatenate([y_pred[:, :1], history[:, :-1]], axis=1)
         return y_true, mask, (y_pred + history) / 2
 
@@ -953,8 +953,9 @@ class GlobalPointer(Layer):
         # (batch, length, heads, 2 * head_size): each head's query, then its key
         x = ops.reshape(x, (*ops.shape(x)[:2], self.heads, 2 * self.head_size))
         qw, kw = self._rotated(x[..., :self.head_size], x[..., self.head_size:])
-        logits = ops.einsum("bmhd,bnhd->bhmn", qw, kw) / self.head_size**0.5
-        return self._masked(logits, mask)
+        # Each head's span scores are its attention scores: (batch, heads, length, length).
+        qw, kw = (ops.transpose(x, (0, 2, 1, 3)) for x in (qw, kw))
+        return self._masked(attention_scores(qw, kw, self.head_size**-0.5), mask)
 
     def _masked(self, logits, mask):
         upper = None
@@ -995,10 +996,12 @@ class EfficientGlobalPointer(GlobalPointer):
     def call(self, inputs: Any, mask: Any = None) -> Any:
         x = self.p_dense(inputs)
         qw, kw = self._rotated(x[..., ::2], x[..., 1::2])
-        logits = ops.einsum("bmd,bnd->bmn", qw, kw) / self.head_size**0.5
+        # The scores of one head, shared: (batch, 1, length, length).
+        logits = attention_scores(ops.expand_dims(qw, 1), ops.expand_dims(kw, 1),
+                                  self.head_size**-0.5)
         bias = ops.transpose(self.q_dense(x), (0, 2, 1)) / 2  # (batch, 2 * heads, length)
         # Head h: the start's bias (row 2h) on each row, the end's (row 2h + 1) on each column.
-        logits = (ops.expand_dims(logits, 1) + ops.expand_dims(bias[:, ::2], 2)
+        logits = (logits + ops.expand_dims(bias[:, ::2], 2)
                   + ops.expand_dims(bias[:, 1::2], 3))
         return self._masked(logits, mask)
 

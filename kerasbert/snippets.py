@@ -735,20 +735,17 @@ class ViterbiDecoder:
         self.non_ends = [] if ends is None else [i for i in labels if i not in ends]
 
     def decode(self, nodes: ArrayLike) -> np.ndarray:
-        """The best path of ``nodes`` (``(length, num_labels)`` scores), as label ids."""
+        """The best path of ``nodes`` (``(length, num_labels)`` scores), as label ids: the
+        model code's :func:`kerasbert.models.crf.viterbi_decode`, the labels a path may not
+        start or end with scored ``-inf`` there."""
+        from kerasbert.models.crf import viterbi_decode
+
         nodes = np.asarray(nodes)
         nodes = nodes.astype(np.result_type(nodes.dtype, np.float32))  # a copy
-        nodes[0, self.non_starts] -= np.inf
-        nodes[-1, self.non_ends] -= np.inf
-        scores, came_from = nodes[0], []
-        for row in nodes[1:]:
-            candidates = scores[:, None] + self.trans + row[None, :]
-            came_from.append(candidates.argmax(axis=0))
-            scores = candidates.max(axis=0)
-        path = [int(scores.argmax())]
-        for pointers in reversed(came_from):
-            path.append(int(pointers[path[-1]]))
-        return np.array(path[::-1])
+        nodes[0, self.non_starts] = -np.inf
+        nodes[-1, self.non_ends] = -np.inf
+        trans = np.asarray(self.trans, nodes.dtype)
+        return np.asarray(viterbi_decode(nodes[None], trans)[0]).astype(int)
 
 
 class WebServing:

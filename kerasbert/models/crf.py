@@ -207,6 +207,13 @@ def viterbi_decode(emissions: Any, transitions: Any, mask: Any = None) -> Any:
     return ops.where(mask, path, ops.full_like(path, PADDING_TAG))
 
 
+def factored_transitions(left: Any, right: Any, tags: Any) -> Any:
+    """The transition scores from each of ``tags`` (``[batch, length]``) to every tag,
+    ``[batch, length, num_tags]``, of a transition matrix factored as ``left @ right^T``
+    (``[num_tags, rank]`` each; bert4keras's ``MaximumEntropyMarkovModel(hidden_dim=...)``)."""
+    return ops.matmul(ops.take(left, tags, axis=0), ops.transpose(right))
+
+
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class ConditionalRandomField(keras.layers.Layer):
     """A linear-chain CRF over the emissions it is called on, which it returns unchanged.

@@ -166,6 +166,13 @@ class TokenEmbedding(keras.layers.ReversibleEmbedding):
         return mask
 
 
+def table_logits(x: Any, table: Any) -> Any:
+    """``x @ table^T``: the logits of ``x`` under a token table read transposed (a language
+    model's tied output; kerasbert's :class:`TokenEmbedding` has it from Keras's
+    ``ReversibleEmbedding``, bert4keras's ``Embedding(mode="dense")`` from here)."""
+    return ops.matmul(x, ops.transpose(ops.cast(table, x.dtype)))
+
+
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class Add(keras.layers.Add):
     """``keras.layers.Add`` that keeps the mask of the inputs that have one.
@@ -411,7 +418,7 @@ def attend(query: Any, key: Any, value: Any, scale: float | None = None, bias: A
     """
     if scale is not None:
         query = query * ops.cast(scale, query.dtype)
-    scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # (B, N, Tq, Tk)
+    scores = attention_scores(query, key)
     if relative is not None:
         relative = ops.cast(relative, query.dtype)
         scores = scores + ops.einsum("bnjd,jkd->bnjk", query, relative)
@@ -424,16 +431,9 @@ def attend(query: Any, key: Any, value: Any, scale: float | None = None, bias: A
         scores = scores + attention_bias(key_mask, scores.dtype)
     if allowed is not None:  # (B or 1, [N,] Tq, Tk) -> (B or 1, N or 1, Tq, Tk)
         scores = scores + attention_bias(_heads_axis(allowed), scores.dtype, axis=None)
-    if normalization != "softmax":
-        probabilities = _normalized(scores, key_mask, allowed, normalization)
-    elif scores.shape[-1] == 1:  # one key (Keras warns about a softmax over one value)
-        probabilities = ops.ones_like(scores)
-    elif keras.backend.standardize_dtype(scores.dtype) in ("float16", "bfloat16"):
-        # In float32: half-precision sums of 512 terms lose the small ones.
-        probabilities = ops.cast(ops.softmax(ops.cast(scores, "float32"), axis=-1),
-                                 scores.dtype)
-    else:
-        probabilities = ops.softmax(scores, axis=-1)
+    probabilities = normalized(scores, normalization,
+                               None if normalization == "softmax"
+                               else _visible_keys(scores, key_mask, allowed))
     if dropout is not None:
         probabilities = dropout(probabilities, training=training)
     context = ops.matmul(probabilities, value)
@@ -447,28 +447,68 @@ def _heads_axis(allowed: Any) -> Any:
     return ops.expand_dims(allowed, 1) if len(allowed.shape) == 3 else allowed
 
 
-def _normalized(scores: Any, key_mask: Any, allowed: Any, normalization: str) -> Any:
-    """bert4keras's other attention normalizations of masked ``scores`` (see :func:`attend`)."""
+def attention_scores(query: Any, key: Any, scale: float | None = None) -> Any:
+    """``(query · scale) @ key^T`` of heads, ``(batch, heads, queries, size)`` and
+    ``(batch, heads, keys, size)`` -> ``(batch, heads, queries, keys)``: the scores of
+    :func:`attend` and of bert4keras's ``GlobalPointer``."""
+    if scale is not None:
+        query = query * ops.cast(scale, query.dtype)
+    return ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
+
+
+#: What :func:`normalized` turns scores into weights with.
+NORMALIZATIONS = ("softmax", "squared_relu", "softmax_plus")
+
+
+def normalized(scores: Any, normalization: str = "softmax", length: Any = None,
+               axis: int = -1) -> Any:
+    """Attention scores (masked already) to weights along ``axis``: the one place kerasbert
+    computes them (:func:`attend`, bert4keras's ``attention_normalize``).
+
+    Args:
+        scores: the scores, masked positions very negative (or ``-inf``).
+        normalization: ``"softmax"``, or bert4keras's ``"squared_relu"`` (``relu(s)² / n``)
+            or ``"softmax_plus"`` (``softmax(s · log n / log 512)``, n at least 16).
+        length: n, the keys each query sees (broadcast against ``scores``); None: all of
+            them along ``axis``.
+
+    A softmax is computed in float32 where the scores are 16-bit: half-precision sums of
+    512 terms lose the small ones.
+
+    Raises:
+        ValueError: another normalization.
+    """
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(f"normalization={normalization!r} is not one of "
+                         f"{', '.join(map(repr, NORMALIZATIONS))}")
     dtype = scores.dtype
+    half = keras.backend.standardize_dtype(dtype) in ("float16", "bfloat16")
+    if normalization == "softmax":
+        if scores.shape[axis] == 1:  # one key (Keras warns about a softmax over one value)
+            return ops.ones_like(scores)
+        if half:
+            return ops.cast(ops.softmax(ops.cast(scores, "float32"), axis=axis), dtype)
+        return ops.softmax(scores, axis=axis)
+    if length is None:
+        length = ops.shape(scores)[axis]
+    if normalization == "squared_relu":
+        return ops.relu(scores) ** 2 / ops.cast(length, dtype)
+    # The scores of n keys times log(n) / log(512): attention spreads no thinner over a
+    # long input than over the 512 tokens of training (short ones scaled as 16).
+    factor = ops.log(ops.maximum(ops.cast(length, "float32"), 16.0)) / math.log(512)
+    return ops.cast(ops.softmax(ops.cast(scores, "float32") * factor, axis=axis), dtype)
+
+
+def _visible_keys(scores: Any, key_mask: Any, allowed: Any) -> Any:
+    """How many keys each query of ``scores`` sees, ``(batch or 1, heads or 1, queries,
+    1)``, by the padding and the attention mask (None: all of them)."""
     visible = None  # the keys each query sees, 1 or 0
     if key_mask is not None:
         visible = ops.cast(key_mask, scores.dtype)[:, None, None, :]
     if allowed is not None:
         seen = ops.cast(_heads_axis(allowed), scores.dtype)
         visible = seen if visible is None else visible * seen
-    length = (ops.cast(ops.shape(scores)[-1], scores.dtype) if visible is None
-              else ops.sum(visible, axis=-1, keepdims=True))
-    if normalization == "squared_relu":
-        return ops.relu(scores) ** 2 / length
-    if normalization == "softmax_plus":
-        # The scores of n keys times log(n) / log(512): attention spreads no thinner over a
-        # long input than over the 512 tokens of training (short ones scaled as 16). The
-        # softmax in float32, as in attend.
-        scores, length = ops.cast(scores, "float32"), ops.cast(length, "float32")
-        factor = ops.log(ops.maximum(length, 16.0)) / math.log(512)
-        return ops.cast(ops.softmax(scores * factor, axis=-1), dtype)
-    raise ValueError(f"normalization={normalization!r} is not one of 'softmax', "
-                     "'squared_relu', 'softmax_plus'")
+    return None if visible is None else ops.sum(visible, axis=-1, keepdims=True)
 
 
 def rematerialized(run: Callable[[Any], Any], inputs: Any) -> Any:
