@@ -77,6 +77,14 @@ def test_targets_are_named_once_per_layer_and_checked():
     # ALBERT's one shared layer has one set of adapters.
     albert = classifier("albert", embedding_size=8)
     assert len(enable_lora(albert, rank=2, targets=["query", "value", "intermediate"])) == 3
+    # GAU-α's input product is its queries', keys' and values' at once: one set each unit;
+    # t5.1.1's gated feed-forward has two intermediate products.
+    gau = kerasbert.build_transformer_model(dict(TINY), model="gau_alpha")
+    assert [dense.path for dense in enable_lora(gau, rank=2)] == [
+        "Transformer-0-GatedAttentionUnit/input", "Transformer-1-GatedAttentionUnit/input"]
+    assert len(enable_lora(kerasbert.build_transformer_model(
+        dict(TINY), model="t5.1.1", hidden_act=["gelu", "linear"]), rank=2,
+        targets=["intermediate"])) == 2 * 2 * 2
     with pytest.raises(ValueError, match="LoRA target 'querry': not one of query, key"):
         enable_lora(classifier(), rank=2, targets=["querry"])
     with pytest.raises(ValueError, match=r"LoRA rank \(0\): must be a whole number"):

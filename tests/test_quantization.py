@@ -87,7 +87,7 @@ def test_an_int8_base_trains_lora_adapters():
     assert all(np.abs(w.numpy()).max() > 0 for w in adapter_variables(model))
 
 
-@pytest.mark.parametrize("family", ["t5.1.1", "gpt2", "roformer_v2", "albert"])
+@pytest.mark.parametrize("family", ["t5.1.1", "gpt2", "roformer_v2", "albert", "gau_alpha"])
 def test_every_family_quantizes_every_product(family):
     import importlib.util
     import os
@@ -106,8 +106,9 @@ def test_every_family_quantizes_every_product(family):
     quantized = kerasbert.quantize(model, "int8")
     projections = [layer for layer in quantized if isinstance(layer, Projection)]
     # 2 layers of attention (4 products; T5's decoder: and cross-attention) and feed-forward
-    # (2; t5.1.1's gated: 3); ALBERT's one shared layer.
-    assert len(projections) == {"t5.1.1": 2 * 2 * (4 + 3) + 2 * 4, "albert": 6}.get(family, 12)
+    # (2; t5.1.1's gated: 3); ALBERT's one shared layer; GAU-α's 2 units (2 products each).
+    assert len(projections) == {"t5.1.1": 2 * 2 * (4 + 3) + 2 * 4, "albert": 6,
+                                "gau_alpha": 4}.get(family, 12)
     assert {layer.quantization_mode for layer in quantized} == {"int8"}
     got = model.predict(maker.inputs(family), verbose=0)
     assert np.abs(got - expected).max() < 0.05 * np.abs(expected).max()

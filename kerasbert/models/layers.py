@@ -646,6 +646,9 @@ class ProjectionOwner:
 
     #: The projections' names, in the order their weights were built (and saved).
     PROJECTED: tuple[str, ...] = ()
+    #: The projections each LoRA target (:data:`~kerasbert.models.names.LORA_TARGETS`)
+    #: names in this layer.
+    LORA_PROJECTIONS: dict[str, tuple[str, ...]] = {}
 
     def __init__(self, *args: Any, projection_dtypes: dict[str, Any] | None = None,
                  projection_lora: dict[str, dict[str, Any]] | None = None,
@@ -671,6 +674,8 @@ class ProjectionOwner:
             ValueError: the projection is quantized (its float kernel is gone).
         """
         projection, kind = attribute.rsplit("_", 1)
+        if projection not in self.projected():  # a weight of the layer's own (a gamma)
+            return getattr(self, attribute)
         dense = getattr(self, f"{projection}_dense")
         if dense.quantization_mode is not None:
             raise ValueError(f"{dense.path}: quantized to {dense.quantization_mode}; a float "
@@ -684,6 +689,13 @@ class ProjectionOwner:
     def projections(self) -> list[Projection]:
         """The built projections, in :meth:`projected` order."""
         return [getattr(self, f"{projection}_dense") for projection in self.projected()]
+
+    def lora_projections(self, target: str) -> list[Projection]:
+        """The built projections the LoRA target ``target`` names in this layer
+        (:attr:`LORA_PROJECTIONS`), none where it names none."""
+        named = self.LORA_PROJECTIONS.get(target, ())
+        return [getattr(self, f"{projection}_dense") for projection in self.projected()
+                if projection in named]
 
     def make_projection(self, projection: str, units: int, width: int, use_bias: bool,
                         initializer: Any) -> None:
@@ -790,6 +802,8 @@ class MultiHeadSelfAttention(ProjectionOwner, keras.layers.Layer):
     """
 
     PROJECTED = ("query", "key", "value", "output")
+    LORA_PROJECTIONS = {"query": ("query",), "key": ("key",), "value": ("value",),
+                        "attention_output": ("output",)}
     #: Its queries are scaled by ``1 / sqrt(head_size)`` (T5: not).
     scaled = True
     #: A saved graph's list holds the keys' states second (T5's layers; see :meth:`listed`).
@@ -1075,6 +1089,7 @@ class FeedForward(ProjectionOwner, keras.layers.Layer):
     """
 
     PROJECTED = ("intermediate", "output")
+    LORA_PROJECTIONS = {"intermediate": ("intermediate",), "output": ("output",)}
 
     def __init__(self, intermediate_size: int,
                  activation: str | Callable[..., Any] = "gelu",

@@ -22,24 +22,17 @@ from collections.abc import Iterable, Sequence
 import keras
 
 from kerasbert.models.layers import (
-    FeedForward,
-    MultiHeadSelfAttention,
     Projection,
+    ProjectionOwner,
     dense_layers,
     model_layers,
 )
 from kerasbert.models.names import LORA_TARGETS
 
-#: The projections adapters may be put beside (:data:`~kerasbert.models.names.LORA_TARGETS`):
-#: name -> (the layer kind, its projection).
-TARGETS: dict[str, tuple[type[keras.layers.Layer], str]] = dict(zip(LORA_TARGETS, (
-    (MultiHeadSelfAttention, "query"),
-    (MultiHeadSelfAttention, "key"),
-    (MultiHeadSelfAttention, "value"),
-    (MultiHeadSelfAttention, "output"),
-    (FeedForward, "intermediate"),
-    (FeedForward, "output"),
-), strict=True))
+#: The projections adapters may be put beside: each layer says which of its projections
+#: a target names (``ProjectionOwner.LORA_PROJECTIONS``: GAU-α's input product is the
+#: queries', the keys' and the values' at once).
+TARGETS = LORA_TARGETS
 #: LoRA's paper: the queries' and the values' projections.
 DEFAULT_TARGETS = ("query", "value")
 
@@ -71,13 +64,13 @@ def checked_targets(targets: str | Iterable[str]) -> tuple[str, ...]:
 def target_projections(model: keras.Model, targets: Iterable[str]) -> list[Projection]:
     """The projections of ``model`` that ``targets`` (:data:`TARGETS` names) name, each once
     (ALBERT's shared layer: one)."""
-    wanted = [TARGETS[target] for target in checked_targets(targets)]
+    wanted = checked_targets(targets)
     found: dict[int, Projection] = {}
     for layer in model_layers(model):
-        for kind, projection in wanted:
-            if isinstance(layer, kind):
-                dense = getattr(layer, f"{projection}_dense")
-                found.setdefault(id(dense), dense)
+        if isinstance(layer, ProjectionOwner):
+            for target in wanted:
+                for dense in layer.lora_projections(target):
+                    found.setdefault(id(dense), dense)
     return list(found.values())
 
 

@@ -40,6 +40,7 @@ from kerasbert.models.families.base import AuditRow, Step
 from kerasbert.models.families.roformer import RoFormerV2
 from kerasbert.models.kernels import Dropout
 from kerasbert.models.layers import (
+    ProjectionOwner,
     attend,
     get_activation,
     initializer_config,
@@ -77,10 +78,12 @@ def key_size(config: BertConfig) -> int:
 
 
 @keras.saving.register_keras_serializable(package=names.SERIALIZATION_PACKAGE)
-class GatedAttentionUnit(keras.layers.Layer):
+class GatedAttentionUnit(ProjectionOwner, keras.layers.Layer):
     """GAU-α's layer: one-head attention gating a feed-forward, bias-free, called on
     ``[hidden states, rotary position table]`` (and the attention mask, last, with
-    ``attention_mask=True``). Padding is never attended to.
+    ``attention_mask=True``). Padding is never attended to. Its two products are
+    :class:`~kerasbert.models.layers.Projection` layers, ``input`` (to ``u``, ``v`` and the
+    queries' and keys' ``z``) and ``output``, which LoRA and Keras's quantization reach.
 
     Args:
         units: the width I of ``u`` and ``v`` (``intermediate_size``).
@@ -100,6 +103,12 @@ class GatedAttentionUnit(keras.layers.Layer):
         ((1, 5, 16), 1680)
     """
 
+    PROJECTED = ("input", "output")
+    #: The LoRA targets that name its products: the input product makes the queries, the
+    #: keys and the values at once.
+    LORA_PROJECTIONS = {"query": ("input",), "key": ("input",), "value": ("input",),
+                        "attention_output": ("output",)}
+
     def __init__(self, units: int, key_size: int, activation: str = "swish",
                  dropout: float = 0.0, initializer_range: float = 0.02,
                  initializer: Any = None, attention_mask: bool = False, **kwargs: Any) -> None:
@@ -118,11 +127,9 @@ class GatedAttentionUnit(keras.layers.Layer):
     def build(self, input_shape: Any) -> None:
         hidden = input_shape[0][-1]
         initializer = kernel_initializer(self)
-        self.input_kernel = self.add_weight(
-            name="input_kernel", shape=(hidden, 2 * self.units + self.key_size),
-            initializer=initializer)
-        self.output_kernel = self.add_weight(
-            name="output_kernel", shape=(self.units, hidden), initializer=initializer)
+        self.make_projection("input", 2 * self.units + self.key_size, hidden, False,
+                             initializer)
+        self.make_projection("output", hidden, self.units, False, initializer)
         self.query_gamma = self.add_weight(name="query_gamma", shape=(self.key_size,),
                                            initializer="ones")
         self.key_gamma = self.add_weight(name="key_gamma", shape=(self.key_size,),
@@ -134,15 +141,31 @@ class GatedAttentionUnit(keras.layers.Layer):
         mask = mask[0] if isinstance(mask, (list, tuple)) else mask
         # Shapes: B batch, T length, H hidden, I units, S key size; one head.
         # u, v (B, T, I) and z (B, T, S).
-        u, v, z = ops.split(self.activation_fn(ops.matmul(x, self.input_kernel)),
-                            [self.units, 2 * self.units], axis=-1)
+        rows = self.input_dense(ops.reshape(x, (-1, x.shape[-1])))  # (B*T, 2I+S)
+        u, v, z = ops.split(
+            self.activation_fn(ops.reshape(rows, (*ops.shape(x)[:2], rows.shape[-1]))),
+            [self.units, 2 * self.units], axis=-1)
         # One head, as an axis of 1: (B, 1, T, S) queries and keys, (B, 1, T, I) values.
         query = rotate(ops.expand_dims(z * self.query_gamma, 1), table)
         key = rotate(ops.expand_dims(z * self.key_gamma, 1), table)
         context = attend(query, key, ops.expand_dims(v, 1), scale=1.0 / math.sqrt(self.key_size),
                          key_mask=mask, allowed=allowed, normalization="softmax_plus",
                          dropout=self.probability_dropout, training=training)
-        return ops.matmul(u * context[:, 0], self.output_kernel)
+        gated = u * context[:, 0]
+        output = self.output_dense(ops.reshape(gated, (-1, self.units)))
+        return ops.reshape(output, (*ops.shape(x)[:2], output.shape[-1]))
+
+    def load_own_variables(self, store: Any) -> None:
+        keys = list(store.keys())
+        if len(keys) != 4:  # the query's and the key's gamma; the kernels are the products'
+            keras.layers.Layer.load_own_variables(self, store)
+            return
+        # A file saved while the kernels were this layer's own: in build order.
+        for weight, key in zip((self.input_kernel, self.output_kernel, self.query_gamma,
+                                self.key_gamma), sorted(keys, key=int)):
+            weight.assign(store[key])
+        for dense in self.projections():
+            dense.loaded_by_owner = True
 
     def compute_output_shape(self, input_shape: Any) -> Any:
         return input_shape[0]

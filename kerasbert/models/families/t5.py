@@ -281,6 +281,7 @@ class GatedFeedForward(ProjectionOwner, keras.layers.Layer):
     #: The most activations a layer takes (t5.1.1 has two).
     MAX_GATES = 8
     PROJECTED = (*(f"intermediate_{i}" for i in range(MAX_GATES)), "output")
+    LORA_PROJECTIONS = {"intermediate": PROJECTED[:-1], "output": ("output",)}
 
     def __init__(self, intermediate_size: int, activations: Sequence[str],
                  initializer_range: float = 0.02, **kwargs: Any) -> None:
