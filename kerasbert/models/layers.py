@@ -536,9 +536,10 @@ class Projection(keras.layers.Dense):
 
     Keras's ``Dense``, so that what Keras offers its dense layers reaches these weights:
     ``enable_lora`` (adapters beside a frozen kernel), ``quantize`` (``"int8"``, ``"int4"``,
-    ``"float8"``; :meth:`keras.Model.quantize` reaches it), their saving and loading. While it
-    has neither, its product is :func:`~kerasbert.models.kernels.affine` (on TensorFlow the
-    ``MatMul`` + ``BiasAdd`` pair oneDNN fuses); with them, Keras's own call.
+    ``"float8"``; :meth:`keras.Model.quantize` reaches it), their saving and loading. Its
+    product is :func:`~kerasbert.models.kernels.affine` (on TensorFlow the ``MatMul`` +
+    ``BiasAdd`` pair oneDNN fuses), with LoRA adapters plus theirs; quantized, Keras's own
+    call.
 
     Example:
         >>> layer = Projection(4, name="query")
@@ -550,8 +551,15 @@ class Projection(keras.layers.Dense):
     """
 
     def call(self, inputs: Any, training: bool | None = None) -> Any:
-        if self.lora_enabled or self.activation is not keras.activations.linear:
+        if self.activation is not keras.activations.linear:
             return super().call(inputs, training=training)
+        if self.lora_enabled:
+            # The frozen kernel's product plus the adapters' own, (x A) B · alpha / r: the
+            # gradients reach A and B through two thin products, where Keras's call
+            # multiplies by the merged kernel, whose gradient is one more full product.
+            low = ops.matmul(ops.matmul(inputs, self.lora_kernel_a), self.lora_kernel_b)
+            return (affine(inputs, dense_kernel(self), self.bias)
+                    + low * (self.lora_alpha / self.lora_rank))
         return affine(inputs, self.kernel, self.bias)
 
     def quantize(self, mode: str | None = None, type_check: bool = True,
