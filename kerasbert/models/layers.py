@@ -731,11 +731,16 @@ class ProjectionOwner:
 
     def load_own_variables(self, store: Any) -> None:
         keys = list(store.keys())
-        if not keys:
+        held = {id(w) for dense in self.projections() for w in dense.weights}
+        own = [w for w in self.weights if id(w) not in held]  # type: ignore[attr-defined]
+        if len(keys) == len(own):  # the projections hold theirs
+            for i, weight in enumerate(own):
+                weight.assign(store[str(i)])
             return
-        # A file saved while the weights were this layer's own: they come in build order.
+        # A file saved while the projections' weights were this layer's own: they come in
+        # build order, then the layer's others.
         weights = [w for dense in self.projections() for w in (dense_kernel(dense), dense.bias)
-                   if w is not None]
+                   if w is not None] + own
         if len(keys) != len(weights):
             raise ValueError(f"layer {self.name!r}: {len(weights)} weights expected, "  # type: ignore[attr-defined]
                              f"the file holds {len(keys)}")

@@ -155,18 +155,6 @@ class GatedAttentionUnit(ProjectionOwner, keras.layers.Layer):
         output = self.output_dense(ops.reshape(gated, (-1, self.units)))
         return ops.reshape(output, (*ops.shape(x)[:2], output.shape[-1]))
 
-    def load_own_variables(self, store: Any) -> None:
-        keys = list(store.keys())
-        if len(keys) != 4:  # the query's and the key's gamma; the kernels are the products'
-            keras.layers.Layer.load_own_variables(self, store)
-            return
-        # A file saved while the kernels were this layer's own: in build order.
-        for weight, key in zip((self.input_kernel, self.output_kernel, self.query_gamma,
-                                self.key_gamma), sorted(keys, key=int)):
-            weight.assign(store[key])
-        for dense in self.projections():
-            dense.loaded_by_owner = True
-
     def compute_output_shape(self, input_shape: Any) -> Any:
         return input_shape[0]
 
