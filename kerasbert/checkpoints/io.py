@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import keras
 import numpy as np
 
 from kerasbert import disk_space, files
@@ -163,10 +164,11 @@ class FileSource:
                 for name, dtype in self.reader.get_variable_to_dtype_map().items()}
 
     def read_all(self, names: Sequence[str]) -> list[Any]:
-        """The variables ``names`` as TensorFlow tensors, in that order, in one read.
+        """The variables ``names`` in that order, in one read: TensorFlow tensors on its
+        backend, NumPy arrays on the others (a JAX variable keeps what it is given).
 
         One ``RestoreV2`` reads them all (checksums checked) straight into tensors
-        that a variable can take over without another copy.
+        that a TensorFlow variable can take over without another copy.
 
         Raises:
             CheckpointError: the data file is truncated or corrupt (it is named).
@@ -176,7 +178,7 @@ class FileSource:
         dtypes = self.reader.get_variable_to_dtype_map()
         try:
             with tf.device("/cpu:0"):
-                return list(tf.raw_ops.RestoreV2(
+                tensors = list(tf.raw_ops.RestoreV2(
                     prefix=self.prefix, tensor_names=list(names),
                     shape_and_slices=[""] * len(names), dtypes=[dtypes[n] for n in names]))
         except _read_errors() as error:
@@ -185,6 +187,9 @@ class FileSource:
                 f"checkpoint data in {files}: cannot be read (truncated or corrupt): "
                 f"{_message(error)}"
             ) from None
+        if keras.backend.backend() == "tensorflow":
+            return tensors
+        return [tensor.numpy() for tensor in tensors]
 
 
 def _message(error: BaseException) -> str:

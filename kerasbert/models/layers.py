@@ -272,6 +272,10 @@ class PositionEmbedding(keras.layers.Layer):
         rows = position_rows(self.embeddings, positions, self.hierarchical, self.name)
         return inputs + ops.cast(rows, inputs.dtype)
 
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        # JAX's symbolic trace cannot tell that the table's first ``length`` rows match.
+        return input_shape
+
     def decomposed(self, positions: Any, alpha: float) -> Any:
         """The embeddings of ``positions`` (int, any shape) decomposed with ``alpha``."""
         return decomposed_positions(self.embeddings, positions, alpha)
