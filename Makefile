@@ -6,6 +6,7 @@
 #   make test-fast  - the tests that are neither slow nor run a peer library (a few minutes)
 #   make test-peers - every test that asks bert4keras or transformers, each question asked
 #                     live rather than replayed from tests/fixtures/peers/
+#   make test-backends - every family and feature on JAX and PyTorch against TensorFlow
 #   make lint       - the linter alone (ruff, configured in ruff.toml)
 #   make docs       - the documentation site (MkDocs, mkdocs.yml) built from docs/ into site/
 PYTHON ?= python3
@@ -18,7 +19,7 @@ export TF_CPP_MIN_LOG_LEVEL ?= 3
 # made once); tests/conftest.py starts the longest files first.
 XDIST := -n logical --dist loadfile
 
-.PHONY: demo test test-fast test-peers test-notebooks test-demo lint docs bench notebooks graphviz chromium clean
+.PHONY: demo test test-fast test-peers test-backends test-notebooks test-demo lint docs bench notebooks graphviz chromium clean
 
 # tools/install_env.py installs with uv (several times faster than pip: 46 s against 115-200 s
 # here for the 4.4 GB of packages) on the indexes pip is configured with, else with pip.
@@ -79,12 +80,19 @@ COMPILE := $(PY) -m compileall -q -j 0 kerasbert kerasbert_cli.py
 test: $(STAMP) graphviz chromium
 	$(PY) -m ruff check .
 	$(COMPILE)
-	$(PY) -m pytest -q $(XDIST) -m "not training_notebook and not demo" --durations=60
+	$(PY) -m pytest -q $(XDIST) -m "not training_notebook and not demo and not backends" \
+	    --durations=60
 
 # Every test that asks a peer (bert4keras 0.11.5, transformers 4.57), each question live.
 test-peers: $(STAMP)
 	$(COMPILE)
 	KERASBERT_PEERS=live $(PY) -m pytest -q $(XDIST) -m peer
+
+# Every family's outputs and every library feature on JAX and PyTorch, each against
+# TensorFlow's (tests/test_backends.py; make test asks four families).
+test-backends: $(STAMP)
+	$(COMPILE)
+	$(PY) -m pytest -q $(XDIST) -m backends
 
 # The notebooks that fine-tune, top to bottom (about 15 minutes on 2 cores without AVX-512).
 test-notebooks: $(STAMP) graphviz
@@ -99,7 +107,7 @@ test-demo: $(STAMP)
 # peer (bert4keras, transformers, ONNX Runtime, LiteRT as oracles); see setup.cfg.
 test-fast: $(STAMP) graphviz
 	$(COMPILE)
-	$(PY) -m pytest -q $(XDIST) -m "not slow and not peer and not training_notebook and not demo"
+	$(PY) -m pytest -q $(XDIST) -m "not slow and not peer and not training_notebook and not demo and not backends"
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -1,0 +1,234 @@
+"""Runs kerasbert's model library on the Keras backend of its process (``KERAS_BACKEND``),
+for tests/test_backends.py, which compares the backends' answers.
+
+``python tests/backend_check.py write ROOT [CASE ...]`` (TensorFlow) draws the weights of
+each family's tiny model and saves them as a Google checkpoint in ``ROOT/CASE/``;
+``read ROOT [CASE ...]`` (any backend) builds each model from its config, loads its
+checkpoint and writes its outputs on fixed inputs to ``ROOT/<backend>.npz``;
+``features ROOT`` fine-tunes, evaluates, saves and loads, audits, draws, quantizes and
+adapts (LoRA) a classifier and writes what it found to ``ROOT/<backend>-features.json``;
+``reload ROOT NAME`` predicts with the model another backend saved as ``ROOT/NAME.keras``.
+A case or feature that fails is recorded with its error, so one failure hides no other.
+"""
+
+import contextlib
+import io
+import json
+import os
+import sys
+import traceback
+
+import keras
+import numpy as np
+
+import kerasbert
+
+TINY = {"vocab_size": 100, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
+        "intermediate_size": 32, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+        "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 32,
+        "type_vocab_size": 2, "initializer_range": 0.02}
+T5 = {"vocab_size": 100, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
+      "attention_head_size": 6, "intermediate_size": 24, "hidden_dropout_prob": 0.1,
+      "attention_probs_dropout_prob": 0.1}
+#: Each case -> (its config's changes, the builder's keywords); T5's cases start from T5.
+CASES = {
+    "bert": ({}, {"with_pool": True, "with_mlm": "linear"}),
+    "albert": ({"embedding_size": 8}, {"with_pool": True, "with_mlm": "linear"}),
+    "albert_unshared": ({"embedding_size": 8}, {"with_pool": True, "with_mlm": "linear"}),
+    "nezha": ({}, {"with_pool": True, "with_nsp": True, "with_mlm": "linear"}),
+    "roformer": ({}, {"with_pool": True, "with_mlm": "linear"}),
+    "roformer_v2": ({}, {"with_mlm": "linear"}),
+    "electra": ({"embedding_size": 8}, {"with_discriminator": "linear"}),
+    "gau_alpha": ({"hidden_act": "swish", "attention_key_size": 12}, {}),
+    "gpt": ({}, {"final_activation": "linear"}),
+    "gpt2": ({}, {"final_activation": "linear"}),
+    "gpt2_ml": ({}, {"final_activation": "linear"}),
+    "bert+unilm": ({}, {"application": "unilm", "with_mlm": "linear"}),
+    "bert+lm": ({}, {"application": "lm", "with_mlm": "linear"}),
+    "t5": ({"hidden_act": "relu"}, {}),
+    "t5.1.1": ({"hidden_act": ["gelu", "linear"]}, {}),
+    "mt5.1.1": ({"hidden_act": ["gelu", "linear"]}, {}),
+}
+TOKENS = np.array([[2, 15, 27, 33, 3, 41, 52, 3, 0, 0], [2, 64, 3, 0, 0, 0, 0, 0, 0, 0]], "int32")
+SEGMENTS = np.array([[0, 0, 0, 0, 0, 1, 1, 1, 0, 0], [0] * 10], "int32")
+TARGETS = np.array([[0, 12, 33, 4, 0], [0, 61, 0, 0, 0]], "int32")
+
+
+def family(case):
+    """The ``model=`` of ``case`` (``bert+unilm`` is BERT under UniLM's mask)."""
+    return case.partition("+")[0]
+
+
+def config_and_inputs(case):
+    """``(config, builder keywords, the model's inputs)`` of ``case``."""
+    changes, keywords = CASES[case]
+    if family(case) in ("t5", "t5.1.1", "mt5.1.1"):
+        return {**T5, **changes}, keywords, [TOKENS[:, :8], TARGETS]
+    inputs = TOKENS if family(case) in ("gpt2", "gpt2_ml") else [TOKENS, SEGMENTS]
+    return {**TINY, **changes}, keywords, inputs
+
+
+def write(root, case):
+    """Draws ``case``'s weights (normal, stddev 0.2: far from any initializer) and saves
+    them as ``ROOT/CASE/model.ckpt`` beside its ``config.json``."""
+    config, keywords, _ = config_and_inputs(case)
+    folder = os.path.join(root, case)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "config.json"), "w") as file:
+        json.dump(config, file)
+    # ALBERT's unshared layers are saved as ALBERT's checkpoint is.
+    writer = "albert" if case == "albert_unshared" else family(case)
+    model = kerasbert.build_transformer_model(os.path.join(folder, "config.json"), model=writer,
+                                              return_keras_model=False, **keywords)
+    draws = np.random.default_rng(0)
+    for weight in model.model.trainable_weights:
+        weight.assign(draws.normal(0, 0.2, weight.shape).astype("float32"))
+    model.save_weights_as_checkpoint(os.path.join(folder, "model.ckpt"))
+
+
+def read(root, case):
+    """``{CASE/i: output i}`` of ``case``'s model loaded from its checkpoint, and its
+    parameter count."""
+    _, keywords, inputs = config_and_inputs(case)
+    folder = os.path.join(root, case)
+    model = kerasbert.build_transformer_model(
+        os.path.join(folder, "config.json"), os.path.join(folder, "model.ckpt"),
+        model=family(case), **keywords)
+    outputs = model.predict(inputs, verbose=0)
+    outputs = outputs if isinstance(outputs, list) else [outputs]
+    return {f"{case}/{i}": np.asarray(output) for i, output in enumerate(outputs)}, \
+        model.count_params()
+
+
+def examples():
+    """``(x, y)``: eight rows of 16 Chinese BERT token ids, and their labels."""
+    draws = np.random.default_rng(1)
+    x = [draws.integers(1, 21128, (8, 16)).astype("int32"), np.zeros((8, 16), "int32")]
+    return x, draws.integers(0, 2, (8,)).astype("int32")
+
+
+def reload(root, saved):
+    """The outputs on :func:`examples` of the model saved as ``ROOT/SAVED.keras``, written to
+    ``ROOT/SAVED-on-<backend>.npy``."""
+    model = kerasbert.load_model(os.path.join(root, f"{saved}.keras"))
+    np.save(os.path.join(root, f"{saved}-on-{keras.backend.backend()}.npy"),
+            model.predict(examples()[0], verbose=0))
+
+
+def classifier(config):
+    encoder = kerasbert.build_transformer_model(config, num_hidden_layers=2)
+    return kerasbert.add_cls_classifier(encoder, 2)
+
+
+def features(root):
+    """``{feature: what it gave}`` of a two-layer Chinese BERT-base classifier."""
+    config = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          "checkpoints", "chinese_L-12_H-768_A-12", "bert_config.json")
+    x, y = examples()
+    found = {}
+
+    def trained():
+        keras.utils.set_random_seed(0)
+        model = classifier(config)
+        model.compile(optimizer=keras.optimizers.Adam(1e-4),
+                      loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+        before = model.evaluate(x, y, verbose=0)[0]
+        for _ in range(4):
+            model.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0)
+        return model, before, model.evaluate(x, y, verbose=0)[0]
+
+    def fit():
+        model, before, after = trained()
+        found["model"] = model
+        return {"loss_before": before, "loss_after": after}
+
+    def summary():
+        text = io.StringIO()
+        with contextlib.redirect_stdout(text):
+            found["model"].summary()
+        return [line.strip() for line in text.getvalue().splitlines() if "params" in line]
+
+    def saved():
+        path = os.path.join(root, f"{keras.backend.backend()}.keras")
+        found["model"].save(path)
+        again = kerasbert.load_model(path)
+        outputs = found["model"].predict(x, verbose=0)
+        np.save(path[:-len(".keras")] + "-here.npy", outputs)
+        return float(np.max(np.abs(again.predict(x, verbose=0) - outputs)))
+
+    def checkpoint():
+        prefix = os.path.join(root, f"{keras.backend.backend()}-ckpt", "model.ckpt")
+        kerasbert.save_weights_as_checkpoint(found["model"], prefix)
+        again = kerasbert.build_transformer_model(config, prefix, num_hidden_layers=2)
+        encoder = keras.Model(found["model"].inputs,
+                              found["model"].get_layer(again.layers[-1].name).output)
+        return float(np.max(np.abs(again.predict(x, verbose=0) - encoder.predict(x, verbose=0))))
+
+    def plot():
+        path = os.path.join(root, f"{keras.backend.backend()}.png")
+        keras.utils.plot_model(found["model"], path)
+        return os.path.getsize(path) > 0
+
+    def quantized():
+        model = classifier(config)
+        reference = model.predict(x, verbose=0)
+        kerasbert.quantize(model, "int8")
+        return {"difference": float(np.max(np.abs(model.predict(x, verbose=0) - reference))),
+                "int8": sum(1 for weight in model.weights if weight.dtype == "int8")}
+
+    def lora():
+        model = classifier(config)
+        kerasbert.enable_lora(model, 4)
+        frozen = [np.array(w) for w in model.non_trainable_weights]
+        model.compile(optimizer=keras.optimizers.Adam(1e-3),
+                      loss="sparse_categorical_crossentropy")
+        model.fit(x, y, batch_size=4, epochs=1, verbose=0)
+        unchanged = all(np.array_equal(a, np.array(w))
+                        for a, w in zip(frozen, model.non_trainable_weights))
+        return {"trainable": len(model.trainable_weights), "frozen_unchanged": unchanged}
+
+    for name, feature in [("fit", fit), ("summary", summary), ("save_load", saved),
+                          ("checkpoint", checkpoint), ("plot_model", plot),
+                          ("quantize", quantized), ("lora", lora)]:
+        found[name] = answer(feature)
+    found.pop("model", None)
+    return found
+
+
+def answer(feature):
+    try:
+        return {"ok": True, "value": feature()}
+    except Exception as error:  # recorded: one failure hides no other
+        return {"ok": False, "error": f"{type(error).__name__}: {error}".splitlines()[0],
+                "traceback": traceback.format_exc()}
+
+
+def main(argv):
+    action, root, *cases = argv
+    backend = keras.backend.backend()
+    if action == "reload":
+        reload(root, *cases)
+        return
+    if action == "features":
+        found = features(root)
+        with open(os.path.join(root, f"{backend}-features.json"), "w") as file:
+            json.dump(found, file, indent=1, default=str)
+        return
+    arrays, report = {}, {}
+    for case in cases or list(CASES):
+        if action == "write":
+            write(root, case)
+            continue
+        result = answer(lambda case=case: read(root, case))
+        if result["ok"]:
+            outputs, result["value"] = result["value"]
+            arrays.update(outputs)
+        report[case] = result
+    if action == "read":
+        np.savez(os.path.join(root, f"{backend}.npz"), **arrays)
+        with open(os.path.join(root, f"{backend}.json"), "w") as file:
+            json.dump(report, file, indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
