@@ -63,6 +63,8 @@ def cheap(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_families_match_tensorflow(cheap, backend):
+    """Why slow: each backend loads and runs four families in a process of its own (half a
+    minute, most of it importing TensorFlow and the backend)."""
     root, (reference, report) = cheap
     assert all(result["ok"] for result in report.values()), report
     found, found_report = outputs(backend, root, CHEAP)
@@ -81,6 +83,8 @@ def every_family(tmp_path_factory):
 @pytest.mark.backends
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_every_family_matches_tensorflow(every_family, backend):
+    """Why slow: sixteen models built, loaded and run on each backend in a process of its
+    own."""
     root, (reference, report) = every_family
     assert all(result["ok"] for result in report.values()), report
     found, found_report = outputs(backend, root, list(CASES))
@@ -105,6 +109,8 @@ def features(backend, root):
 @pytest.mark.backends
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_features(tensorflow_features, backend):
+    """Why slow: a two-layer BERT-base classifier fine-tuned, saved, loaded, quantized and
+    adapted on each backend, and again on TensorFlow (about a minute each)."""
     root, reference = tensorflow_features
     found = features(backend, root)
     assert found["summary"] == reference["summary"]  # the totals, to the parameter
