@@ -7,7 +7,9 @@ each family's tiny model and saves them as a Google checkpoint in ``ROOT/CASE/``
 checkpoint and writes its outputs on fixed inputs to ``ROOT/<backend>.npz``;
 ``features ROOT`` fine-tunes, evaluates, saves and loads, audits, draws, quantizes and
 adapts (LoRA) a classifier and writes what it found to ``ROOT/<backend>-features.json``;
-``reload ROOT NAME`` predicts with the model another backend saved as ``ROOT/NAME.keras``.
+``generate ROOT`` decodes with three tiny decoders in every way and writes the ids to
+``ROOT/<backend>-generate.json``; ``reload ROOT NAME`` predicts with the model another
+backend saved as ``ROOT/NAME.keras``.
 A case or feature that fails is recorded with its error, so one failure hides no other.
 """
 
@@ -195,6 +197,36 @@ def features(root):
     return found
 
 
+#: The decoders :func:`generations` asks: GPT-2, BERT under UniLM's mask, T5.
+DECODERS = {
+    "gpt2": ({"max_position_embeddings": 64}, {"model": "gpt2"}),
+    "unilm": ({"max_position_embeddings": 64}, {"application": "unilm", "with_mlm": True}),
+    "t5.1.1": (T5, {"model": "t5.1.1"}),
+}
+PROMPTS = [[5, 6, 7], [9], [11, 12, 13, 14, 15]]
+
+
+def generations():
+    """``{decoder: {way: new ids}}``: each decoder's ids greedy through the cache and
+    without it, by beam search, with end ids, and sampled through the cache and without it
+    (its weights drawn from one seed, as on every backend)."""
+    found = {}
+    for name, (changes, keywords) in DECODERS.items():
+        config = {**TINY, **changes} if name != "t5.1.1" else changes
+        model = kerasbert.build_transformer_model(config, **keywords)
+        draws = np.random.default_rng(0)
+        for weight in model.trainable_weights:
+            weight.assign(draws.normal(0, 0.3, weight.shape).astype("float32"))
+        ways = {"greedy": {}, "without_cache": {"use_cache": False}, "beams": {"num_beams": 3},
+                "ends": {"end_id": [5, 18, 68], "min_new_tokens": 2},
+                "sampled": {"sample": True, "top_k": 5, "top_p": 0.9, "seed": 4},
+                "sampled_without_cache": {"sample": True, "top_k": 5, "top_p": 0.9, "seed": 4,
+                                          "use_cache": False}}
+        found[name] = {way: answer(lambda model=model, options=options: kerasbert.generate(
+            model, PROMPTS, max_new_tokens=6, **options)) for way, options in ways.items()}
+    return found
+
+
 def answer(feature):
     try:
         return {"ok": True, "value": feature()}
@@ -209,9 +241,9 @@ def main(argv):
     if action == "reload":
         reload(root, *cases)
         return
-    if action == "features":
-        found = features(root)
-        with open(os.path.join(root, f"{backend}-features.json"), "w") as file:
+    if action in ("features", "generate"):
+        found = features(root) if action == "features" else generations()
+        with open(os.path.join(root, f"{backend}-{action}.json"), "w") as file:
             json.dump(found, file, indent=1, default=str)
         return
     arrays, report = {}, {}

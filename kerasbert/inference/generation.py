@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from keras import ops
 
 from kerasbert import internals
 from kerasbert.models import kernels, names
@@ -76,6 +77,14 @@ def padded_width(longest: Any) -> Any:
         (8, 8, 16)
     """
     return (longest + PAD_TO - 1) // PAD_TO * PAD_TO
+
+
+def written_slot(present: Any, slot: Any, value: Any) -> Any:
+    """``present`` (``(batch, slots)`` bool) with column ``slot`` set to ``value``
+    (``(batch,)``)."""
+    slots = ops.arange(ops.shape(present)[1], dtype="int32")
+    here = ops.equal(slots[None], ops.cast(slot, "int32"))
+    return ops.where(here, value[:, None], present)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,6 +167,33 @@ def choose(logits: Any, step: Any, settings: Settings, seed: Any, rows: Any) -> 
     return tf.ensure_shape(chosen, logits.shape[:1])  # map_fn loses the batch's size
 
 
+def choose_here(logits: np.ndarray, step: int, settings: Settings, seed: int,
+                rows: np.ndarray) -> np.ndarray:
+    """:func:`choose` in NumPy, for the loops that run outside TensorFlow (Keras's JAX and
+    PyTorch backends): the same ids when greedy; a draw depends on ``seed``, its row's index
+    and ``step`` alone, as there, but is another draw than TensorFlow's."""
+    logits = np.array(logits, "float32")
+    if settings.end_ids and step < settings.min_new_tokens:
+        logits[:, list(settings.end_ids)] = -np.inf
+    if not settings.sample:
+        return logits.argmax(axis=-1).astype("int32")
+    logits = logits / settings.temperature
+    if settings.top_k:
+        kth = np.sort(logits, axis=-1)[:, -settings.top_k][:, None]
+        logits = np.where(logits < kth, -np.inf, logits)
+    if settings.top_p < 1:
+        ordered = -np.sort(-logits, axis=-1)
+        probabilities = np.exp(ordered - ordered[:, :1])
+        probabilities /= probabilities.sum(axis=-1, keepdims=True)
+        before = np.cumsum(probabilities, axis=-1) - probabilities
+        kept = np.where(before < settings.top_p, ordered, np.inf)
+        logits = np.where(logits < kept.min(axis=-1, keepdims=True), -np.inf, logits)
+    uniform = np.stack([np.random.default_rng([seed, int(row) * settings.max_new_tokens + step])
+                        .uniform(np.finfo("float32").tiny, 1.0, logits.shape[1])
+                        for row in rows]).astype("float32")
+    return (logits - np.log(-np.log(uniform))).argmax(axis=-1).astype("int32")
+
+
 class Decoder:
     """A language model's layers, read once, for :func:`generate` (one per model, kept as
     long as the model lives).
@@ -237,11 +273,9 @@ class Decoder:
         Returns:
             ``(logits of each row's last token, caches)``.
         """
-        import tensorflow as tf
-
         from kerasbert.models.families.base import Step
 
-        model, start = self.transformer, tf.cast(start, "int32")
+        model, start = self.transformer, ops.cast(start, "int32")
         step = Step({layer.name: {"keys": keys, "values": values, "start": start}
                      for layer, (keys, values) in zip(self.attention, caches)},
                     positions, allowed)
@@ -273,17 +307,16 @@ class Decoder:
             ``(logits of each row's next id, caches, present, last)``: ``present`` marks the
             slots that hold a token (not padding), ``last`` each row's last position.
         """
-        import tensorflow as tf
-
-        batch, length = tf.shape(ids)[0], tf.shape(ids)[1]
-        present = tf.concat([ids != 0, tf.zeros((batch, extra), "bool")], 1)
-        positions = tf.maximum(tf.cumsum(tf.cast(ids != 0, "int32"), axis=1) - 1, 0)
+        batch, length = ops.shape(ids)[0], ops.shape(ids)[1]
+        present = ops.concatenate([ops.not_equal(ids, 0), ops.zeros((batch, extra), "bool")], 1)
+        positions = ops.maximum(ops.cumsum(ops.cast(ops.not_equal(ids, 0), "int32"), axis=1) - 1, 0)
         if caches is None:
-            caches = [tuple(tf.zeros(shape, layer.compute_dtype) for shape in shapes)
+            caches = [tuple(ops.zeros(shape, layer.compute_dtype) for shape in shapes)
                       for layer, shapes in zip(self.attention,
                                                self.cache_shapes(batch, length + extra))]
-        allowed = tf.logical_and(self.prompt_mask(ids, segments), present[:, None, :length])
-        allowed = tf.pad(allowed, [[0, 0], [0, 0], [0, extra]])
+        allowed = ops.logical_and(self.prompt_mask(ids, segments), present[:, None, :length])
+        allowed = ops.concatenate(
+            [allowed, ops.zeros((ops.shape(allowed)[0], ops.shape(allowed)[1], extra), "bool")], 2)
         logits, caches = self.forward(ids, segments, positions, caches, 0, allowed)
         return logits, caches, present, positions[:, -1]
 
@@ -295,11 +328,7 @@ class Decoder:
         Returns:
             ``(logits of the next id, caches, present, last)``.
         """
-        import tensorflow as tf
-
-        rows = tf.shape(token)[0]
-        present = tf.tensor_scatter_nd_update(
-            present, tf.stack([tf.range(rows), tf.fill((rows,), slot)], 1), token != 0)
+        present = written_slot(present, slot, ops.not_equal(token, 0))
         last = last + 1
         logits, caches = self.forward(token[:, None], new_segments[:, None], last[:, None],
                                       caches, slot, present[:, None, :])
@@ -360,6 +389,33 @@ class Decoder:
         loop = tf.while_loop(going, body, (tf.constant(0), logits, caches, present, last,
                                            finished, outputs, lengths))
         return loop[6], loop[7]
+
+    def run_stepwise(self, ids: np.ndarray, segments: np.ndarray, new_segments: np.ndarray,
+                     seed: int, settings: Settings) -> tuple[np.ndarray, np.ndarray]:
+        """Greedy or sampled decoding through the cache on Keras's other backends (JAX,
+        PyTorch): :meth:`run_one`'s prefill and steps, one step at a time from Python, each
+        id chosen by :func:`choose_here`."""
+        batch, length = ids.shape
+        outputs = np.zeros((batch, settings.max_new_tokens), "int32")
+        lengths = np.zeros(batch, "int32")
+        finished = np.zeros(batch, bool)
+        with internals.autocast(self.attention[0].compute_dtype):
+            logits, caches, present, last = self.prefill(
+                ops.convert_to_tensor(ids), ops.convert_to_tensor(segments),
+                settings.max_new_tokens)
+            new_segments = ops.convert_to_tensor(new_segments)
+            for step in range(settings.max_new_tokens):
+                token = np.where(finished, 0, choose_here(
+                    ops.convert_to_numpy(logits), step, settings, seed, np.arange(batch)))
+                outputs[:, step] = token
+                lengths += ~finished
+                finished |= np.isin(token, settings.end_ids)
+                if finished.all() or step + 1 == settings.max_new_tokens:
+                    break
+                logits, caches, present, last = self.step(
+                    ops.convert_to_tensor(token), new_segments, last, present, caches,
+                    self.slot(length, step))
+        return outputs, lengths
 
     def run_beams(self, ids: Any, segments: Any, new_segments: Any,
                   settings: Settings) -> tuple[Any, Any]:
@@ -501,11 +557,8 @@ class Decoder:
         import keras
 
         if self.logits_model is None:
-            import tensorflow as tf
-
             inner = keras.Model(self.model.inputs, self.activation.input)
-            self.logits_model = tf.function(
-                lambda inputs: inner(inputs, training=False)[:, -1], reduce_retracing=True)
+            self.logits_model = traced(lambda inputs: inner(inputs, training=False)[:, -1])
         inputs = [ids, segments] if self.segments else ids
         return self.logits_model(inputs)
 
@@ -539,22 +592,30 @@ class Decoder:
 
     def run_without_cache(self, ids: np.ndarray, segments: np.ndarray, new_segments: np.ndarray,
                           seed: Any, settings: Settings) -> tuple[np.ndarray, np.ndarray]:
-        """bert4keras's way: the whole sequence through the model at every step."""
-        import tensorflow as tf
-
+        """bert4keras's way: the whole sequence through the model at every step (``seed``:
+        :func:`generate`'s, a tensor on TensorFlow, else an int)."""
         ids, segments = np.asarray(ids), np.asarray(segments)
-        # Compiled as in the cached loop: XLA draws other random numbers than TensorFlow's
-        # own kernels from the same seed.
-        chooser = tf.function(lambda logits, step, seed, rows: choose(
-            logits, step, settings, seed, rows), jit_compile=True, autograph=False)
+        if on_tensorflow():
+            import tensorflow as tf
+
+            # Compiled as in the cached loop: XLA draws other random numbers than
+            # TensorFlow's own kernels from the same seed.
+            compiled = tf.function(lambda logits, step, seed, rows: choose(
+                logits, step, settings, seed, rows), jit_compile=True, autograph=False)
+
+            def chooser(logits: Any, step: int, seed: Any, rows: np.ndarray) -> np.ndarray:
+                return compiled(logits, tf.constant(step), seed,
+                                tf.constant(rows, "int32")).numpy()
+        else:
+            def chooser(logits: Any, step: int, seed: Any, rows: np.ndarray) -> np.ndarray:
+                return choose_here(ops.convert_to_numpy(logits), step, settings, seed, rows)
         outputs = np.zeros((len(ids), settings.max_new_tokens), "int32")
         lengths = np.zeros(len(ids), "int32")
         for rows, prompt in self.groups(ids, segments, np.asarray(new_segments)):
             decoded = np.zeros((len(rows), 0), "int32")
             finished = np.zeros(len(rows), bool)
             for step in range(settings.max_new_tokens):
-                token = chooser(self.next_logits(prompt, decoded), tf.constant(step), seed,
-                                tf.constant(rows, "int32")).numpy()
+                token = chooser(self.next_logits(prompt, decoded), step, seed, rows)
                 token = np.where(finished, 0, token)
                 outputs[rows, step] = token
                 lengths[rows] += ~finished
@@ -578,7 +639,7 @@ class Decoder:
             def predict(self, inputs: Sequence[np.ndarray], output_ids: np.ndarray,
                         states: Any) -> np.ndarray:
                 decoded = output_ids[:, skip:]
-                logits = np.array(decoder.next_logits(inputs, decoded))
+                logits = np.array(ops.convert_to_numpy(decoder.next_logits(inputs, decoded)))
                 if settings.end_ids and decoded.shape[1] < settings.min_new_tokens:
                     logits[:, list(settings.end_ids)] = -np.inf
                 return logits
@@ -647,38 +708,33 @@ class Seq2SeqDecoder(Decoder):
         Raises:
             ValueError: ``caches`` given: an encoder-decoder makes its own.
         """
-        import tensorflow as tf
-
         if caches is not None:
             raise ValueError(f"model {self.model.name!r}: an encoder-decoder's caches are "
                              "not written in place")
-        batch = tf.shape(ids)[0]
+        batch = ops.shape(ids)[0]
         context = self.transformer.encode(ids)
         made: list[tuple[Any, ...]] = []
         for layer, cross in zip(self.attention, self.cross):
             # The values with their slots last (MultiHeadSelfAttention); the source's padding
             # travels with the caches (beam search reorders rows).
+            heads, width, dtype = layer.num_heads, layer.head_size, layer.compute_dtype
             made.append((
-                tf.zeros((batch, layer.num_heads, extra + 1, layer.head_size), layer.compute_dtype),
-                tf.zeros((batch, layer.num_heads, layer.head_size, extra + 1), layer.compute_dtype),
+                ops.zeros((batch, heads, extra + 1, width), dtype),
+                ops.zeros((batch, heads, width, extra + 1), dtype),
                 cross.heads(context, "key"),
-                tf.transpose(cross.heads(context, "value"), (0, 1, 3, 2)), ids != 0))
-        present = tf.zeros((batch, extra + 1), "bool")
-        start = tf.zeros((batch,), "int32")
-        return self.step(start, None, tf.fill((batch,), -1), present, made, 0)
+                ops.transpose(cross.heads(context, "value"), (0, 1, 3, 2)), ops.not_equal(ids, 0)))
+        present = ops.zeros((batch, extra + 1), "bool")
+        start = ops.zeros((batch,), "int32")
+        return self.step(start, None, ops.full((batch,), -1, "int32"), present, made, 0)
 
     def step(self, token: Any, new_segments: Any, last: Any, present: Any,
              caches: list[tuple[Any, ...]],
              slot: Any) -> tuple[Any, list[tuple[Any, ...]], Any, Any]:
         """The decoder's own steps (T5's family's) on one new id per row at ``slot``."""
-        import tensorflow as tf
-
-        rows = tf.shape(token)[0]
         # Slot 0 (the start id, 0) is a token, as is every id decoded after it.
-        present = tf.tensor_scatter_nd_update(
-            present, tf.stack([tf.range(rows), tf.fill((rows,), slot)], 1),
-            tf.logical_or(token != 0, tf.equal(slot, 0)))
-        model, start = self.transformer, tf.cast(slot, "int32")
+        present = written_slot(present, slot,
+                               ops.logical_or(ops.not_equal(token, 0), ops.equal(slot, 0)))
+        model, start = self.transformer, ops.cast(slot, "int32")
         from kerasbert.models.families.base import Step
 
         both = {}
@@ -696,16 +752,14 @@ class Seq2SeqDecoder(Decoder):
         """The next id's logits of ``segments`` (here: the decoder's ids so far) after the
         sources ``ids``, running the whole model."""
         import keras
-        import tensorflow as tf
 
         if self.logits_model is None:
             model = self.model
-            self.logits_model = tf.function(
-                lambda inputs: model(inputs, training=False)[:, -1], reduce_retracing=True)
+            self.logits_model = traced(lambda inputs: model(inputs, training=False)[:, -1])
         output = self.logits_model([ids, segments])
         # The log of the head's softmax: the softmax's order and draws.
         if keras.activations.get(self.activation) is keras.activations.softmax:
-            return tf.math.log(output)
+            return ops.log(output)
         return output
 
     start_id = 0
@@ -724,6 +778,22 @@ class Seq2SeqDecoder(Decoder):
         the sources ``prompt[0]``."""
         start = np.full((len(decoded), 1), self.start_id, "int32")
         return self.logits_of(prompt[0], np.concatenate([start, decoded], 1))
+
+
+def on_tensorflow() -> bool:
+    """Whether Keras runs on TensorFlow, where decoding is one compiled XLA program."""
+    import keras
+
+    return keras.backend.backend() == "tensorflow"
+
+
+def traced(function: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``function`` as a TensorFlow graph on TensorFlow's backend, else itself."""
+    if not on_tensorflow():
+        return function
+    import tensorflow as tf
+
+    return tf.function(function, reduce_retracing=True)
 
 
 _DECODERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
@@ -910,8 +980,6 @@ def generate(model: keras.Model | Transformer, token_ids: Sequence[Sequence[int]
             past the model's positions, or ``dtype="bfloat16"`` with beams, without the
             cache, or with an encoder-decoder.
     """
-    import tensorflow as tf
-
     given = {"temperature": temperature != 1.0, "top_k": top_k is not None,
              "top_p": top_p is not None}
     if not sample and any(given.values()):
@@ -953,6 +1021,11 @@ def generate(model: keras.Model | Transformer, token_ids: Sequence[Sequence[int]
                         else segments[:, -1])
     else:
         new_segments = np.full(len(ids), int(new_segment_id), "int32")
+    if not on_tensorflow():
+        return _generate_elsewhere(decoder, ids, segments, new_segments, int(seed) % (2 ** 31),
+                                   settings, use_cache, low_precision)
+    import tensorflow as tf
+
     seed = tf.constant([int(seed) % (2 ** 31), 0], "int32")
     if low_precision and len(ids) >= BFLOAT16_MIN_ROWS:
         outputs, lengths = decoder.bfloat16().run_in_place(settings, *ids.shape)(
@@ -973,4 +1046,31 @@ def generate(model: keras.Model | Transformer, token_ids: Sequence[Sequence[int]
     else:
         run = decoder.beams_without_cache if num_beams > 1 else decoder.run_without_cache
         outputs, lengths = run(ids, segments, new_segments, seed, settings)
+    return [row[:n].tolist() for row, n in zip(outputs, lengths)]
+
+
+def _generate_elsewhere(decoder: Decoder, ids: np.ndarray, segments: np.ndarray,
+                        new_segments: np.ndarray, seed: int, settings: Settings,
+                        use_cache: bool, low_precision: bool) -> list[list[int]]:
+    """:func:`generate` on Keras's JAX and PyTorch backends: greedy and sampled decoding
+    through the cache a step at a time from Python (:meth:`Decoder.run_stepwise`), beam
+    search on the whole sequence at every step (bert4keras's loop).
+
+    Raises:
+        ValueError: ``dtype="bfloat16"`` (its loop is TensorFlow's).
+    """
+    import keras
+
+    if low_precision:
+        raise ValueError(f"dtype='bfloat16' on KERAS_BACKEND={keras.backend.backend()}: "
+                         "the bfloat16 decoding loop runs on TensorFlow's backend only; "
+                         "pass dtype=None (float32) or set KERAS_BACKEND=tensorflow")
+    if settings.num_beams > 1:
+        outputs, lengths = decoder.beams_without_cache(ids, segments, new_segments, seed,
+                                                       settings)
+    elif use_cache:
+        outputs, lengths = decoder.run_stepwise(ids, segments, new_segments, seed, settings)
+    else:
+        outputs, lengths = decoder.run_without_cache(ids, segments, new_segments, seed,
+                                                     settings)
     return [row[:n].tolist() for row, n in zip(outputs, lengths)]
