@@ -19,6 +19,38 @@ class UsageError(ValueError):
     """Bad command-line arguments; the message names the flag."""
 
 
+#: The commands and tasks tested on Keras's JAX and PyTorch backends (tests/test_backends.py,
+#: tests/test_cli_backends.py); the others are refused there by name, before any work.
+ON_EVERY_BACKEND = {"commands": ("audit", "plot", "train", "evaluate", "predict", "convert",
+                                 "download", "presets"),
+                    "tasks": ("classification",)}
+
+
+def check_backend(command, args):
+    """Raises :class:`UsageError` naming ``KERAS_BACKEND`` when ``command`` (or its
+    ``--task``, ``--strategy``) does not run on the Keras backend of this process."""
+    if command not in ("train", "pretrain", "export"):
+        return  # nothing to refuse, and Keras left unimported (audit and plot stay quick)
+    import keras
+
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        return
+    where = f"KERAS_BACKEND={backend}"
+    switch = "; set KERAS_BACKEND=tensorflow (the default) for it"
+    if command not in ON_EVERY_BACKEND["commands"]:
+        raise UsageError(f"unsupported backend in {where}: kerasbert {command} runs on "
+                         f"TensorFlow's backend only{switch}")
+    task = getattr(args, "task", None) or "classification"
+    if task not in ON_EVERY_BACKEND["tasks"]:
+        raise UsageError(f"unsupported backend in {where}: --task {task} runs on TensorFlow's "
+                         f"backend only (on {backend}: --task "
+                         f"{', '.join(ON_EVERY_BACKEND['tasks'])}){switch}")
+    if getattr(args, "strategy", None):
+        raise UsageError(f"unsupported backend in {where}: --strategy {args.strategy} is a "
+                         f"TensorFlow distribution strategy{switch}")
+
+
 def _build(args, **overrides):
     """The model ``audit`` and ``plot`` count and draw: weights with shapes, no values."""
     from kerasbert.models.build import build_transformer_model

@@ -14,7 +14,7 @@ import textwrap
 import traceback
 
 from kerasbert.cli import commands as handlers
-from kerasbert.cli.commands import UsageError
+from kerasbert.cli.commands import UsageError, check_backend
 from kerasbert.models.families import FAMILIES
 from kerasbert.models.names import LORA_TARGETS
 from kerasbert.quiet import quiet_tensorflow
@@ -395,6 +395,7 @@ def main(argv=None):
     args = None
     try:
         args = _parse(make_parser(), [word for word in argv if word != "--debug"], prefix)
+        check_backend(command, args)
         code = args.run(args)
         warnings.flush()
         return code
