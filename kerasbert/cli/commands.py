@@ -30,10 +30,8 @@ def check_backend(command, args):
     """Raises :class:`UsageError` naming ``KERAS_BACKEND`` when ``command`` (or its
     ``--task``, ``--strategy``) does not run on the Keras backend of this process."""
     if command not in ("train", "pretrain", "export"):
-        return  # nothing to refuse, and Keras left unimported (audit and plot stay quick)
-    import keras
-
-    backend = keras.backend.backend()
+        return
+    backend = configured_backend()
     if backend == "tensorflow":
         return
     where = f"KERAS_BACKEND={backend}"
@@ -49,6 +47,20 @@ def check_backend(command, args):
     if getattr(args, "strategy", None):
         raise UsageError(f"unsupported backend in {where}: --strategy {args.strategy} is a "
                          f"TensorFlow distribution strategy{switch}")
+
+
+def configured_backend():
+    """The Keras backend this process will run, as Keras finds it when imported
+    (``KERAS_BACKEND``, else ``keras.json`` in ``KERAS_HOME`` or ``~/.keras``, else
+    TensorFlow), read without importing Keras: a refused flag loads no TensorFlow."""
+    if os.environ.get("KERAS_BACKEND"):
+        return os.environ["KERAS_BACKEND"]
+    home = os.environ.get("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
+    try:
+        with open(os.path.join(home, "keras.json"), encoding="utf-8") as file:
+            return json.load(file).get("backend", "tensorflow")
+    except (OSError, ValueError, AttributeError):
+        return "tensorflow"
 
 
 def _build(args, **overrides):
