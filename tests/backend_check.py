@@ -24,29 +24,18 @@ import keras
 import numpy as np
 
 import kerasbert
+from conftest import TINY
+from test_families import CASES as FAMILY_CASES
 
-TINY = {"vocab_size": 100, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
-        "intermediate_size": 32, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
-        "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 32,
-        "type_vocab_size": 2, "initializer_range": 0.02}
 T5 = {"vocab_size": 100, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
       "attention_head_size": 6, "intermediate_size": 24, "hidden_dropout_prob": 0.1,
       "attention_probs_dropout_prob": 0.1}
-#: Each case -> (its config's changes, the builder's keywords); T5's cases start from T5.
+#: Each case -> (its config's changes, the builder's keywords): tests/test_families.py's
+#: cases, BERT, GAU-alpha and T5's (which start from T5).
 CASES = {
     "bert": ({}, {"with_pool": True, "with_mlm": "linear"}),
-    "albert": ({"embedding_size": 8}, {"with_pool": True, "with_mlm": "linear"}),
-    "albert_unshared": ({"embedding_size": 8}, {"with_pool": True, "with_mlm": "linear"}),
-    "nezha": ({}, {"with_pool": True, "with_nsp": True, "with_mlm": "linear"}),
-    "roformer": ({}, {"with_pool": True, "with_mlm": "linear"}),
-    "roformer_v2": ({}, {"with_mlm": "linear"}),
-    "electra": ({"embedding_size": 8}, {"with_discriminator": "linear"}),
+    **FAMILY_CASES,
     "gau_alpha": ({"hidden_act": "swish", "attention_key_size": 12}, {}),
-    "gpt": ({}, {"final_activation": "linear"}),
-    "gpt2": ({}, {"final_activation": "linear"}),
-    "gpt2_ml": ({}, {"final_activation": "linear"}),
-    "bert+unilm": ({}, {"application": "unilm", "with_mlm": "linear"}),
-    "bert+lm": ({}, {"application": "lm", "with_mlm": "linear"}),
     "t5": ({"hidden_act": "relu"}, {}),
     "t5.1.1": ({"hidden_act": ["gelu", "linear"]}, {}),
     "mt5.1.1": ({"hidden_act": ["gelu", "linear"]}, {}),

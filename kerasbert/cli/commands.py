@@ -19,31 +19,31 @@ class UsageError(ValueError):
     """Bad command-line arguments; the message names the flag."""
 
 
-#: The commands and tasks tested on Keras's JAX and PyTorch backends (tests/test_backends.py,
-#: tests/test_cli_backends.py); the others are refused there by name, before any work.
-ON_EVERY_BACKEND = {"commands": ("audit", "plot", "train", "evaluate", "predict", "convert",
-                                 "download", "presets"),
-                    "tasks": ("classification",)}
+#: What runs on TensorFlow's backend only: refused by name on JAX and PyTorch, before any
+#: work (docs/backends.md; tests/test_cli_backends.py). Every other command runs there.
+TENSORFLOW_ONLY_COMMANDS = ("pretrain", "export")
+#: The tasks ``kerasbert train`` runs on every backend.
+EVERY_BACKEND_TASKS = ("classification",)
 
 
 def check_backend(command, args):
     """Raises :class:`UsageError` naming ``KERAS_BACKEND`` when ``command`` (or its
     ``--task``, ``--strategy``) does not run on the Keras backend of this process."""
-    if command not in ("train", "pretrain", "export"):
+    if command not in ("train", *TENSORFLOW_ONLY_COMMANDS):
         return
     backend = configured_backend()
     if backend == "tensorflow":
         return
     where = f"KERAS_BACKEND={backend}"
     switch = "; set KERAS_BACKEND=tensorflow (the default) for it"
-    if command not in ON_EVERY_BACKEND["commands"]:
+    if command in TENSORFLOW_ONLY_COMMANDS:
         raise UsageError(f"unsupported backend in {where}: kerasbert {command} runs on "
                          f"TensorFlow's backend only{switch}")
     task = getattr(args, "task", None) or "classification"
-    if task not in ON_EVERY_BACKEND["tasks"]:
+    if task not in EVERY_BACKEND_TASKS:
         raise UsageError(f"unsupported backend in {where}: --task {task} runs on TensorFlow's "
                          f"backend only (on {backend}: --task "
-                         f"{', '.join(ON_EVERY_BACKEND['tasks'])}){switch}")
+                         f"{', '.join(EVERY_BACKEND_TASKS)}){switch}")
     if getattr(args, "strategy", None):
         raise UsageError(f"unsupported backend in {where}: --strategy {args.strategy} is a "
                          f"TensorFlow distribution strategy{switch}")
