@@ -10,7 +10,7 @@ import json
 import os
 import sys
 
-from kerasbert.tasks import options_class
+from kerasbert.tasks import TASKS, options_class
 from kerasbert.tasks.options import describe_defaults, options_from_arguments, users_of
 from kerasbert.training.options import from_arguments, validate
 
@@ -20,10 +20,9 @@ class UsageError(ValueError):
 
 
 #: What runs on TensorFlow's backend only: refused by name on JAX and PyTorch, before any
-#: work (docs/backends.md; tests/test_cli_backends.py). Every other command runs there.
+#: work (docs/backends.md; tests/test_cli_backends.py). Every other command runs there, and
+#: ``train`` each task on the backends its options' ``BACKENDS`` name.
 TENSORFLOW_ONLY_COMMANDS = ("pretrain", "export")
-#: The tasks ``kerasbert train`` runs on every backend.
-EVERY_BACKEND_TASKS = ("classification",)
 
 
 def check_backend(command, args):
@@ -39,11 +38,11 @@ def check_backend(command, args):
     if command in TENSORFLOW_ONLY_COMMANDS:
         raise UsageError(f"unsupported backend in {where}: kerasbert {command} runs on "
                          f"TensorFlow's backend only{switch}")
-    task = getattr(args, "task", None) or "classification"
-    if task not in EVERY_BACKEND_TASKS:
+    task = getattr(args, "task", None) or TASKS[0]
+    if backend not in options_class(task).BACKENDS:
+        here = [name for name in TASKS if backend in options_class(name).BACKENDS]
         raise UsageError(f"unsupported backend in {where}: --task {task} runs on TensorFlow's "
-                         f"backend only (on {backend}: --task "
-                         f"{', '.join(EVERY_BACKEND_TASKS)}){switch}")
+                         f"backend only (on {backend}: --task {', '.join(here)}){switch}")
     if getattr(args, "strategy", None):
         raise UsageError(f"unsupported backend in {where}: --strategy {args.strategy} is a "
                          f"TensorFlow distribution strategy{switch}")

@@ -37,6 +37,10 @@ FALLBACK_DEFAULTS = {"lr": BASE_LR, "epochs": 3, "patience": 2, "maxlen": 128, "
 class TaskOptions(FinetuneOptions):
     """The base of each task's options class (its folder's ``options.py``)."""
 
+    #: The Keras backends ``kerasbert train`` runs this task on; the command line refuses
+    #: it by name on any other (docs/backends.md).
+    BACKENDS = ("tensorflow",)
+
     def resolved(self):
         """These options with every default filled in (see :func:`resolve`)."""
         return resolve(self)

@@ -18,6 +18,7 @@ class ClassificationOptions(TaskOptions):
     SHIPPED = "reviews"
     SIGNATURE = "classify"
     FORMATS = ("saved_model", "onnx", "litert")
+    BACKENDS = ("tensorflow", "jax", "torch")
     EXAMPLE = {"run": "runs/reviews", "train": "the shipped model and review split",
                "predict": "这家店的菜很好吃 服务太差了"}
 
