@@ -122,6 +122,10 @@ class Predictor:
         return [keras.ops.cast(output, "float32") for output in outputs]
 
     def _compile(self) -> Callable[..., list[Any]]:
+        if keras.backend.backend() == "torch":
+            import torch  # no gradient is kept of what only predicts
+
+            return torch.no_grad()(self._forward)
         if keras.backend.backend() != "tensorflow":
             # Other backends run the model as it is; JAX users get jit from model.predict.
             return self._forward
@@ -160,7 +164,8 @@ class Predictor:
         batch, length = token_ids.shape
         if self.jit_compile:
             inputs = [self._pad(x) for x in inputs]
-        outputs = [np.asarray(output)[:batch] for output in self._function(*inputs)]
+        outputs = [keras.ops.convert_to_numpy(output)[:batch]
+                   for output in self._function(*inputs)]
         outputs = [output[:, :length] if has_length else output
                    for output, has_length in zip(outputs, self._has_length)]
         return outputs[0] if len(outputs) == 1 else outputs

@@ -76,10 +76,17 @@ def _loop(body: Callable[..., tuple[Any, ...]], start: tuple[Any, ...], length: 
           backwards: bool = False) -> Any:
     """``body(t, *state)`` for t over the positions, forwards or backwards.
 
-    ``keras.ops.while_loop`` with the number of positions as ``maximum_iterations``: XLA
-    (``jit_compile``, Keras's default on a GPU) differentiates a TensorFlow loop only when
-    that bound is given, and ``keras.ops.scan`` gives none.
+    On TensorFlow, ``keras.ops.while_loop`` with the number of positions as
+    ``maximum_iterations``: XLA (``jit_compile``, Keras's default on a GPU) differentiates a
+    TensorFlow loop only when that bound is given, and ``keras.ops.scan`` gives none. On JAX
+    and PyTorch, whose lengths are known when the step is traced, ``keras.ops.scan`` over
+    the positions: JAX differentiates a loop only when it is a scan.
     """
+    if keras.backend.backend() != "tensorflow":
+        def scanned(state: tuple[Any, ...], t: Any) -> tuple[tuple[Any, ...], None]:
+            return tuple(body(length - 1 - t if backwards else t, *state)), None
+
+        return ops.scan(scanned, tuple(start), ops.arange(length, dtype="int32"))[0]
     first = length - 1 if backwards else 0
 
     def step(t: Any, *state: Any) -> tuple[Any, ...]:

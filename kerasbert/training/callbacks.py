@@ -117,12 +117,14 @@ class EpochSeeds(keras.callbacks.Callback):
 
     ``BackupAndRestore`` keeps weights and optimizer but not the random generators'
     states, so without this a resumed run would draw other dropout masks than an
-    uninterrupted one; with it, epoch ``k`` draws the same masks either way.
+    uninterrupted one; with it, epoch ``k`` draws the same masks either way, on every
+    Keras backend.
     """
 
     def __init__(self, seed):
         super().__init__()
         self.seed = int(seed)
+        self.epoch = 0
 
     def on_epoch_begin(self, epoch, logs=None):
         weights = {id(w) for w in self.model.weights}
@@ -131,6 +133,17 @@ class EpochSeeds(keras.callbacks.Callback):
         rng = np.random.default_rng([self.seed, epoch])
         for state in states:
             state.assign(np.array([rng.integers(1, 2**31), 0], dtype=state.dtype))
+        self.epoch = epoch
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if keras.backend.backend() == "torch":
+            # Keras's dropout on PyTorch draws from torch's own generator when the layer
+            # was given no seed, and so does each new iterator over the data: the
+            # generator is seeded from (seed, epoch, batch) before every step.
+            import torch
+
+            torch.manual_seed(int(np.random.default_rng([self.seed, self.epoch, batch])
+                                  .integers(1, 2**31)))
 
 
 class StopAtStep(keras.callbacks.Callback):

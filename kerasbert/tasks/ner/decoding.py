@@ -1,5 +1,6 @@
-"""A tagger's outputs to entities, in TensorFlow ops: what ``predict`` and ``evaluate`` run,
-and what the exported SavedModel's signatures run, the same functions for both.
+"""A tagger's outputs to entities: what ``predict`` and ``evaluate`` run, and what the
+exported SavedModel's signatures run, the same functions for both (the reader in TensorFlow
+ops, which it runs eagerly on every Keras backend).
 
 :func:`best_tags` is the model and its decoding (the CRF's best path, or the best tag of
 each token without a CRF); :class:`EntityReader` reads entities off the tag ids of ragged
@@ -18,6 +19,7 @@ Example::
 
 import numpy as np
 import tensorflow as tf
+from keras import ops
 
 from kerasbert.models import names
 from kerasbert.tasks.ner.entities import OUTSIDE, continues, split_tag
@@ -26,13 +28,14 @@ from kerasbert.tasks.ner.entities import OUTSIDE, continues, split_tag
 def best_tags(model, token_ids, segment_ids):
     """``(tag_ids, scores)`` of a tagger for int32 ``[batch, length]`` ids: the CRF's best
     paths (or the highest score per token without a CRF), 0 at padding, and the float32
-    scores ``[batch, length, tags]``."""
-    scores = tf.cast(model([token_ids, segment_ids], training=False), tf.float32)
-    mask = token_ids != 0
+    scores ``[batch, length, tags]``. In ``keras.ops``: the export's graph on TensorFlow,
+    ``predict`` and ``evaluate`` on every backend."""
+    scores = ops.cast(model([token_ids, segment_ids], training=False), "float32")
+    mask = ops.not_equal(token_ids, 0)
     if names.CRF in {layer.name for layer in model.layers}:
-        best = tf.cast(model.get_layer(names.CRF).decode(scores, mask=mask), tf.int32)
+        best = ops.cast(model.get_layer(names.CRF).decode(scores, mask=mask), "int32")
     else:
-        best = tf.where(mask, tf.argmax(scores, -1, output_type=tf.int32), 0)
+        best = ops.where(mask, ops.cast(ops.argmax(scores, -1), "int32"), 0)
     return best, scores
 
 

@@ -18,6 +18,7 @@ class NerOptions(TaskOptions):
              "'text' column; or a tagged file)")
     SHIPPED = "peoples_daily"
     SIGNATURE = "entities"
+    BACKENDS = ("tensorflow", "jax", "torch")
     EXAMPLE = {"run": "runs/ner", "train": "the shipped People's Daily split",
                "predict": "江泽民在北京会见了新华社记者。"}
 

@@ -69,8 +69,12 @@ _TAG_FUNCTIONS = weakref.WeakKeyDictionary()
 
 def _tag_function(model):
     """``(token_ids, segment_ids) -> tag ids`` for ``model``: :func:`best_tags` (the tagger
-    and its decoding, as the export runs it) in one graph, traced once for any batch and
-    width."""
+    and its decoding, as the export runs it), on TensorFlow in one graph traced once for any
+    batch and width, on the other backends as Keras runs the model."""
+    if keras.backend.backend() != "tensorflow":
+        return lambda ids, segments: keras.ops.convert_to_numpy(best_tags(
+            model, keras.ops.convert_to_tensor(np.asarray(ids, "int32")),
+            keras.ops.convert_to_tensor(np.asarray(segments, "int32")))[0])
     if model not in _TAG_FUNCTIONS:
         spec = tf.TensorSpec([None, None], "int32")
         _TAG_FUNCTIONS[model] = tf.function(lambda ids, segments: best_tags(

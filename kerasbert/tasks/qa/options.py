@@ -18,6 +18,7 @@ class QaOptions(TaskOptions):
     SHIPPED = "peoples_daily_qa"
     TEXT_LINES = False
     SIGNATURE = "answer"
+    BACKENDS = ("tensorflow", "jax", "torch")
     EXAMPLE = {"run": "runs/qa", "train": "the shipped Chinese QA set",
                "predict": "这句话提到的人是谁？ 江泽民在北京会见了新华社记者。"}
 

@@ -21,6 +21,7 @@ class Seq2SeqOptions(TaskOptions):
     SHIPPED = "peoples_daily_seq2seq"
     LONG_TEXTS = False  # the generated tokens' positions follow the source's
     SIGNATURE = "generate"
+    BACKENDS = ("tensorflow", "jax", "torch")
     EXAMPLE = {"run": "runs/gen", "train": "the shipped answer-generation set",
                "predict": "江泽民在北京会见了新华社记者。这句话提到的人是谁？"}
 

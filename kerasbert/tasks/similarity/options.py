@@ -23,6 +23,7 @@ class SimilarityOptions(TaskOptions):
     TEXT_LINES = False
     SHIPPED = "peoples_daily_name_pairs"
     SIGNATURE = "similarity"
+    BACKENDS = ("tensorflow", "jax", "torch")
     EXAMPLE = {"run": "runs/pairs", "train": "the shipped People's Daily name pairs",
                "predict": "克林顿 江泽民"}
 
