@@ -90,7 +90,7 @@ test-peers: $(STAMP)
 
 # Every family's outputs and every library feature on JAX and PyTorch, each against
 # TensorFlow's (tests/test_backends.py; make test asks four families).
-test-backends: $(STAMP)
+test-backends: $(STAMP) graphviz
 	$(COMPILE)
 	$(PY) -m pytest -q $(XDIST) -m backends
 

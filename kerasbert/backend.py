@@ -6,7 +6,8 @@
 A call with no Keras 3 counterpart is refused by name (``K.placeholder``, sessions, the
 global learning phase). ``K.gradients`` is TensorFlow's symbolic gradient: it works where
 bert4keras's examples call it, in a loss that ``fit`` traces into its step's graph, and is
-refused by name where the step runs eagerly.
+refused by name where the step runs eagerly and on JAX's and PyTorch's backends. Everything
+else runs on every Keras backend.
 
 The functions bert4keras adds (``sequence_masking``, ``multilabel_categorical_crossentropy``,
 ``apply_rotary_position_embeddings`` ...) are written in ``keras.ops`` with bert4keras's
@@ -139,8 +140,14 @@ class _Backend:
 
         Raises:
             NoKeras3Counterpart: TensorFlow runs eagerly (``run_eagerly=True``, or outside
-                ``fit``), where no symbolic gradient exists.
+                ``fit``), where no symbolic gradient exists; or Keras runs on another
+                backend (JAX, PyTorch), which has no gradient of a tensor in a graph.
         """
+        if keras.backend.backend() != "tensorflow":
+            raise NoKeras3Counterpart(
+                "K.gradients is TensorFlow's symbolic gradient, and Keras runs on "
+                f"{keras.backend.backend()!r}; set KERAS_BACKEND=tensorflow for it, or take "
+                "the gradient in the backend's own way (jax.grad, torch.autograd.grad)")
         if tf.executing_eagerly():
             raise NoKeras3Counterpart(
                 "K.gradients takes a symbolic gradient, which exists only in a graph, and "
@@ -484,7 +491,17 @@ def leaky_relu(x: Any, alpha: float = 0.2) -> Any:
 
 
 def get_available_gpus() -> list[str]:
-    """The names of the visible GPUs."""
+    """The names of the visible GPUs (TensorFlow's ``/device:GPU:0``... on its backend,
+    JAX's ``gpu:0``... on JAX, PyTorch's ``cuda:0``... on PyTorch)."""
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        return [f"gpu:{device.id}" for device in jax.devices() if device.platform == "gpu"]
+    if backend == "torch":
+        import torch
+
+        return [f"cuda:{index}" for index in range(torch.cuda.device_count())]
     return [device.name for device in tf.config.list_logical_devices("GPU")]
 
 
@@ -556,7 +573,7 @@ def _in_loss(tensor: Any) -> Any:
     output of the model that ``tensor`` is, else the model; None outside a loss (or for a
     value that is no tensor)."""
     computing = internals.model_computing_loss()
-    if computing is None or not tf.is_tensor(tensor):
+    if computing is None or not ops.is_tensor(tensor):
         return None
     model, y_pred = computing
     outputs = getattr(model, "outputs", None) or []

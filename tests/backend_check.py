@@ -8,8 +8,10 @@ checkpoint and writes its outputs on fixed inputs to ``ROOT/<backend>.npz``;
 ``features ROOT`` fine-tunes, evaluates, saves and loads, audits, draws, quantizes and
 adapts (LoRA) a classifier and writes what it found to ``ROOT/<backend>-features.json``;
 ``generate ROOT`` decodes with three tiny decoders in every way and writes the ids to
-``ROOT/<backend>-generate.json``; ``reload ROOT NAME`` predicts with the model another
-backend saved as ``ROOT/NAME.keras``.
+``ROOT/<backend>-generate.json``; ``data-parallel ROOT`` (JAX, several devices) trains a
+classifier under ``keras.distribution.DataParallel`` and on one device and writes what
+differs to ``ROOT/<backend>-data-parallel.json``; ``reload ROOT NAME`` predicts with the
+model another backend saved as ``ROOT/NAME.keras``.
 A case or feature that fails is recorded with its error, so one failure hides no other.
 """
 
@@ -106,9 +108,9 @@ def reload(root, saved):
             model.predict(examples()[0], verbose=0))
 
 
-def classifier(config):
+def classifier(config, dropout_rate=0.1):
     encoder = kerasbert.build_transformer_model(config, num_hidden_layers=2)
-    return kerasbert.add_cls_classifier(encoder, 2)
+    return kerasbert.add_cls_classifier(encoder, 2, dropout_rate=dropout_rate)
 
 
 def features(root):
@@ -216,6 +218,44 @@ def generations():
     return found
 
 
+def data_parallel():
+    """What a tiny classifier trained by ``keras.distribution.DataParallel`` over every
+    device of the process gives, beside the same training on one device: the devices, the
+    devices a weight and a batch lie on, and the largest difference of the weights after
+    four steps (dropout off: the same arithmetic, summed in another order)."""
+    from keras.distribution import DataParallel, list_devices
+
+    config = {**TINY, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+    draws = np.random.default_rng(2)
+    x = [draws.integers(1, 100, (8, 12)).astype("int32"), np.zeros((8, 12), "int32")]
+    y = draws.integers(0, 2, (8,)).astype("int32")
+    keras.utils.set_random_seed(0)
+    start = classifier(config, dropout_rate=0).get_weights()
+
+    def trained():
+        model = classifier(config, dropout_rate=0)
+        model.set_weights(start)
+        # SGD: a step in proportion to the gradient (Adam's would turn a rounding
+        # difference of a gradient near zero into a whole step).
+        model.compile(optimizer=keras.optimizers.SGD(0.5),
+                      loss="sparse_categorical_crossentropy")
+        model.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0)
+        return model
+
+    alone = [np.asarray(w) for w in trained().weights]
+    devices = list_devices()
+    distribution = DataParallel(devices=devices)
+    with distribution.scope():
+        model = trained()
+        batch = distribution.get_data_layout((4, 12)).backend_layout
+    weight = model.get_layer("Embedding-Token").embeddings.value
+    return {"devices": devices, "weight_devices": len(weight.sharding.device_set),
+            "batch_devices": len(batch.device_set),
+            "difference": max(float(np.max(np.abs(np.asarray(w) - a)))
+                              for w, a in zip(model.weights, alone)),
+            "scale": max(float(np.max(np.abs(a))) for a in alone)}
+
+
 def answer(feature):
     try:
         return {"ok": True, "value": feature()}
@@ -230,8 +270,9 @@ def main(argv):
     if action == "reload":
         reload(root, *cases)
         return
-    if action in ("features", "generate"):
-        found = features(root) if action == "features" else generations()
+    if action in ("features", "generate", "data-parallel"):
+        found = {"features": lambda: features(root), "generate": generations,
+                 "data-parallel": lambda: answer(data_parallel)}[action]()
         with open(os.path.join(root, f"{backend}-{action}.json"), "w") as file:
             json.dump(found, file, indent=1, default=str)
         return

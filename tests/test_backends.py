@@ -25,9 +25,10 @@ CHEAP = ("bert", "roformer", "gpt2", "t5.1.1")
 TOLERANCE = 1e-5
 
 
-def check(backend, action, root, *cases):
-    """tests/backend_check.py ``action`` under ``backend``, in a fresh process."""
-    env = {**os.environ, "KERAS_BACKEND": backend, "PYTHONPATH": ROOT}
+def check(backend, action, root, *cases, **variables):
+    """tests/backend_check.py ``action`` under ``backend``, in a fresh process (with more
+    environment ``variables``)."""
+    env = {**os.environ, "KERAS_BACKEND": backend, "PYTHONPATH": ROOT, **variables}
     done = subprocess.run([sys.executable, CHECK, action, str(root), *cases], env=env,
                           capture_output=True, text=True, timeout=1200, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -167,3 +168,21 @@ def test_generation_matches_tensorflow(tensorflow_generations, backend):
     other = {"jax": "torch", "torch": "jax"}[backend]
     if os.path.exists(os.path.join(root, f"{other}-generate.json")):
         assert found == answers(other, root, "generate")
+
+
+@pytest.mark.backends
+def test_data_parallel_on_two_jax_devices_trains_as_one(tmp_path):
+    """Why slow: a JAX process with two host devices trains a tiny classifier twice.
+
+    ``keras.distribution.DataParallel`` over the two devices replicates every weight and
+    splits every batch in two; after four steps the weights are one device's (dropout off),
+    up to the order of the sums."""
+    check("jax", "data-parallel", tmp_path,
+          XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    with open(tmp_path / "jax-data-parallel.json") as file:
+        found = json.load(file)
+    assert found["ok"], found.get("traceback")
+    report = found["value"]
+    assert report["devices"] == ["cpu:0", "cpu:1"]
+    assert report["weight_devices"] == report["batch_devices"] == 2
+    assert report["difference"] <= TOLERANCE * report["scale"], report

@@ -1,8 +1,10 @@
 """The command line on Keras's JAX and PyTorch backends: what does not run there (export,
-pretrain, TensorFlow's strategies) is refused by name in one line before any work, nothing
-written; a run of each task trained on JAX or PyTorch predicts the same there and on
-TensorFlow; a run killed with SIGKILL resumes there bit for bit. Each command in a fresh
-process with ``KERAS_BACKEND`` set, as a user meets it."""
+pretrain, TensorFlow's multi-worker strategy; mirrored on PyTorch) is refused by name in
+one line before any work, nothing written; a run of each task trained on JAX or PyTorch
+predicts the same there and on TensorFlow, and a JAX run exports on TensorFlow and serves
+the same answers; a run killed with SIGKILL resumes there bit for bit; ``--strategy
+mirrored`` on two JAX devices trains as one device does. Each command in a fresh process
+with ``KERAS_BACKEND`` set, as a user meets it."""
 
 import json
 import os
@@ -17,8 +19,8 @@ CLI = os.path.join(os.path.dirname(sys.executable), "kerasbert")
 SMALL = os.path.join(ROOT, "kerasbert", "resources", "kerasbert-zh-small")
 
 
-def kerasbert(argv, backend, cwd):
-    env = {**os.environ, "KERAS_BACKEND": backend}
+def kerasbert(argv, backend, cwd, **variables):
+    env = {**os.environ, "KERAS_BACKEND": backend, **variables}
     return subprocess.run([CLI, *argv], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=900, check=False)
 
@@ -26,7 +28,7 @@ def kerasbert(argv, backend, cwd):
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 @pytest.mark.parametrize("argv, named", [
-    (["train", "--strategy", "mirrored", "--output", "run"], "--strategy mirrored"),
+    (["train", "--strategy", "multi-worker", "--output", "run"], "--strategy multi-worker"),
     (["export", "--model", "run", "--to", "served"], "kerasbert export"),
     (["pretrain", "--corpus", "corpus.txt", "--output", "run", "--config",
       os.path.join(SMALL, "bert_config.json"), "--vocab", os.path.join(SMALL, "vocab.txt")],
@@ -42,10 +44,44 @@ def test_what_runs_on_tensorflow_only_is_refused_by_name(tmp_path, backend, argv
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.slow
+def test_torch_refuses_mirrored_by_name(tmp_path):
+    done = kerasbert(["train", "--strategy", "mirrored", "--output", "run"], "torch", tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        "kerasbert train: unsupported backend in KERAS_BACKEND=torch: --strategy mirrored runs "
+        "on TensorFlow's backend only (on torch: none); set KERAS_BACKEND=tensorflow (the "
+        "default) for it\n")
+    assert os.listdir(tmp_path) == []
+
+
 @pytest.mark.backends
-def test_a_run_trained_on_jax_predicts_the_same_on_tensorflow(tmp_path):
+def test_mirrored_on_two_jax_devices_trains_as_one_device(tmp_path):
+    """Why slow: the shipped model fine-tuned for an epoch of 33 reviews (an odd last batch)
+    on JAX twice, once over two host devices by ``--strategy mirrored``, then asked."""
+    two = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    answers = {}
+    for run, strategy in (("one", []), ("two", ["--strategy", "mirrored"])):
+        train = kerasbert(["train", "--output", run, "--epochs", "1", "--max-train-examples",
+                           "33", "--batch-size", "8", "--maxlen", "64", *strategy], "jax",
+                          tmp_path, **two)
+        assert train.returncode == 0, train.stderr[-3000:]
+        done = kerasbert(["predict", "--model", run, *TEXTS], "jax", tmp_path)
+        assert done.returncode == 0, done.stderr[-3000:]
+        answers[run] = [json.loads(line)["probability"] for line in done.stdout.splitlines()]
+    options = json.loads((tmp_path / "two" / "train_config.json").read_text())
+    assert options["strategy"] == "mirrored"
+    assert answers["two"] == pytest.approx(answers["one"], abs=1e-4)
+
+
+#: Reviews a classification run is asked.
+TEXTS = ["这家酒店很好", "房间太脏了"]
+
+
+@pytest.mark.backends
+def test_a_run_trained_on_jax_predicts_exports_and_serves_the_same_on_tensorflow(tmp_path):
     """Why slow: the shipped model fine-tuned for an epoch on 64 reviews under JAX, then
-    evaluated and asked on both backends."""
+    evaluated and asked on both backends, exported on TensorFlow and served."""
     train = kerasbert(["train", "--output", "run", "--epochs", "1", "--max-train-examples",
                        "64"], "jax", tmp_path)
     assert train.returncode == 0, train.stderr[-3000:]
@@ -53,13 +89,32 @@ def test_a_run_trained_on_jax_predicts_the_same_on_tensorflow(tmp_path):
     assert 0 <= metrics["test"]["accuracy"] <= 1
     answers = {}
     for backend in ("jax", "tensorflow"):
-        done = kerasbert(["predict", "--model", "run", "这家酒店很好", "房间太脏了"], backend,
-                         tmp_path)
+        done = kerasbert(["predict", "--model", "run", *TEXTS], backend, tmp_path)
         assert done.returncode == 0, done.stderr[-3000:]
         answers[backend] = [json.loads(line) for line in done.stdout.splitlines()]
     assert [a["label"] for a in answers["jax"]] == [a["label"] for a in answers["tensorflow"]]
     for here, there in zip(answers["jax"], answers["tensorflow"]):
         assert abs(here["probability"] - there["probability"]) < 1e-5
+    export = kerasbert(["export", "--model", "run", "--to", "served"], "tensorflow", tmp_path)
+    assert export.returncode == 0, export.stderr[-3000:]
+    served = subprocess.run([sys.executable, "-c", _SERVE, str(tmp_path / "served" / "1"),
+                             *TEXTS], capture_output=True, text=True, timeout=600, check=False)
+    assert served.returncode == 0, served.stderr[-3000:]
+    for answer, (label, probabilities) in zip(answers["jax"], json.loads(served.stdout)):
+        assert answer["label"] == label
+        assert abs(answer["probability"] - max(probabilities)) < 1e-5
+
+
+#: A SavedModel's classify signature asked in a process that imports no kerasbert.
+_SERVE = """
+import json, sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401 (the WordPiece op, built into TF Serving)
+classify = tf.saved_model.load(sys.argv[1]).signatures["classify"]
+out = classify(text=tf.constant(sys.argv[2:]))
+print(json.dumps([[label.decode(), row] for label, row in
+                  zip(out["label"].numpy(), out["probabilities"].numpy().tolist())]))
+"""
 
 
 #: What each task's run is asked, and the field of its answer compared between backends.

@@ -19,11 +19,13 @@ A kerasbert gap that stops a script is named in GAPS, and its test expected to f
 import ast
 import math
 import os
+import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from bench.worker import WorkerError
 from peers import run_bert4keras, run_python
 
 pytestmark = pytest.mark.slow
@@ -173,10 +175,13 @@ def test_script_imports_only_bert4keras_modules(name):
 
 
 def run_script(library, name, folder):
-    """The JSON line ``name`` prints last, run in ``folder`` on kerasbert, or on bert4keras
-    with ``kerasbert`` -> ``bert4keras`` in its text."""
+    """The JSON line ``name`` prints last, run in ``folder`` on kerasbert (``"kerasbert"``:
+    TensorFlow's backend; ``"jax"``, ``"torch"``: that Keras backend), or on bert4keras with
+    ``kerasbert`` -> ``bert4keras`` in its text."""
     if library == "kerasbert":
         return run_python(script_text(name), cwd=folder, timeout=300)
+    if library in OTHER_BACKENDS:
+        return run_python(script_text(name), cwd=folder, timeout=600, KERAS_BACKEND=library)
     script = script_text(name).replace("kerasbert", "bert4keras")
     return run_bert4keras(BERT4KERAS_PRELUDE.format(folder=str(folder)) + script, timeout=300)
 
@@ -185,7 +190,8 @@ def run_script(library, name, folder):
 def runs(request, tmp_path_factory):
     """``(library, script) -> Future`` of the runs this session's selected tests ask for,
     started in their order, RUNS_AT_ONCE at a time."""
-    wanted = [(RUNS_OF[item.originalname], item.callspec.params["name"])
+    wanted = [(item.callspec.params.get("backend", RUNS_OF[item.originalname]),
+               item.callspec.params["name"])
               for item in request.session.items
               if item.module is request.module and item.originalname in RUNS_OF]
     with ThreadPoolExecutor(RUNS_AT_ONCE) as pool:
@@ -208,6 +214,34 @@ def test_script_learns_under_bert4keras(name, runs):
     assert_learns(name, runs["bert4keras", name].result())
 
 
-#: The tests that read a run, and the library each runs its script on.
+#: The Keras backends besides TensorFlow a script is run on.
+OTHER_BACKENDS = ("jax", "torch")
+#: script -> what stops it on JAX and PyTorch: a call that is TensorFlow's by nature, refused
+#: by name (the end of the error the script stops with). Every other script learns there.
+TENSORFLOW_BY_NATURE = {
+    "adversarial_training": "adversarial_training runs on the TensorFlow backend",
+    "virtual_adversarial_training": "virtual_adversarial_training runs on the TensorFlow backend",
+    "gradient_penalty": "K.gradients is TensorFlow's symbolic gradient",
+}
+
+
+@pytest.mark.backends
+@pytest.mark.parametrize("backend", OTHER_BACKENDS)
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_script_learns_on_jax_and_torch(name, backend, runs):
+    """Why slow: each script in a fresh interpreter on JAX or PyTorch, which compiles its
+    steps anew. A script that takes TensorFlow's gradients itself stops at that call with
+    an error naming it, not deep inside the backend."""
+    run = runs[backend, name]
+    if name in TENSORFLOW_BY_NATURE:
+        with pytest.raises(WorkerError, match=re.escape(TENSORFLOW_BY_NATURE[name])):
+            run.result()
+    else:
+        assert_learns(name, run.result())
+
+
+#: The tests that read a run, and the library each runs its script on (a test with a
+#: ``backend`` parameter: kerasbert on that Keras backend).
 RUNS_OF = {test_script_learns.__name__: "kerasbert",
-           test_script_learns_under_bert4keras.__name__: "bert4keras"}
+           test_script_learns_under_bert4keras.__name__: "bert4keras",
+           test_script_learns_on_jax_and_torch.__name__: None}

@@ -7,11 +7,11 @@ signature whose batch and length are both unknown, so every later batch, whateve
 its shape, runs the same graph: no retracing, and no per-call Python beyond
 converting the inputs.
 
-XLA (``jit_compile=True``) compiles one program per input shape. Under it the
-Predictor pads lengths up to a multiple of ``bucket`` and batches up to a power of
-two, so a stream of varied batches compiles only a few programs. Padding is token
-id 0, which the model masks out, so outputs at real tokens do not change; the
-padding is cut off the outputs again.
+XLA (``jit_compile=True``) compiles one program per input shape, as ``jax.jit`` does on
+JAX's backend, where the Predictor always compiles. Under either the Predictor pads
+lengths up to a multiple of ``bucket`` and batches up to a power of two, so a stream of
+varied batches compiles only a few programs. Padding is token id 0, which the model masks
+out, so outputs at real tokens do not change; the padding is cut off the outputs again.
 
 On this backend's CPU kernels, XLA is off by default: oneDNN's GEMMs, which TensorFlow
 uses without XLA, are the faster ones (see ``bench/``).
@@ -126,14 +126,38 @@ class Predictor:
             import torch  # no gradient is kept of what only predicts
 
             return torch.no_grad()(self._forward)
+        if keras.backend.backend() == "jax":
+            return self._jax_function()
         if keras.backend.backend() != "tensorflow":
-            # Other backends run the model as it is; JAX users get jit from model.predict.
             return self._forward
         import tensorflow as tf
 
         signature = [tf.TensorSpec((None, None), tf.int32)] * self._num_inputs
         return tf.function(self._forward, input_signature=signature,
                            jit_compile=self.jit_compile)
+
+    def _jax_function(self) -> Callable[..., list[Any]]:
+        """The model under ``jax.jit``, its weights passed in rather than folded into each
+        program as constants (one program per padded shape, as under XLA)."""
+        import jax
+
+        model = self.model
+
+        def run(trainable: list[Any], non_trainable: list[Any], *inputs: Any) -> list[Any]:
+            self.traces += 1
+            outputs, _ = model.stateless_call(trainable, non_trainable,
+                                              list(inputs) if len(inputs) > 1 else inputs[0],
+                                              training=False)
+            outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+            return [keras.ops.cast(output, "float32") for output in outputs]
+
+        compiled = jax.jit(run)
+
+        def call(*inputs: Any) -> list[Any]:
+            return compiled([v.value for v in model.trainable_variables],
+                            [v.value for v in model.non_trainable_variables], *inputs)
+
+        return call
 
     def __call__(self, token_ids: ArrayLike,
                  segment_ids: ArrayLike | None = None) -> np.ndarray | list[np.ndarray]:
@@ -162,7 +186,7 @@ class Predictor:
                                  f"token_ids shape {token_ids.shape}")
             inputs.append(segment_ids)
         batch, length = token_ids.shape
-        if self.jit_compile:
+        if self.jit_compile or keras.backend.backend() == "jax":
             inputs = [self._pad(x) for x in inputs]
         outputs = [keras.ops.convert_to_numpy(output)[:batch]
                    for output in self._function(*inputs)]

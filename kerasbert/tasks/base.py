@@ -138,7 +138,8 @@ def train(options, callbacks=(), verbose="auto", on_checked=None):
     strategy = distribute.make_strategy(strategy_name)
     directory = RunDirectory(options.output, OPTIONS_FILE, FINISHED_FILE)
     try:
-        return _train(task, options, strategy, directory, callbacks, verbose, on_checked)
+        with distribute.whole_run(strategy):
+            return _train(task, options, strategy, directory, callbacks, verbose, on_checked)
     finally:
         directory.release()
 
@@ -173,7 +174,8 @@ def _train(task, options, strategy, directory, callbacks, verbose, on_checked):
                 optimizer=make_optimizer(model, options.lr, updates, options.warmup,
                                          options.weight_decay,
                                          gradient_accumulation=options.grad_accum),
-                loss=task.loss(model), metrics=task.metrics(), jit_compile=options.jit_compile)
+                loss=task.loss(model), metrics=task.metrics(),
+                jit_compile=step_compilation(options.jit_compile))
             distribute.fit_under(model, strategy)
             model.optimizer.build(model.trainable_variables)  # its size, for the room check
         saved = task.saved_model(model)
@@ -195,6 +197,16 @@ def _train(task, options, strategy, directory, callbacks, verbose, on_checked):
                            model_file=model_file,
                            callbacks=list(callbacks))
         return run.finish(task.write_results(options, inputs, recorder))
+
+
+def step_compilation(jit_compile):
+    """Keras's ``jit_compile`` for a run's train step: on TensorFlow ``--jit-compile``
+    (XLA, off by default); on JAX and PyTorch Keras's own default unless it is given
+    (``"auto"``: JAX compiles the step with ``jax.jit``, where an uncompiled step would run
+    op by op, each a program of its own; PyTorch runs it eagerly)."""
+    if jit_compile or keras.backend.backend() == "tensorflow":
+        return jit_compile
+    return "auto"
 
 
 def check_cluster(strategy):

@@ -1,5 +1,10 @@
 """Distribution strategies of a training run: one device, mirrored, or several workers.
 
+``mirrored`` is ``tf.distribute.MirroredStrategy`` over the process's GPUs (else its CPU)
+on TensorFlow's backend, and on JAX's Keras's own ``keras.distribution.DataParallel`` over
+the process's devices (:class:`KerasDataParallel`): every weight on every device, every
+batch split among them, the gradients summed across them.
+
 ``multi-worker`` is ``tf.distribute.MultiWorkerMirroredStrategy`` over the cluster in
 ``TF_CONFIG``. Every worker runs the same command and the same steps, each on its part
 of every global batch (:func:`shard_by_data`). Only the chief (task ``chief``, else
@@ -30,23 +35,83 @@ STRATEGIES = ("mirrored", "multi-worker")
 _CHUNK_WORDS = 1 << 24  # 64 MiB of int32 per collective when files are sent
 
 
+#: The strategies each Keras backend besides TensorFlow runs (TensorFlow: all).
+BACKEND_STRATEGIES = {"jax": ("mirrored",), "torch": ()}
+
+
+class KerasDataParallel:
+    """``mirrored`` on JAX: ``keras.distribution.DataParallel`` over every device of the
+    process (its GPUs, else its CPU; ``XLA_FLAGS=--xla_force_host_platform_device_count=N``
+    makes N of a CPU), answering the few questions a run asks of a ``tf.distribute``
+    strategy. The run trains inside :meth:`scope` from its first step to its last, where
+    Keras splits each batch among the devices.
+
+    A batch whose rows do not split evenly (an epoch's last, a dev set's last) is given
+    whole to every device instead, which computes the same step: JAX cannot split it,
+    and no row is dropped or repeated.
+    """
+
+    def __init__(self):
+        from keras import distribution
+
+        class _AnyBatch(distribution.DataParallel):
+            def get_data_layout(self, data_shape):
+                if data_shape and data_shape[0] % self.device_mesh.devices.size:
+                    return distribution.TensorLayout([None] * len(data_shape),
+                                                     self.device_mesh)
+                return super().get_data_layout(data_shape)
+
+        devices = distribution.list_devices()
+        self.distribution = _AnyBatch(devices=devices)
+        self.num_replicas_in_sync = len(devices)
+        self.extended = _Extended(should_checkpoint=True, worker_devices=tuple(devices))
+
+    def scope(self):
+        """Keras's distribution scope: weights made in it lie on every device, and each
+        step run in it splits its batch."""
+        return self.distribution.scope()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Extended:
+    should_checkpoint: bool
+    worker_devices: tuple
+
+
 def make_strategy(name):
-    """The ``tf.distribute`` strategy called ``name`` (None: the default strategy).
+    """The strategy called ``name`` (None: the default strategy): a ``tf.distribute``
+    strategy, or on JAX a :class:`KerasDataParallel`.
 
     ``multi-worker`` reads the cluster from the ``TF_CONFIG`` environment variable and
     must be made before TensorFlow runs its first operation; it returns once every
     worker of the cluster has started.
     """
+    import keras
     import tensorflow as tf
 
+    backend = keras.backend.backend()
+    if name and backend != "tensorflow" and name not in BACKEND_STRATEGIES.get(backend, ()):
+        raise ValueError(f"strategy {name!r} runs on TensorFlow's backend only, and Keras "
+                         f"runs on {backend!r}")
     if not name:
         return tf.distribute.get_strategy()
+    if backend == "jax":
+        return KerasDataParallel()
     if name == "mirrored":
         devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
         return tf.distribute.MirroredStrategy([d.name for d in devices])
     if name == "multi-worker":
         return tf.distribute.MultiWorkerMirroredStrategy()
     raise ValueError(f"strategy {name!r} is not supported; use {' or '.join(STRATEGIES)}")
+
+
+def whole_run(strategy):
+    """The context a run trains in from its first step to its last: the Keras
+    distribution's scope of a :class:`KerasDataParallel`, else none (a ``tf.distribute``
+    strategy is entered where the model is built)."""
+    if isinstance(strategy, KerasDataParallel):
+        return strategy.scope()
+    return contextlib.nullcontext()
 
 
 def is_chief(strategy):
@@ -112,6 +177,8 @@ def fit_under(model, strategy):
     from kerasbert import internals
     from kerasbert.training.optimizer import inner_optimizer
 
+    if isinstance(strategy, KerasDataParallel):
+        return model  # Keras's own distribution: nothing to mend
     with strategy.scope():
         if not tf.distribute.has_strategy():
             return model  # the default strategy: none of this applies

@@ -159,7 +159,8 @@ class RunOptions:
     weight_decay: float = option(0.01, "AdamW weight decay (not on LayerNorm and biases)",
                                  NON_NEGATIVE)
     seed: int = option(42, "seed of the initialisation, data order and dropout", SEED)
-    jit_compile: bool = option(False, "compile the train step with XLA")
+    jit_compile: bool = option(False, "compile the train step with XLA (on JAX it always is; "
+                               "on PyTorch: with torch.compile)")
     resume: bool = option(False, "continue an interrupted run in --output")
     restart: bool = option(False, "start the run in --output again from the beginning, "
                            "removing the earlier run's files (a kerasbert run directory only)")
