@@ -11,7 +11,9 @@ default: about ten minutes), ``ablation`` (kerasbert's own variants, not run by 
 ``long`` (fine-tuning memory and speed at 512 to 4,096 tokens and the longest text that fits,
 against Hugging Face torch, not run by default: up to an hour; ``--quick``: a minute),
 ``long_quality`` (or ``long-quality``: fine-tuning on texts past 512 tokens, truncated
-against hierarchical positions, not run by default: about fifteen minutes quiet).
+against hierarchical positions, not run by default: about fifteen minutes quiet),
+``backends`` (forward, fine-tuning and decoding speed on TensorFlow, JAX and PyTorch against
+keras-hub on each and Hugging Face torch, not run by default: about twenty minutes).
 The tables are printed as markdown and everything is written as JSON (``--json``), with the
 machine, the options and the load average at the start.
 

@@ -75,17 +75,17 @@ def prepare(folder):
     return {"folder": folder, "label": f"transformers {transformers.__version__}"}
 
 
-def _timings(generate, repeats):
+def _timings(generate, repeats, batches=BATCHES):
     """``{batch: timing}`` and ``{batch: ids}`` of ``generate(prompts) -> ids``."""
     timings, outputs = {}, {}
-    for batch in BATCHES:
+    for batch in batches:
         ids = prompts(batch)
         outputs[str(batch)] = np.asarray(generate(ids)).tolist()
         timings[str(batch)] = timed(lambda ids=ids: generate(ids), warmup=0, repeats=repeats)
     return timings, outputs
 
 
-def kerasbert(folder, repeats, use_cache=True, dtype=None):
+def kerasbert(folder, repeats, use_cache=True, dtype=None, batches=BATCHES):
     import keras
 
     import kerasbert as kb
@@ -99,13 +99,13 @@ def kerasbert(folder, repeats, use_cache=True, dtype=None):
     timings, outputs = _timings(
         lambda ids: kb.generate(model, ids, max_new_tokens=NEW_TOKENS, use_cache=use_cache,
                                 dtype=dtype),
-        repeats if use_cache else 1)
+        repeats if use_cache else 1, batches)
     return {"label": f"kerasbert {kb.__version__}, keras {keras.__version__}"
                      + (f", {dtype}" if dtype else ""),
             "timings": timings, "outputs": outputs}
 
 
-def hf_torch(folder, repeats, dtype="float32"):
+def hf_torch(folder, repeats, dtype="float32", batches=BATCHES):
     import torch
     import transformers
 
@@ -125,13 +125,13 @@ def hf_torch(folder, repeats, dtype="float32"):
                                  do_sample=False, pad_token_id=0)
         return out[:, PROMPT:].numpy()
 
-    timings, outputs = _timings(generate, repeats if dtype == "float32" else 1)
+    timings, outputs = _timings(generate, repeats if dtype == "float32" else 1, batches)
     return {"label": f"transformers {transformers.__version__}, torch {torch.__version__}, "
                      f"{torch.get_num_threads()} threads, {dtype}{note}",
             "timings": timings, "outputs": outputs}
 
 
-def keras_hub(folder, repeats):
+def keras_hub(folder, repeats, batches=BATCHES):
     try:
         import keras_hub
     except ImportError as error:
@@ -152,7 +152,7 @@ def keras_hub(folder, repeats):
                              stop_token_ids=None)
         return np.asarray(out["token_ids"])[:, PROMPT:]
 
-    timings, outputs = _timings(generate, repeats)
+    timings, outputs = _timings(generate, repeats, batches)
     return {"label": f"keras-hub {keras_hub.__version__}, random weights of its own",
             "timings": timings, "outputs": outputs}
 

@@ -42,9 +42,9 @@ def bert4keras(config_path=CHINESE_BASE):
 
 
 def keras_hub(config_path=CHINESE_BASE):
-    """keras-hub's ``BertBackbone`` (Keras 3) called in a ``tf.function``."""
+    """keras-hub's ``BertBackbone`` (Keras 3) called in a ``tf.function``; on JAX in
+    ``jax.jit``, on PyTorch under ``torch.no_grad`` (:func:`compiled_call`)."""
     hub = _require("keras_hub")
-    tf = _require("tensorflow")
     config = read_config(config_path)
     backbone = hub.models.BertBackbone(
         vocabulary_size=config["vocab_size"], num_layers=config["num_hidden_layers"],
@@ -53,12 +53,44 @@ def keras_hub(config_path=CHINESE_BASE):
         max_sequence_length=config["max_position_embeddings"],
         num_segments=config["type_vocab_size"])
 
-    @tf.function
-    def function(t, s):
-        inputs = {"token_ids": t, "segment_ids": s, "padding_mask": tf.not_equal(t, 0)}
-        return backbone(inputs, training=False)["sequence_output"]
+    def inputs(t, s):
+        return {"token_ids": t, "segment_ids": s, "padding_mask": t != 0}
 
-    return (lambda t, s: function(t, s).numpy()), f"keras-hub {hub.__version__} BertBackbone"
+    call = compiled_call(backbone, lambda output: output["sequence_output"])
+    return (lambda t, s: call(inputs(t, s))), f"keras-hub {hub.__version__} BertBackbone"
+
+
+def compiled_call(model, pick):
+    """``model``'s inference call, compiled the fastest way of the Keras backend it runs
+    on: a ``tf.function`` on TensorFlow, ``jax.jit`` over its weights on JAX, eager under
+    ``torch.no_grad`` on PyTorch; ``pick(outputs)`` is the output returned, as numpy."""
+    import keras
+    import numpy as np
+
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        function = tf.function(lambda x: pick(model(x, training=False)))
+        return lambda x: function(x).numpy()
+    if backend == "jax":
+        import jax
+
+        def run(trainable, non_trainable, x):
+            outputs, _ = model.stateless_call(trainable, non_trainable, x, training=False)
+            return pick(outputs)
+
+        compiled = jax.jit(run)
+        return lambda x: np.asarray(compiled([v.value for v in model.trainable_variables],
+                                             [v.value for v in model.non_trainable_variables],
+                                             x))
+    import torch
+
+    def call(x):
+        with torch.no_grad():
+            return keras.ops.convert_to_numpy(pick(model(x, training=False)))
+
+    return call
 
 
 def _hf_model(config_path):

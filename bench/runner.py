@@ -24,7 +24,8 @@ from bench.worker import Skipped, WorkerError  # noqa: F401 (Skipped: suites rai
 # The runner's process imports no suite's libraries (TensorFlow, kerasbert): every figure is
 # taken in a child, and a child's peak memory (ru_maxrss) starts from its parent's.
 DEFAULT_SUITES = ("gemm", "forward", "bf16", "build", "load", "tokenize", "train", "serving")
-ALL_SUITES = DEFAULT_SUITES + ("generate", "ablation", "long", "long_quality", "lora")
+ALL_SUITES = DEFAULT_SUITES + ("generate", "ablation", "long", "long_quality", "lora",
+                               "backends")
 
 # bert4keras 0.11.5 needs Keras 2: it runs on tf-keras and never shares a process with Keras 3.
 TF_KERAS_ENV = {"TF_KERAS": "1", "TF_USE_LEGACY_KERAS": "1"}
@@ -150,8 +151,9 @@ def worker_env(tf_keras=False):
     return {**QUIET_ENV, **(TF_KERAS_ENV if tf_keras else dict.fromkeys(TF_KERAS_ENV))}
 
 
-def run_worker(suite, name, kwargs, options, log, tf_keras=False, timeout=900):
-    """Runs ``bench.<suite>``'s ``WORKERS[name](**kwargs)`` in a fresh interpreter.
+def run_worker(suite, name, kwargs, options, log, tf_keras=False, timeout=900, backend=None):
+    """Runs ``bench.<suite>``'s ``WORKERS[name](**kwargs)`` in a fresh interpreter (with
+    ``KERAS_BACKEND=backend`` when one is given).
 
     Waits up to ``options.max_wait`` seconds for idle cores first.
 
@@ -163,7 +165,9 @@ def run_worker(suite, name, kwargs, options, log, tf_keras=False, timeout=900):
     load = load_average()
     try:
         result = worker.run_python(module="bench.worker", args=[suite, name, json.dumps(kwargs)],
-                                   env=worker_env(tf_keras), timeout=timeout)
+                                   env={**worker_env(tf_keras),
+                                        **({"KERAS_BACKEND": backend} if backend else {})},
+                                   timeout=timeout)
     except WorkerError as error:
         for line in str(error).splitlines()[-12:]:
             log(f"{suite}: {name}: {line}")

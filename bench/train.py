@@ -255,6 +255,7 @@ def kerasbert(path, epochs, bucketed=False, jit_compile=False, dtype_policy=None
 
     import kerasbert as package
     from kerasbert import add_cls_classifier, build_transformer_model
+    from kerasbert.tasks.base import step_compilation
     from kerasbert.training import batches
     from kerasbert.training.optimizer import make_optimizer
 
@@ -268,7 +269,8 @@ def kerasbert(path, epochs, bucketed=False, jit_compile=False, dtype_policy=None
     model = add_cls_classifier(build_transformer_model(CONFIG, dtype=dtype_policy), 2)
     steps = (len(timed[2]) // BATCH) * epochs + len(warmup[2]) // BATCH
     model.compile(optimizer=make_optimizer(model, LEARNING_RATE, steps),
-                  loss="sparse_categorical_crossentropy", jit_compile=jit_compile)
+                  loss="sparse_categorical_crossentropy",
+                  jit_compile=step_compilation(jit_compile))  # as kerasbert train compiles
     make_dataset = None
     if bucketed:  # the batches of `kerasbert train`: length-grouped, cut to the longest row
         def make_dataset(arrays):

@@ -82,11 +82,20 @@ _REFUSED = {
 
 def _keras2_reduction(reduce):
     def reduction(x, axis=None, keepdims=False):
+        if _is_static_shape(x) and hasattr(np, reduce.__name__):
+            # JAX and PyTorch give K.shape as Python ints: K.prod(K.shape(x)[:2]) stays a
+            # number, which a reshape inside a compiled step needs (TensorFlow's is a tensor).
+            return getattr(np, reduce.__name__)(np.asarray(x), axis=axis, keepdims=keepdims)
         if keras.backend.standardize_dtype(getattr(x, "dtype", "float32")) == "bool":
             x = ops.cast(x, keras.config.floatx())
         return reduce(x, axis=axis, keepdims=keepdims)
     reduction.__doc__ = f"``{reduce.__name__}(x, axis=None, keepdims=False)``; bools count as 1."
     return reduction
+
+
+def _is_static_shape(x):
+    """Whether ``x`` is a shape of Python ints (what ``K.shape`` gives off TensorFlow)."""
+    return isinstance(x, (tuple, list)) and all(isinstance(d, (int, np.integer)) for d in x)
 
 
 def _is_flag(training):
