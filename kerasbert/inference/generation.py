@@ -263,6 +263,7 @@ class Decoder:
         self.logits_model: Callable[[Any], Any] | None = None
         self.in_place: dict[tuple[Any, ...], Callable[..., tuple[Any, Any]]] = {}
         self.low_precision: Decoder | None = None
+        self.jitted_step: Callable[..., tuple[Any, list[tuple[Any, ...]], Any, Any]] | None = None
 
     # ------------------------------------------------------------- the graph
     def forward(self, ids: Any, segments: Any, positions: Any, caches: list[tuple[Any, ...]],
@@ -399,6 +400,7 @@ class Decoder:
         outputs = np.zeros((batch, settings.max_new_tokens), "int32")
         lengths = np.zeros(batch, "int32")
         finished = np.zeros(batch, bool)
+        step_function = self.jax_step() if on_jax() else self.step
         with internals.autocast(self.attention[0].compute_dtype):
             logits, caches, present, last = self.prefill(
                 ops.convert_to_tensor(ids), ops.convert_to_tensor(segments),
@@ -412,10 +414,29 @@ class Decoder:
                 finished |= np.isin(token, settings.end_ids)
                 if finished.all() or step + 1 == settings.max_new_tokens:
                     break
-                logits, caches, present, last = self.step(
+                logits, caches, present, last = step_function(
                     ops.convert_to_tensor(token), new_segments, last, present, caches,
-                    self.slot(length, step))
+                    ops.convert_to_tensor(self.slot(length, step), "int32"))
         return outputs, lengths
+
+    def jax_step(self) -> Callable[..., tuple[Any, list[tuple[Any, ...]], Any, Any]]:
+        """:meth:`step` under ``jax.jit`` (one program per batch and cache width, not one
+        dispatch per op), the model's weights passed in as arguments: the layers read them
+        through a ``keras.StatelessScope``."""
+        if self.jitted_step is None:
+            import jax
+            import keras
+
+            variables = list(self.model.weights)
+
+            def run(values: list[Any], *arguments: Any) -> Any:
+                with keras.StatelessScope(state_mapping=list(zip(variables, values))):
+                    return self.step(*arguments)
+
+            compiled = jax.jit(run)
+            self.jitted_step = lambda *arguments: compiled([v.value for v in variables],
+                                                           *arguments)
+        return self.jitted_step
 
     def run_beams(self, ids: Any, segments: Any, new_segments: Any,
                   settings: Settings) -> tuple[Any, Any]:
@@ -696,6 +717,7 @@ class Seq2SeqDecoder(Decoder):
         self.logits_model = None
         self.in_place = {}
         self.low_precision = None
+        self.jitted_step = None
 
     def slot(self, length: Any, step: Any) -> Any:
         return step + 1  # slot 0 holds the start id
@@ -785,6 +807,13 @@ def on_tensorflow() -> bool:
     import keras
 
     return keras.backend.backend() == "tensorflow"
+
+
+def on_jax() -> bool:
+    """Whether Keras runs on JAX, where a decoding step is compiled by ``jax.jit``."""
+    import keras
+
+    return keras.backend.backend() == "jax"
 
 
 def traced(function: Callable[[Any], Any]) -> Callable[[Any], Any]:
