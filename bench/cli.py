@@ -13,7 +13,11 @@ against Hugging Face torch, not run by default: up to an hour; ``--quick``: a mi
 ``long_quality`` (or ``long-quality``: fine-tuning on texts past 512 tokens, truncated
 against hierarchical positions, not run by default: about fifteen minutes quiet),
 ``backends`` (forward, fine-tuning and decoding speed on TensorFlow, JAX and PyTorch against
-keras-hub on each and Hugging Face torch, not run by default: about twenty minutes).
+keras-hub on each and Hugging Face torch, not run by default: about twenty minutes),
+``fidelity`` (every family's outputs on JAX and PyTorch against TensorFlow's, the same
+checkpoint, not run by default: a few minutes) and ``scores`` (a classification and an NER
+run of kerasbert-zh-small on each backend, their test scores side by side, not run by
+default: about twenty minutes).
 The tables are printed as markdown and everything is written as JSON (``--json``), with the
 machine, the options and the load average at the start.
 

@@ -24,8 +24,8 @@ from bench.worker import Skipped, WorkerError  # noqa: F401 (Skipped: suites rai
 # The runner's process imports no suite's libraries (TensorFlow, kerasbert): every figure is
 # taken in a child, and a child's peak memory (ru_maxrss) starts from its parent's.
 DEFAULT_SUITES = ("gemm", "forward", "bf16", "build", "load", "tokenize", "train", "serving")
-ALL_SUITES = DEFAULT_SUITES + ("generate", "ablation", "long", "long_quality", "lora",
-                               "backends")
+ALL_SUITES = DEFAULT_SUITES + ("generate", "ablation", "long", "long_quality", "lora", "fidelity",
+                               "scores", "backends")
 
 # bert4keras 0.11.5 needs Keras 2: it runs on tf-keras and never shares a process with Keras 3.
 TF_KERAS_ENV = {"TF_KERAS": "1", "TF_USE_LEGACY_KERAS": "1"}

@@ -1,8 +1,9 @@
 """The command line on Keras's JAX and PyTorch backends: what does not run there (export,
 pretrain, TensorFlow's multi-worker strategy; mirrored on PyTorch) is refused by name in
-one line before any work, nothing written; a run of each task trained on JAX or PyTorch
-predicts the same there and on TensorFlow, and a JAX run exports on TensorFlow and serves
-the same answers; a run killed with SIGKILL resumes there bit for bit; ``--strategy
+one line before any work, nothing written; a run of each task trained on JAX or PyTorch,
+killed with SIGKILL after its first epoch, resumes there bit for bit, then evaluates and
+predicts the same there and on TensorFlow; a JAX run exports on TensorFlow and serves the
+same answers; ``--strategy
 mirrored`` on two JAX devices trains as one device does. Each command in a fresh process
 with ``KERAS_BACKEND`` set, as a user meets it."""
 
@@ -127,23 +128,58 @@ ASKED = {"ner": (["江泽民在北京会见了新华社记者。"], "entities"),
 @pytest.mark.backends
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 @pytest.mark.parametrize("task", sorted(ASKED))
-def test_every_task_trains_there_and_predicts_the_same_on_tensorflow(tmp_path, backend, task):
-    """Why slow: the shipped model fine-tuned for a step of 32 examples on the task's
-    shipped data, on JAX or PyTorch, then asked on that backend and on TensorFlow."""
-    train = kerasbert(["train", "--task", task, "--output", "run", "--epochs", "1",
-                       "--max-train-examples", "32", "--maxlen", "64"], backend, tmp_path)
-    assert train.returncode == 0, train.stderr[-3000:]
+def test_every_task_resumes_evaluates_and_predicts_there_as_on_tensorflow(tmp_path, backend,
+                                                                          task):
+    """Why slow: the shipped model fine-tuned for two epochs of 32 examples on the task's
+    shipped data, on JAX or PyTorch, twice (once killed with SIGKILL after its first epoch
+    and resumed), then evaluated and asked on that backend and on TensorFlow."""
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    import test_kills
+
+    argv = ["train", "--task", task, "--epochs", "2", "--max-train-examples", "32",
+            "--batch-size", "16", "--maxlen", "64", "--patience", "0"]
+    reference = kerasbert([*argv, "--output", "reference"], backend, tmp_path)
+    assert reference.returncode == 0, reference.stderr[-3000:]
+    process = subprocess.Popen([CLI, *argv, "--output", "run"], cwd=tmp_path, text=True,
+                               env={**os.environ, "KERAS_BACKEND": backend,
+                                    "KERASBERT_PAUSE_AT": "epoch-end@1"},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        assert any(line.startswith("paused at ") for line in process.stderr)
+    finally:
+        process.kill()
+        process.wait()
+    resumed = kerasbert([*argv, "--output", "run", "--resume"], backend, tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    test_kills.assert_same_run(str(tmp_path / "run"), str(tmp_path / "reference"))
+    dev = json.loads((tmp_path / "run" / "train_config.json").read_text())["dev"]
     texts, field = ASKED[task]
-    answers = {}
+    scores, answers = {}, {}
     for on in (backend, "tensorflow"):
+        done = kerasbert(["evaluate", "--model", "run", "--data", dev, "--json"], on, tmp_path)
+        assert done.returncode == 0, done.stderr[-3000:]
+        scores[on] = json.loads(done.stdout)
         done = kerasbert(["predict", "--model", "run", *texts], on, tmp_path)
         assert done.returncode == 0, done.stderr[-3000:]
         answers[on] = json.loads(done.stdout.splitlines()[0])[field]
-    here, there = answers[backend], answers["tensorflow"]
-    if isinstance(here, float):
-        assert abs(here - there) < 1e-5 * max(1.0, abs(there)), (here, there)
+    assert_close(scores[backend], scores["tensorflow"])
+    assert_close(answers[backend], answers["tensorflow"], field)
+
+
+def assert_close(here, there, where="scores"):
+    """``here`` equals ``there`` (nested JSON) but for floats within 1e-5 relative."""
+    if isinstance(there, dict):
+        assert sorted(here) == sorted(there), where
+        for key in there:
+            assert_close(here[key], there[key], f"{where}[{key!r}]")
+    elif isinstance(there, list):
+        assert len(here) == len(there), where
+        for index, (a, b) in enumerate(zip(here, there)):
+            assert_close(a, b, f"{where}[{index}]")
+    elif isinstance(there, float):
+        assert abs(here - there) <= 1e-5 * max(1.0, abs(there)), (where, here, there)
     else:
-        assert here == there
+        assert here == there, (where, here, there)
 
 
 @pytest.mark.backends

@@ -12,7 +12,7 @@ import sys
 
 from kerasbert.tasks import TASKS, options_class
 from kerasbert.tasks.options import describe_defaults, options_from_arguments, users_of
-from kerasbert.training.distribute import BACKEND_STRATEGIES
+from kerasbert.training.distribute import backend_refusal
 from kerasbert.training.options import from_arguments, validate
 
 
@@ -44,11 +44,9 @@ def check_backend(command, args):
         here = [name for name in TASKS if backend in options_class(name).BACKENDS]
         raise UsageError(f"unsupported backend in {where}: --task {task} runs on TensorFlow's "
                          f"backend only (on {backend}: --task {', '.join(here)}){switch}")
-    strategy = getattr(args, "strategy", None)
-    if strategy and strategy not in BACKEND_STRATEGIES.get(backend, ()):
-        here = ", ".join(f"--strategy {name}" for name in BACKEND_STRATEGIES.get(backend, ()))
-        raise UsageError(f"unsupported backend in {where}: --strategy {strategy} runs on "
-                         f"TensorFlow's backend only (on {backend}: {here or 'none'}){switch}")
+    refusal = backend_refusal(getattr(args, "strategy", None), backend)
+    if refusal:
+        raise UsageError(f"unsupported backend in {where}: {refusal}{switch}")
 
 
 def configured_backend():

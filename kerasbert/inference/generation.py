@@ -50,6 +50,7 @@ import numpy as np
 from keras import ops
 
 from kerasbert import internals
+from kerasbert.inference.compiled import compiled
 from kerasbert.models import kernels, names
 
 if TYPE_CHECKING:  # annotations only
@@ -263,7 +264,8 @@ class Decoder:
         self.logits_model: Callable[[Any], Any] | None = None
         self.in_place: dict[tuple[Any, ...], Callable[..., tuple[Any, Any]]] = {}
         self.low_precision: Decoder | None = None
-        self.jitted_step: Callable[..., tuple[Any, list[tuple[Any, ...]], Any, Any]] | None = None
+        self.step_program: Callable[..., tuple[Any, list[tuple[Any, ...]], Any, Any]] | None = None
+        self.loops: dict[Settings, Callable[..., tuple[Any, Any]]] = {}
 
     # ------------------------------------------------------------- the graph
     def forward(self, ids: Any, segments: Any, positions: Any, caches: list[tuple[Any, ...]],
@@ -391,6 +393,55 @@ class Decoder:
                                            finished, outputs, lengths))
         return loop[6], loop[7]
 
+    def run_greedy(self, ids: Any, segments: Any, new_segments: Any,
+                   settings: Settings) -> tuple[Any, Any]:
+        """Greedy decoding through the cache as one loop in ``keras.ops``
+        (``keras.ops.while_loop``: ``jax.lax.while_loop`` on JAX), the id chosen where the
+        logits are, as :func:`choose` chooses it: ``(new ids, lengths)``."""
+        batch, length = ops.shape(ids)[0], ops.shape(ids)[1]
+        logits, caches, present, last = self.prefill(ids, segments, settings.max_new_tokens)
+        ends = ops.convert_to_tensor(settings.end_ids or (-1,), "int32")
+        banned = ops.any(ops.equal(ops.arange(self.vocab_size, dtype="int32")[:, None],
+                                   ends[None]), axis=1)
+        columns = ops.arange(settings.max_new_tokens, dtype="int32")
+
+        def going(step: Any, logits: Any, caches: Any, present: Any, last: Any, finished: Any,
+                  outputs: Any, lengths: Any) -> Any:
+            return ops.logical_and(step < settings.max_new_tokens,
+                                   ops.logical_not(ops.all(finished)))
+
+        def body(step: Any, logits: Any, caches: Any, present: Any, last: Any, finished: Any,
+                 outputs: Any, lengths: Any) -> tuple[Any, ...]:
+            logits = ops.cast(logits, "float32")
+            if settings.end_ids and settings.min_new_tokens:
+                early = ops.logical_and(banned[None], step < settings.min_new_tokens)
+                logits = ops.where(early, -np.inf, logits)
+            token = ops.where(finished, 0, ops.cast(ops.argmax(logits, axis=-1), "int32"))
+            outputs = ops.where(ops.equal(columns[None], step), token[:, None], outputs)
+            lengths = lengths + ops.cast(ops.logical_not(finished), "int32")
+            finished = ops.logical_or(finished, ops.any(ops.equal(token[:, None], ends[None]),
+                                                        axis=1))
+            logits, caches, present, last = self.step(token, new_segments, last, present,
+                                                      caches, self.slot(length, step))
+            return (step + 1, ops.cast(logits, "float32"), caches, present, last, finished,
+                    outputs, lengths)
+
+        loop = ops.while_loop(going, body, (
+            ops.convert_to_tensor(0, "int32"), ops.cast(logits, "float32"), caches, present,
+            last, ops.zeros((batch,), "bool"),
+            ops.zeros((batch, settings.max_new_tokens), "int32"), ops.zeros((batch,), "int32")))
+        return loop[6], loop[7]
+
+    def compiled_greedy(self, settings: Settings) -> Callable[..., tuple[Any, Any]]:
+        """:meth:`run_greedy` as the backend compiles it, once per settings (on JAX one
+        program per prompt shape)."""
+        if settings not in self.loops:
+            def run(ids: Any, segments: Any, new_segments: Any) -> tuple[Any, Any]:
+                with internals.autocast(self.attention[0].compute_dtype):
+                    return self.run_greedy(ids, segments, new_segments, settings)
+            self.loops[settings] = compiled(run, self.model.weights)
+        return self.loops[settings]
+
     def run_stepwise(self, ids: np.ndarray, segments: np.ndarray, new_segments: np.ndarray,
                      seed: int, settings: Settings) -> tuple[np.ndarray, np.ndarray]:
         """Greedy or sampled decoding through the cache on Keras's other backends (JAX,
@@ -400,7 +451,7 @@ class Decoder:
         outputs = np.zeros((batch, settings.max_new_tokens), "int32")
         lengths = np.zeros(batch, "int32")
         finished = np.zeros(batch, bool)
-        step_function = self.jax_step() if on_jax() else self.step
+        step_function = self.compiled_step()
         with internals.autocast(self.attention[0].compute_dtype):
             logits, caches, present, last = self.prefill(
                 ops.convert_to_tensor(ids), ops.convert_to_tensor(segments),
@@ -419,24 +470,12 @@ class Decoder:
                     ops.convert_to_tensor(self.slot(length, step), "int32"))
         return outputs, lengths
 
-    def jax_step(self) -> Callable[..., tuple[Any, list[tuple[Any, ...]], Any, Any]]:
-        """:meth:`step` under ``jax.jit`` (one program per batch and cache width, not one
-        dispatch per op), the model's weights passed in as arguments: the layers read them
-        through a ``keras.StatelessScope``."""
-        if self.jitted_step is None:
-            import jax
-            import keras
-
-            variables = list(self.model.weights)
-
-            def run(values: list[Any], *arguments: Any) -> Any:
-                with keras.StatelessScope(state_mapping=list(zip(variables, values))):
-                    return self.step(*arguments)
-
-            compiled = jax.jit(run)
-            self.jitted_step = lambda *arguments: compiled([v.value for v in variables],
-                                                           *arguments)
-        return self.jitted_step
+    def compiled_step(self) -> Callable[..., tuple[Any, list[tuple[Any, ...]], Any, Any]]:
+        """:meth:`step` as the backend compiles it (:func:`~kerasbert.inference.compiled.
+        compiled`): on JAX one program per batch and cache width, not one dispatch per op."""
+        if self.step_program is None:
+            self.step_program = compiled(self.step, self.model.weights)
+        return self.step_program
 
     def run_beams(self, ids: Any, segments: Any, new_segments: Any,
                   settings: Settings) -> tuple[Any, Any]:
@@ -717,7 +756,8 @@ class Seq2SeqDecoder(Decoder):
         self.logits_model = None
         self.in_place = {}
         self.low_precision = None
-        self.jitted_step = None
+        self.step_program = None
+        self.loops = {}
 
     def slot(self, length: Any, step: Any) -> Any:
         return step + 1  # slot 0 holds the start id
@@ -807,13 +847,6 @@ def on_tensorflow() -> bool:
     import keras
 
     return keras.backend.backend() == "tensorflow"
-
-
-def on_jax() -> bool:
-    """Whether Keras runs on JAX, where a decoding step is compiled by ``jax.jit``."""
-    import keras
-
-    return keras.backend.backend() == "jax"
 
 
 def traced(function: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -1081,9 +1114,11 @@ def generate(model: keras.Model | Transformer, token_ids: Sequence[Sequence[int]
 def _generate_elsewhere(decoder: Decoder, ids: np.ndarray, segments: np.ndarray,
                         new_segments: np.ndarray, seed: int, settings: Settings,
                         use_cache: bool, low_precision: bool) -> list[list[int]]:
-    """:func:`generate` on Keras's JAX and PyTorch backends: greedy and sampled decoding
-    through the cache a step at a time from Python (:meth:`Decoder.run_stepwise`), beam
-    search on the whole sequence at every step (bert4keras's loop).
+    """:func:`generate` on Keras's JAX and PyTorch backends: greedy decoding through the
+    cache as one loop (:meth:`Decoder.run_greedy`, one ``jax.jit`` program on JAX), sampled
+    decoding through the cache a step at a time from Python (:meth:`Decoder.run_stepwise`:
+    the draws are NumPy's, the same with the cache and without it), beam search on the
+    whole sequence at every step (bert4keras's loop).
 
     Raises:
         ValueError: ``dtype="bfloat16"`` (its loop is TensorFlow's).
@@ -1097,6 +1132,9 @@ def _generate_elsewhere(decoder: Decoder, ids: np.ndarray, segments: np.ndarray,
     if settings.num_beams > 1:
         outputs, lengths = decoder.beams_without_cache(ids, segments, new_segments, seed,
                                                        settings)
+    elif use_cache and not settings.sample:
+        outputs, lengths = (ops.convert_to_numpy(x) for x in decoder.compiled_greedy(settings)(
+            *(ops.convert_to_tensor(x, "int32") for x in (ids, segments, new_segments))))
     elif use_cache:
         outputs, lengths = decoder.run_stepwise(ids, segments, new_segments, seed, settings)
     else:

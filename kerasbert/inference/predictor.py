@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from kerasbert.hardware import compute_policy
+from kerasbert.inference.compiled import compiled
 
 DEFAULT_BUCKET = 32
 
@@ -122,42 +123,8 @@ class Predictor:
         return [keras.ops.cast(output, "float32") for output in outputs]
 
     def _compile(self) -> Callable[..., list[Any]]:
-        if keras.backend.backend() == "torch":
-            import torch  # no gradient is kept of what only predicts
-
-            return torch.no_grad()(self._forward)
-        if keras.backend.backend() == "jax":
-            return self._jax_function()
-        if keras.backend.backend() != "tensorflow":
-            return self._forward
-        import tensorflow as tf
-
-        signature = [tf.TensorSpec((None, None), tf.int32)] * self._num_inputs
-        return tf.function(self._forward, input_signature=signature,
-                           jit_compile=self.jit_compile)
-
-    def _jax_function(self) -> Callable[..., list[Any]]:
-        """The model under ``jax.jit``, its weights passed in rather than folded into each
-        program as constants (one program per padded shape, as under XLA)."""
-        import jax
-
-        model = self.model
-
-        def run(trainable: list[Any], non_trainable: list[Any], *inputs: Any) -> list[Any]:
-            self.traces += 1
-            outputs, _ = model.stateless_call(trainable, non_trainable,
-                                              list(inputs) if len(inputs) > 1 else inputs[0],
-                                              training=False)
-            outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
-            return [keras.ops.cast(output, "float32") for output in outputs]
-
-        compiled = jax.jit(run)
-
-        def call(*inputs: Any) -> list[Any]:
-            return compiled([v.value for v in model.trainable_variables],
-                            [v.value for v in model.non_trainable_variables], *inputs)
-
-        return call
+        return compiled(self._forward, self.model.weights, ["int32"] * self._num_inputs,
+                        jit_compile=self.jit_compile)
 
     def __call__(self, token_ids: ArrayLike,
                  segment_ids: ArrayLike | None = None) -> np.ndarray | list[np.ndarray]:

@@ -78,6 +78,15 @@ class _Extended:
     worker_devices: tuple
 
 
+def backend_refusal(name, backend):
+    """Why strategy ``name`` does not run on Keras's ``backend``, or None where it does."""
+    if not name or backend == "tensorflow" or name in BACKEND_STRATEGIES.get(backend, ()):
+        return None
+    here = ", ".join(f"--strategy {other}" for other in BACKEND_STRATEGIES.get(backend, ()))
+    return (f"--strategy {name} runs on TensorFlow's backend only "
+            f"(on {backend}: {here or 'none'})")
+
+
 def make_strategy(name):
     """The strategy called ``name`` (None: the default strategy): a ``tf.distribute``
     strategy, or on JAX a :class:`KerasDataParallel`.
@@ -90,9 +99,9 @@ def make_strategy(name):
     import tensorflow as tf
 
     backend = keras.backend.backend()
-    if name and backend != "tensorflow" and name not in BACKEND_STRATEGIES.get(backend, ()):
-        raise ValueError(f"strategy {name!r} runs on TensorFlow's backend only, and Keras "
-                         f"runs on {backend!r}")
+    refusal = backend_refusal(name, backend)
+    if refusal:
+        raise ValueError(f"{refusal}, and Keras runs on {backend!r}")
     if not name:
         return tf.distribute.get_strategy()
     if backend == "jax":

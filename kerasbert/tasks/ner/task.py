@@ -24,9 +24,9 @@ import weakref
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from kerasbert import files
+from kerasbert.inference.compiled import compiled
 from kerasbert.models import names
 from kerasbert.models.heads import add_tagger
 from kerasbert.tasks.base import DevScores, Task, train
@@ -69,19 +69,15 @@ _TAG_FUNCTIONS = weakref.WeakKeyDictionary()
 
 def _tag_function(model):
     """``(token_ids, segment_ids) -> tag ids`` for ``model``: :func:`best_tags` (the tagger
-    and its decoding, as the export runs it), on TensorFlow in one graph traced once for any
-    batch and width, on the other backends as Keras runs the model."""
-    if keras.backend.backend() != "tensorflow":
-        return lambda ids, segments: keras.ops.convert_to_numpy(best_tags(
-            model, keras.ops.convert_to_tensor(np.asarray(ids, "int32")),
-            keras.ops.convert_to_tensor(np.asarray(segments, "int32")))[0])
+    and its decoding, as the export runs it) compiled once as the backend compiles it, for
+    any batch and width (:func:`~kerasbert.inference.compiled.compiled`)."""
     if model not in _TAG_FUNCTIONS:
-        spec = tf.TensorSpec([None, None], "int32")
-        _TAG_FUNCTIONS[model] = tf.function(lambda ids, segments: best_tags(
-            model, ids, segments)[0], input_signature=[spec, spec])
+        _TAG_FUNCTIONS[model] = compiled(lambda ids, segments: best_tags(model, ids, segments)[0],
+                                         model.weights, ["int32", "int32"])
     function = _TAG_FUNCTIONS[model]
-    return lambda ids, segments: function(np.asarray(ids, "int32"),
-                                          np.asarray(segments, "int32")).numpy()
+    return lambda ids, segments: keras.ops.convert_to_numpy(function(
+        keras.ops.convert_to_tensor(np.asarray(ids, "int32")),
+        keras.ops.convert_to_tensor(np.asarray(segments, "int32"))))
 
 
 class _Inputs:
