@@ -471,8 +471,9 @@ class Decoder:
         return outputs, lengths
 
     def compiled_step(self) -> Callable[..., tuple[Any, list[tuple[Any, ...]], Any, Any]]:
-        """:meth:`step` as the backend compiles it (:func:`~kerasbert.inference.compiled.
-        compiled`): on JAX one program per batch and cache width, not one dispatch per op."""
+        """:meth:`step` as the backend compiles it
+        (:func:`~kerasbert.inference.compiled.compiled`): on JAX one program per batch and
+        cache width, not one dispatch per op."""
         if self.step_program is None:
             self.step_program = compiled(self.step, self.model.weights)
         return self.step_program
