@@ -6,23 +6,6 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
-
-def share_the_cores(environ=os.environ, cores=None):
-    """Under ``pytest -n N`` each worker gets its share of the cores, ``cores // N`` threads
-    for TensorFlow's, oneDNN's and torch's pools, and so do the processes its tests
-    start (they inherit the variables). Each pool is otherwise sized for every core, and N
-    workers' pools on the same cores spin against each other: ``make test`` then spends far
-    more CPU than the same files run one at a time. A variable already set is kept."""
-    workers = int(environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
-    if workers < 2:
-        return
-    threads = max(1, (cores or os.cpu_count() or 1) // workers)
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TF_NUM_INTRAOP_THREADS"):
-        environ.setdefault(name, str(threads))
-
-
-share_the_cores()
-
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
