@@ -89,6 +89,9 @@ def test_an_int8_base_trains_lora_adapters():
 
 @pytest.mark.parametrize("family", ["t5.1.1", "gpt2", "roformer_v2", "albert", "gau_alpha"])
 def test_every_family_quantizes_every_product(family):
+    """Why slow: t5.1.1's case is the first of five, each a model built, traced for
+    predict, quantized and traced again; the first pays for TensorFlow's first traces and
+    its encoder-decoder's 22 products (11 s alone, 48 to 71 s beside the other worker)."""
     import importlib.util
     import os
 

@@ -392,6 +392,9 @@ def as_list(result):
 @pytest.mark.peer
 @pytest.mark.parametrize("case", range(len(SETTINGS)))
 def test_answers_equal_the_transformers_pipeline(google_qa_dir, pipeline_answers, case):
+    """Why slow: the first case makes the module's fixtures, the real MiniLM QA weights
+    converted to a Google checkpoint and transformers 4.57's pipeline answers on every
+    setting (a torch process), then answers 50 real question/context pairs."""
     settings = dict(SETTINGS[case])
     top_k = settings.pop("top_k")
     pairs = fixture_pairs()

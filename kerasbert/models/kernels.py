@@ -172,6 +172,19 @@ def tied_logits(rows: Any, embedding: keras.layers.ReversibleEmbedding) -> Any:
     return _kept_apart(tf.matmul(rows, table, transpose_b=True))
 
 
+def keras_attention(query: Any, key: Any, value: Any, bias: Any) -> Any:
+    """``softmax(query @ key^T + bias) @ value`` of heads, each ``(batch, heads, length,
+    size)`` (``query`` already scaled), by Keras's own ``keras.ops.dot_product_attention`` on
+    JAX and PyTorch (their fused kernels, flash attention on a GPU where it applies), or None
+    on TensorFlow, where :func:`~kerasbert.models.layers.attend`'s two batched products run
+    on oneDNN's GEMMs, and where the heads' sizes differ (GAU-α's values)."""
+    if keras.backend.backend() not in ("jax", "torch") or value.shape[-1] != query.shape[-1]:
+        return None
+    moved = [ops.transpose(x, (0, 2, 1, 3)) for x in (query, key, value)]  # (B, T, N, D)
+    context = ops.dot_product_attention(*moved, bias=bias, scale=1.0)
+    return ops.transpose(context, (0, 2, 1, 3))
+
+
 def checked_below(values: Any, limit: int, message: str) -> Any:
     """``values`` (integers, any shape) once each is checked to lie in ``[0, limit)``.
 

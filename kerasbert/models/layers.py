@@ -32,6 +32,7 @@ from kerasbert.models.kernels import (
     affine,
     checked_below,
     is_variable,
+    keras_attention,
     outside_as_nan,
     token_rows,
     training_activation,
@@ -391,7 +392,9 @@ def attend(query: Any, key: Any, value: Any, scale: float | None = None, bias: A
            score_bias: Any = None) -> Any:
     """Dot-product attention of heads: the one place kerasbert computes it (BERT's and every
     family's self-attention, T5's, decoding through a cache, bert4keras's
-    ``MultiHeadAttention``).
+    ``MultiHeadAttention``). On JAX and PyTorch, a softmax attention without NEZHA's
+    relative table and without dropout on its weights (inference, or a rate of 0) is Keras's
+    own ``dot_product_attention`` (:func:`~kerasbert.models.kernels.keras_attention`).
 
     Args:
         query: ``(batch, heads, queries, key size)``; key: ``(batch, heads, keys, key size)``;
@@ -422,6 +425,19 @@ def attend(query: Any, key: Any, value: Any, scale: float | None = None, bias: A
     """
     if scale is not None:
         query = query * ops.cast(scale, query.dtype)
+    if relative is None and normalization == "softmax" and not return_scores and (
+            dropout is None or not training):
+        parts = [ops.cast(part, query.dtype) for part in (bias, score_bias) if part is not None]
+        if key_mask is not None:
+            parts.append(attention_bias(key_mask, query.dtype))
+        if allowed is not None:
+            parts.append(attention_bias(_heads_axis(allowed), query.dtype, axis=None))
+        total = None
+        for part in parts:
+            total = part if total is None else total + part
+        context = keras_attention(query, key, value, total)
+        if context is not None:
+            return context
     scores = attention_scores(query, key)
     if relative is not None:
         relative = ops.cast(relative, query.dtype)
@@ -968,12 +984,13 @@ class MultiHeadSelfAttention(ProjectionOwner, keras.layers.Layer):
             cache = self.write(cache, key, value)
             key, value = cache["keys"], ops.transpose(cache["values"], (0, 1, 3, 2))
             key_mask = None  # the attention mask says which slots are tokens
-        context, scores = attend(
+        attended = attend(
             query, key, value, scale=1.0 / math.sqrt(self.head_size) if self.scaled else None,
             bias=position if self.position == "bias" else None,
             relative=position if self.position == "relative" else None,
             key_mask=key_mask, allowed=attention_mask, dropout=dropout,
-            training=training, score_bias=score_bias, return_scores=True)
+            training=training, score_bias=score_bias, return_scores=self.return_scores)
+        context, scores = attended if self.return_scores else (attended, None)
         # (B, N, T, D) -> (B, T, N, D) -> (B*T, N*D): the heads side by side, as rows.
         batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
         context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)),
