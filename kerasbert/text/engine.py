@@ -15,10 +15,10 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
+from tokenizers import Encoding, models
 from tokenizers import Tokenizer as _Engine
-from tokenizers import models
 
 from kerasbert.text.rules import WHOLE_WORD, Rules
 from kerasbert.text.vocab import is_control, is_special, lowercase_and_normalize, stem
@@ -172,7 +172,7 @@ class WordPieceEngine(Lookups):
                                  f"character {after}; rematch needs the tokens of tokenize(text)")
         return mapping
 
-    def _searched(self, text, tokens):
+    def _searched(self, text: str, tokens: Sequence[str]) -> list[list[int]]:
         """bert4keras's `rematch`: each token looked for, in order, in the text lowercased
         (if so set) and without the characters bert4keras deletes (controls, tab and
         newline included)."""
@@ -198,7 +198,7 @@ class WordPieceEngine(Lookups):
             mapping.append(positions[start:offset])
         return mapping
 
-    def _vanishes(self, ch):
+    def _vanishes(self, ch: str) -> bool:
         """Whether normalization deletes `ch` (a control, zero-width or combining character)."""
         gone = self._vanishing.get(ch)
         if gone is None:
@@ -206,7 +206,8 @@ class WordPieceEngine(Lookups):
         return gone
 
 
-def _encode(engine, texts, name, add_special_tokens=True, offsets=False):
+def _encode(engine: _Engine, texts: list[str], name: Callable[[int], str],
+            add_special_tokens: bool = True, offsets: bool = False) -> list[Encoding]:
     """The engine's encodings of `texts` (with character offsets if `offsets`).
 
     The engine only takes valid Unicode and answers a lone surrogate (e.g. from a JSON
@@ -233,10 +234,10 @@ def _encode(engine, texts, name, add_special_tokens=True, offsets=False):
         raise
 
 
-def _named(*names):
+def _named(*names: str) -> Callable[[int], str]:
     return lambda i: names[i]
 
 
-def _need_str(value, name):
+def _need_str(value: object, name: str) -> None:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, got {type(value).__name__}: {value!r:.60}")

@@ -13,11 +13,12 @@ Example::
 """
 
 import os
+from collections.abc import Iterable
 
 import sentencepiece
 
 
-def load_sentencepiece(path):
+def load_sentencepiece(path: str | os.PathLike[str]) -> sentencepiece.SentencePieceProcessor:
     """The ``SentencePieceProcessor`` of the model file at ``path``.
 
     Raises:
@@ -52,7 +53,7 @@ class SentencePieceText:
             with id 0, and ends each text with ``</s>``).
     """
 
-    def __init__(self, path):
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
         if os.path.isdir(self.path):
             inside = os.path.join(self.path, "spiece.model")
@@ -74,7 +75,7 @@ class SentencePieceText:
                 f"{self.end_id}; a T5 model pads with id 0 and ends texts with </s> (train it "
                 "with pad_id=0, eos_id=1, unk_id=2, bos_id=-1, as T5's spiece.model)")
 
-    def encode(self, text, maxlen=None):
+    def encode(self, text: str, maxlen: int | None = None) -> list[int]:
         """The ids of ``text``'s pieces and ``</s>``; with ``maxlen``, at most that many
         (the pieces cut, ``</s>`` kept)."""
         ids = self.model.encode_as_ids(text)
@@ -82,7 +83,7 @@ class SentencePieceText:
             ids = ids[:max(maxlen - 1, 0)]
         return ids + [self.end_id]
 
-    def decode(self, ids):
+    def decode(self, ids: Iterable[int]) -> str:
         """The text of ``ids``, control pieces (``</s>``, padding) and ids past the model's
         pieces left out."""
         return self.model.decode_ids([int(i) for i in ids if 0 <= i < self.vocab_size])

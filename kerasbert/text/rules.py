@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -84,9 +84,9 @@ class Rules:
 _FINAL_SIGMA = Regex(r"(?<=\p{Cased}\p{Case_Ignorable}*)Σ(?!\p{Case_Ignorable}*\p{Cased})")
 
 
-def _ranges(codepoints):
+def _ranges(codepoints: Iterable[int]) -> np.ndarray:
     """``[[first, last], ...]`` (int32): the sorted ``codepoints`` as inclusive ranges."""
-    ranges = []
+    ranges: list[list[int]] = []
     for cp in codepoints:
         if ranges and ranges[-1][1] == cp - 1:
             ranges[-1][1] = cp
@@ -95,7 +95,7 @@ def _ranges(codepoints):
     return np.array(ranges, np.int32).reshape(-1, 2)
 
 
-def _char_class(ranges):
+def _char_class(ranges: np.ndarray) -> Regex:
     """An engine regex matching the code points of ``ranges`` (from :func:`_ranges`)."""
     return Regex("[" + "".join(f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in ranges) + "]")
 
@@ -105,7 +105,7 @@ GOOGLE_CLASSES = ("dropped", "marks", "punctuation")
 BERT4KERAS_CLASSES = ("deleted", "spaces", "alone")
 
 
-def google_class_ranges():
+def google_class_ranges() -> dict[str, np.ndarray]:
     """``{class: ranges}`` of :data:`GOOGLE_CLASSES`, from this Python's ``unicodedata``
     (~0.4 s; shipped for the Unicode version of the Python the tests run on)."""
     dropped, marks, punctuation = [], [], []
@@ -123,7 +123,7 @@ def google_class_ranges():
     return dict(zip(GOOGLE_CLASSES, map(_ranges, (dropped, marks, punctuation))))
 
 
-def bert4keras_class_ranges():
+def bert4keras_class_ranges() -> dict[str, np.ndarray]:
     """``{class: ranges}`` of :data:`BERT4KERAS_CLASSES` from this Python's ``unicodedata``:
     deleted (controls, U+0000, U+FFFD), spaces, and split off alone (punctuation and CJK
     ideographs). ~0.5 s; shipped for the Unicode version the tests run on."""
@@ -141,13 +141,13 @@ def bert4keras_class_ranges():
     return dict(zip(BERT4KERAS_CLASSES, map(_ranges, (deleted, spaces, alone))))
 
 
-def google_classes_key():
+def google_classes_key() -> str:
     """What the class tables depend on: Python's Unicode version."""
     return f"Unicode {unicodedata.unidata_version}"
 
 
 @functools.cache
-def _classes(family):
+def _classes(family: str) -> tuple[Regex, ...]:
     """The family's character classes, from this Python's `unicodedata`, as engine regexes
     (the shipped table where it was made on this Unicode version).
 
@@ -165,10 +165,10 @@ def _classes(family):
     return tuple(_char_class(ranges[name]) for name in names)
 
 
-def google_normalizer(do_lower_case):
+def google_normalizer(do_lower_case: bool) -> normalizers.Normalizer:
     """Engine normalizer: Google's text cleaning, CJK spacing, lowercasing, accent stripping."""
     dropped, marks, _ = _classes("google")
-    steps = [normalizers.Replace(dropped, "")]
+    steps: list[normalizers.Normalizer] = [normalizers.Replace(dropped, "")]
     if do_lower_case:
         # Google lowercases before NFD and dropping marks; the other order gives the same
         # text (checked for every code point) and leaves one pass for BertNormalizer.
@@ -179,7 +179,7 @@ def google_normalizer(do_lower_case):
     return normalizers.Sequence(steps)
 
 
-def google_pre_tokenizer():
+def google_pre_tokenizer() -> pre_tokenizers.PreTokenizer:
     """Engine pre-tokenizer splitting on whitespace and isolating each punctuation mark."""
     return pre_tokenizers.Sequence([
         pre_tokenizers.WhitespaceSplit(),
@@ -200,7 +200,7 @@ _CONTRACTION = re.compile("' (re|m|s|t|ve|d|ll) ")
 _DECIMAL = re.compile(r"(\d\.) (\d)")
 
 
-def _google_text(tokens):
+def _google_text(tokens: Sequence[str]) -> str:
     """`tokens` (none special) as prose: `##` pieces joined, spaces where prose has them."""
     text, prev, quotes = "", "", 0
     for token in tokens:
@@ -214,7 +214,7 @@ def _google_text(tokens):
     return text
 
 
-def _glued(text, prev, piece, in_quote):
+def _glued(text: str, prev: str, piece: str, in_quote: int) -> bool:
     """Whether `piece` follows `text` (whose last token was `prev`) without a space."""
     last = text[-1]
     if is_cjk(last) or is_cjk(piece[0]) or last in _OPENERS or last in _JOINERS:
@@ -232,7 +232,7 @@ def _glued(text, prev, piece, in_quote):
             and (prev == "." or len(piece) == 3))
 
 
-def _bert4keras_text(tokens):
+def _bert4keras_text(tokens: Sequence[str]) -> str:
     """`tokens` (none special) joined as bert4keras's `decode` joins them."""
     text = ""
     for token in tokens:

@@ -13,9 +13,9 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from tokenizers import Tokenizer as _Engine
@@ -70,7 +70,8 @@ class Tokenizer(WordPieceEngine):
         """A copy of the `{token: id}` vocabulary."""
         return dict(self._token_dict)
 
-    def _engine_for(self, maxlen=None, truncate_from="right", pad=None):
+    def _engine_for(self, maxlen: int | None = None, truncate_from: str = "right",
+                    pad: str | None = None) -> _Engine:
         """The engine for one truncation and padding (None, "longest", "maxlen"), made once.
 
         Engines are never reconfigured, so concurrent calls cannot disturb each other.
@@ -85,15 +86,16 @@ class Tokenizer(WordPieceEngine):
             if maxlen is not None:
                 engine.enable_truncation(int(maxlen), direction=truncate_from)
             if pad:
+                # pad="maxlen" comes with a maxlen (encode_batch refuses it without)
                 engine.enable_padding(pad_id=self._pad_id, pad_token="[PAD]",
-                                      length=int(maxlen) if pad == "maxlen" else None)
+                                      length=int(cast(int, maxlen)) if pad == "maxlen" else None)
             if len(self._engines) >= 32:
                 self._engines.clear()
             self._engines[key] = engine
         return engine
 
     @staticmethod
-    def _check(maxlen, pattern, truncate_from, pair):
+    def _check(maxlen: object, pattern: str, truncate_from: str, pair: bool) -> None:
         if pattern not in _PATTERNS:
             raise ValueError(f"pattern={pattern!r} is not supported; use one of {list(_PATTERNS)}")
         if truncate_from not in ("right", "left"):
@@ -156,7 +158,7 @@ class Tokenizer(WordPieceEngine):
         if pair:
             _need_str(second_text, "second_text")
         self._check(maxlen, pattern, truncate_from, pair)
-        if not pair:
+        if second_text is None:
             # The batch call skips offset tracking: faster than encode() even for one text.
             encoding = _encode(self._engine_for(maxlen, truncate_from), [first_text],
                                _named("first_text"))[0]
@@ -165,7 +167,8 @@ class Tokenizer(WordPieceEngine):
                        _named("first_text", "second_text"), add_special_tokens=False)
         return self._pair_row(a.ids, b.ids, maxlen, pattern, truncate_from)
 
-    def _pair_row(self, a, b, maxlen, pattern, truncate_from):
+    def _pair_row(self, a: list[int], b: list[int], maxlen: int | None, pattern: str,
+                  truncate_from: str) -> tuple[list[int], list[int]]:
         """`(token_ids, segment_ids)` of a pair from the ids of its texts.
 
         The engine's own pair truncation keeps a leftover token in the text that was
@@ -235,7 +238,7 @@ class Tokenizer(WordPieceEngine):
         return token_ids, np.zeros(shape, dtype=np.int32)
 
 
-def _named_batch(n):
+def _named_batch(n: int) -> Callable[[int], str]:
     """Names of the texts of a batch: `texts[i]`, then `pairs[i]` past the first `n`."""
     return lambda i: f"texts[{i}]" if i < n else f"pairs[{i - n}]"
 
@@ -249,7 +252,7 @@ def _str_list(values: Iterable[str], name: str) -> list[str]:
     return values
 
 
-def _longest_first(a, b, budget):
+def _longest_first(a: int, b: int, budget: int) -> tuple[int, int]:
     """Lengths `(a, b)` cut to `a + b <= budget` as bert4keras does.
 
     One token at a time from the longer text, from the first text on a tie (Google's

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import os
 import unicodedata
-from collections.abc import Sequence
-from typing import Literal, overload
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, overload
 
 from kerasbert.files import open_input
 
@@ -28,13 +28,13 @@ _CJK_RANGES = (
 )
 
 
-def is_cjk(ch):
+def is_cjk(ch: str) -> bool:
     """True if `ch` is in Google's CJK ideograph blocks (split off as its own word)."""
     cp = ord(ch)
     return any(lo <= cp <= hi for lo, hi in _CJK_RANGES)
 
 
-def is_punctuation(ch):
+def is_punctuation(ch: str) -> bool:
     """True for BERT punctuation: any Unicode P* character plus all ASCII symbols."""
     cp = ord(ch)
     if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
@@ -42,12 +42,12 @@ def is_punctuation(ch):
     return unicodedata.category(ch).startswith("P")
 
 
-def is_space(ch):
+def is_space(ch: str) -> bool:
     """bert4keras's space: space, tab, newline, carriage return or a Unicode space (Zs)."""
     return ch in " \n\r\t" or unicodedata.category(ch) == "Zs"
 
 
-def is_control(ch):
+def is_control(ch: str) -> bool:
     """bert4keras's control: a control or format character (Cc, Cf)."""
     return unicodedata.category(ch) in ("Cc", "Cf")
 
@@ -58,17 +58,17 @@ def lowercase_and_normalize(text: str) -> str:
     return "".join(ch for ch in text if unicodedata.category(ch) != "Mn")
 
 
-def is_special(token):
+def is_special(token: str) -> bool:
     """True for bracketed tokens such as [CLS], [SEP], [UNK] or [unused1]."""
     return len(token) > 1 and token[0] == "[" and token[-1] == "]"
 
 
-def stem(token):
+def stem(token: str) -> str:
     """The text a token stands for: `##ing` -> `ing`."""
     return token[2:] if token.startswith("##") else token
 
 
-def is_redundant(token):
+def is_redundant(token: str) -> bool:
     """True if BERT's basic tokenizer can never produce `token`.
 
     CJK characters and punctuation always stand alone as words, so a
@@ -143,7 +143,9 @@ def load_vocab(path: str | os.PathLike[str], simplified: bool = False,
     return simplify_vocab(token_dict, startswith, source=path)
 
 
-def simplify_vocab(token_dict, startswith=None, source="the vocabulary"):
+def simplify_vocab(token_dict: Mapping[str, int], startswith: Sequence[str] | None = None,
+                   source: str | os.PathLike[str] = "the vocabulary",
+                   ) -> tuple[dict[str, int], list[int]]:
     """Keep `startswith` tokens first, then every non-redundant token in id order.
 
     Returns:
@@ -152,7 +154,8 @@ def simplify_vocab(token_dict, startswith=None, source="the vocabulary"):
     Raises:
         ValueError: a `startswith` token is not in `token_dict`.
     """
-    new_dict, keep_tokens = {}, []
+    new_dict: dict[str, int] = {}
+    keep_tokens: list[int] = []
     for token in startswith or ():
         if token not in token_dict:
             raise ValueError(f"startswith token {token!r} is not in {source}")
@@ -166,14 +169,14 @@ def simplify_vocab(token_dict, startswith=None, source="the vocabulary"):
     return new_dict, keep_tokens
 
 
-def check_vocab(token_dict, source="the given dict"):
+def check_vocab(token_dict: Mapping[Any, Any], source: str = "the given dict") -> None:
     """Validate a `{token: id}` dict for use by the tokenizer.
 
     Raises:
         TypeError: a key that is not a str or an id that is not an int.
         ValueError: a negative or repeated id, or missing [PAD]/[UNK]/[CLS]/[SEP].
     """
-    seen = {}
+    seen: dict[int, str] = {}
     for token, i in token_dict.items():
         if not isinstance(token, str):
             raise TypeError(f"vocabulary keys must be str, got {token!r} in {source}")
