@@ -37,6 +37,8 @@ import re
 import shutil
 import sys
 import zipfile
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 from kerasbert import files
 from kerasbert.presets import table
@@ -55,11 +57,13 @@ class DownloadError(ValueError):
     """A preset could not be downloaded: ``preset <name> in <url>: <why>``."""
 
 
-def _fail(preset, url, why):
+def _fail(preset: table.Preset, url: str, why: str) -> DownloadError:
     return DownloadError(f"preset {preset.name} in {url}: {why}")
 
 
-def download(name, path=None, progress=True, timeout=60, convert=None, weights_files=()):
+def download(name: str, path: str | os.PathLike[str] | None = None, progress: bool = True,
+             timeout: float = 60, convert: Callable[[str, str], object] | None = None,
+             weights_files: Sequence[str] = ()) -> str:
     """The cached folder of preset ``name``, downloaded (and converted) on first use.
 
     Args:
@@ -108,8 +112,9 @@ def download(name, path=None, progress=True, timeout=60, convert=None, weights_f
         try:
             if preset.kind == "zip":
                 _from_zip(preset, final, staging, progress, timeout)
-            else:
-                _from_hub(preset, final, staging, convert, weights_files)
+            else:  # a hub preset without a converter was refused above
+                _from_hub(preset, final, staging, cast("Callable[[str, str], object]", convert),
+                          weights_files)
         except BaseException:
             # A resumable .part stays; folders left empty go.
             _remove_empty(staging, os.path.dirname(staging), os.path.dirname(final))
@@ -118,7 +123,7 @@ def download(name, path=None, progress=True, timeout=60, convert=None, weights_f
     return final
 
 
-def damage(name):
+def damage(name: str) -> str | None:
     """What is wrong with the cached folder of preset ``name`` (None: nothing), checked
     against the sizes and SHA-256 its ``preset.json`` recorded when it was downloaded: a
     file missing, or changed since (a flipped byte too). A folder from before they were
@@ -137,14 +142,14 @@ def damage(name):
     return None
 
 
-def _set_aside(folder):
+def _set_aside(folder: str) -> None:
     """Removes a damaged preset folder: renamed first (a kill leaves only a temporary)."""
     aside = files.temporary_name(folder, suffix="")
     os.replace(folder, aside)
     shutil.rmtree(aside, ignore_errors=True)
 
 
-def _remove_empty(*folders):
+def _remove_empty(*folders: str) -> None:
     for folder in folders:
         try:
             os.rmdir(folder)
@@ -153,8 +158,9 @@ def _remove_empty(*folders):
 
 
 # ---------------------------------------------------------------- a Google zip at a URL
-def _from_zip(preset, final, staging, progress, timeout):
-    url = preset.zip
+def _from_zip(preset: table.Preset, final: str, staging: str, progress: bool,
+              timeout: float) -> None:
+    url = cast(str, preset.zip)  # a zip preset: the table gives it one
     part = os.path.join(staging, posixpath.basename(url) + ".part")
     os.makedirs(staging, exist_ok=True)
     etag = _fetch(preset, url, part, progress, timeout)
@@ -162,7 +168,8 @@ def _from_zip(preset, final, staging, progress, timeout):
     _unpack(preset, url, part, final)
 
 
-def _fetch(preset, url, part, progress, timeout):
+def _fetch(preset: table.Preset, url: str, part: str, progress: bool,
+           timeout: float) -> str | None:
     """Fetches ``url`` into ``part``, resuming what is there; returns the server's ETag."""
     import requests
     from tqdm import tqdm
@@ -206,7 +213,7 @@ def _fetch(preset, url, part, progress, timeout):
     return etag
 
 
-def _verify(preset, url, part, etag):
+def _verify(preset: table.Preset, url: str, part: str, etag: str | None) -> None:
     """Checks the download against the table's SHA-256, else an MD5 ETag; a mismatch
     removes it (the next try starts over)."""
     quoted = (etag or "").strip('"')
@@ -223,7 +230,7 @@ def _verify(preset, url, part, etag):
                                  "the download is removed")
 
 
-def _unpack(preset, url, archive, final):
+def _unpack(preset: table.Preset, url: str, archive: str, final: str) -> None:
     """Extracts the folder of the zip that holds ``bert_config.json`` into ``final``."""
     try:
         with zipfile.ZipFile(archive) as zipped:
@@ -254,7 +261,8 @@ def _unpack(preset, url, archive, final):
 
 
 # ------------------------------------------------------------- a Hugging Face repository
-def _from_hub(preset, final, staging, convert, weights_files):
+def _from_hub(preset: table.Preset, final: str, staging: str,
+              convert: Callable[[str, str], object], weights_files: Sequence[str]) -> None:
     from huggingface_hub.errors import EntryNotFoundError
 
     endpoint = (os.environ.get("HF_ENDPOINT") or HUB).rstrip("/")
@@ -278,17 +286,19 @@ def _from_hub(preset, final, staging, convert, weights_files):
         raise _fail(preset, url, f"cannot convert it: {_first(error)}") from None
 
 
-def _fetch_from_hub(preset, filename, staging, endpoint, absent_ok=False):
+def _fetch_from_hub(preset: table.Preset, filename: str, staging: str, endpoint: str,
+                    absent_ok: bool = False) -> None:
     """Downloads one file of the preset's repository into ``staging``, checked against the
     hub's SHA-256 ETag; ``absent_ok``: a file the repository lacks raises the hub's
     ``EntryNotFoundError`` instead of a :class:`DownloadError`."""
     from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
     from huggingface_hub.errors import EntryNotFoundError
 
-    url = hf_hub_url(preset.hf, filename, revision=preset.revision, endpoint=endpoint)
+    repo = cast(str, preset.hf)  # a hub preset: the table gives it one
+    url = hf_hub_url(repo, filename, revision=preset.revision, endpoint=endpoint)
     try:
         etag = get_hf_file_metadata(url).etag
-        local = hf_hub_download(preset.hf, filename, revision=preset.revision,
+        local = hf_hub_download(repo, filename, revision=preset.revision,
                                 local_dir=staging, endpoint=endpoint)
     except EntryNotFoundError:
         if absent_ok:
@@ -306,7 +316,7 @@ def _fetch_from_hub(preset, filename, staging, endpoint, absent_ok=False):
 
 
 # ---------------------------------------------------------------------------- helpers
-def _finish(folder, preset, url):
+def _finish(folder: str, preset: table.Preset, url: str) -> None:
     """Writes the fine-tuning defaults and the marker into the folder about to be moved."""
     defaults = table.finetune_defaults(preset)
     if defaults:
@@ -319,7 +329,7 @@ def _finish(folder, preset, url):
                   for name in sorted(os.listdir(folder)) if not files.is_temporary(name)}})
 
 
-def _digest(path, kind):
+def _digest(path: str, kind: str) -> str:
     found = hashlib.new(kind)
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -327,7 +337,7 @@ def _digest(path, kind):
     return found.hexdigest()
 
 
-def _read_json(path):
+def _read_json(path: str) -> Any:
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
@@ -335,12 +345,12 @@ def _read_json(path):
         return {}
 
 
-def _remove(*paths):
+def _remove(*paths: str) -> None:
     for path in paths:
         if os.path.exists(path):
             os.remove(path)
 
 
-def _first(error):
+def _first(error: BaseException) -> str:
     """An exception's message on one line."""
     return " ".join(str(error).split()) or type(error).__name__

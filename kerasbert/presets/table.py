@@ -19,6 +19,7 @@ Example:
 import dataclasses
 import json
 import os
+from typing import Any
 
 TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "presets.json")
 TABLE_ENV = "KERASBERT_PRESETS"  # another table of the same form
@@ -40,30 +41,30 @@ class Preset:
     family: str
     licence: str
     description: str = ""
-    zip: str = None
-    hf: str = None
+    zip: str | None = None
+    hf: str | None = None
     revision: str = "main"
-    size_mb: float = None
-    sha256: str = None
-    finetune: dict = dataclasses.field(default_factory=dict)
+    size_mb: float | None = None
+    sha256: str | None = None
+    finetune: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
-    def kind(self):
+    def kind(self) -> str:
         """``"zip"`` (a Google zip at a URL) or ``"hf"`` (a Hugging Face repository)."""
         return "zip" if self.zip else "hf"
 
     @property
-    def source(self):
+    def source(self) -> str | None:
         """The zip's URL or the repository's name."""
         return self.zip or self.hf
 
 
-def table_path():
+def table_path() -> str:
     """The table in use: ``$KERASBERT_PRESETS``, else the shipped ``presets.json``."""
     return os.environ.get(TABLE_ENV) or TABLE
 
 
-def load(path=None):
+def load(path: str | os.PathLike[str] | None = None) -> dict[str, Preset]:
     """The presets of a table file, by name.
 
     Args:
@@ -97,12 +98,12 @@ def load(path=None):
     return found
 
 
-def names(path=None):
+def names(path: str | os.PathLike[str] | None = None) -> tuple[str, ...]:
     """The preset names of the table in use (``--model``'s choices, beside the families)."""
     return tuple(load(path))
 
 
-def get(name, path=None):
+def get(name: str, path: str | os.PathLike[str] | None = None) -> Preset:
     """The :class:`Preset` called ``name``.
 
     Raises:
@@ -115,7 +116,7 @@ def get(name, path=None):
     return presets[name]
 
 
-def is_preset(text, path=None):
+def is_preset(text: object, path: str | os.PathLike[str] | None = None) -> bool:
     """Whether ``text`` names a preset and no file or folder (a path always wins).
 
     Example:
@@ -126,7 +127,7 @@ def is_preset(text, path=None):
             and text in load(path))
 
 
-def cache_home():
+def cache_home() -> str:
     """The cache folder: ``$KERASBERT_HOME``, else the platform's user cache folder."""
     if os.environ.get(HOME_ENV):
         return os.path.abspath(os.environ[HOME_ENV])
@@ -135,17 +136,17 @@ def cache_home():
     return platformdirs.user_cache_dir("kerasbert")
 
 
-def preset_dir(name):
+def preset_dir(name: str) -> str:
     """The folder a preset is cached in once downloaded (``<cache>/presets/<name>``)."""
     return os.path.join(cache_home(), "presets", name)
 
 
-def is_cached(name):
+def is_cached(name: str) -> bool:
     """Whether the preset's folder is in the cache (it appears only whole)."""
     return os.path.isfile(os.path.join(preset_dir(name), "bert_config.json"))
 
 
-def finetune_defaults(preset):
+def finetune_defaults(preset: Preset) -> dict[str, Any]:
     """The ``finetune_defaults.json`` a preset's folder carries (:data:`DEFAULT_KEYS`).
 
     Example:
