@@ -24,6 +24,8 @@ import shutil
 import tempfile
 import unicodedata
 import weakref
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -59,7 +61,7 @@ class CharacterTables:
     values: np.ndarray
 
 
-def tables_key(do_lower_case):
+def tables_key(do_lower_case: bool) -> str:
     """What the tables depend on: the Tokenizer's engine (``tokenizers``, whose normalizer
     holds its own Unicode tables), Python's Unicode version (the controls dropped) and the
     casing."""
@@ -69,13 +71,13 @@ def tables_key(do_lower_case):
             f"do_lower_case {bool(do_lower_case)}")
 
 
-def tables_name(do_lower_case):
+def tables_name(do_lower_case: bool) -> str:
     """The name of the shipped tables (:func:`kerasbert.shipped.precomputed`)."""
     return "character_tables_" + ("lower" if do_lower_case else "cased")
 
 
 @functools.cache
-def character_tables(do_lower_case=True):
+def character_tables(do_lower_case: bool = True) -> CharacterTables:
     """What :class:`~kerasbert.text.tokenizer.Tokenizer` does to each code point, as tables:
     the shipped ones where they were made on the installed versions, else
     :func:`make_character_tables` (~3 s, once per process)."""
@@ -85,7 +87,7 @@ def character_tables(do_lower_case=True):
     return CharacterTables(**arrays)
 
 
-def make_character_tables(do_lower_case=True):
+def make_character_tables(do_lower_case: bool = True) -> CharacterTables:
     """The tables of :func:`character_tables`, made from the installed Tokenizer.
 
     Each character is passed through the Tokenizer's normalizer alone, and its
@@ -127,7 +129,7 @@ def make_character_tables(do_lower_case=True):
                            np.array([c for e in expansions for c in e], np.int32))
 
 
-def _split_classes(chars, pre_tokenizer):
+def _split_classes(chars: Sequence[str], pre_tokenizer: Any) -> list[int]:
     """``_JOIN``, ``_ALONE`` or ``_SPACE`` of each character, asked of the pre-tokenizer
     at once: ``x<ch>x`` stays one word, becomes three, or two."""
     pieces = pre_tokenizer.pre_tokenize_str("".join(f"x{ch}x " for ch in chars))
@@ -137,11 +139,11 @@ def _split_classes(chars, pre_tokenizer):
     return [(_JOIN, _JOIN, _SPACE, _ALONE)[n] for n in counts]
 
 
-def _canonical(text, split):
+def _canonical(text: str, split: dict[str, int]) -> str:
     """``text`` without the spaces that change no word (beside a character that stands
     alone, or repeated), so that a CJK character, spaced apart by the normalizer, maps to
     itself."""
-    out = []
+    out: list[str] = []
     for ch in text:
         if split[ch] == _SPACE and out and split[out[-1]] in (_SPACE, _ALONE):
             continue
@@ -151,7 +153,7 @@ def _canonical(text, split):
     return "".join(out)
 
 
-def _sigma_class(normalizer, ch):
+def _sigma_class(normalizer: Any, ch: str) -> int:
     """Whether the Tokenizer's final-sigma rule, looking past ``ch`` for a cased letter,
     finds one (``_CASED``), looks further (``_SKIP``) or stops (``_BLOCK``)."""
     if normalizer.normalize_str(ch + "Σ")[-1] == "ς":
@@ -159,7 +161,7 @@ def _sigma_class(normalizer, ch):
     return _SKIP if normalizer.normalize_str("A" + ch + "Σ")[-1] == "ς" else _BLOCK
 
 
-def same_count(first, second, first_name, second_name):
+def same_count(first: Any, second: Any, first_name: str, second_name: str) -> tuple[Any, Any]:
     """``first`` and ``second`` (string ``[batch]``) once they are checked to hold as many
     texts: a served pair of unequal inputs fails with ``InvalidArgumentError`` naming both
     inputs, instead of pairing one text with every other one (broadcasting) or reading
@@ -189,7 +191,8 @@ class TextEncoder(tf.Module):
         token_ids.numpy()   # array([[ 101, 6427, 6241, 3563, 1798,  102]], dtype=int32)
     """
 
-    def __init__(self, vocab, maxlen, do_lower_case=True):
+    def __init__(self, vocab: str | os.PathLike[str], maxlen: int,
+                 do_lower_case: bool = True) -> None:
         import tensorflow_text  # registers its ops; loads in ~1 s, so only when needed
 
         super().__init__(name="text_encoder")
@@ -215,7 +218,7 @@ class TextEncoder(tf.Module):
             table, suffix_indicator="##", max_bytes_per_word=4 * MAX_WORD_CHARS,
             token_out_type=tf.int64, unknown_token="[UNK]")
 
-    def __call__(self, text, pair=None):
+    def __call__(self, text: Any, pair: Any = None) -> tuple[Any, Any]:
         """``(token_ids, segment_ids)``: int32 ``[batch, longest row]``, padded with [PAD]
         (``pair``: as many second texts as ``text`` holds, :func:`same_count`)."""
         if pair is None:
@@ -223,7 +226,7 @@ class TextEncoder(tf.Module):
         text, pair = same_count(text, pair, "text", "pair")
         return self.inputs(self.token_ids(text), self.token_ids(pair))
 
-    def inputs(self, first, second=None):
+    def inputs(self, first: Any, second: Any = None) -> tuple[Any, Any]:
         """The model's inputs from each text's token ids (ragged, as :meth:`token_ids` or
         :meth:`pieces` give them), cut to ``maxlen`` as ``Tokenizer.encode`` cuts them."""
         if second is None:
@@ -238,7 +241,8 @@ class TextEncoder(tf.Module):
         # At least [CLS] [SEP] wide, so that an empty batch still has a [CLS] column.
         return self.padded(ids, segment_ids, 2)
 
-    def padded(self, ids, segment_ids, min_width, pad=None):
+    def padded(self, ids: Any, segment_ids: Any, min_width: int,
+               pad: int | None = None) -> tuple[Any, Any]:
         """Ragged ids and segment ids as int32 ``[batch, longest row]`` (at least
         ``min_width``), padded with ``pad`` (by default [PAD]) and 0."""
         pad = self._pad if pad is None else pad
@@ -246,11 +250,11 @@ class TextEncoder(tf.Module):
         return (tf.cast(ids.to_tensor(tf.constant(pad, ids.dtype), shape=shape), tf.int32),
                 tf.cast(segment_ids, tf.int32).to_tensor(0, shape=shape))
 
-    def token_ids(self, text):
+    def token_ids(self, text: Any) -> Any:
         """WordPiece ids of each text, without [CLS] and [SEP]: ragged int64 ``[batch, None]``."""
         return self.pieces(text)[0]
 
-    def pieces(self, text):
+    def pieces(self, text: Any) -> tuple[Any, Any, Any, Any]:
         """Each text's WordPiece tokens and where they lie in it.
 
         Returns:
@@ -288,13 +292,13 @@ class TextEncoder(tf.Module):
                 ids.with_flat_values(tf.gather(letter_where.flat_values, last) + 1),
                 ids.with_flat_values(first_byte == 0))
 
-    def _lookup(self, chars, shift):
+    def _lookup(self, chars: Any, shift: int) -> Any:
         """One of the three classes of each code point of ragged ``chars``."""
         run = tf.searchsorted(self._starts, chars.flat_values, side="right") - 1
         info = tf.bitwise.right_shift(tf.gather(self._info, run), shift)
         return chars.with_flat_values(tf.bitwise.bitwise_and(info, 3))
 
-    def _final_sigma(self, chars):
+    def _final_sigma(self, chars: Any) -> Any:
         """Σ becomes ς where the Tokenizer's rule finds a cased letter before it (looking
         past _SKIP characters) and none after it, within the text."""
         values, sigma = chars.flat_values, self._lookup(chars, 4).flat_values
@@ -314,7 +318,7 @@ class TextEncoder(tf.Module):
         final = (values == _SIGMA) & cased_before & ~cased_after
         return chars.with_flat_values(tf.where(final, _FINAL_SIGMA, values))
 
-    def _expand(self, chars, where):
+    def _expand(self, chars: Any, where: Any) -> tuple[Any, Any]:
         """Each code point replaced by its normalized characters (most stay as they are);
         with ``where``, the position in the text of each character's code point."""
         values = chars.flat_values
@@ -335,7 +339,7 @@ class TextEncoder(tf.Module):
                 tf.RaggedTensor.from_row_lengths(tf.gather(where.flat_values, source),
                                                  row_lengths))
 
-    def _words(self, chars, where):
+    def _words(self, chars: Any, where: Any) -> tuple[Any, Any, Any]:
         """The words of each text, ragged ``[batch, None]`` strings: split at spaces, every
         punctuation mark and CJK character a word of its own; a word of more than
         MAX_WORD_CHARS characters is [UNK], as in Google's WordPiece. Also each word's
@@ -358,7 +362,7 @@ class TextEncoder(tf.Module):
         return tf.RaggedTensor.from_row_lengths(words, per_row), letters, letter_where
 
 
-def _plain_vocab(vocab, token_dict, owner):
+def _plain_vocab(vocab: str | os.PathLike[str], token_dict: dict[str, int], owner: object) -> str:
     """A vocab.txt with exactly one token per line, in id order, for the lookup table.
 
     ``vocab`` itself when it is one; otherwise a copy (removed with ``owner``) without
@@ -366,7 +370,7 @@ def _plain_vocab(vocab, token_dict, owner):
     whitespace (Google's Chinese vocabulary has U+2028 on line 344) is the empty token,
     which TensorFlow's reader refuses: it is written as a space, which no word holds.
     """
-    tokens = sorted(token_dict, key=token_dict.get)
+    tokens = sorted(token_dict, key=token_dict.get)  # type: ignore[arg-type]  # every key's
     text = "".join((token or " ") + "\n" for token in tokens)
     with open(vocab, "rb") as f:
         if f.read() == text.encode("utf-8"):
@@ -379,14 +383,14 @@ def _plain_vocab(vocab, token_dict, owner):
     return path
 
 
-def row_concat(parts):
+def row_concat(parts: Sequence[Any]) -> Any:
     """Ragged rows joined end to end; a list part is the same tokens in every row."""
     batch = next(part for part in parts if not isinstance(part, list)).nrows()
     return tf.concat([tf.RaggedTensor.from_tensor(tf.fill([batch, 1], tf.constant(p[0], tf.int64)))
                       if isinstance(p, list) else p for p in parts], axis=1)
 
 
-def substrings(text, rows, start, end):
+def substrings(text: Any, rows: Any, start: Any, end: Any) -> Any:
     """``text[rows[k]][start[k]:end[k]]`` for each k, in characters (code points), as
     UTF-8 strings; ``text`` a string ``[batch]``, the others int64 ``[k]``."""
     chars = tf.strings.unicode_decode(text, "UTF-8", errors="replace")
@@ -394,13 +398,13 @@ def substrings(text, rows, start, end):
     return tf.strings.unicode_encode(tf.gather(chars.flat_values, where), "UTF-8")
 
 
-def _row_head(rows, lengths):
+def _row_head(rows: Any, lengths: Any) -> Any:
     """The first ``lengths[i]`` items of each row ``i``."""
     return tf.ragged.boolean_mask(rows, tf.ragged.range(rows.row_lengths())
                                   < tf.expand_dims(lengths, 1))
 
 
-def _longest_first(a, b, budget):
+def _longest_first(a: Any, b: Any, budget: Any) -> tuple[Any, Any]:
     """``kerasbert.text.tokenizer._longest_first`` on tensors of lengths."""
     excess = tf.maximum(a + b - budget, 0)
     cut = tf.minimum(excess, tf.abs(a - b))
@@ -427,7 +431,7 @@ class TextDecoder(tf.Module):
         decode(tf.ragged.constant([[101, 6427, 6241, 102]])).numpy()   # [b'语言']
     """
 
-    def __init__(self, vocab):
+    def __init__(self, vocab: str | os.PathLike[str]) -> None:
         from kerasbert.text import rules
         from kerasbert.text.vocab import is_cjk, is_punctuation, is_special
 
@@ -461,7 +465,7 @@ class TextDecoder(tf.Module):
         self._pieces = tf.constant(pieces)
         self._properties = {name: tf.constant(values) for name, values in properties.items()}
 
-    def __call__(self, ids):
+    def __call__(self, ids: Any) -> Any:
         """Each row's text: ``ids`` ragged (or dense, every id read) ``[batch, None]``,
         a string ``[batch]`` comes back."""
         if not isinstance(ids, tf.RaggedTensor):
@@ -473,7 +477,8 @@ class TextDecoder(tf.Module):
         position = tf.ragged.range(ids.row_lengths()).flat_values
         index = tf.range(tf.size(flat, out_type=tf.int64))
 
-        def before(name, steps=1):  # the property of the token ``steps`` before, in its row
+        # the property of the token ``steps`` before, in its row
+        def before(name: str, steps: int = 1) -> Any:
             return tf.logical_and(position >= steps,
                                   tf.gather(at[name], tf.maximum(index - steps, 0)))
 

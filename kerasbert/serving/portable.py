@@ -34,6 +34,8 @@ import shutil
 import sys
 import tempfile
 import warnings
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import keras
 import numpy as np
@@ -57,8 +59,10 @@ class ExportError(ValueError):
     """A model that cannot be exported to the format asked; the message says why."""
 
 
-def export_onnx(model, vocab, directory, *, labels, maxlen, overwrite=False, int8=False,
-                source=None):
+def export_onnx(model: keras.Model, vocab: str | os.PathLike[str],
+                directory: str | os.PathLike[str], *,
+                labels: Sequence[str], maxlen: int, overwrite: bool = False, int8: bool = False,
+                source: str | None = None) -> list[str]:
     """Writes ``<directory>/model.onnx`` with dynamic batch and length, plus labels and vocab.
 
     The model is written by :func:`write_onnx` (tf2onnx, exact GELU as ``1 - Erf``).
@@ -108,7 +112,7 @@ def export_onnx(model, vocab, directory, *, labels, maxlen, overwrite=False, int
         return _write_sidecars(labels, vocab, temporary, directory, ONNX_FILE)
 
 
-def write_onnx(model, path):
+def write_onnx(model: keras.Model, path: str | os.PathLike[str]) -> None:
     """Writes a kerasbert model (inputs token and segment ids, any outputs) to ``path`` as
     ONNX, through tf2onnx, with dynamic batch and length and the converters kept quiet.
 
@@ -120,7 +124,7 @@ def write_onnx(model, path):
                      verbose=False)
 
 
-def quantize_onnx(source, target):
+def quantize_onnx(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
     """Rewrites an ONNX model with int8 weights for every ``MatMul`` (dynamic quantization).
 
     ONNX Runtime's ``quantize_dynamic``: weights are stored as signed int8 with one scale
@@ -139,7 +143,10 @@ def quantize_onnx(source, target):
         shutil.move(quantized, os.fspath(target))
 
 
-def export_litert(model, vocab, directory, *, labels, maxlen, overwrite=False, source=None):
+def export_litert(model: keras.Model, vocab: str | os.PathLike[str],
+                  directory: str | os.PathLike[str], *,
+                  labels: Sequence[str], maxlen: int, overwrite: bool = False,
+                  source: str | None = None) -> list[str]:
     """Writes ``<directory>/model.tflite`` on LiteRT's builtin operations, plus labels and vocab.
 
     Only builtin operations are used, so the standard LiteRT runtime (without the
@@ -171,7 +178,8 @@ def export_litert(model, vocab, directory, *, labels, maxlen, overwrite=False, s
         return _write_sidecars(list(labels), vocab, temporary, directory, LITERT_FILE)
 
 
-def onnx_runner(path, threads=None):
+def onnx_runner(path: str | os.PathLike[str],
+                threads: int | None = None) -> Callable[[Any, Any], np.ndarray]:
     """An exported ONNX model under ONNX Runtime, as ``predict(token_ids, segment_ids)``.
 
     Args:
@@ -188,14 +196,15 @@ def onnx_runner(path, threads=None):
         options.intra_op_num_threads = threads
     session = ort.InferenceSession(os.fspath(path), options, providers=["CPUExecutionProvider"])
 
-    def predict(token_ids, segment_ids):
+    def predict(token_ids: Any, segment_ids: Any) -> np.ndarray:
         feed = dict(zip(INPUTS, _int32(token_ids, segment_ids)))
         return session.run([OUTPUT], feed)[0]
 
     return predict
 
 
-def litert_runner(path, threads=None):
+def litert_runner(path: str | os.PathLike[str],
+                  threads: int | None = None) -> Callable[[Any, Any], np.ndarray]:
     """An exported LiteRT model under the LiteRT interpreter, as
     ``predict(token_ids, segment_ids)``.
 
@@ -217,7 +226,7 @@ def litert_runner(path, threads=None):
     runner = interpreter.get_signature_runner()
     fixed = int(runner.get_input_details()[INPUTS[0]]["shape_signature"][1])
 
-    def predict(token_ids, segment_ids):
+    def predict(token_ids: Any, segment_ids: Any) -> np.ndarray:
         token_ids, segment_ids = _int32(token_ids, segment_ids)
         length = token_ids.shape[1]
         if fixed > 0 and length != fixed:
@@ -231,7 +240,7 @@ def litert_runner(path, threads=None):
     return predict
 
 
-def _int32(token_ids, segment_ids):
+def _int32(token_ids: Any, segment_ids: Any) -> tuple[np.ndarray, np.ndarray]:
     return (np.ascontiguousarray(token_ids, dtype="int32"),
             np.ascontiguousarray(segment_ids, dtype="int32"))
 
@@ -239,7 +248,7 @@ def _int32(token_ids, segment_ids):
 _FORMATS = {"onnx": "ONNX", "litert": "LiteRT"}
 
 
-def _require(module, extra, package=None):
+def _require(module: str, extra: str, package: str | None = None) -> Any:
     """Imports an optional dependency, or says in one line how to install it."""
     import importlib
 
@@ -251,7 +260,8 @@ def _require(module, extra, package=None):
                           f"is not installed; pip install 'kerasbert[{extra}]'") from None
 
 
-def _check_target(directory, source, overwrite, marker, what):
+def _check_target(directory: str, source: str | None, overwrite: bool, marker: str,
+                  what: str) -> None:
     """Refuses ``source`` (the run directory), files, and non-empty folders that are not an
     earlier export (that holds ``marker``, ``labels.json`` and ``vocab.txt``, nothing else)."""
     check_export_target(directory, source)
@@ -269,7 +279,8 @@ def _check_target(directory, source, overwrite, marker, what):
                            "export")
 
 
-def _room(directory, model, vocab, what):
+def _room(directory: str, model: keras.Model, vocab: str | os.PathLike[str],
+          what: str) -> contextlib.AbstractContextManager[Any]:
     """:func:`kerasbert.disk_space.room_for` an export of ``model``: its weights once (the
     model file, measured: about 1.3 kB a weight beyond their bytes), the graph, the vocab."""
     size = disk_space.estimated_size(model.weights, overhead=8 << 10) + (1 << 20)
@@ -277,7 +288,7 @@ def _room(directory, model, vocab, what):
                           advice=disk_space.NOTHING_WRITTEN)
 
 
-def _exportable(model):
+def _exportable(model: keras.Model) -> keras.Model:
     """The model with its output named ``probabilities``, computing in float32.
 
     A run trained with ``--mixed-precision`` saves 16-bit compute policies (bfloat16 or
@@ -291,14 +302,14 @@ def _exportable(model):
     return keras.Model(model.inputs, {OUTPUT: model.outputs[0]}, name=model.name)
 
 
-def _signature(length):
+def _signature(length: int | None) -> list[list[Any]]:
     import tensorflow as tf
 
     return [[tf.TensorSpec((None, length), tf.int32, name=name) for name in INPUTS]]
 
 
 @contextlib.contextmanager
-def _quiet():
+def _quiet() -> Iterator[None]:
     """Silences converters: their Python logs and warnings, and what their C++ writes to stderr.
 
     ``KERASBERT_DEBUG=1`` lets everything through.
@@ -325,14 +336,14 @@ def _quiet():
 
 
 @functools.cache
-def _register_erfc():
+def _register_erfc() -> None:
     """Teaches tf2onnx TensorFlow's ``Erfc`` (exact GELU) as ``1 - Erf`` (ONNX opset 9+)."""
     from tf2onnx.handler import tf_op
 
     @tf_op("Erfc")
     class Erfc:  # registered by the decorator
         @classmethod
-        def version_9(cls, ctx, node, **kwargs):
+        def version_9(cls, ctx: Any, node: Any, **kwargs: Any) -> None:
             erf = ctx.make_node("Erf", [node.input[0]], op_name_scope=node.name)
             one = ctx.make_const(f"{node.name}/one", np.array(1, np.float32))
             shapes, dtypes, output = node.output_shapes, node.output_dtypes, node.output[0]
@@ -341,7 +352,7 @@ def _register_erfc():
                           name=node.name, shapes=shapes, dtypes=dtypes)
 
 
-def _describe_onnx(path, num_labels, metadata):
+def _describe_onnx(path: str, num_labels: int, metadata: dict[str, str]) -> None:
     """Names the dynamic axes ``batch`` and ``length`` and stores ``metadata`` in the model."""
     import onnx
     from onnx.tools.update_model_dims import update_inputs_outputs_dims
@@ -355,7 +366,8 @@ def _describe_onnx(path, num_labels, metadata):
     onnx.save(model, path)
 
 
-def _convert_litert(model, path, maxlen):
+def _convert_litert(model: keras.Model, path: str,  # type: ignore[return]  # returns or raises
+                    maxlen: int) -> int | None:
     """Converts on builtin operations; returns the fixed length, or None for a dynamic one."""
     import tensorflow as tf
 
@@ -383,7 +395,7 @@ def _convert_litert(model, path, maxlen):
                      "fixed at maxlen %d", ", ".join(missing), maxlen)
 
 
-def _ops_without_builtins(error):
+def _ops_without_builtins(error: Exception) -> list[str]:
     """The TensorFlow operations a ConverterError says need the Flex delegate."""
     ops = []
     for item in getattr(error, "errors", []):
@@ -394,7 +406,8 @@ def _ops_without_builtins(error):
     return ops
 
 
-def _check_outputs(model, predict, what, longest=None, tolerance=TOLERANCE):
+def _check_outputs(model: keras.Model, predict: Callable[[Any, Any], np.ndarray], what: str,
+                   longest: int | None = None, tolerance: float = TOLERANCE) -> None:
     """Runs probe batches through ``predict`` and the Keras model; refuses a difference.
 
     Two shapes (a pair with padding, a single short row) also prove the dynamic axes;
@@ -416,7 +429,8 @@ def _check_outputs(model, predict, what, longest=None, tolerance=TOLERANCE):
                           "was written")
 
 
-def _write_sidecars(labels, vocab, temporary, directory, model_file):
+def _write_sidecars(labels: Sequence[str], vocab: str | os.PathLike[str], temporary: str,
+                    directory: str, model_file: str) -> list[str]:
     """Writes ``labels.json`` and ``vocab.txt``; returns the final paths of the export."""
     files.write_json(os.path.join(temporary, "labels.json"), labels)
     files.copy_file(os.fspath(vocab), os.path.join(temporary, "vocab.txt"))

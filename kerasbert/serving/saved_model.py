@@ -12,6 +12,8 @@ signatures (``kerasbert.tasks.<task>.export``), whose in-graph tokenizer
 
 import os
 import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import keras
 import tensorflow as tf
@@ -20,7 +22,8 @@ from kerasbert import disk_space, files
 from kerasbert.training.rundir import RunError, check_export_target
 
 
-def write_archive(target, tracked, endpoints):
+def write_archive(target: str, tracked: Sequence[Any],
+                  endpoints: Iterable[tuple[str, Callable[..., Any], Any]]) -> list[str]:
     """Writes a SavedModel of ``endpoints`` into the folder ``target`` at once (it appears
     complete or not at all); returns the paths of its files, sorted.
 
@@ -59,7 +62,7 @@ SAVED_MODEL_NAMES = {"saved_model.pb", "saved_model.pbtxt", "fingerprint.pb", "v
                      "assets", "assets.extra"}
 
 
-def saved_model_size(weights):
+def saved_model_size(weights: Sequence[Any]) -> int:
     """An upper bound of a SavedModel's bytes, for a model of ``weights``.
 
     Measured (2 to 12 layers, vocabularies of 100 to 21,000): the variables file holds
@@ -69,7 +72,8 @@ def saved_model_size(weights):
     return 2 * disk_space.estimated_size(weights, overhead=16 << 10) + (2 << 20)
 
 
-def version_folder(directory, source, version, overwrite):
+def version_folder(directory: str, source: str | None, version: int | None,
+                   overwrite: bool) -> str:
     """The version folder to write, ``<directory>/<version>``, once checked (``source``: a
     folder it must neither be nor hold, or None); nothing is written."""
     if version is not None and (isinstance(version, bool) or not isinstance(version, int)
