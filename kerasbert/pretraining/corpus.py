@@ -15,6 +15,8 @@ Example:
 
 import dataclasses
 import os
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,11 +24,14 @@ from kerasbert import files
 from kerasbert.text.vocab import load_vocab
 from kerasbert.training import data
 
+if TYPE_CHECKING:
+    from kerasbert.text.tokenizer import Tokenizer
+
 #: Kept first, in this order, by every reduced vocabulary.
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
-def read_corpus(paths, text_column="text"):
+def read_corpus(paths: Iterable[str | os.PathLike[str]], text_column: str = "text") -> list[str]:
     """Every text of the corpus files, in order.
 
     Args:
@@ -45,7 +50,7 @@ def read_corpus(paths, text_column="text"):
             the text column or has a bad row, or a file without text; the message names
             the file (and the line).
     """
-    texts = []
+    texts: list[str] = []
     for path in [os.fspath(p) for p in paths]:
         data.check_file(path, "corpus file", f"a text file or {data.TABLES}")
         if os.path.splitext(path)[1].lower() in data.FORMATS:
@@ -60,7 +65,7 @@ def read_corpus(paths, text_column="text"):
     return texts
 
 
-def token_rows(tokenizer, texts, batch=1024):
+def token_rows(tokenizer: "Tokenizer", texts: Sequence[str], batch: int = 1024) -> list[np.ndarray]:
     """The ids of each text, ``[CLS] ... [SEP]`` with no padding, as a list of int32 arrays."""
     rows = []
     for start in range(0, len(texts), batch):
@@ -80,22 +85,22 @@ class CorpusVocab:
         rows: the corpus texts as reduced ids (``[CLS] ... [SEP]``).
     """
 
-    tokens: list
-    keep_tokens: list
-    rows: list
+    tokens: list[str]
+    keep_tokens: list[int]
+    rows: list[np.ndarray]
 
     @property
-    def token_dict(self):
+    def token_dict(self) -> dict[str, int]:
         return {token: i for i, token in enumerate(self.tokens)}
 
-    def write(self, path):
+    def write(self, path: str | os.PathLike[str]) -> None:
         """Writes ``vocab.txt`` (one token per line), atomically."""
         with files.atomic_path(path) as temporary:
             with open(temporary, "w", encoding="utf-8") as f:
                 f.write("".join(token + "\n" for token in self.tokens))
 
 
-def reduce_vocab(vocab_path, texts):
+def reduce_vocab(vocab_path: str | os.PathLike[str], texts: Sequence[str]) -> CorpusVocab:
     """The special tokens and every token ``texts`` use under ``vocab_path``.
 
     The order is the full vocabulary's (:func:`kerasbert.text.vocab.load_vocab` with
@@ -129,7 +134,8 @@ def reduce_vocab(vocab_path, texts):
     return CorpusVocab(tokens, keep_tokens, [new_id[row] for row in full_rows])
 
 
-def split_rows(rows, maxlen, continuation=None):
+def split_rows(rows: Iterable[np.ndarray], maxlen: int,
+               continuation: np.ndarray | None = None) -> list[np.ndarray]:
     """Cuts each ``[CLS] ... [SEP]`` row longer than ``maxlen`` into several that fit.
 
     Every piece gets its own [CLS] and [SEP]; a cut never falls just before a ``##``
@@ -158,7 +164,7 @@ def split_rows(rows, maxlen, continuation=None):
     return pieces
 
 
-def pad_rows(rows):
+def pad_rows(rows: Sequence[np.ndarray]) -> np.ndarray:
     """Rows of different lengths as one int32 matrix padded with 0 ([PAD])."""
     matrix = np.zeros((len(rows), max(len(r) for r in rows)), dtype=np.int32)
     for i, row in enumerate(rows):

@@ -12,8 +12,11 @@ Example:
 """
 
 import dataclasses
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
 @dataclasses.dataclass
@@ -31,7 +34,7 @@ class MaskedBatch:
     labels: np.ndarray
     weights: np.ndarray
 
-    def gathered(self, min_k=1):
+    def gathered(self, min_k: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The chosen positions only: ``(positions, labels, weights)``, each ``[batch, k]``.
 
         ``k`` is the most positions chosen in a row, at least ``min_k`` (a ``k`` fixed by
@@ -73,8 +76,9 @@ class Masker:
             no ordinary token left to draw random replacements from.
     """
 
-    def __init__(self, mask_id, special_ids, vocab_size, continuation_ids=(), rate=0.15,
-                 mask_prob=0.8, random_prob=0.1):
+    def __init__(self, mask_id: int, special_ids: Iterable[int], vocab_size: int,
+                 continuation_ids: Iterable[int] = (), rate: float = 0.15,
+                 mask_prob: float = 0.8, random_prob: float = 0.1) -> None:
         for name, value in (("rate", rate), ("mask_prob", mask_prob),
                             ("random_prob", random_prob)):
             if not 0 <= value <= 1:
@@ -95,7 +99,7 @@ class Masker:
                              "special ones to use as a random replacement")
 
     @classmethod
-    def for_vocab(cls, token_dict, **kwargs):
+    def for_vocab(cls, token_dict: Mapping[str, int], **kwargs: Any) -> "Masker":
         """A masker for a ``{token: id}`` vocabulary: bracketed tokens are special.
 
         Raises:
@@ -116,7 +120,7 @@ class Masker:
                    max(token_dict.values()) + 1,
                    [i for token, i in token_dict.items() if token.startswith("##")], **kwargs)
 
-    def __call__(self, token_ids, rng):
+    def __call__(self, token_ids: ArrayLike, rng: np.random.Generator) -> MaskedBatch:
         """Masks a batch of padded rows.
 
         Args:

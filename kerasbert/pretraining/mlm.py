@@ -30,14 +30,17 @@ import dataclasses
 import logging
 import os
 import time
+from collections.abc import Iterator, Sequence
+from typing import Any, cast
 
 import keras
 import numpy as np
 
 from kerasbert.models import names
 from kerasbert.models.build import build_transformer_model, resolve_config
-from kerasbert.models.config import check_maxlen
+from kerasbert.models.config import BertConfig, check_maxlen
 from kerasbert.models.families import family_class
+from kerasbert.models.families.base import Transformer
 from kerasbert.models.model import functional_model
 from kerasbert.pretraining import corpus
 from kerasbert.pretraining.masking import Masker
@@ -55,7 +58,7 @@ FINISHED = PRETRAIN_FINISHED_FILE
 log = logging.getLogger(__name__)
 
 
-def mlm_training_model(model):
+def mlm_training_model(model: keras.Model) -> keras.Model:
     """``model``'s MLM head computed at the chosen positions only, for training.
 
     As in Google's ``run_pretraining.py`` (``masked_lm_positions``): the sequence output
@@ -81,7 +84,9 @@ def mlm_training_model(model):
     return functional_model(model.inputs + [positions], x, name=f"{model.name}_mlm_training")
 
 
-def mlm_batches(matrix, masker, batch_size, seed, start_step=0, shuffle=True, gathered=False):
+def mlm_batches(matrix: np.ndarray, masker: Masker, batch_size: int, seed: int,
+                start_step: int = 0, shuffle: bool = True, gathered: bool = False,
+                ) -> Iterator[tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray]]:
     """Masked batches ``((token_ids, segment_ids), labels, weights)`` from a padded matrix.
 
     Args:
@@ -121,7 +126,8 @@ def mlm_batches(matrix, masker, batch_size, seed, start_step=0, shuffle=True, ga
         data_pass, skip = data_pass + 1, 0
 
 
-def _dataset(matrix, masker, batch_size, seed, start_step):
+def _dataset(matrix: np.ndarray, masker: Masker, batch_size: int, seed: int,
+             start_step: int) -> Any:
     import tensorflow as tf
 
     ints = tf.TensorSpec((None, None), tf.int32)
@@ -132,7 +138,8 @@ def _dataset(matrix, masker, batch_size, seed, start_step):
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def evaluate_mlm(model, matrix, masker, batch_size=64, seed=DEV_MASK_SEED):
+def evaluate_mlm(model: keras.Model, matrix: np.ndarray, masker: Masker, batch_size: int = 64,
+                 seed: int = DEV_MASK_SEED) -> dict[str, float]:
     """Masked-token accuracy and loss of an MLM model on fixed masks of ``matrix``.
 
     Args:
@@ -179,7 +186,8 @@ def evaluate_mlm(model, matrix, masker, batch_size=64, seed=DEV_MASK_SEED):
             "masked_tokens": total, "sequences": len(matrix)}
 
 
-def pretrain(options, callbacks=(), verbose="auto"):
+def pretrain(options: PretrainOptions, callbacks: Sequence[keras.callbacks.Callback] = (),
+             verbose: str | int = "auto") -> dict[str, Any]:
     """Pretrains a BERT with its MLM head; returns the summary (also ``pretrain_metrics.json``).
 
     ``options`` is a :class:`PretrainOptions`; ``callbacks`` and ``verbose`` and the
@@ -205,7 +213,8 @@ def pretrain(options, callbacks=(), verbose="auto"):
         run.release()
 
 
-def _pretrain(options, run, config, callbacks, started):
+def _pretrain(options: PretrainOptions, run: TrainingRun, config: BertConfig,
+              callbacks: Sequence[keras.callbacks.Callback], started: float) -> dict[str, Any]:
     prepared = _TrainingData.read(options)
     config = config.replace(vocab_size=len(prepared.vocab.tokens))
     check_maxlen(config, options.maxlen)
@@ -228,7 +237,8 @@ def _pretrain(options, run, config, callbacks, started):
         weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
         jit_compile=options.jit_compile)
     model.optimizer.build(model.trainable_variables)  # its size, for the room check
-    run.start(model, epochs, last=bert.model.weights)
+    # built: its model is set
+    run.start(model, epochs, last=cast(keras.Model, bert.model).weights)
     prepared.vocab.write(os.path.join(options.output, "vocab.txt"))
     recorder = run.fit(
         model, _dataset(prepared.matrix, prepared.masker, options.batch_size, options.seed,
@@ -250,13 +260,13 @@ def _pretrain(options, run, config, callbacks, started):
 class _TrainingData:
     """The corpus of a run as the model sees it."""
 
-    texts: list
+    texts: list[str]
     vocab: corpus.CorpusVocab
     matrix: np.ndarray  # int32 [sequences, maxlen], padded
     masker: Masker
 
     @classmethod
-    def read(cls, options):
+    def read(cls, options: PretrainOptions) -> "_TrainingData":
         texts = corpus.read_corpus(options.corpus, options.text_column)
         vocab = corpus.reduce_vocab(options.vocab, texts)
         continuation = np.array([t.startswith("##") for t in vocab.tokens])
@@ -264,14 +274,15 @@ class _TrainingData:
         return cls(texts, vocab, matrix, Masker.for_vocab(vocab.token_dict))
 
 
-def _write_results(options, bert, prepared):
+def _write_results(options: PretrainOptions, bert: Transformer,
+                   prepared: _TrainingData) -> dict[str, Any]:
     """Writes the checkpoint and config; returns the summary's figures of the model and data."""
     output = options.output
     dtype = None if options.save_dtype == "float32" else options.save_dtype
     bert.save_weights_as_checkpoint(os.path.join(output, "bert_model.ckpt"), dtype=dtype)
     bert.config.to_json_file(os.path.join(output, "bert_config.json"))
     summary = {
-        "parameters": bert.model.count_params(),
+        "parameters": cast(keras.Model, bert.model).count_params(),  # built: its model is set
         "vocab_size": len(prepared.vocab.tokens),
         "corpus": {"files": list(options.corpus), "texts": len(prepared.texts),
                    "sequences": len(prepared.matrix),
