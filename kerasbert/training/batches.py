@@ -4,16 +4,23 @@ Batches are cut to their longest row (dynamic padding), and an epoch's order is 
 from ``(seed, epoch)`` alone, so a resumed run sees the batches an uninterrupted one does.
 """
 
+from collections.abc import Iterator, Sequence
+from typing import Any
+
 import numpy as np
 
+from kerasbert.training.data import Examples
 
-def encode_examples(tokenizer, examples, maxlen):
+
+def encode_examples(tokenizer: Any, examples: Examples, maxlen: int | None) -> Any:
     """Token and segment ids of every example, padded to the longest: ``(ids, segments)``."""
     pairs = examples.pairs if examples.pairs and examples.pairs[0] is not None else None
     return tokenizer.encode_batch(examples.texts, pairs=pairs, maxlen=maxlen)
 
 
-def length_grouped_batches(lengths, batch_size, seed=None, epoch=0, group=50):
+def length_grouped_batches(lengths: Sequence[int] | np.ndarray, batch_size: int,
+                           seed: int | None = None, epoch: int = 0,
+                           group: int = 50) -> list[np.ndarray]:
     """Batches of example indices, similar lengths together; ``seed=None`` keeps file order.
 
     Each epoch's order is drawn from ``(seed, epoch)`` alone, so a run resumed at epoch
@@ -35,14 +42,15 @@ def length_grouped_batches(lengths, batch_size, seed=None, epoch=0, group=50):
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
-def batch_width(lengths, limit, pad_multiple=8):
+def batch_width(lengths: Sequence[int] | np.ndarray, limit: int, pad_multiple: int = 8) -> int:
     """The width a batch is cut to: its longest row rounded up to ``pad_multiple``, at most
     ``limit`` (few distinct shapes, so few retraces)."""
     width = -(-max(int(np.max(lengths)), 1) // pad_multiple) * pad_multiple
     return int(min(width, limit))
 
 
-def describe_cap(maxlen, token_ids, flag="--maxlen", data="--train"):
+def describe_cap(maxlen: int | None, token_ids: Any, flag: str = "--maxlen",
+                 data: str = "--train") -> str | None:
     """One line saying that ``maxlen`` is far above (more than twice) the longest row of
     ``token_ids`` (the training set, each row cut to ``maxlen`` and padded to the longest),
     or None. Such a cap costs nothing itself, since every batch is cut to its longest row,
@@ -63,10 +71,10 @@ def describe_cap(maxlen, token_ids, flag="--maxlen", data="--train"):
             f"grows with the square of the width); a lower {flag} cuts them")
 
 
-def row_lengths(*matrices):
+def row_lengths(*matrices: Any) -> np.ndarray:
     """Each row's length: one past the last position where any of ``matrices`` is not 0
     (a T5 row's decoder ids start with id 0 and may run past its encoder ids)."""
-    lengths = 0
+    lengths: Any = 0
     for matrix in matrices:
         present = np.asarray(matrix) != 0
         last = present.shape[1] - np.argmax(present[:, ::-1], axis=1)
@@ -74,8 +82,9 @@ def row_lengths(*matrices):
     return lengths
 
 
-def make_dataset(token_ids, segment_ids, labels=None, batch_size=32, seed=None, first_epoch=0,
-                 pad_multiple=8):
+def make_dataset(token_ids: np.ndarray, segment_ids: np.ndarray, labels: Any = None,
+                 batch_size: int = 32, seed: int | None = None, first_epoch: int = 0,
+                 pad_multiple: int = 8) -> Any:
     """A ``tf.data.Dataset`` of ``((token_ids, segment_ids), labels)`` batches; ``labels``
     has one id (or a row of ids) per sequence, or one per token (the shape of
     ``token_ids``: cut with the tokens). A T5's are its encoder ids, decoder ids and
@@ -96,7 +105,7 @@ def make_dataset(token_ids, segment_ids, labels=None, batch_size=32, seed=None, 
     lengths = row_lengths(token_ids, segment_ids, *([labels] if per_token else []))
     epochs = itertools.count(first_epoch) if seed is not None else [0]
 
-    def generate():
+    def generate() -> Iterator[tuple[Any, ...]]:
         plan = (rows for epoch in epochs
                 for rows in length_grouped_batches(lengths, batch_size, seed, epoch))
         for rows in plan:
@@ -110,7 +119,7 @@ def make_dataset(token_ids, segment_ids, labels=None, batch_size=32, seed=None, 
                 yield features, labels[rows]
 
     matrix = tf.TensorSpec((None, None), tf.int32)
-    signature = ((matrix, matrix),)
+    signature: tuple[Any, ...] = ((matrix, matrix),)
     if labels is not None:
         signature += (tf.TensorSpec((None,) * labels.ndim, tf.int32),)
     dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)

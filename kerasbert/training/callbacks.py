@@ -13,6 +13,8 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
+from typing import Any, TextIO
 
 import keras
 import numpy as np
@@ -23,6 +25,7 @@ from kerasbert.training.rundir import (
     ADAPTERS_FILE,
     HISTORY,
     MODEL_FILE,
+    RunDirectory,
     pause_point,
     write_run_model,
 )
@@ -38,18 +41,18 @@ class ProgressLines(keras.callbacks.Callback):
         stream: where the lines go (stdout).
     """
 
-    def __init__(self, every=60.0, stream=None):
+    def __init__(self, every: float = 60.0, stream: TextIO | None = None) -> None:
         super().__init__()
         self.every = every
         self.stream = stream
         self.epoch = 0
         self.started = self.shown = 0.0
 
-    def on_epoch_begin(self, epoch, logs=None):
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self.epoch = epoch
         self.started = self.shown = time.monotonic()
 
-    def on_train_batch_end(self, batch, logs=None):
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         now = time.monotonic()
         if now - self.shown < self.every:
             return
@@ -75,15 +78,15 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
         hint: what to change, for the message (``"lower --lr (0.5)"``).
     """
 
-    def __init__(self, hint):
+    def __init__(self, hint: str) -> None:
         super().__init__()
         self.hint = hint
         self.epoch = 0
 
-    def on_epoch_begin(self, epoch, logs=None):
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self.epoch = epoch
 
-    def on_train_batch_end(self, batch, logs=None):
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         loss = (logs or {}).get("loss")
         if loss is not None and not math.isfinite(float(loss)):
             raise TrainingDiverged(
@@ -99,15 +102,15 @@ class RunBackup(keras.callbacks.Callback):
         epochs: the run's last epoch; the backup after it is marked done.
     """
 
-    def __init__(self, run, epochs):
+    def __init__(self, run: RunDirectory, epochs: int) -> None:
         super().__init__()
         self.run = run
         self.epochs = epochs
 
-    def on_train_begin(self, logs=None):
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         self.run.restore_backup(self.model)
 
-    def on_epoch_end(self, epoch, logs=None):
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         done = bool(self.model.stop_training) or epoch + 1 >= self.epochs
         self.run.write_backup(self.model, epoch + 1, done)
 
@@ -121,12 +124,12 @@ class EpochSeeds(keras.callbacks.Callback):
     Keras backend.
     """
 
-    def __init__(self, seed):
+    def __init__(self, seed: int) -> None:
         super().__init__()
         self.seed = int(seed)
         self.epoch = 0
 
-    def on_epoch_begin(self, epoch, logs=None):
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         weights = {id(w) for w in self.model.weights}
         # model.variables = weights + the SeedGenerator states ([seed, counter], int).
         states = [v for v in self.model.variables if id(v) not in weights]
@@ -135,7 +138,7 @@ class EpochSeeds(keras.callbacks.Callback):
             state.assign(np.array([rng.integers(1, 2**31), 0], dtype=state.dtype))
         self.epoch = epoch
 
-    def on_train_batch_begin(self, batch, logs=None):
+    def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         if keras.backend.backend() == "torch":
             # Keras's dropout on PyTorch draws from torch's own generator when the layer
             # was given no seed, and so does each new iterator over the data: the
@@ -153,11 +156,11 @@ class StopAtStep(keras.callbacks.Callback):
     one shorter), so each epoch can be backed up.
     """
 
-    def __init__(self, steps):
+    def __init__(self, steps: int) -> None:
         super().__init__()
         self.steps = int(steps)
 
-    def on_train_batch_end(self, batch, logs=None):
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         if int(self.model.optimizer.iterations.numpy()) >= self.steps:
             self.model.stop_training = True
 
@@ -182,8 +185,9 @@ class RunRecorder(keras.callbacks.Callback):
             :data:`~kerasbert.training.rundir.ADAPTERS_FILE`.
     """
 
-    def __init__(self, run_dir, patience=2, monitor="val_accuracy", first_epoch=0,
-                 save_model=None, model_file=MODEL_FILE):
+    def __init__(self, run_dir: str, patience: int = 2, monitor: str | None = "val_accuracy",
+                 first_epoch: int = 0, save_model: Callable[[Any], Any] | None = None,
+                 model_file: str = MODEL_FILE) -> None:
         super().__init__()
         self.save_model = save_model or inference_model
         self.model_file = model_file
@@ -191,23 +195,23 @@ class RunRecorder(keras.callbacks.Callback):
         self.patience = patience
         self.monitor = monitor
         self.first_epoch = first_epoch
-        history = {}
+        history: dict[str, list[float]] = {}
         if first_epoch and os.path.exists(self._state_path):
             with open(self._state_path, encoding="utf-8") as f:
                 history = json.load(f)
         self.history = {key: values[:first_epoch] for key, values in history.items()}
 
     @property
-    def _state_path(self):
+    def _state_path(self) -> str:
         return os.path.join(self.run_dir, HISTORY)
 
     @property
-    def best_epoch(self):
+    def best_epoch(self) -> int | None:
         """1-based epoch with the best score so far, or None."""
-        scores = self.history.get(self.monitor, [])
+        scores = self.history.get(self.monitor, [])  # type: ignore[arg-type]  # None: no scores
         return scores.index(max(scores)) + 1 if scores else None
 
-    def on_epoch_end(self, epoch, logs=None):
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         logs = logs or {}
         if self.monitor is not None and self.monitor not in logs:
             raise ValueError(f"RunRecorder needs {self.monitor!r} in the logs: pass "
@@ -223,10 +227,11 @@ class RunRecorder(keras.callbacks.Callback):
             # Earliest best wins ties; a later equal score does not replace the model.
             if scores.index(max(scores)) == len(scores) - 1:
                 self._save_best()
-        if self.patience and len(scores) - self.best_epoch >= self.patience:
+        if (self.patience  # best_epoch: an epoch, as scores is not empty
+                and len(scores) - self.best_epoch >= self.patience):  # type: ignore[operator]
             self.model.stop_training = True
 
-    def _save_best(self):
+    def _save_best(self) -> None:
         """Writes the model file (``model.keras``; a LoRA run's adapters), the free space
         checked first (the previous one is kept when it fails)."""
         model = self.save_model(self.model)
@@ -244,12 +249,12 @@ class RunRecorder(keras.callbacks.Callback):
             write_run_model(model, what, temporary)
             pause_point("model-write")
 
-    def _write_history(self):
+    def _write_history(self) -> None:
         files.write_json(self._state_path, self.history)
         reports.write_history_csv(os.path.join(self.run_dir, "history.csv"), self.history)
 
 
-def inference_model(model):
+def inference_model(model: keras.Model) -> keras.Model:
     """The same layers and weights as an uncompiled model: saved, it carries no optimizer
     state or training configuration, so it loads wherever its layers are registered (the
     resume state lives in the run's backup)."""
@@ -263,19 +268,19 @@ class ProgressBar(keras.callbacks.Callback):
     clean, and it is silent when stderr is not a terminal (a log file, a pipe).
     """
 
-    def __init__(self, total, unit="batches"):
+    def __init__(self, total: int | None, unit: str = "batches") -> None:
         super().__init__()
         self.total, self.unit = total, unit
-        self.bar = None
+        self.bar: Any = None
 
-    def on_predict_begin(self, logs=None):
+    def on_predict_begin(self, logs: dict[str, Any] | None = None) -> None:
         from tqdm import tqdm
 
         self.bar = tqdm(total=self.total, unit=f" {self.unit}", file=sys.stderr, disable=None,
                         leave=False)
 
-    def on_predict_batch_end(self, batch, logs=None):
+    def on_predict_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         self.bar.update(1)
 
-    def on_predict_end(self, logs=None):
+    def on_predict_end(self, logs: dict[str, Any] | None = None) -> None:
         self.bar.close()

@@ -18,6 +18,8 @@ Example:
     (1736, ['negative', 'positive'])
 """
 
+from __future__ import annotations
+
 import codecs
 import csv
 import dataclasses
@@ -28,6 +30,8 @@ import logging
 import os
 import re
 import sys
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -52,7 +56,7 @@ SURROGATE = re.compile("[\ud800-\udfff]")
 # limit is process-wide, so it is only ever raised, to the largest value a C long holds on
 # every platform.
 _FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)
-_DIALECTS = {"tsv": {"delimiter": "\t", "quoting": csv.QUOTE_NONE},
+_DIALECTS: dict[str, dict[str, Any]] = {"tsv": {"delimiter": "\t", "quoting": csv.QUOTE_NONE},
              "csv": {"delimiter": ",", "quotechar": '"', "doublequote": True, "strict": True}}
 
 
@@ -75,15 +79,16 @@ class Examples:
     lines: list = dataclasses.field(default_factory=list)
     skipped: list = dataclasses.field(default_factory=list)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not self.lines:  # made by hand: number the rows
             self.lines = list(range(1, len(self.texts) + 1))
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.texts)
 
     @classmethod
-    def from_texts(cls, texts, pairs=None):
+    def from_texts(cls, texts: Iterable[str],
+                   pairs: Iterable[str | None] | None = None) -> Examples:
         """Unlabelled examples of raw strings, e.g. to predict.
 
         Raises:
@@ -101,18 +106,18 @@ class Examples:
             raise ValueError(f"got {len(texts)} texts but {len(pairs)} pairs")
         return cls(texts, pairs, [None] * len(texts), "the given texts")
 
-    def head(self, n):
+    def head(self, n: int) -> Examples:
         """The first ``n`` rows (``path`` and ``skipped`` kept)."""
         return self._select(range(min(n, len(self))), self.skipped)
 
-    def _select(self, rows, skipped):
+    def _select(self, rows: Iterable[int], skipped: Iterable[tuple[int, str]]) -> Examples:
         rows = list(rows)
         return Examples([self.texts[i] for i in rows], [self.pairs[i] for i in rows],
                         [self.labels[i] for i in rows], self.path,
                         [self.lines[i] for i in rows], list(skipped))
 
 
-def check_file(path, what="data file", expected=TABLES):
+def check_file(path: str, what: str = "data file", expected: str = TABLES) -> None:
     """Raises the one-line error for a path that is missing or a directory.
 
     Raises:
@@ -125,7 +130,7 @@ def check_file(path, what="data file", expected=TABLES):
         raise FileNotFoundError(f"{what} in {path}: no such file")
 
 
-def _physical_lines(path):
+def _physical_lines(path: str) -> Iterator[str]:
     """Each line of a UTF-8 file with its ending; a line ends at \\n, \\r\\n or a lone \\r.
 
     A BOM at the start is dropped; bytes that are not UTF-8 become U+DC80..U+DCFF.
@@ -134,7 +139,7 @@ def _physical_lines(path):
         yield from f
 
 
-def read_lines(path, what="text file"):
+def read_lines(path: str | os.PathLike[str], what: str = "text file") -> Iterator[tuple[int, str]]:
     """Yields ``(line_number, line)`` of a UTF-8 text file, line endings removed.
 
     Raises:
@@ -150,7 +155,7 @@ def read_lines(path, what="text file"):
         yield number, line.rstrip("\r\n")
 
 
-def read_texts(path):
+def read_texts(path: str | os.PathLike[str]) -> Examples:
     """Unlabelled examples of a plain text file (``.txt``): one text per line, kept as
     written; blank lines are skipped (the others keep their line numbers).
 
@@ -174,18 +179,19 @@ def read_texts(path):
                     path, [number for number, _ in found])
 
 
-def _undecodable(text):
+def _undecodable(text: str) -> str:
     """The problem of a line read with "surrogateescape": the first byte that is not UTF-8."""
-    return invalid_byte(ord(_ESCAPED_BYTE.search(text).group()) - 0xDC00)
+    return invalid_byte(ord(_ESCAPED_BYTE.search(text).group())  # type: ignore[union-attr]
+                        - 0xDC00)  # called where the pattern is found
 
 
-def invalid_byte(byte):
+def invalid_byte(byte: int) -> str:
     """``invalid UTF-8 byte 0xff (the file must be UTF-8)``: the problem of a byte that no
     UTF-8 text holds where it stands (a file saved as GBK, Latin-1, UTF-16...)."""
     return f"invalid UTF-8 byte 0x{byte:02x} (the file must be UTF-8)"
 
 
-def decode_text(raw, path):
+def decode_text(raw: bytes, path: str) -> str:
     """The text of a whole file's bytes (a UTF-8 BOM dropped).
 
     Raises:
@@ -208,7 +214,7 @@ def decode_text(raw, path):
                         f"{invalid_byte(raw[error.start])}") from None
 
 
-def lone_surrogate(value, name):
+def lone_surrogate(value: Any, name: str) -> str | None:
     """The problem of a JSON string holding half of a UTF-16 pair, or None.
 
     Only a JSON escape such as ``"\\ud800"`` gives one (UTF-8 text has none), so the
@@ -226,7 +232,7 @@ def lone_surrogate(value, name):
 _JSON_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
 
 
-def json_surrogate_line(text, code=None):
+def json_surrogate_line(text: str, code: int | None = None) -> int | None:
     """The line of the first lone surrogate escape (``\\ud800`` not followed by a low half, or
     ``\\udc00`` not after a high one) in JSON text, or None; only of the code point ``code``
     where it is given.
@@ -250,14 +256,14 @@ def json_surrogate_line(text, code=None):
     return None
 
 
-def text_lines(text):
+def text_lines(text: str) -> list[str]:
     """The lines of a text, endings removed: a line ends at \\n, \\r\\n or a lone \\r, as in
     every reader here (``str.splitlines`` also splits at U+2028 and form feeds, which JSON
     strings may hold as they are)."""
     return [line.rstrip("\r\n") for line in io.StringIO(text, newline="")]
 
 
-def unknown_keys(obj, known, what="key"):
+def unknown_keys(obj: Iterable[Any], known: Collection[str], what: str = "key") -> str | None:
     """The problem of an object's keys that are not in ``known``, or None; a close spelling
     is suggested (``'entity'`` for ``'entities'``).
 
@@ -275,7 +281,8 @@ def unknown_keys(obj, known, what="key"):
             f"{', '.join(known)})")
 
 
-def _json_rows(path, columns):
+def _json_rows(path: str,
+               columns: Sequence[str | None]) -> Iterator[tuple[int, dict[str, Any] | str]]:
     """Yields ``(line_number, dict or problem string)`` for every non-blank line."""
     seen = False
     for number, line in enumerate(_physical_lines(path), start=1):
@@ -306,7 +313,7 @@ def _json_rows(path, columns):
                         "is expected)")
 
 
-def _lone_surrogate(row, columns):
+def _lone_surrogate(row: dict[Any, Any], columns: Iterable[str | None]) -> str | None:
     return next(filter(None, (lone_surrogate(row.get(column), repr(column))
                               for column in columns)), None)
 
@@ -315,25 +322,30 @@ class _Problem(str):
     """A bad row's problem that says more than its ``reason`` (what rows are grouped by in
     the skipped-rows warning), for a row that runs from its first line to line ``end``."""
 
-    def __new__(cls, text, reason, end):
+    reason: str
+    end: int
+
+    def __new__(cls, text: str, reason: str, end: int) -> _Problem:
         problem = super().__new__(cls, text)
         problem.reason, problem.end = reason, end
         return problem
 
 
-def _records(path, kind):
+def _records(path: str,
+             kind: str) -> Iterator[tuple[int, Any, str | None, Sequence[str]]]:
     """Yields ``(first_line, fields or None, problem or None, physical_lines)`` of every CSV /
     TSV record but blank ones."""
     if csv.field_size_limit() < _FIELD_LIMIT:
         csv.field_size_limit(_FIELD_LIMIT)
-    lines = []
+    lines: list[str] = []
 
-    def kept():  # the record's physical lines, for the stray-quote check
+    def kept() -> Iterator[str]:  # the record's physical lines, for the stray-quote check
         for line in _physical_lines(path):
             lines.append(line)
             yield line
 
     reader = csv.reader(kept(), **_DIALECTS[kind])
+    fields: Any  # the record's fields (list[str]), or None where it is bad
     while True:
         number = reader.line_num + 1  # a record may span lines: name its first
         lines.clear()
@@ -351,8 +363,9 @@ def _records(path, kind):
         yield number, fields, problem, list(lines) if len(lines) > 1 else ()
 
 
-def _table_rows(path, kind, required, label_column=None, header=None,
-                renaming=RENAMING_BY_FLAGS):
+def _table_rows(path: str, kind: str, required: Sequence[str], label_column: str | None = None,
+                header: Sequence[str] | None = None,
+                renaming: str = RENAMING_BY_FLAGS) -> Iterator[tuple[int, dict[str, str] | str]]:
     """Yields ``(first_line_number, dict or problem string)`` for every CSV / TSV record;
     ``header``: the column names of a file without a header row (its first line is a row).
 
@@ -360,6 +373,7 @@ def _table_rows(path, kind, required, label_column=None, header=None,
     of the file on their own is a bad row: a stray quote opened it (see :func:`_row_test`).
     The file is read whole first, as its labels tell such a line from text.
     """
+    rows: list[tuple[int, dict[str, str] | str, Sequence[str]]]
     header, rows = (None if header is None else list(header)), []
     for number, fields, problem, lines in _records(path, kind):
         if header is None:
@@ -389,7 +403,8 @@ def _table_rows(path, kind, required, label_column=None, header=None,
         yield number, row
 
 
-def _row_test(rows, header, kind, label_column):
+def _row_test(rows: Sequence[tuple[int, dict[str, str] | str, Sequence[str]]], header: list[str],
+              kind: str, label_column: str | None) -> Callable[[Sequence[str]], int | None]:
     """The test of a multi-line record's physical lines: the index of the first line after
     its first that reads as a row of the file on its own, or None.
 
@@ -399,23 +414,25 @@ def _row_test(rows, header, kind, label_column):
     columns.
     """
     index = header.index(label_column) if label_column in header else None
-    labels = {row[label_column].strip() for _, row, _ in rows
+    labels = {row[label_column].strip()  # type: ignore[index]  # in header: a str
+              for _, row, _ in rows
               if index is not None and isinstance(row, dict)} - {""}
 
-    def reads_as_row(line):
+    def reads_as_row(line: str) -> bool:
         try:
             fields = next(csv.reader([line], **_DIALECTS[kind]))
         except (csv.Error, StopIteration):
             return False
-        return len(fields) == len(header) and fields[index].strip() in labels
+        return (len(fields) == len(header)
+                and fields[index].strip() in labels)  # type: ignore[index]  # labels: an index
 
-    def swallowed(lines):
+    def swallowed(lines: Sequence[str]) -> int | None:
         return next((k for k in range(1, len(lines)) if reads_as_row(lines[k])), None)
 
     return swallowed if labels else lambda lines: None
 
 
-def _csv_problem(error, first, last):
+def _csv_problem(error: csv.Error, first: int, last: int) -> str:
     message = str(error)
     if "expected after" in message:
         reason = "text after the closing quote of a field"
@@ -430,7 +447,8 @@ def _csv_problem(error, first, last):
     return f"not valid CSV ({message})"
 
 
-def _header(path, number, fields, required, renaming=RENAMING_BY_FLAGS):
+def _header(path: str, number: int, fields: Sequence[str], required: Sequence[str],
+            renaming: str = RENAMING_BY_FLAGS) -> list[str]:
     """The column names (surrounding spaces stripped), checked to hold ``required``."""
     header = [field.strip() for field in fields]
     missing = [column for column in required if column not in header]
@@ -445,7 +463,7 @@ def _header(path, number, fields, required, renaming=RENAMING_BY_FLAGS):
     return header
 
 
-def _refuse_squad(path, first_line):
+def _refuse_squad(path: str, first_line: str) -> None:
     """Raises when a file that starts with ``first_line`` is one JSON document with SQuAD's
     ``data`` (a span QA file), which reads as invalid JSON lines otherwise."""
     if not first_line.lstrip().startswith("{"):
@@ -460,9 +478,11 @@ def _refuse_squad(path, first_line):
                         "labelled rows, one JSON object per line; span question answering reads it")
 
 
-def read_examples(path, text_column="text", pair_column=None, label_column="label",
-                  skip_bad_rows=False, require_labels=True, header=None,
-                  renaming=RENAMING_BY_FLAGS):
+def read_examples(path: str | os.PathLike[str], text_column: str = "text",
+                  pair_column: str | None = None, label_column: str | None = "label",
+                  skip_bad_rows: bool = False, require_labels: bool = True,
+                  header: Sequence[str] | None = None,
+                  renaming: str = RENAMING_BY_FLAGS) -> Examples:
     """Reads a labelled TSV / CSV / JSONL file.
 
     Texts are kept exactly as written; labels are stripped of surrounding spaces (a
@@ -500,8 +520,10 @@ def read_examples(path, text_column="text", pair_column=None, label_column="labe
                         f"{TABLES}{plain}")
     wanted = [text_column] + ([pair_column] if pair_column else [])
     required = wanted + ([label_column] if require_labels else [])
-    rows = (_json_rows(path, wanted + [label_column]) if kind == "jsonl"
-            else _table_rows(path, kind, required, label_column, header, renaming))
+    rows: Iterator[tuple[int, Any]] = (_json_rows(path, wanted + [label_column]) if kind == "jsonl"
+            else _table_rows(path, kind, required,  # type: ignore[arg-type]  # names here
+                             label_column, header, renaming))
+    spellings: dict[str, set[str]]
     examples, spellings = Examples([], [], [], path), {}
     for number, row in rows:
         row = row if isinstance(row, str) else _values(row, wanted, label_column, require_labels)
@@ -522,7 +544,8 @@ def read_examples(path, text_column="text", pair_column=None, label_column="labe
     return examples
 
 
-def _values(row, wanted, label_column, require_labels):
+def _values(row: dict[str, Any], wanted: Sequence[str], label_column: str | None,
+            require_labels: bool) -> tuple[str, str | None, str | None] | str:
     """``(text, pair, label)`` of a parsed row, or the problem that makes it a bad row."""
     values = []
     for column in wanted:
@@ -549,14 +572,14 @@ def _values(row, wanted, label_column, require_labels):
         if require_labels:
             return problem
         label = None
-    return values[0], values[1] if len(values) > 1 else None, label
+    return values[0], values[1] if len(values) > 1 else None, label  # type: ignore[return-value]
 
 
-def _missing(column, row):
+def _missing(column: str | None, row: Iterable[Any]) -> str:
     return f"column '{column}' is missing (columns: {', '.join(map(str, row))})"
 
 
-def json_object(line, where, expected="a JSON object"):
+def json_object(line: str, where: str, expected: str = "a JSON object") -> dict[str, Any]:
     """The JSON object on one line of a JSON-lines file.
 
     Raises:
@@ -577,7 +600,7 @@ def json_object(line, where, expected="a JSON object"):
     return row
 
 
-def json_kind(value):
+def json_kind(value: Any) -> str:
     """The JSON name of a value's type, with the value where it is short: a string, a list,
     an object, a number, a boolean, null.
 
@@ -594,24 +617,26 @@ def json_kind(value):
         return f"a boolean ({str(value).lower()})"
     if isinstance(value, (int, float)):
         return f"a number ({value!r})"
-    return {dict: "an object", list: "a list"}.get(type(value), type(value).__name__)
+    return {dict: "an object", list: "a list"}.get(  # type: ignore[call-overload]
+        type(value), type(value).__name__)
 
 
-def _bad_row(examples, skipped, line, problem, skip_bad_rows):
+def _bad_row(examples: Examples, skipped: list[tuple[int, str]], line: int, problem: str,
+             skip_bad_rows: bool) -> None:
     """Raises the one-line error for a bad row, or adds it to ``skipped``."""
     if not skip_bad_rows:
         raise DataError(f"bad row in {examples.path}, line {line}: {problem}")
     skipped.append((line, problem))
 
 
-def _check_usable(examples):
+def _check_usable(examples: Examples) -> None:
     if not examples.texts:
         skipped = (f" ({len(examples.skipped)} skipped: {skipped_rows(examples.skipped)})"
                    if examples.skipped else "")
         raise DataError(f"data file in {examples.path}: no usable rows{skipped}")
 
 
-def skipped_rows(skipped):
+def skipped_rows(skipped: Iterable[tuple[int, str]]) -> str:
     """What ``(line, problem)`` rows were skipped for, grouped by reason, in one line.
 
     Example:
@@ -619,7 +644,7 @@ def skipped_rows(skipped):
         ...               (9, "missing label in column 'label'")])
         "missing label in column 'label': 2 rows (lines 4, 9); empty 'text': 1 row (line 5)"
     """
-    groups = {}
+    groups: dict[str, list[str]] = {}
     for line, problem in skipped:
         end = getattr(problem, "end", line)
         reason = getattr(problem, "reason", None) or _PARENTHESIS.sub("", problem) or problem
@@ -640,14 +665,14 @@ _PARENTHESIS = re.compile(r"\s*\([^()]*\)$")
 _SHOWN_LINES = 10
 
 
-def _warn_skipped(path, skipped):
+def _warn_skipped(path: str, skipped: Sequence[tuple[int, str]]) -> None:
     """The warning that ``skip_bad_rows`` always gives when it left rows out."""
     if skipped:
         logger.warning("skipped %d bad row%s in %s: %s", len(skipped),
                        "s" if len(skipped) > 1 else "", path, skipped_rows(skipped))
 
 
-def _warn_merged(path, spellings):
+def _warn_merged(path: str, spellings: dict[str, set[str]]) -> None:
     """One warning naming the label spellings that stripping made one."""
     merged = [(label, sorted(forms, key=lambda form: (form != label, form)))
               for label, forms in spellings.items() if len(forms) > 1]
@@ -657,12 +682,13 @@ def _warn_merged(path, spellings):
         logger.warning("labels in %s: %s (surrounding spaces are stripped)", path, groups)
 
 
-def _and(items):
+def _and(items: Iterable[Any]) -> str:
     items = [repr(item) for item in items]
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _unknown_labels(examples, labels):
+def _unknown_labels(examples: Examples,
+                    labels: Sequence[str]) -> Iterator[tuple[int, int, str]]:
     """``(row, line, problem)`` of each example whose label is not in ``labels``."""
     known = set(labels)
     shown = ", ".join(map(str, labels[:20]))
@@ -674,7 +700,7 @@ def _unknown_labels(examples, labels):
                             if label is not None else "missing label")
 
 
-def label_ids(examples, labels):
+def label_ids(examples: Examples, labels: Iterable[str]) -> np.ndarray:
     """Maps each example's label to its index in ``labels``.
 
     Raises:
@@ -687,7 +713,8 @@ def label_ids(examples, labels):
     return np.asarray([index[label] for label in examples.labels], dtype="int32")
 
 
-def keep_known_labels(examples, labels, skip_bad_rows=False):
+def keep_known_labels(examples: Examples, labels: Iterable[str],
+                      skip_bad_rows: bool = False) -> Examples:
     """The examples whose label is one of ``labels`` (e.g. a dev file after training).
 
     Args:
@@ -708,6 +735,7 @@ def keep_known_labels(examples, labels, skip_bad_rows=False):
         >>> len(dev), len(kept), kept.skipped[0]
         (1736, 833, (5, "label 'negative' was not seen in training (known: positive)"))
     """
+    unknown: list[tuple[int, str]]
     unknown, dropped = [], set()
     for i, line, problem in _unknown_labels(examples, list(labels)):
         _bad_row(examples, unknown, line, problem, skip_bad_rows)

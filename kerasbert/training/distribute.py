@@ -25,11 +25,21 @@ Example::
     is_chief(strategy)                          # True on the chief, False on the other workers
 """
 
+from __future__ import annotations
+
 import contextlib
 import dataclasses
 import json
 import os
 import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from kerasbert.training.options import RunOptions
+    from kerasbert.training.rundir import RunDirectory
 
 STRATEGIES = ("mirrored", "multi-worker")
 _CHUNK_WORDS = 1 << 24  # 64 MiB of int32 per collective when files are sent
@@ -51,11 +61,11 @@ class KerasDataParallel:
     and no row is dropped or repeated.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         from keras import distribution
 
         class _AnyBatch(distribution.DataParallel):
-            def get_data_layout(self, data_shape):
+            def get_data_layout(self, data_shape: Sequence[int]) -> Any:
                 if data_shape and data_shape[0] % self.device_mesh.devices.size:
                     return distribution.TensorLayout([None] * len(data_shape),
                                                      self.device_mesh)
@@ -66,7 +76,7 @@ class KerasDataParallel:
         self.num_replicas_in_sync = len(devices)
         self.extended = _Extended(should_checkpoint=True, worker_devices=tuple(devices))
 
-    def scope(self):
+    def scope(self) -> contextlib.AbstractContextManager[Any]:
         """Keras's distribution scope: weights made in it lie on every device, and each
         step run in it splits its batch."""
         return self.distribution.scope()
@@ -78,7 +88,7 @@ class _Extended:
     worker_devices: tuple
 
 
-def backend_refusal(name, backend):
+def backend_refusal(name: str | None, backend: str) -> str | None:
     """Why strategy ``name`` does not run on Keras's ``backend``, or None where it does."""
     if not name or backend == "tensorflow" or name in BACKEND_STRATEGIES.get(backend, ()):
         return None
@@ -87,7 +97,7 @@ def backend_refusal(name, backend):
             f"(on {backend}: {here or 'none'})")
 
 
-def make_strategy(name):
+def make_strategy(name: str | None) -> Any:
     """The strategy called ``name`` (None: the default strategy): a ``tf.distribute``
     strategy, or on JAX a :class:`KerasDataParallel`.
 
@@ -114,7 +124,7 @@ def make_strategy(name):
     raise ValueError(f"strategy {name!r} is not supported; use {' or '.join(STRATEGIES)}")
 
 
-def whole_run(strategy):
+def whole_run(strategy: Any) -> contextlib.AbstractContextManager[Any]:
     """The context a run trains in from its first step to its last: the Keras
     distribution's scope of a :class:`KerasDataParallel`, else none (a ``tf.distribute``
     strategy is entered where the model is built)."""
@@ -123,13 +133,13 @@ def whole_run(strategy):
     return contextlib.nullcontext()
 
 
-def is_chief(strategy):
+def is_chief(strategy: Any) -> bool:
     """Whether this process writes the run directory: True except on the non-chief
     workers of a multi-worker run."""
     return bool(strategy.extended.should_checkpoint)
 
 
-def worker_count(strategy):
+def worker_count(strategy: Any) -> int:
     """The number of processes that train together (1 unless multi-worker)."""
     import tensorflow as tf
 
@@ -138,7 +148,7 @@ def worker_count(strategy):
     return strategy.num_replicas_in_sync // len(strategy.extended.worker_devices)
 
 
-def shard_by_data(dataset):
+def shard_by_data(dataset: Any) -> Any:
     """``dataset`` of global batches, split batch by batch among the workers.
 
     Each worker reads the whole dataset and keeps its part of every batch, so the
@@ -152,7 +162,7 @@ def shard_by_data(dataset):
     return dataset.with_options(options)
 
 
-def fit_under(model, strategy):
+def fit_under(model: Any, strategy: Any) -> Any:
     """Lets Keras ``fit`` train the compiled ``model`` under ``strategy`` as it would on
     one device; returns ``model``.
 
@@ -200,8 +210,8 @@ def fit_under(model, strategy):
             # sparse gradients dense, as on one device, and Adam treats the two apart.
             internals.clip_after_sum(updating)
     if worker_count(strategy) > 1:
-        def with_replica_axis(step):
-            def step_with_axis(data):
+        def with_replica_axis(step: Callable[[Any], Any]) -> Callable[[Any], Any]:
+            def step_with_axis(data: Any) -> Any:
                 return tf.nest.map_structure(lambda value: tf.reshape(value, [1]), step(data))
             return step_with_axis
 
@@ -210,7 +220,7 @@ def fit_under(model, strategy):
     return model
 
 
-def check_together(strategy, check):
+def check_together(strategy: Any, check: Callable[[], Any]) -> Any:
     """Runs ``check()`` on every worker and returns its value; if it fails on any
     worker, every worker stops.
 
@@ -238,7 +248,7 @@ def check_together(strategy, check):
     return value
 
 
-def share_files(strategy, folder, names=()):
+def share_files(strategy: Any, folder: str, names: Sequence[str] = ()) -> Sequence[str]:
     """Copies files of the chief's ``folder`` into ``folder`` on every other worker.
 
     Call it on every worker. The chief sends ``names`` (paths relative to its
@@ -267,7 +277,8 @@ def share_files(strategy, folder, names=()):
 
 
 @contextlib.contextmanager
-def worker_run(strategy, run, options):
+def worker_run(strategy: Any, run: RunDirectory,
+               options: RunOptions) -> Iterator[tuple[RunDirectory, RunOptions]]:
     """Yields the ``(run, options)`` this process trains with.
 
     The chief (and a run on one machine) gets them as given, and sends the other
@@ -292,7 +303,7 @@ def worker_run(strategy, run, options):
                dataclasses.replace(options, output=folder, resume=bool(received)))
 
 
-def _gather_bytes(strategy, data):
+def _gather_bytes(strategy: Any, data: bytes) -> list[bytes]:
     """Every worker's ``data``, in the cluster's order (the chief first).
 
     Collectives only sum, so each worker's bytes go, as int32 words, into its own
@@ -313,7 +324,7 @@ def _gather_bytes(strategy, data):
     for first in range(0, len(buffer), _CHUNK_WORDS):
         last = min(first + _CHUNK_WORDS, len(buffer))
 
-        def part(replica, first=first, last=last):
+        def part(replica: int, first: int = first, last: int = last) -> np.ndarray:
             chunk = np.zeros(last - first, dtype=np.int32)
             if replica % local == 0:
                 start = starts[replica // local]
@@ -327,7 +338,7 @@ def _gather_bytes(strategy, data):
             for start, length, size in zip(starts, lengths, sizes)]
 
 
-def _sum_over_replicas(strategy, value):
+def _sum_over_replicas(strategy: Any, value: Callable[[int], np.ndarray]) -> Any:
     """The sum over all replicas of ``value(replica id)`` (a NumPy array), on every worker."""
     import tensorflow as tf
 
@@ -336,7 +347,7 @@ def _sum_over_replicas(strategy, value):
     return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None).numpy()
 
 
-def _task_name(strategy, index):
+def _task_name(strategy: Any, index: int) -> str:
     """The task of the ``index``-th worker in the cluster's order: the chief, then workers."""
     jobs = strategy.cluster_resolver.cluster_spec().as_dict()
     if "chief" in jobs:

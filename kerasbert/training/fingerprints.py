@@ -36,14 +36,21 @@ Example:
     kerasbert.training.fingerprints.ChangedFile: run file in ...labels.json: changed (same ...
 """
 
+from __future__ import annotations
+
 import dataclasses
 import glob
 import json
 import logging
 import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from kerasbert import files
 from kerasbert.files import fingerprint
+
+if TYPE_CHECKING:
+    from kerasbert.training.options import RunOptions
 
 log = logging.getLogger(__name__)
 
@@ -57,10 +64,10 @@ class ChangedFile(ValueError):
     """A file a run read or wrote differs from the one it recorded."""
 
 
-def input_files(options):
+def input_files(options: RunOptions) -> dict[str, list[str]]:
     """``{field: [path, ...]}``: the files each input option of ``options`` names (a
     checkpoint prefix: its ``.index`` and ``.data-*`` files); options left out are absent."""
-    found = {}
+    found: dict[str, list[str]] = {}
     for field in dataclasses.fields(options):
         value = getattr(options, field.name)
         if not field.metadata.get("input") or not value:
@@ -75,7 +82,7 @@ def input_files(options):
     return found
 
 
-def _read(folder):
+def _read(folder: str) -> dict[str, Any] | None:
     path = os.path.join(folder, FILE)
     if not os.path.exists(path):
         return None
@@ -90,11 +97,11 @@ def _read(folder):
     return recorded
 
 
-def _write(folder, recorded):
+def _write(folder: str, recorded: dict[str, Any]) -> None:
     files.write_json(os.path.join(folder, FILE), recorded)
 
 
-def record_inputs(folder, options):
+def record_inputs(folder: str, options: RunOptions) -> None:
     """Records the fingerprints of the inputs of ``options`` (when the run starts; a
     resumed run keeps those recorded first, unless it accepted a change)."""
     recorded = _read(folder) or {}
@@ -103,7 +110,7 @@ def record_inputs(folder, options):
     _write(folder, recorded)
 
 
-def check_inputs(folder, options, accept_changed=False):
+def check_inputs(folder: str, options: RunOptions, accept_changed: bool = False) -> None:
     """Refuses an input of a resumed run that differs from the one the run started with.
 
     Args:
@@ -135,7 +142,7 @@ def check_inputs(folder, options, accept_changed=False):
                 "or --restart to train again from the start")
 
 
-def check_base(folder, checkpoint, accept_changed=False):
+def check_base(folder: str, checkpoint: str, accept_changed: bool = False) -> None:
     """Refuses the base checkpoint of a finished LoRA run when it is gone or differs from
     the one the run was trained on (the ``checkpoint`` input it recorded): the run holds
     only its adapters and head, which fit that base alone.
@@ -164,7 +171,7 @@ def check_base(folder, checkpoint, accept_changed=False):
                           f"alone: {advice}")
 
 
-def record_kept(folder, names):
+def record_kept(folder: str, names: Iterable[str]) -> None:
     """Records ``names`` (in ``folder``, left there by ``--restart``) as files the run did
     not write, with their fingerprints (a folder: none)."""
     recorded = _read(folder) or {}
@@ -174,14 +181,14 @@ def record_kept(folder, names):
     _write(folder, recorded)
 
 
-def _kept_unchanged(recorded, folder):
+def _kept_unchanged(recorded: dict[str, Any], folder: str) -> set[str]:
     """The kept names whose file the run has not replaced since it started."""
     kept = recorded.get("kept") or {}
     return {name for name, entry in kept.items()
             if not entry or _difference(entry, os.path.join(folder, name)) is None}
 
 
-def record_written(folder):
+def record_written(folder: str) -> None:
     """Adds the names now in ``folder`` (but the files kept from before the run) to the
     names the run wrote."""
     recorded = _read(folder) or {}
@@ -194,7 +201,7 @@ def record_written(folder):
     _write(folder, recorded)
 
 
-def written_names(folder):
+def written_names(folder: str) -> set[str]:
     """The names the run in ``folder`` recorded as written (a run from before they were
     recorded: the first part of each of its outputs' names)."""
     recorded = _read(folder) or {}
@@ -204,7 +211,7 @@ def written_names(folder):
     return {name.split(os.sep)[0] for name in recorded.get("outputs") or {}}
 
 
-def record_outputs(folder, finished_file):
+def record_outputs(folder: str, finished_file: str) -> None:
     """Records the fingerprints of the files a finished run leaves for later commands
     (every file of ``folder`` but the backup, the history and ``finished_file``)."""
     recorded = _read(folder) or {}
@@ -215,7 +222,7 @@ def record_outputs(folder, finished_file):
     _write(folder, recorded)
 
 
-def _outputs(folder, finished_file):
+def _outputs(folder: str, finished_file: str) -> list[str]:
     names = []
     for root, directories, names_here in os.walk(folder):
         directories[:] = sorted(d for d in directories
@@ -228,7 +235,7 @@ def _outputs(folder, finished_file):
     return names
 
 
-def check_outputs(folder, accept_changed=False):
+def check_outputs(folder: str, accept_changed: bool = False) -> None:
     """Refuses a finished run whose recorded file was replaced or edited since it finished
     (a file removed since is left to the command that reads it).
 
@@ -251,7 +258,7 @@ def check_outputs(folder, accept_changed=False):
         log.warning("run file in %s: %s; using it (--accept-changed)", path, why)
 
 
-def _difference(entry, path):
+def _difference(entry: dict[str, Any], path: str | None) -> str | None:
     """None if ``path`` has ``entry``'s fingerprint, else what differs, in words."""
     if path is None or not os.path.isfile(path):
         return "removed"

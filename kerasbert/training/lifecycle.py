@@ -19,7 +19,11 @@ resumed run equals an uninterrupted one, an atomic backup after every epoch, the
 history kept in ``history.json``, and a finished file written last.
 """
 
+from __future__ import annotations
+
 import functools
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import keras
 
@@ -32,6 +36,7 @@ from kerasbert.training.callbacks import (
     StopOnNonFiniteLoss,
     inference_model,
 )
+from kerasbert.training.options import RunOptions
 from kerasbert.training.rundir import MODEL_FILE, RunDirectory, pause_point
 
 
@@ -48,12 +53,13 @@ class TrainingRun:
         verbose: Keras's progress output of ``fit`` (``"auto"``, 0, 1 or 2).
     """
 
-    def __init__(self, options, options_file, finished_file, directory=None, verbose="auto"):
+    def __init__(self, options: RunOptions, options_file: str, finished_file: str,
+                 directory: RunDirectory | None = None, verbose: str | int = "auto") -> None:
         self.options = options
         self.directory = directory or RunDirectory(options.output, options_file, finished_file)
         self.verbose = verbose
 
-    def prepare(self, check=True):
+    def prepare(self, check: bool = True) -> TrainingRun:
         """Refuses a directory that would lose or mix results, then seeds every generator.
 
         Args:
@@ -69,21 +75,22 @@ class TrainingRun:
         return self
 
     @functools.cached_property
-    def resumed(self):
+    def resumed(self) -> dict[str, Any] | None:
         """The restored backup's ``{"epoch", "done"}``, or None for a new run."""
         return self.directory.backup_state() if self.options.resume else None
 
     @property
-    def first_epoch(self):
+    def first_epoch(self) -> int:
         """The epoch training starts at: 0, or the last backed-up epoch of a resumed run."""
         return self.resumed["epoch"] if self.resumed else 0
 
     @property
-    def trained(self):
+    def trained(self) -> bool:
         """Whether every epoch was trained and backed up before the run was interrupted."""
         return bool(self.resumed and self.resumed["done"])
 
-    def start(self, model, epochs, best=(), last=(), model_file=MODEL_FILE):
+    def start(self, model: keras.Model, epochs: int, best: Sequence[Any] = (),
+              last: Sequence[Any] = (), model_file: str = MODEL_FILE) -> None:
         """Checks that the folder has room for what the run will write
         (:meth:`RunDirectory.check_room`: ``model``'s backups over the ``epochs`` left,
         ``best`` and ``last``), then creates the directory, clears what a kill left behind,
@@ -98,9 +105,11 @@ class TrainingRun:
                                   model_file=model_file)
         self.directory.start(self.options)
 
-    def fit(self, model, data, *, epochs, steps_per_epoch, hint, validation_data=None,
-            monitor=None, patience=0, save_model=inference_model, stop=(), callbacks=(),
-            model_file=MODEL_FILE):
+    def fit(self, model: keras.Model, data: Any, *, epochs: int, steps_per_epoch: int | None,
+            hint: str, validation_data: Any = None, monitor: str | None = None,
+            patience: int = 0, save_model: Callable[[Any], Any] = inference_model,
+            stop: Sequence[Any] = (), callbacks: Sequence[Any] = (),
+            model_file: str = MODEL_FILE) -> RunRecorder:
         """Trains ``model`` from the run's first epoch, backing up after every epoch.
 
         Args:
@@ -139,7 +148,7 @@ class TrainingRun:
         pause_point("train-end")
         return recorder
 
-    def finish(self, summary):
+    def finish(self, summary: dict[str, Any]) -> dict[str, Any]:
         """Records the fingerprints of the run's files, writes ``summary`` as the finished
         file, then removes the backup and releases the directory."""
         self.directory.record_written()
@@ -148,7 +157,7 @@ class TrainingRun:
         self.directory.close()
         return summary
 
-    def release(self):
+    def release(self) -> None:
         """Releases the run directory's lock, however the run ended (call it in a
         ``finally``)."""
         self.directory.release()

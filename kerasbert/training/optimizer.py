@@ -17,6 +17,9 @@ Example:
     [0.0, 1e-05, 2e-05, 1e-05, 0.0]
 """
 
+from collections.abc import Iterator
+from typing import Any
+
 import keras
 from keras import ops
 
@@ -33,7 +36,7 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         total_steps: optimizer steps of the whole run.
     """
 
-    def __init__(self, peak_learning_rate, warmup_steps, total_steps):
+    def __init__(self, peak_learning_rate: float, warmup_steps: int, total_steps: int) -> None:
         if total_steps < 1 or not 0 <= warmup_steps <= total_steps:
             raise ValueError(
                 f"warmup_steps ({warmup_steps}) must be in [0, total_steps] and total_steps "
@@ -43,7 +46,7 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         self.warmup_steps = int(warmup_steps)
         self.total_steps = int(total_steps)
 
-    def __call__(self, step):
+    def __call__(self, step: Any) -> Any:
         step = ops.cast(step, "float32")
         warmup = ops.cast(max(self.warmup_steps, 1), "float32")
         rising = self.peak_learning_rate * step / warmup
@@ -52,7 +55,7 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
             0.0, (self.total_steps - step) / float(remaining))
         return ops.where(step < self.warmup_steps, rising, falling)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {
             "peak_learning_rate": self.peak_learning_rate,
             "warmup_steps": self.warmup_steps,
@@ -72,7 +75,7 @@ class AdamW(keras.optimizers.AdamW):
     :mod:`kerasbert.internals`) the update is Keras's own.
     """
 
-    def update_step(self, gradient, variable, learning_rate):
+    def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:
         if (keras.backend.backend() != "tensorflow" or self.amsgrad
                 or not internals.fast_paths_enabled("adam")):
             return super().update_step(gradient, variable, learning_rate)
@@ -99,8 +102,10 @@ class AdamW(keras.optimizers.AdamW):
         )
 
 
-def make_optimizer(model, learning_rate, total_steps, warmup=0.1, weight_decay=0.01,
-                   clipnorm=1.0, gradient_accumulation=1, loss_scale=None):
+def make_optimizer(model: keras.Model, learning_rate: float, total_steps: int,
+                   warmup: float = 0.1, weight_decay: float = 0.01,
+                   clipnorm: float | None = 1.0, gradient_accumulation: int = 1,
+                   loss_scale: bool | None = None) -> Any:
     """Keras ``AdamW`` set up the BERT way for ``model``.
 
     Args:
@@ -139,18 +144,18 @@ def make_optimizer(model, learning_rate, total_steps, warmup=0.1, weight_decay=0
     return keras.optimizers.LossScaleOptimizer(optimizer) if loss_scale else optimizer
 
 
-def computes_in_float16(model):
+def computes_in_float16(model: keras.Model) -> bool:
     """Whether a layer of ``model`` (or of a model inside it) computes in float16."""
     return any(getattr(layer, "compute_dtype", None) == "float16" for layer in _layers(model))
 
 
-def inner_optimizer(optimizer):
+def inner_optimizer(optimizer: Any) -> Any:
     """The optimizer that updates the weights: ``optimizer``'s inner one where it is a
     ``LossScaleOptimizer``, else ``optimizer`` itself."""
     return getattr(optimizer, "inner_optimizer", optimizer)
 
 
-def _layers(model):
+def _layers(model: keras.Model) -> Iterator[Any]:
     for layer in model.layers:
         yield layer
         if hasattr(layer, "layers"):

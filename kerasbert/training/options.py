@@ -15,6 +15,8 @@ Example:
 
 import dataclasses
 import math
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from kerasbert.hardware import compute_policy
 from kerasbert.models.families import FAMILIES
@@ -22,15 +24,24 @@ from kerasbert.models.names import LORA_TARGETS
 from kerasbert.presets.table import DEFAULTS_FILE as MODEL_DEFAULTS_FILE
 from kerasbert.presets.table import names as preset_names
 
+if TYPE_CHECKING:
+    import argparse
+
 BASE_LR = 2e-5  # BERT-base's fine-tuning rate, for models that carry no defaults
+
+#: A class of run options: :func:`running_precision` and :func:`from_arguments` give one back.
+_Options = TypeVar("_Options", bound="RunOptions")
 
 
 class OptionError(ValueError):
     """An option outside its rule; the message names the option, the value and the rule."""
 
 
-def option(default=None, help="", rule=None, required=False, choices=None, nargs=None,
-           metavar=None, input=None, const=None):
+def option(default: Any = None, help: str = "", rule: "Rule | None" = None,
+           required: bool = False,
+           choices: Sequence[Any] | Callable[[], Sequence[Any]] | None = None,
+           nargs: str | None = None, metavar: str | None = None, input: str | None = None,
+           const: Any = None) -> Any:
     """A dataclass field of a run's options, with its help and rule.
 
     Args:
@@ -55,16 +66,16 @@ class Rule:
     """A value's type and range: ``kind`` int or float, ``low`` / ``high`` bounds."""
 
     kind: type
-    low: float = None
-    high: float = None
+    low: float | None = None
+    high: float | None = None
     low_open: bool = False
     high_open: bool = False
 
-    def words(self):
+    def words(self) -> str:
         """The rule in words: "an integer of at least 1", "a finite number in [0, 1)"."""
         return ("an integer" if self.kind is int else "a finite number") + self.describe()
 
-    def why_not(self, value):
+    def why_not(self, value: Any) -> str | None:
         """None if ``value`` follows the rule, else what it must be."""
         if self.kind is int:
             ok = isinstance(value, int) and not isinstance(value, bool)
@@ -77,7 +88,7 @@ class Rule:
         high = self.high is None or (value < self.high if self.high_open else value <= self.high)
         return None if low and high else f"must be {self.words()}"
 
-    def describe(self):
+    def describe(self) -> str:
         """The range in words: " of at least 1", " in [0, 1)"."""
         low, high = (None if v is None else int(v) if self.kind is int else f"{v:g}"
                      for v in (self.low, self.high))
@@ -103,7 +114,7 @@ MIXED_POLICIES = {"bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 PRECISIONS = tuple(MIXED_POLICIES)
 
 
-def precision(value):
+def precision(value: Any) -> Any:
     """``mixed_precision`` as it is kept: a name of :data:`PRECISIONS` or None (float32).
 
     Runs saved before float16 was offered recorded a switch: ``true`` (bfloat16) or
@@ -119,7 +130,7 @@ def precision(value):
     return None if value is False else value
 
 
-def running_precision(options, warn=True):
+def running_precision(options: _Options, warn: bool = True) -> _Options:
     """``options`` with ``mixed_precision`` as this machine runs it: None (float32) where
     :func:`kerasbert.hardware.compute_policy` runs a bfloat16 request in float32 (a CPU
     without bfloat16 units; its warning names ``--mixed-precision`` unless ``warn`` is
@@ -134,12 +145,13 @@ def running_precision(options, warn=True):
         ...     running_precision(asked, warn=False).mixed_precision is None
         True
     """
-    policy = MIXED_POLICIES.get(getattr(options, "mixed_precision", None))
+    policy = MIXED_POLICIES.get(getattr(options, "mixed_precision", None))  # type: ignore[arg-type]
     if not policy or compute_policy(policy, "--mixed-precision", warn=False) != "float32":
         return options  # float16 on a CPU runs; the model's build says it is slow
     if warn:
         compute_policy(policy, "--mixed-precision")  # its one warning line
-    return dataclasses.replace(options, mixed_precision=None)
+    # Only options with a mixed_precision field get here.
+    return dataclasses.replace(options, mixed_precision=None)  # type: ignore[call-arg]
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -168,7 +180,7 @@ class RunOptions:
                                   "changed since the run started")
 
 
-def task_option(name):
+def task_option(name: str) -> Any:
     """The ``task`` field of a task's options class: its own name, the one value it takes,
     so ``NerOptions(...)`` trains a tagger (:mod:`kerasbert.tasks` lists the tasks)."""
     return option(name, "what to train", choices=(name,))
@@ -197,7 +209,7 @@ class FinetuneOptions(RunOptions):
     FORMATS = ("saved_model",)
     SHIPPED = ""
     LONG_TEXTS = True
-    EXAMPLE = {}  # noqa: RUF012 (read only)
+    EXAMPLE: ClassVar[dict[str, str]] = {}  # noqa: RUF012 (read only)
 
     task: str = option(None, "what to train", required=True)
     model: str = option(None, f"model family, as bert4keras names it ({', '.join(FAMILIES)}), or "
@@ -249,9 +261,10 @@ class FinetuneOptions(RunOptions):
                                 f"{', '.join(LORA_TARGETS)}, or all (default: query value, as "
                                 "LoRA's paper)", nargs="+", metavar="NAME")
     # Filled in by kerasbert.tasks.defaults.resolve, recorded in train_config.json; not a flag.
-    weights: str = dataclasses.field(default=None)
+    # str, for validate() (which reads a field's type); None until it is filled in.
+    weights: str = dataclasses.field(default=None)  # type: ignore[assignment]
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.mixed_precision = precision(self.mixed_precision)
 
 
@@ -279,18 +292,18 @@ class PretrainOptions(RunOptions):
                              "size)", choices=("float32", "float16"))
 
 
-def choices_of(meta):
+def choices_of(meta: Mapping[str, Any]) -> Any:
     """The choices of a field's metadata (None: any value)."""
     choices = meta.get("choices")
     return choices() if callable(choices) else choices
 
 
-def flag(name):
+def flag(name: str) -> str:
     """The command-line flag of a field: ``batch_size`` → ``--batch-size``."""
     return "--" + name.replace("_", "-")
 
 
-def validate(options, flags=False):
+def validate(options: "RunOptions", flags: bool = False) -> None:
     """Checks every field of ``options`` against its rule.
 
     Args:
@@ -300,6 +313,7 @@ def validate(options, flags=False):
     Raises:
         OptionError: ``invalid value -4 in --batch-size: must be an integer of at least 1``.
     """
+    name: Any  # each field's name in the loop, then the function that names a field
     for field in dataclasses.fields(options):
         meta, value = field.metadata, getattr(options, field.name)
         name = flag(field.name) if flags else field.name
@@ -338,7 +352,7 @@ def validate(options, flags=False):
                           "(the adapters' rank)")
     unknown = [target for target in targets or () if target not in (*LORA_TARGETS, "all")]
     if unknown or (targets and "all" in targets and len(targets) > 1):
-        shown = unknown[0] if unknown else " ".join(targets)
+        shown = unknown[0] if unknown else " ".join(targets)  # type: ignore[arg-type]  # a list
         raise OptionError(f"invalid value {shown!r} in {name('lora_targets')}: must be some of "
                           f"{', '.join(LORA_TARGETS)}, or all alone")
     if getattr(options, "accept_changed", False) and not getattr(options, "resume", False):
@@ -346,17 +360,18 @@ def validate(options, flags=False):
                           f"{name('resume')} (a new run records its inputs as they are)")
 
 
-def integer(text):
+def integer(text: str) -> int:
     """argparse type: an integer (its name shows in argparse's messages)."""
     return int(text)
 
 
-def number(text):
+def number(text: str) -> float:
     """argparse type: a number."""
     return float(text)
 
 
-def add_arguments(parser, options_class, only=None):
+def add_arguments(parser: Any, options_class: type["RunOptions"],
+                  only: Collection[str] | None = None) -> None:
     """Adds one flag per field of ``options_class`` to an ``argparse`` parser (or group);
     ``only``: the names of the fields to add (None: all)."""
     for field in dataclasses.fields(options_class):
@@ -376,13 +391,14 @@ def add_arguments(parser, options_class, only=None):
             help_text += f" (default: {field.default})"
         extra = {"const": meta["const"]} if meta.get("const") is not None else {}
         parser.add_argument(
-            flag(field.name), type={int: integer, float: number}.get(kind, str),
+            flag(field.name),
+            type={int: integer, float: number}.get(kind, str),  # type: ignore[arg-type]
             default=field.default, required=bool(meta.get("required")), help=help_text,
             choices=choices_of(meta), nargs=meta.get("nargs"), metavar=meta.get("metavar"),
             **extra)
 
 
-def from_arguments(options_class, arguments):
+def from_arguments(options_class: type[_Options], arguments: "argparse.Namespace") -> _Options:
     """An ``options_class`` from an ``argparse`` namespace (fields it does not have ignored)."""
     names = {field.name for field in dataclasses.fields(options_class)}
     return options_class(**{k: v for k, v in vars(arguments).items() if k in names})

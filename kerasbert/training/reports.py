@@ -6,16 +6,24 @@ Chinese label names are drawn with Noto Sans CJK SC from mplfonts. Every file is
 atomically (:mod:`kerasbert.files`), so a killed run never leaves a half-written file.
 """
 
+from __future__ import annotations
+
 import contextlib
 import csv
 import functools
 import importlib.resources
 import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from kerasbert.files import atomic_path
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-def write_history_csv(path, history):
+
+def write_history_csv(path: str | os.PathLike[str],
+                      history: Mapping[str, Sequence[float]]) -> None:
     """Writes Keras ``History.history`` (a dict of lists) as one row per epoch."""
     keys = list(history)
     with atomic_path(path) as temporary:
@@ -31,7 +39,7 @@ CJK_FONT = ("mplfonts", "fonts/NotoSansCJKsc-Regular.otf")
 
 
 @functools.cache
-def font_family():
+def font_family() -> tuple[str, str]:
     """The font fallback list every picture uses: DejaVu Sans, then Noto Sans CJK SC.
 
     Matplotlib draws each character with the first font of the list that has it, so Latin
@@ -46,13 +54,15 @@ def font_family():
     from matplotlib import font_manager
 
     package, name = CJK_FONT
-    path = os.fspath(importlib.resources.files(package).joinpath(name))
+    # mplfonts is installed as files: its resource is a path on disk.
+    path = os.fspath(  # type: ignore[call-overload]
+        importlib.resources.files(package).joinpath(name))
     font_manager.fontManager.addfont(path)
     return ("DejaVu Sans", font_manager.FontProperties(fname=path).get_name())
 
 
 @contextlib.contextmanager
-def style():
+def style() -> Iterator[None]:
     """Our fonts for what is drawn inside, without touching the user's own rcParams."""
     import matplotlib
 
@@ -60,7 +70,7 @@ def style():
         yield
 
 
-def figure(figsize):
+def figure(figsize: tuple[float, float]) -> Figure:
     """A matplotlib ``Figure`` of ``figsize`` inches with its own Agg canvas."""
     # A Figure with its own Agg canvas, not pyplot's: no global backend or figure list.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -71,7 +81,8 @@ def figure(figsize):
     return figure
 
 
-def plot_training_curves(path, history, best_epoch=None):
+def plot_training_curves(path: str | os.PathLike[str], history: Mapping[str, Sequence[float]],
+                         best_epoch: int | None = None) -> Figure:
     """Draws loss and accuracy per epoch (train and dev) to a PNG, atomically.
 
     ``best_epoch`` (1-based), the epoch whose model was kept, is marked on both panels.
@@ -100,7 +111,7 @@ def plot_training_curves(path, history, best_epoch=None):
     return fig
 
 
-def save(fig, path):
+def save(fig: Figure, path: str | os.PathLike[str]) -> None:
     """Lays ``fig`` out and writes it to ``path`` as a PNG, atomically."""
     # Laid out and drawn inside style(), so every text (ticks are made late) gets our fonts.
     fig.tight_layout()

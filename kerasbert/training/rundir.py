@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import shutil
+from typing import TYPE_CHECKING, Any
 
 from kerasbert import disk_space, files
 from kerasbert.checkpoints.io import checkpoint_size
@@ -35,7 +36,7 @@ from kerasbert.training.options import running_precision
 try:
     import fcntl
 except ImportError:  # Windows: no advisory locks; runs are not guarded there
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]
 
 BACKUP = "backup"
 HISTORY = "history.json"
@@ -62,12 +63,15 @@ STARTED = "run started"
 
 log = logging.getLogger(__name__)
 
+if TYPE_CHECKING:
+    from kerasbert.training.options import RunOptions
+
 
 class RunError(ValueError):
     """A run directory that cannot be used as asked; the message says what to do."""
 
 
-def _nearest_existing(path):
+def _nearest_existing(path: str) -> str:
     path = os.path.abspath(path)
     while not os.path.lexists(path):
         parent = os.path.dirname(path)
@@ -77,7 +81,7 @@ def _nearest_existing(path):
     return path
 
 
-def check_writable(path, flag="--output"):
+def check_writable(path: str, flag: str = "--output") -> None:
     """Refuses a folder that cannot be created or written, before any work is done.
 
     Nothing is created: the nearest existing folder on the way is checked instead.
@@ -96,7 +100,7 @@ def check_writable(path, flag="--output"):
         raise RunError(f"{flag} in {path}: cannot write there (no permission on {shown})")
 
 
-def check_export_target(directory, run_dir=None):
+def check_export_target(directory: str, run_dir: str | None = None) -> None:
     """Refuses a folder to write an export or a converted checkpoint into, before anything
     is written: the run directory (if any) or one holding it, a kerasbert run directory or
     a folder inside one (its files are the run's: a new file there would be lost to
@@ -134,10 +138,10 @@ def check_export_target(directory, run_dir=None):
 
 
 #: The run directories this process holds the lock of: ``{real path: file descriptor}``.
-_LOCKS = {}
+_LOCKS: dict[str, int] = {}
 
 
-def lock(path, flag="--output"):
+def lock(path: str, flag: str = "--output") -> None:
     """Takes the lock of the run directory ``path`` for this process (again: nothing to do).
 
     Raises:
@@ -159,14 +163,14 @@ def lock(path, flag="--output"):
     _LOCKS[key] = descriptor
 
 
-def unlock(path):
+def unlock(path: str) -> None:
     """Releases this process's lock of ``path`` (if it holds it)."""
     descriptor = _LOCKS.pop(os.path.realpath(path), None)
     if descriptor is not None:
         os.close(descriptor)
 
 
-def _lock_holder(descriptor):
+def _lock_holder(descriptor: int) -> int | None:
     """The pid holding the ``flock`` of an open folder, from ``/proc/locks`` (None where
     that is not known)."""
     inode = os.fstat(descriptor).st_ino
@@ -183,7 +187,7 @@ def _lock_holder(descriptor):
     return None
 
 
-def same_path(a, b):
+def same_path(a: str, b: str) -> bool:
     """Whether two paths name the same file or folder (``./runs/x`` and ``runs/x``)."""
     return os.path.realpath(a) == os.path.realpath(b)
 
@@ -202,19 +206,19 @@ class RunDirectory:
     options_file: str
     finished_file: str
 
-    def file(self, name):
+    def file(self, name: str) -> str:
         return os.path.join(self.path, name)
 
     @property
-    def finished(self):
+    def finished(self) -> bool:
         return os.path.exists(self.file(self.finished_file))
 
     @property
-    def started(self):
+    def started(self) -> bool:
         return (os.path.exists(self.file(self.options_file))
                 or os.path.isdir(self.file(BACKUP)))
 
-    def check(self, options, resume):
+    def check(self, options: "RunOptions", resume: bool) -> None:
         """Takes the directory's lock (if it exists) and refuses what would lose or mix
         results; nothing is written.
 
@@ -233,7 +237,7 @@ class RunDirectory:
             unlock(self.path)
             raise
 
-    def _check(self, options, resume):
+    def _check(self, options: "RunOptions", resume: bool) -> None:
         restart = getattr(options, "restart", False)
         if self.finished and not restart:
             # A kill after the finished file, before the backup was removed, left it behind.
@@ -259,7 +263,7 @@ class RunDirectory:
             raise RunError(f"--output in {self.path}: is not empty and holds no kerasbert run; "
                            "choose a new or empty directory")
 
-    def _check_same_options(self, options):
+    def _check_same_options(self, options: "RunOptions") -> None:
         path = self.file(self.options_file)
         if not os.path.exists(path):
             return  # killed before its options were written: nothing to compare
@@ -286,7 +290,7 @@ class RunDirectory:
                            f"a resumed run keeps the options in its {self.options_file} "
                            "(pass --restart instead to train again with the new ones)")
 
-    def start(self, options):
+    def start(self, options: "RunOptions") -> None:
         """Creates the directory (taking its lock if :meth:`check` could not: it did not
         exist), clears what a kill left behind (or, for ``restart``, the whole earlier run),
         saves the options and the fingerprints of the inputs."""
@@ -315,18 +319,18 @@ class RunDirectory:
         self.record_written()
         log.info("training in %s", self.path, extra={"event": STARTED})
 
-    def record_written(self):
+    def record_written(self) -> None:
         """Records the names in the directory as the run's own (but those it kept)."""
         fingerprints.record_written(self.path)
 
-    def _own_names(self):
+    def _own_names(self) -> set[str]:
         """The names of the run's files and folders: those it recorded as written (a run
         from before they were recorded: its outputs), and the lifecycle's own files."""
         lifecycle = {self.options_file, self.finished_file, HISTORY, "history.csv", BACKUP,
                      fingerprints.FILE}
         return fingerprints.written_names(self.path) | lifecycle
 
-    def _clear(self):
+    def _clear(self) -> list[str]:
         """Removes every file of the earlier run, and only those (a file it did not write
         stays): moved aside at once (a kill leaves only a temporary behind), then deleted.
 
@@ -345,19 +349,19 @@ class RunDirectory:
             shutil.rmtree(aside, ignore_errors=True)
         return kept
 
-    def release(self):
+    def release(self) -> None:
         """Releases the directory's lock (when the run ends, however it ends)."""
         unlock(self.path)
 
     # ------------------------------------------------------------------ backup
-    def backup_state(self):
+    def backup_state(self) -> dict[str, Any] | None:
         """``{"epoch", "done"}`` of the newest complete backup, or None."""
         found = self._backups()
         if not found:
             return None
         return read_json(os.path.join(found[-1], _STATE), "backup state")
 
-    def _backups(self):
+    def _backups(self) -> list[str]:
         folder = self.file(BACKUP)
         if not os.path.isdir(folder):
             return []
@@ -365,7 +369,7 @@ class RunDirectory:
                 if name.startswith("epoch-")
                 and os.path.exists(os.path.join(folder, name, _STATE))]
 
-    def resume_files(self):
+    def resume_files(self) -> list[str]:
         """What a resumed run reads, as paths relative to the run directory: the newest
         backup's files and the history (sent to the other workers of a multi-worker run)."""
         found = self._backups()
@@ -375,8 +379,8 @@ class RunDirectory:
             names.append(HISTORY)
         return names
 
-    def check_room(self, model, best=(), last=(), epochs=1, restart=False,
-                   model_file=MODEL_FILE):
+    def check_room(self, model: Any, best: Any = (), last: Any = (), epochs: int = 1,
+                   restart: bool = False, model_file: str = MODEL_FILE) -> None:
         """Refuses to train where the run's folder has no room for what the run will write,
         before the first step: the epoch backups (weights and optimizer; two at once while
         the newest is written, from the second one on), ``best`` beside them (the weights
@@ -399,7 +403,8 @@ class RunDirectory:
         backup = disk_space.estimated_size(
             [*model.weights, *(model.optimizer.variables if model.optimizer else ())])
         best = disk_space.estimated_size(best) if best else 0
-        last = checkpoint_size(dict(enumerate(last))) if last else 0
+        # Its names are not needed, only the sizes: the variables are numbered.
+        last = checkpoint_size(dict(enumerate(last))) if last else 0  # type: ignore[arg-type]
         held = 0
         if os.path.isdir(self.path):
             held = (disk_space.size_of(self.path) if restart else
@@ -419,7 +424,7 @@ class RunDirectory:
             disk_space.check_space(self.path, needed,
                                    what=f"the run's files ({', '.join(parts)})", advice=advice)
 
-    def write_backup(self, model, epoch, done):
+    def write_backup(self, model: Any, epoch: int, done: bool) -> None:
         """Backs up weights and optimizer after ``epoch`` (1-based) epochs, atomically.
 
         The free space is checked first; the previous backup is removed only once the new
@@ -460,7 +465,7 @@ class RunDirectory:
                 shutil.rmtree(older, ignore_errors=True)
         self.record_written()
 
-    def restore_backup(self, model):
+    def restore_backup(self, model: Any) -> dict[str, Any] | None:
         """Loads the newest backup's weights and optimizer into ``model``; its state or None."""
         found = self._backups()
         if not found:
@@ -478,7 +483,7 @@ class RunDirectory:
                            "resumed, start it again with a new --output") from None
         return read_json(os.path.join(found[-1], _STATE), "backup state")
 
-    def close(self):
+    def close(self) -> None:
         """After the finished file is written: the backup is no longer needed."""
         pause_point("backup-removal")
         shutil.rmtree(self.file(BACKUP), ignore_errors=True)
@@ -489,7 +494,7 @@ class RunDirectory:
 _RESUME_FLAGS = ("resume", "restart", "accept_changed")
 
 
-def _same_value(saved, current, path):
+def _same_value(saved: Any, current: Any, path: bool) -> bool:
     """Whether a saved option equals the current one (paths: the same files)."""
     if saved == current or not path or saved is None or current is None:
         return saved == current
@@ -498,7 +503,7 @@ def _same_value(saved, current, path):
     return isinstance(saved, str) and isinstance(current, str) and same_path(saved, current)
 
 
-def read_json(path, what):
+def read_json(path: str, what: str) -> Any:
     """A JSON file of a run; a missing or corrupt one is a one-line :class:`RunError`."""
     try:
         with open(path, encoding="utf-8") as f:
@@ -509,8 +514,8 @@ def read_json(path, what):
         raise RunError(f"{what} in {path}: not valid JSON ({error})") from None
 
 
-def check_finished(run_dir, options_file=TRAIN_OPTIONS_FILE, finished_file=TRAIN_FINISHED_FILE,
-                   accept_changed=False):
+def check_finished(run_dir: str, options_file: str = TRAIN_OPTIONS_FILE,
+                   finished_file: str = TRAIN_FINISHED_FILE, accept_changed: bool = False) -> None:
     """Raises unless ``run_dir`` holds a finished run (``finished_file`` written last) whose
     files are those it wrote (:func:`kerasbert.training.fingerprints.check_outputs`).
 
@@ -536,7 +541,7 @@ def check_finished(run_dir, options_file=TRAIN_OPTIONS_FILE, finished_file=TRAIN
     fingerprints.check_outputs(run_dir, accept_changed)
 
 
-def write_run_model(model, model_file, path):
+def write_run_model(model: Any, model_file: str, path: str) -> None:
     """Writes a run's best model to ``path`` as ``model_file`` says: :data:`ADAPTERS_FILE`
     (a LoRA run's adapters and head) or :data:`MODEL_FILE` (the whole model)."""
     if model_file == ADAPTERS_FILE:
@@ -547,7 +552,7 @@ def write_run_model(model, model_file, path):
         model.save(path)
 
 
-def load_run_model(run_dir, accept_changed=False):
+def load_run_model(run_dir: str, accept_changed: bool = False) -> Any:
     """The best model of a run, ``model.keras``, loaded with ``safe_mode=True``; a LoRA
     run's is built again from its adapters file and the checkpoint it was trained on
     (refused when that checkpoint is gone or changed: its fingerprint), the adapters
@@ -582,7 +587,7 @@ def load_run_model(run_dir, accept_changed=False):
                        f"corrupt{detail}") from None
 
 
-def _load_adapted(run_dir, accept_changed):
+def _load_adapted(run_dir: str, accept_changed: bool) -> Any:
     """A LoRA run's model: its base checkpoint (the run's ``checkpoint``) checked against
     the fingerprint the run recorded, then read, then the adapters and head."""
     from kerasbert.models.config import BertConfig
