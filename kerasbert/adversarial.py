@@ -39,13 +39,16 @@ Example:
     >>> adversarial_training(model, "Embedding-Token", epsilon=0.5)
 """
 
+from collections.abc import Callable
+from typing import Any
+
 import keras
 from keras import ops
 
 from kerasbert.backend import K, search_layer
 
 
-def _token_embeddings(model, embedding_name, caller):
+def _token_embeddings(model: keras.Model, embedding_name: str, caller: str) -> keras.Variable:
     """The embedding matrix (a Keras variable) of the layer ``embedding_name`` in ``model``."""
     if keras.backend.backend() != "tensorflow":
         raise NotImplementedError(f"{caller} runs on the TensorFlow backend; Keras runs on "
@@ -66,7 +69,8 @@ def _token_embeddings(model, embedding_name, caller):
     return layer.embeddings
 
 
-def adversarial_training(model, embedding_name="Embedding-Token", epsilon=1):
+def adversarial_training(model: keras.Model, embedding_name: str = "Embedding-Token",
+                         epsilon: float = 1) -> None:
     """Trains ``model`` on batches whose token embeddings are pushed ``epsilon`` along the
     loss's gradient (FGM), as bert4keras's example does. Call it after ``compile``.
 
@@ -86,7 +90,7 @@ def adversarial_training(model, embedding_name="Embedding-Token", epsilon=1):
     _must_be_compiled(model, "adversarial_training")
     keras_train_step = model.train_step
 
-    def train_step(data):
+    def train_step(data: Any) -> Any:
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         # Without dropout, as bert4keras's K.function (its learning phase left at 0) takes it.
         gradient = _loss_gradient(model, embeddings, x, y, sample_weight, training=False)
@@ -99,8 +103,8 @@ def adversarial_training(model, embedding_name="Embedding-Token", epsilon=1):
     _replace_train_step(model, train_step)
 
 
-def virtual_adversarial_training(model, embedding_name="Embedding-Token", epsilon=1, xi=10,
-                                 iters=1):
+def virtual_adversarial_training(model: keras.Model, embedding_name: str = "Embedding-Token",
+                                 epsilon: float = 1, xi: float = 10, iters: int = 1) -> None:
     """Trains ``model`` to predict on batches whose token embeddings are pushed ``epsilon``
     the way that most changes its predictions, what it predicts on the clean batch
     (virtual adversarial training, as bert4keras's example does). The batch's labels are
@@ -128,7 +132,7 @@ def virtual_adversarial_training(model, embedding_name="Embedding-Token", epsilo
 
     keras_train_step = model.train_step
 
-    def train_step(data):
+    def train_step(data: Any) -> Any:
         x, _, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         # The clean predictions, as the targets: constants, made without dropout.
         targets = tf.stop_gradient(model(x, training=False))
@@ -147,18 +151,19 @@ def virtual_adversarial_training(model, embedding_name="Embedding-Token", epsilo
     _replace_train_step(model, train_step)
 
 
-def _must_be_compiled(model, caller):
+def _must_be_compiled(model: keras.Model, caller: str) -> None:
     if not getattr(model, "compiled", False):
         raise ValueError(f"{caller}: compile model {model.name!r} first (its training step is "
                          f"what this changes)")
 
 
-def _replace_train_step(model, train_step):
+def _replace_train_step(model: keras.Model, train_step: Callable[[Any], Any]) -> None:
     model.train_step = train_step
     model.train_function = None  # made again, around the new step, at the next fit
 
 
-def _loss_gradient(model, embeddings, x, y, sample_weight, training):
+def _loss_gradient(model: keras.Model, embeddings: keras.Variable, x: Any, y: Any,
+                   sample_weight: Any, training: bool) -> Any:
     """The gradient of ``model``'s compiled loss on ``(x, y)`` on the matrix ``embeddings``,
     dense (bert4keras's examples add it to zeros of the matrix's shape)."""
     import tensorflow as tf
@@ -170,12 +175,14 @@ def _loss_gradient(model, embeddings, x, y, sample_weight, training):
     return tf.convert_to_tensor(tape.gradient(loss, embeddings.value))
 
 
-def _unit(x):
+def _unit(x: Any) -> Any:
     """``x`` scaled to norm 1 (0 stays 0), over all its entries."""
     return x / (ops.sqrt(ops.sum(ops.square(x))) + 1e-8)
 
 
-def loss_with_gradient_penalty(model, epsilon=1, embedding_name="Embedding-Token"):
+def loss_with_gradient_penalty(model: keras.Model, epsilon: float = 1,
+                               embedding_name: str = "Embedding-Token",
+                               ) -> Callable[[Any, Any], Any]:
     """A loss for ``model.compile``: sparse categorical cross-entropy on probabilities plus
     ``0.5 * epsilon * sum(g ** 2)``, ``g`` the loss's gradient rows on the token embedding,
     as bert4keras's ``loss_with_gradient_penalty`` example.
@@ -199,7 +206,7 @@ def loss_with_gradient_penalty(model, epsilon=1, embedding_name="Embedding-Token
     """
     embeddings = _token_embeddings(model, embedding_name, "loss_with_gradient_penalty")
 
-    def loss(y_true, y_pred):
+    def loss(y_true: Any, y_pred: Any) -> Any:
         cross_entropy = K.mean(K.sparse_categorical_crossentropy(y_true, y_pred))
         gradient = K.gradients(cross_entropy, [embeddings])[0]
         rows = getattr(gradient, "values", gradient)  # dense where the matrix is also tied

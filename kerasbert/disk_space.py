@@ -15,6 +15,8 @@ import math
 import os
 import re
 import shutil
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -39,12 +41,13 @@ class NoSpace(OSError):
             bytes written before the disk filled up) is known.
     """
 
-    def __init__(self, folder, free, *, needed=None, written=0, what=None, advice=None):
+    def __init__(self, folder: str | os.PathLike[str], free: int, *, needed: int | None = None,
+                 written: int = 0, what: str | None = None, advice: str | None = None) -> None:
         super().__init__(errno.ENOSPC, os.strerror(errno.ENOSPC))
         self.folder, self.free, self.needed, self.written = folder, free, needed, written
         self.what, self.advice = what, advice
 
-    def __str__(self):
+    def __str__(self) -> str:
         what = f" for {self.what}" if self.what else ""
         if self.needed is not None:
             amount = f"{format_bytes(self.needed)} needed{what}"
@@ -56,7 +59,7 @@ class NoSpace(OSError):
         return f"no space in {self.folder}: {amount}, {format_bytes(self.free)} free{advice}"
 
 
-def format_bytes(count):
+def format_bytes(count: float) -> str:
     """A byte count as disk tools show it: ``"512 bytes"``, ``"12.3 MB"`` (powers of 1000).
 
     Example:
@@ -65,13 +68,14 @@ def format_bytes(count):
     """
     if count < 1000:
         return f"{count} bytes"
-    for unit in ("kB", "MB", "GB", "TB"):
+    for unit in ("kB", "MB", "GB"):
         count /= 1000
-        if count < 999.95 or unit == "TB":
+        if count < 999.95:
             return f"{count:.1f} {unit}"
+    return f"{count / 1000:.1f} TB"
 
 
-def free_space(path):
+def free_space(path: str | os.PathLike[str]) -> int:
     """Bytes free to this user on the filesystem of ``path`` (or of its nearest existing
     folder, for a path still to be made)."""
     path = os.path.abspath(os.fspath(path))
@@ -80,12 +84,12 @@ def free_space(path):
     return shutil.disk_usage(path).free
 
 
-def space_needed(size):
+def space_needed(size: float) -> int:
     """The free bytes a write of ``size`` bytes asks for: ``size`` plus the margin."""
     return int(size + SPACE_MARGIN + size * SPACE_MARGIN_SHARE)
 
 
-def estimated_size(arrays, overhead=4096):
+def estimated_size(arrays: Iterable[Any], overhead: int = 4096) -> int:
     """An upper bound of the bytes a file of ``arrays`` takes: their bytes, ``overhead``
     bytes for each one (its name, shape and layout) and 64 KiB for the file.
 
@@ -104,7 +108,7 @@ def estimated_size(arrays, overhead=4096):
                        for array in arrays)
 
 
-def _itemsize(dtype):
+def _itemsize(dtype: Any) -> int:
     name = getattr(dtype, "name", None) or str(dtype)  # TensorFlow's dtypes, Keras's names
     try:
         return np.dtype(name).itemsize
@@ -113,7 +117,8 @@ def _itemsize(dtype):
         return int(bits[1]) // 8 if bits else 8
 
 
-def check_space(folder, size, what=None, advice=None):
+def check_space(folder: str | os.PathLike[str], size: float, what: str | None = None,
+                advice: str | None = None) -> None:
     """Refuses a write of ``size`` bytes into ``folder`` before it starts, when its
     filesystem has less than :func:`space_needed` free.
 
@@ -127,7 +132,8 @@ def check_space(folder, size, what=None, advice=None):
 
 
 @contextlib.contextmanager
-def room_for(folder, size, what=None, advice=None):
+def room_for(folder: str | os.PathLike[str], size: float, what: str | None = None,
+             advice: str | None = None) -> Iterator[None]:
     """Checks that ``folder`` has room for a write of about ``size`` bytes
     (:func:`check_space`), then runs the block, raising a disk that fills up in it all the
     same as :class:`NoSpace` (:func:`no_space`).
@@ -142,7 +148,7 @@ def room_for(folder, size, what=None, advice=None):
         yield
 
 
-def is_no_space(error):
+def is_no_space(error: BaseException) -> bool:
     """Whether ``error`` says the disk or the user's quota is full: an ``OSError`` with
     ``ENOSPC`` or ``EDQUOT``, or an error of h5py or TensorFlow whose text says so."""
     if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -152,7 +158,9 @@ def is_no_space(error):
 
 
 @contextlib.contextmanager
-def no_space(folder, what=None, needed=None, advice=None, written=None):
+def no_space(folder: str | os.PathLike[str], what: str | None = None,
+             needed: int | None = None, advice: str | None = None,
+             written: str | os.PathLike[str] | None = None) -> Iterator[None]:
     """Raises a full disk inside the block as one :class:`NoSpace` about ``folder``.
 
     A :class:`NoSpace` raised deeper (by an inner write) takes this block's ``folder``,
@@ -188,7 +196,7 @@ def no_space(folder, what=None, needed=None, advice=None, written=None):
                       written=size_of(written) if written else 0) from error
 
 
-def size_of(path):
+def size_of(path: str | os.PathLike[str]) -> int:
     """The bytes of a file, or of every file under a folder (0: nothing there)."""
     if os.path.isfile(path):
         return os.path.getsize(path)
@@ -197,7 +205,7 @@ def size_of(path):
                if os.path.isfile(os.path.join(folder, name)))
 
 
-def folder_of(path):
+def folder_of(path: str | os.PathLike[str]) -> str:
     """The folder of ``path`` as the user wrote it (``runs/x`` for ``runs/x/model.keras``)."""
     return os.path.dirname(os.fspath(path).rstrip(os.sep)) or "."
 
@@ -222,18 +230,18 @@ class MemoryFile(io.BytesIO):
         (True, b'bytes')
     """
 
-    def __init__(self, path):
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__()
         self.path = os.fspath(path)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.path
 
-    def close(self):
+    def close(self) -> None:
         """Kept open: the writer closes the file it wrote, but its bytes are still to be
         saved."""
 
-    def save(self):
+    def save(self) -> bool:
         """Writes the bytes to the path; False where nothing was written into memory."""
         with self.getbuffer() as data:
             if not data.nbytes:

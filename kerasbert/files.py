@@ -27,6 +27,8 @@ import re
 import shutil
 import time
 import uuid
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 from kerasbert.disk_space import folder_of, no_space
 
@@ -34,12 +36,12 @@ MARK = ".kerasbert-tmp-"
 _TEMPORARY = re.compile(r"^\..+\.kerasbert-tmp-[0-9a-f]{8}")
 
 
-def is_temporary(name):
+def is_temporary(name: str) -> bool:
     """Whether a file name is one of :func:`temporary_name`'s (left by a killed write)."""
     return bool(_TEMPORARY.match(name))
 
 
-def pause_point(name):
+def pause_point(name: str) -> None:
     """Stops the process here while ``KERASBERT_PAUSE_AT`` names this point.
 
     Fault-injection hook for tests that ``kill -9`` a run at a known moment:
@@ -60,10 +62,10 @@ def pause_point(name):
         time.sleep(60)
 
 
-_PAUSES = {}
+_PAUSES: dict[str, int] = {}
 
 
-def temporary_name(path, suffix=None):
+def temporary_name(path: str | os.PathLike[str], suffix: str | None = None) -> str:
     """A hidden, unique name beside ``path``, ending in ``path``'s suffix (Keras checks it)."""
     path = os.fspath(path)
     directory, name = os.path.split(os.path.abspath(path))
@@ -72,7 +74,7 @@ def temporary_name(path, suffix=None):
     return os.path.join(directory, f".{name}{MARK}{uuid.uuid4().hex[:8]}{suffix}")
 
 
-def _suffixes(name):
+def _suffixes(name: str) -> list[str]:
     # ".weights.h5" and ".tar.gz" are one suffix to the tools that read them.
     parts = name.split(".")
     if len(parts) > 2:
@@ -80,7 +82,7 @@ def _suffixes(name):
     return ["." + parts[-1]] if len(parts) > 1 else []
 
 
-def _readable_permissions(path):
+def _readable_permissions(path: str) -> None:
     # mkstemp-style private files (0600): give them the permissions open() would.
     umask = os.umask(0)
     os.umask(umask)
@@ -88,7 +90,7 @@ def _readable_permissions(path):
 
 
 @contextlib.contextmanager
-def atomic_path(path):
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
     """Yields a temporary path beside ``path``; renames it to ``path`` on success.
 
     The folder of ``path`` is created if needed. On an exception the temporary file
@@ -111,7 +113,7 @@ def atomic_path(path):
 
 
 @contextlib.contextmanager
-def atomic_directory(path, create=True):
+def atomic_directory(path: str | os.PathLike[str], create: bool = True) -> Iterator[str]:
     """Yields a temporary folder path beside ``path``; on success it becomes ``path``.
 
     An existing ``path`` is replaced only once the new folder is complete: it is
@@ -145,7 +147,7 @@ def atomic_directory(path, create=True):
 
 
 @contextlib.contextmanager
-def making_folder(folder):
+def making_folder(folder: str | os.PathLike[str]) -> Iterator[str]:
     """Creates ``folder`` and its missing parents for a write; if the write fails (an
     exception in the block, Ctrl-C included), removes those it created that are still
     empty, so that nothing of a failed command is left behind.
@@ -178,7 +180,7 @@ def making_folder(folder):
         raise
 
 
-def fingerprint(path):
+def fingerprint(path: str | os.PathLike[str]) -> dict[str, int | str]:
     """``{"size", "sha256"}`` of a file's bytes (read in 1 MiB pieces)."""
     digest = hashlib.sha256()
     with open(path, "rb") as f:
@@ -187,25 +189,25 @@ def fingerprint(path):
     return {"size": os.path.getsize(path), "sha256": digest.hexdigest()}
 
 
-def write_text(path, text):
+def write_text(path: str | os.PathLike[str], text: str) -> None:
     """Writes ``text`` (UTF-8), atomically."""
     with atomic_path(path) as temporary:
         with open(temporary, "w", encoding="utf-8", newline="") as f:
             f.write(text)
 
 
-def write_json(path, value):
+def write_json(path: str | os.PathLike[str], value: Any) -> None:
     """Writes ``value`` as pretty JSON, atomically."""
     write_text(path, json.dumps(value, indent=2, ensure_ascii=False) + "\n")
 
 
-def copy_file(source, path):
+def copy_file(source: str | os.PathLike[str], path: str | os.PathLike[str]) -> None:
     """Copies ``source`` to ``path``, atomically."""
     with atomic_path(path) as temporary:
         shutil.copyfile(source, temporary)
 
 
-def open_input(path, what, expected):
+def open_input(path: str | os.PathLike[str], what: str, expected: str) -> BinaryIO:
     """Opens a file the user named, for reading bytes, or says in one line why it cannot.
 
     Args:
@@ -236,13 +238,13 @@ def open_input(path, what, expected):
         raise FileNotFoundError(f"{what} in {path}: no such file") from None
 
 
-def remove_temporaries(directory):
+def remove_temporaries(directory: str | os.PathLike[str]) -> list[str]:
     """Deletes the temporary files and folders a killed write left in ``directory``.
 
     Returns:
         The names removed.
     """
-    removed = []
+    removed: list[str] = []
     if not os.path.isdir(directory):
         return removed
     for name in sorted(os.listdir(directory)):

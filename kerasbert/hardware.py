@@ -20,6 +20,8 @@ Example:
 
 import functools
 import logging
+from collections.abc import Collection, Sequence
+from typing import Any
 
 #: CPU flags (as /proc/cpuinfo names them) of hardware bfloat16 matrix products.
 FAST_BFLOAT16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
@@ -30,7 +32,7 @@ log = logging.getLogger(__name__)
 
 
 @functools.lru_cache(maxsize=None)
-def cpu_flags(path="/proc/cpuinfo"):
+def cpu_flags(path: str = "/proc/cpuinfo") -> frozenset[str] | None:
     """The CPU's feature flags, or None where the system does not list them (not Linux)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
@@ -44,7 +46,7 @@ def cpu_flags(path="/proc/cpuinfo"):
     return None
 
 
-def has_fast_bfloat16(flags=None):
+def has_fast_bfloat16(flags: Collection[str] | None = None) -> bool:
     """Whether the CPU multiplies bfloat16 in hardware; True where its flags are unknown
     (a request is then trusted)."""
     flags = cpu_flags() if flags is None else flags
@@ -52,7 +54,7 @@ def has_fast_bfloat16(flags=None):
 
 
 @functools.lru_cache(maxsize=None)
-def visible_gpus():
+def visible_gpus() -> tuple[Any, ...]:
     """The GPUs TensorFlow computes on (``tf.config.list_physical_devices("GPU")``), asked
     once per process: every dropout layer's call reads it."""
     import tensorflow as tf
@@ -60,7 +62,8 @@ def visible_gpus():
     return tuple(tf.config.list_physical_devices("GPU"))
 
 
-def compute_policy(policy, what, flags=None, gpus=None, warn=True):
+def compute_policy(policy: str | None, what: str, flags: Collection[str] | None = None,
+                   gpus: Sequence[Any] | None = None, warn: bool = True) -> str | None:
     """The policy a 16-bit request runs under here: ``policy``, or ``"float32"`` where it
     asks for bfloat16 on a machine without a GPU whose CPU has no hardware bfloat16 (a
     warning naming ``what``); float16 without a GPU is kept, with a warning that it is slow.

@@ -39,6 +39,8 @@ import inspect
 import os
 import types
 import warnings
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import keras
 
@@ -65,7 +67,7 @@ class KerasInternalsError(ImportError):
     """A private Keras or TensorFlow hook kerasbert needs is missing or has changed."""
 
 
-def _private(module):
+def _private(module: str) -> types.ModuleType:
     """The private Keras module ``module`` (``keras.src....``); AttributeError naming it
     where the installed Keras has none (a hook's check reads that as missing)."""
     try:
@@ -91,14 +93,16 @@ class Hook:
     that must still call it (or set it, for an attribute), and the fast path it serves."""
 
     name: str
-    find: object  # () -> the function (None for an attribute alone)
-    parameters: tuple = None  # the function's parameter names; None: not checked
-    used_by: tuple = ()  # ((what, () -> a Keras function), ...) whose code names `attribute`
-    attribute: object = None  # the name (or names) the functions of `used_by` must use
-    path: str = None  # the fast path of FAST_PATHS it serves; None: needed by every path
+    find: Callable[[], Any]  # () -> the function (None for an attribute alone)
+    parameters: tuple[str, ...] | None = None  # the function's parameter names; None: not checked
+    # ((what, () -> a Keras function), ...) whose code names `attribute`
+    used_by: tuple[tuple[str, Callable[[], Any]], ...] = ()
+    # the name (or names) the functions of `used_by` must use
+    attribute: str | tuple[str, ...] | None = None
+    path: str | None = None  # the fast path of FAST_PATHS it serves; None: needed by every path
 
 
-def _hooks():
+def _hooks() -> list[Hook]:
     """The hooks of the installed backend (TensorFlow's are checked only there)."""
     hooks = [
         Hook("keras.src.backend.get_keras_mask", lambda: _private(_BACKEND).get_keras_mask,
@@ -187,9 +191,10 @@ def _hooks():
     ]
 
 
-def _names_in(function):
+def _names_in(function: Callable[..., Any]) -> set[str]:
     """Every name the code of ``function`` (and of the functions defined in it) uses."""
-    names, codes = set(), [inspect.unwrap(function).__code__]
+    names: set[str] = set()
+    codes = [inspect.unwrap(function).__code__]
     while codes:
         code = codes.pop()
         names.update(code.co_names)
@@ -198,7 +203,7 @@ def _names_in(function):
     return names
 
 
-def _problem(hook):
+def _problem(hook: Hook) -> str | None:
     """What is wrong with ``hook`` in the installed Keras, or None."""
     try:
         found = hook.find()
@@ -212,7 +217,7 @@ def _problem(hook):
         if parameters != hook.parameters:
             return (f"it takes ({', '.join(parameters)}), kerasbert expects "
                     f"({', '.join(hook.parameters)})")
-    attributes = (hook.attribute,) if isinstance(hook.attribute, str) else hook.attribute
+    attributes = (hook.attribute,) if isinstance(hook.attribute, str) else hook.attribute or ()
     for where, function in hook.used_by:
         try:
             names = _names_in(function())
@@ -224,14 +229,14 @@ def _problem(hook):
     return None
 
 
-def _problems(paths):
+def _problems(paths: Collection[str | None]) -> list[tuple[Hook, str]]:
     """``[(hook, problem), ...]`` of the hooks of ``paths`` (None: the hooks every path
     needs) that the installed Keras breaks."""
     return [(hook, problem) for hook in _hooks() if hook.path in paths
             for problem in [_problem(hook)] if problem]
 
 
-def versions():
+def versions() -> str:
     """``"Keras 3.15.1, TensorFlow 2.21.0"``: the installed versions, for messages."""
     text = f"Keras {keras.__version__}"
     if keras.backend.backend() == "tensorflow":
@@ -241,7 +246,7 @@ def versions():
     return text
 
 
-def check(fast=None):
+def check(fast: bool | None = None) -> None:
     """Checks every hook against the installed Keras and TensorFlow, at once.
 
     kerasbert checks each hook when it is first used (a fast path steps aside with a
@@ -260,7 +265,7 @@ def check(fast=None):
         raise _error(problems)
 
 
-def _error(problems):
+def _error(problems: Sequence[tuple[Hook, str]]) -> KerasInternalsError:
     lines = [f"- {hook.name}: {problem}" for hook, problem in problems]
     advice = f"install a Keras that kerasbert is tested with (pip install '{KERAS_REQUIREMENT}')"
     if all(hook.path for hook, _ in problems):
@@ -273,10 +278,10 @@ def _error(problems):
 
 #: path -> the problems of its hooks (None: of the hooks every path needs), found when the
 #: path is first used; :func:`forget_checks` empties it.
-_checked = {}
+_checked: dict[str | None, list[tuple[Hook, str]]] = {}
 
 
-def _required():
+def _required() -> None:
     """Checks, once, the hooks every path needs; raises KerasInternalsError naming them."""
     if None not in _checked:
         _checked[None] = _problems({None})
@@ -284,7 +289,7 @@ def _required():
         raise _error(_checked[None])
 
 
-def _path_works(path):
+def _path_works(path: str) -> bool:
     """Whether the hooks of the fast path ``path`` pass their check; the first time one
     fails, a warning names it, the versions and the form used instead."""
     if path not in _checked:
@@ -298,14 +303,14 @@ def _path_works(path):
     return not _checked[path]
 
 
-def forget_checks():
+def forget_checks() -> None:
     """Forgets which hooks were checked: each is checked again when next used (after
     Keras's classes changed in the same process, as tests do)."""
     _checked.clear()
 
 
 # --------------------------------------------------------------------------- the switch
-def switch_from_environment(environ=os.environ):
+def switch_from_environment(environ: Mapping[str, str] = os.environ) -> bool:
     """The switch's state that ``environ`` asks for: ``KERASBERT_FAST`` 0 is off, 1 or
     unset is on.
 
@@ -322,7 +327,7 @@ def switch_from_environment(environ=os.environ):
 _fast = switch_from_environment()
 
 
-def fast_paths_enabled(path=None):
+def fast_paths_enabled(path: str | None = None) -> bool:
     """Whether kerasbert's fast paths are on (``KERASBERT_FAST``, :func:`fast_paths`); with
     ``path`` (a name of :data:`FAST_PATHS`), whether that one runs: the switch is on and
     its hooks pass their check in the installed Keras (checked on the first ask; a failed
@@ -339,7 +344,7 @@ def fast_paths_enabled(path=None):
 
 
 @contextlib.contextmanager
-def fast_paths(enabled):
+def fast_paths(enabled: bool) -> Iterator[None]:
     """Turns the fast paths on or off inside the block, and back as they were after it.
 
     The switch is read when each fast form is chosen: a feed-forward layer's GELU when the
@@ -362,13 +367,13 @@ def fast_paths(enabled):
 
 
 # ------------------------------------------------------------------ what kerasbert reaches
-def get_keras_mask(x):
+def get_keras_mask(x: Any) -> Any:
     """The padding mask Keras keeps on the tensor ``x`` (None where it has none)."""
     _required()
     return _private(_BACKEND).get_keras_mask(x)
 
 
-def dense_kernel(layer):
+def dense_kernel(layer: keras.layers.Layer) -> keras.Variable:
     """A Keras ``Dense`` layer's kernel variable itself: the frozen one under LoRA adapters,
     the integers of a quantized layer (its public ``kernel`` is then the sum with the
     adapters, or the unpacked values)."""
@@ -376,14 +381,14 @@ def dense_kernel(layer):
     return layer._kernel
 
 
-def in_xla_context():
+def in_xla_context() -> bool:
     """Whether the code being traced is compiled by XLA (TensorFlow)."""
     import tensorflow as tf
 
     return tf.__internal__.get_enclosing_xla_context() is not None
 
 
-def autocast(dtype):
+def autocast(dtype: str) -> Any:
     """The scope in which Keras variables read as ``dtype`` (floating ones), as they do
     inside a layer's ``__call__`` under a mixed policy: for code that reads a layer's
     weights outside it (the decoding loop's cached steps)."""
@@ -391,7 +396,7 @@ def autocast(dtype):
     return _private(_VARIABLES).AutocastScope(dtype)
 
 
-def in_symbolic_scope():
+def in_symbolic_scope() -> bool:
     """Whether Keras is only working out shapes and dtypes (``compute_output_spec``: a loss
     run on placeholders while ``fit`` makes its state ahead of the step), where nothing
     computed is kept. False where the installed Keras has no such scope."""
@@ -401,7 +406,7 @@ def in_symbolic_scope():
         return False
 
 
-def training_of_current_call():
+def training_of_current_call() -> Any:
     """The ``training`` flag of the layer call in progress (True, False, a tensor, or None
     where no call is in progress or none was given). Keras keeps it on the call context it
     hands down from an outer layer's ``__call__`` to the inner ones, also to layers whose
@@ -413,52 +418,53 @@ def training_of_current_call():
     return getattr(context, "training", None)
 
 
-def in_stateless_scope():
+def in_stateless_scope() -> bool:
     """Whether a ``keras.StatelessScope`` is open."""
     return _private(_STATELESS).in_stateless_scope()
 
 
-def pending_variables():
+def pending_variables() -> list[Any]:
     """Keras's list of deferred variables, initialized when a stateless scope closes."""
     return _private(_GLOBAL_STATE).get_global_attribute(_PENDING) or []
 
 
-def set_pending_variables(pending):
+def set_pending_variables(pending: Iterable[Any]) -> None:
     """Replaces Keras's list of deferred variables with ``pending``."""
     _private(_GLOBAL_STATE).set_global_attribute(_PENDING, list(pending))
 
 
-def is_deferred(variable):
+def is_deferred(variable: keras.Variable) -> bool:
     """True for a variable made in ``StatelessScope(initialize_variables=False)`` and
     not given a value yet."""
     return getattr(variable, "_value", True) is None
 
 
-def create_from_value(variable, value):
+def create_from_value(variable: keras.Variable, value: Any) -> None:
     """Creates the deferred ``variable`` from ``value`` (one allocation); its initializer
     is dropped, so it is never drawn."""
     variable._initialize(value)
     variable._initializer = None
 
 
-def initialize_deferred(variable):
+def initialize_deferred(variable: keras.Variable) -> None:
     """Gives the deferred ``variable`` its initializer's value."""
     variable._deferred_initialize()
 
 
-def are_arrays(arrays):
+def are_arrays(arrays: Any) -> bool:
     """Whether every leaf of the nest ``arrays`` is an array Keras's ``fit`` slices
     (NumPy, a tensor, a pandas frame; None leaves allowed)."""
     return _private(_ARRAYS).can_convert_arrays(arrays)
 
 
-def split_for_validation(arrays, validation_split):
+def split_for_validation(arrays: Any, validation_split: float) -> tuple[Any, Any]:
     """``(train, validation)``: Keras ``fit``'s ``validation_split`` of the nest ``arrays``
     (the last rows are the validation ones)."""
     return _private(_SLICING).train_validation_split(arrays, validation_split=validation_split)
 
 
-def endless_array_batches(x, y, sample_weight, batch_size, shuffle, class_weight=None):
+def endless_array_batches(x: Any, y: Any, sample_weight: Any, batch_size: int, shuffle: bool | str,
+                          class_weight: dict[int, float] | None = None) -> tuple[Any, int]:
     """``(dataset, steps)``: the batches Keras's ``fit`` makes of arrays for one epoch (its
     order, shuffled again each pass when ``shuffle``, its last partial batch, its class
     weights), repeated without end, and how many make an epoch."""
@@ -468,7 +474,8 @@ def endless_array_batches(x, y, sample_weight, batch_size, shuffle, class_weight
     return adapter.get_tf_dataset().repeat(), adapter.num_batches
 
 
-def adam_slots(optimizer, variable):
+def adam_slots(optimizer: keras.optimizers.Optimizer,
+               variable: keras.Variable) -> tuple[keras.Variable, keras.Variable]:
     """``(first moment, second moment)``: the Keras variables an Adam ``optimizer`` keeps
     for ``variable``."""
     index = optimizer._get_variable_index(variable)
@@ -479,15 +486,15 @@ def adam_slots(optimizer, variable):
 _MARK = "_kerasbert_hook"
 
 
-def _install(owner, name, replacement):
+def _install(owner: object, name: str, replacement: Callable[..., Any]) -> None:
     setattr(replacement, _MARK, name)
     setattr(owner, name, replacement)
 
 
-def build_from_element_spec(model, strategy):
+def build_from_element_spec(model: keras.Model, strategy: Any) -> None:
     """Makes ``fit`` / ``evaluate`` build ``model`` under ``strategy`` from the dataset's
     ``element_spec`` (shapes and dtypes) instead of from a batch drawn from the data."""
-    def build(iterator=None, data_batch=None):
+    def build(iterator: Any = None, data_batch: Any = None) -> None:
         if iterator is not None:
             data_batch = iterator.data_adapter.get_tf_dataset().element_spec
         with strategy.scope():
@@ -496,7 +503,7 @@ def build_from_element_spec(model, strategy):
     _install(model, "_maybe_symbolic_build", build)
 
 
-def build_before_tracing(model, element_spec):
+def build_before_tracing(model: keras.Model, element_spec: Any) -> None:
     """Makes the state ``fit`` adds to the compiled ``model`` (its loss's and metrics'
     variables, the optimizer's slots) from the shapes and dtypes ``element_spec`` of the
     training data, before ``fit`` traces its step.
@@ -510,14 +517,14 @@ def build_before_tracing(model, element_spec):
         model._symbolic_build(data_batch=element_spec)
 
 
-def clip_after_sum(optimizer):
+def clip_after_sum(optimizer: keras.optimizers.Optimizer) -> None:
     """Makes ``optimizer`` clip the gradient summed over the replicas, once, instead of
     each replica's part before the sum (its own clipping, moved)."""
     if installed_hooks(optimizer):
         return  # already moved: the methods it holds are ours
     clip, sum_over_replicas = optimizer._clip_gradients, optimizer._all_reduce_sum_gradients
 
-    def sum_then_clip(grads_and_vars):
+    def sum_then_clip(grads_and_vars: Sequence[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
         grads_and_vars = sum_over_replicas(grads_and_vars)
         grads = clip([g for g, _ in grads_and_vars])
         return list(zip(grads, [v for _, v in grads_and_vars]))
@@ -526,12 +533,12 @@ def clip_after_sum(optimizer):
     _install(optimizer, "_all_reduce_sum_gradients", sum_then_clip)
 
 
-def installed_hooks(owner):
+def installed_hooks(owner: object) -> list[str]:
     """The names of the methods kerasbert replaced on ``owner`` (a model or optimizer)."""
     return sorted(name for name, value in vars(owner).items() if hasattr(value, _MARK))
 
 
-def remove_hooks(owner):
+def remove_hooks(owner: object) -> list[str]:
     """Gives ``owner`` Keras's own methods back; returns the names removed."""
     removed = installed_hooks(owner)
     for name in removed:
@@ -539,21 +546,21 @@ def remove_hooks(owner):
     return removed
 
 
-def layer_of(tensor):
+def layer_of(tensor: Any) -> Any:
     """The layer (or operation) that made a symbolic Keras tensor, or None (an eager value,
     or a Keras without the record). Keras keeps it as ``tensor._keras_history``."""
     history = getattr(tensor, "_keras_history", None)
     return getattr(history, "operation", None)
 
 
-def inbound_layers(layer):
+def inbound_layers(layer: Any) -> list[Any]:
     """The layers whose outputs ``layer`` was called on in a functional graph, each call's in
     order ([] for an input layer, or a Keras without the record)."""
     return [parent.operation for node in getattr(layer, "_inbound_nodes", ())
             for parent in getattr(node, "parent_nodes", ())]
 
 
-def model_computing_loss():
+def model_computing_loss() -> tuple[keras.Model, Any] | None:
     """``(model, y_pred)`` of the innermost ``Model.compute_loss`` running in this thread, or
     None. A loss given to ``compile`` runs inside it (in ``fit``'s traced step, ``evaluate``'s,
     or a ``train_step`` of the user's), where ``y_pred`` is a plain tensor that no longer

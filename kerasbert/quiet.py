@@ -18,9 +18,12 @@ import importlib.machinery
 import os
 import sys
 import tempfile
+import types
+from collections.abc import Iterator, MutableMapping, Sequence
+from typing import cast
 
 
-def quiet_tensorflow(environ=os.environ):
+def quiet_tensorflow(environ: MutableMapping[str, str] = os.environ) -> None:
     """From now on, this process imports TensorFlow quietly, whoever imports it first (the
     command's own process: the caller owns ``environ`` and ``sys.meta_path``)."""
     environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -32,7 +35,7 @@ def quiet_tensorflow(environ=os.environ):
 
 
 @contextlib.contextmanager
-def _stderr_silenced():
+def _stderr_silenced() -> Iterator[None]:
     """File descriptor 2 pointed at an unnamed temporary file, then given back; what was
     written there is copied to stderr if the block raises (an ImportError keeps the lines
     that explain it). Nothing is done where the process has no descriptor 2 (closed)."""
@@ -62,7 +65,9 @@ class _QuietTensorFlow(importlib.abc.MetaPathFinder):
     standard path finder does, and loads it with stderr silenced; then it leaves
     ``sys.meta_path``. Any other import, and any finder before or after it, is untouched."""
 
-    def find_spec(self, name, path=None, target=None):
+    def find_spec(self, name: str, path: Sequence[str] | None = None,
+                  target: types.ModuleType | None = None,
+                  ) -> importlib.machinery.ModuleSpec | None:
         if name != "tensorflow":
             return None
         with contextlib.suppress(ValueError):  # already gone: another import found it first
@@ -78,13 +83,14 @@ class _Silenced(importlib.abc.Loader):
     """A loader that runs another's ``exec_module`` with stderr silenced; the module keeps
     its own loader."""
 
-    def __init__(self, loader):
+    def __init__(self, loader: importlib.abc.Loader) -> None:
         self.loader = loader
 
-    def create_module(self, spec):
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
         return self.loader.create_module(spec)
 
-    def exec_module(self, module):
-        module.__loader__ = module.__spec__.loader = self.loader
+    def exec_module(self, module: types.ModuleType) -> None:
+        spec = cast(importlib.machinery.ModuleSpec, module.__spec__)  # the import system's
+        module.__loader__ = spec.loader = self.loader
         with _stderr_silenced():
             self.loader.exec_module(module)

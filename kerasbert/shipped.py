@@ -16,6 +16,8 @@ Example:
 
 import importlib.resources
 import os
+from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 
@@ -23,7 +25,7 @@ MODEL_NAME = "kerasbert-zh-small"
 SPLITS = ("train", "dev", "test")
 
 
-def resource(*parts):
+def resource(*parts: str) -> str:
     """The path of ``kerasbert/resources/<parts>`` as a string.
 
     Raises:
@@ -32,19 +34,20 @@ def resource(*parts):
     place = importlib.resources.files("kerasbert").joinpath("resources")
     for part in parts:
         place = place.joinpath(part)
-    path = os.fspath(place)
+    # files() of a package installed as files (not zipped) is a pathlib.Path
+    path = os.fspath(cast("os.PathLike[str]", place))
     if not os.path.exists(path):
         raise FileNotFoundError(f"shipped file in {path}: missing; reinstall kerasbert (its wheel "
                                 "carries the default model and the review split)")
     return path
 
 
-def model_dir():
+def model_dir() -> str:
     """The folder of the shipped ``kerasbert-zh-small``: config, vocab, checkpoint."""
     return resource(MODEL_NAME)
 
 
-def data_file(dataset, split):
+def data_file(dataset: str, split: str) -> str:
     """The ``train``, ``dev`` or ``test`` file of a shipped dataset, a folder of
     ``kerasbert/resources/`` (``reviews``, ``peoples_daily``, ``peoples_daily_qa``, ...) that
     holds one file per split, named after it.
@@ -62,7 +65,8 @@ def data_file(dataset, split):
     return os.path.join(folder, found[0])
 
 
-def precomputed(name, key, make):
+def precomputed(name: str, key: str, make: Callable[[], dict[str, np.ndarray]]
+                ) -> dict[str, np.ndarray]:
     """The arrays ``make()`` returns (a dict of NumPy arrays), read from the shipped
     ``kerasbert/resources/precomputed/<name>.npz`` when it was made where ``key`` (the
     versions the arrays depend on) was the same, else made here.
@@ -79,13 +83,13 @@ def precomputed(name, key, make):
     return make()
 
 
-def precomputed_file(name):
+def precomputed_file(name: str) -> str:
     """The path of the shipped table ``name`` (which may not exist)."""
-    return os.fspath(importlib.resources.files("kerasbert").joinpath(
-        "resources", "precomputed", f"{name}.npz"))
+    return os.fspath(cast("os.PathLike[str]", importlib.resources.files("kerasbert").joinpath(
+        "resources").joinpath("precomputed").joinpath(f"{name}.npz")))
 
 
-def write_precomputed(name, key, arrays):
+def write_precomputed(name: str, key: str, arrays: dict[str, Any]) -> None:
     """Writes ``arrays`` (a dict of NumPy arrays) made under ``key`` as the shipped table
     ``name``."""
     path = precomputed_file(name)
