@@ -80,8 +80,8 @@ _REFUSED = {
 }
 
 
-def _keras2_reduction(reduce):
-    def reduction(x, axis=None, keepdims=False):
+def _keras2_reduction(reduce: Callable[..., Any]) -> Callable[..., Any]:
+    def reduction(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
         if _is_static_shape(x) and hasattr(np, reduce.__name__):
             # JAX and PyTorch give K.shape as Python ints: K.prod(K.shape(x)[:2]) stays a
             # number, which a reshape inside a compiled step needs (TensorFlow's is a tensor).
@@ -93,17 +93,17 @@ def _keras2_reduction(reduce):
     return reduction
 
 
-def _is_static_shape(x):
+def _is_static_shape(x: Any) -> bool:
     """Whether ``x`` is a shape of Python ints (what ``K.shape`` gives off TensorFlow)."""
     return isinstance(x, (tuple, list)) and all(isinstance(d, (int, np.integer)) for d in x)
 
 
-def _is_flag(training):
+def _is_flag(training: Any) -> bool:
     """Whether a training flag is a Python value (None, a bool, 0 or 1), not a tensor."""
     return training is None or isinstance(training, (bool, int, np.bool_, np.integer))
 
 
-def _letters(n, skip=""):
+def _letters(n: int, skip: str = "") -> list[str]:
     return [c for c in "abcdefghijklmnopqrstuvwxyz" if c not in skip][:n]
 
 
@@ -377,7 +377,7 @@ class _Backend:
                                       "outputs) or use tf.GradientTape")
         model = keras.Model(list(inputs), list(outputs))
 
-        def call(values):
+        def call(values: Any) -> list[Any]:
             results = model(list(values))
             results = results if isinstance(results, (list, tuple)) else [results]
             return [ops.convert_to_numpy(r) for r in results]

@@ -93,7 +93,7 @@ def integerize_shape(func: _F) -> _F:
     return func
 
 
-def _merged(inputs, embeddings, merge_mode, tile):
+def _merged(inputs: Any, embeddings: Any, merge_mode: str, tile: bool) -> Any:
     """A position layer's output: ``embeddings`` added to, multiplied into (``mul``: by
     ``embeddings + 1``), put in place of (``zero``) or appended to ``inputs``."""
     if merge_mode == "add":
@@ -107,7 +107,7 @@ def _merged(inputs, embeddings, merge_mode, tile):
     return ops.concatenate([inputs, embeddings], axis=-1)
 
 
-def _first(mask):
+def _first(mask: Any) -> Any:
     """The mask of a layer's first input (a list of inputs has a list of masks)."""
     return mask[0] if isinstance(mask, (list, tuple)) else mask
 
@@ -231,7 +231,7 @@ class Concatenate1D(core_layers.Concatenate1D):
     """
 
 
-def _attention_bias(bias):
+def _attention_bias(bias: Any) -> tuple[Any, Any]:
     """An ``a_bias`` input as :func:`attend` takes it: ``(bias, allowed)``, a bool mask as
     ``allowed`` and additive scores as ``bias`` (the other None), with a heads axis."""
     if len(bias.shape) == 3:  # (batch or 1, q_len, k_len)
@@ -414,14 +414,15 @@ class GatedAttentionUnit(Layer):
         self.dropout = (keras.layers.Dropout(attention_dropout, dtype=self.dtype_policy)
                         if attention_dropout else None)
 
-    def _dense(self, units, fan_in, name, activation=None):
+    def _dense(self, units: int, fan_in: Any, name: str,
+               activation: Any = None) -> keras.layers.Dense:
         dense = keras.layers.Dense(units, activation=activation, use_bias=self.use_bias,
                                    kernel_initializer=self.kernel_initializer, name=name,
                                    dtype=self.dtype_policy)
         dense.build(fan_in)
         return dense
 
-    def _scale(self, name):
+    def _scale(self, name: str) -> ScaleOffset:
         scale = ScaleOffset(offset=self.use_bias, name=name, dtype=self.dtype_policy)
         scale.build((None, self.key_size))
         return scale
@@ -706,17 +707,17 @@ class FeedForward(core_layers.FeedForward):
                 "kernel_initializer": initializers.serialize(self.kernel_initializer)}
 
 
-def _scores_mask(y_pred):
+def _scores_mask(y_pred: Any) -> Any:
     """The real positions of a CRF's or MEMM's output: those not ``-inf`` (bert4keras's)."""
     return ops.all(ops.not_equal(y_pred, -np.inf), axis=2)
 
 
-def _tags_like(y_true, y_pred):
+def _tags_like(y_true: Any, y_pred: Any) -> Any:
     """Integer tags shaped as ``y_pred`` without its last axis."""
     return ops.cast(ops.reshape(y_true, ops.shape(y_pred)[:-1]), "int32")
 
 
-def _masked_mean(values, mask):
+def _masked_mean(values: Any, mask: Any) -> Any:
     mask = ops.cast(mask, values.dtype)
     return ops.sum(values * mask) / ops.sum(mask)
 
@@ -815,7 +816,7 @@ class MaximumEntropyMarkovModel(Layer):
         tags = input_shape[-1]
         glorot = initializers.GlorotUniform()
 
-        def initializer(shape, dtype=None):
+        def initializer(shape: Any, dtype: Any = None) -> Any:
             return glorot(shape, dtype) / self.lr_multiplier
 
         shapes = ({"_trans": (tags, tags)} if self.hidden_dim is None else
@@ -846,7 +847,7 @@ class MaximumEntropyMarkovModel(Layer):
                                                            *([1] * (len(x.shape) - 2)))),
                                     axis=1) for x in inputs]
 
-    def _scores(self, y_true, y_pred, go_backwards):
+    def _scores(self, y_true: Any, y_pred: Any, go_backwards: bool) -> tuple[Any, Any, Any]:
         """Tags, the real positions, and each token's scores averaged with the transition
         scores from the gold tag before it (after it, backwards)."""
         y_pred = ops.cast(y_pred, "float32")  # 16-bit scores: the softmax wants float32
@@ -931,7 +932,7 @@ class GlobalPointer(Layer):
         self.tril_mask = tril_mask
         self.kernel_initializer = initializers.get(kernel_initializer)
 
-    def _dense(self, units, input_shape, name):
+    def _dense(self, units: int, input_shape: Any, name: str) -> keras.layers.Dense:
         dense = keras.layers.Dense(units, use_bias=self.use_bias,
                                    kernel_initializer=self.kernel_initializer, name=name,
                                    dtype=self.dtype_policy)
@@ -941,7 +942,7 @@ class GlobalPointer(Layer):
     def build(self, input_shape: Any) -> None:
         self.dense = self._dense(self.head_size * self.heads * 2, input_shape, "dense")
 
-    def _rotated(self, qw, kw):
+    def _rotated(self, qw: Any, kw: Any) -> tuple[Any, Any]:
         if not self.RoPE:
             return qw, kw
         positions = ops.expand_dims(ops.arange(ops.shape(qw)[1], dtype="float32"), 0)
@@ -957,7 +958,7 @@ class GlobalPointer(Layer):
         qw, kw = (ops.transpose(x, (0, 2, 1, 3)) for x in (qw, kw))
         return self._masked(attention_scores(qw, kw, self.head_size**-0.5), mask)
 
-    def _masked(self, logits, mask):
+    def _masked(self, logits: Any, mask: Any) -> Any:
         upper = None
         if self.tril_mask:
             positions = ops.arange(ops.shape(logits)[-1])
@@ -1038,7 +1039,7 @@ class Loss(Layer):
         raise NotImplementedError(f"{type(self).__name__} must define "
                                   "compute_loss(self, inputs, mask=None)")
 
-    def _chosen(self, values):
+    def _chosen(self, values: Any) -> Any:
         if self.output_axis is None or values is None:
             return values
         if isinstance(self.output_axis, (list, tuple)):
@@ -1052,7 +1053,7 @@ class Loss(Layer):
         return {**super().get_config(), "output_axis": self.output_axis}
 
 
-def _as_floats(values):
+def _as_floats(values: Any) -> Any:
     """``values`` (a tensor or a list of them) with integer tensors cast to ``floatx``."""
     if isinstance(values, (list, tuple)):
         return type(values)(_as_floats(value) for value in values)

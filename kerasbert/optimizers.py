@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import keras
@@ -60,19 +60,19 @@ REFUSED_KEYWORDS = {
 }
 
 
-def _matches(path, patterns):
+def _matches(path: str, patterns: Iterable[str]) -> bool:
     """Whether any regular expression of ``patterns`` is found in ``path`` (bert4keras's
     ``string_matching``)."""
     return any(re.search(pattern, path) for pattern in patterns)
 
 
-def _serialize_rate(rate):
+def _serialize_rate(rate: Any) -> Any:
     if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule):
         return keras.optimizers.schedules.serialize(rate)
     return rate if rate is None else float(rate)
 
 
-def _deserialize_rate(rate):
+def _deserialize_rate(rate: Any) -> Any:
     if isinstance(rate, dict):
         return keras.optimizers.schedules.deserialize(rate)
     return rate
@@ -108,7 +108,7 @@ class PiecewiseLinearRate(keras.optimizers.schedules.LearningRateSchedule):
             rate = rate(step)
         return rate * piecewise_linear(step, self.schedule)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {"learning_rate": _serialize_rate(self.learning_rate),
                 "schedule": {str(step): value for step, value in self.schedule.items()}}
 
@@ -129,7 +129,7 @@ class RelativeStepRate(keras.optimizers.schedules.LearningRateSchedule):
         step = ops.cast(step, keras.config.floatx()) + 1.0
         return self.scale * ops.minimum(1.0 / ops.sqrt(step), 0.01)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {"scale": self.scale}
 
 
@@ -140,13 +140,14 @@ class _Slots:
     count the model variables held here as the optimizer's own.
     """
 
-    def __init__(self, variables):
+    def __init__(self, variables: Iterable[Any]) -> None:
         self.variables = list(variables)
         self.paths = [getattr(v, "path", v.name) for v in self.variables]
-        self.slots = {}  # slot name -> one optimizer variable (or None) per model variable
-        self.flags = {}  # per-variable decisions taken once, from the paths
-        self.old_weights = None
-        self._index = {}
+        # slot name -> one optimizer variable (or None) per model variable
+        self.slots: dict[str, list[Any]] = {}
+        self.flags: dict[str, list[Any]] = {}  # per-variable decisions taken once, from the paths
+        self.old_weights: list[np.ndarray] | None = None
+        self._index: dict[int, int] = {}
         # update_step sees a Keras variable, or on TensorFlow the tf.Variable inside it, or
         # under a distribution strategy one replica's copy of that.
         strategy = None
@@ -164,7 +165,7 @@ class _Slots:
             for thing in seen:
                 self._index[id(thing)] = i
 
-    def index(self, variable):
+    def index(self, variable: Any) -> int:
         try:
             return self._index[id(variable)]
         except KeyError:
@@ -199,15 +200,16 @@ class _Optimizer(keras.optimizers.Optimizer):
         self._kerasbert_slots: Any = None  # a _Slots once built
 
     @classmethod
-    def _extension_options(cls):
+    def _extension_options(cls) -> dict[str, Any]:
         """``{keyword: default}`` of every extension of this class."""
-        options = {}
+        options: dict[str, Any] = {}
         for klass in reversed(cls.__mro__):
             options.update(vars(klass).get("_EXTENSION_OPTIONS", {}))
         return options
 
     @classmethod
-    def _keras_arguments(cls, arguments, options):
+    def _keras_arguments(cls, arguments: dict[str, Any],
+                         options: dict[str, Any]) -> dict[str, Any]:
         """The keyword arguments of ``keras.optimizers.Optimizer``; extensions change them."""
         return arguments
 
@@ -218,19 +220,20 @@ class _Optimizer(keras.optimizers.Optimizer):
         self._kerasbert_slots = _Slots(variables)
         self._build_slots(self._kerasbert_slots)
 
-    def _build_slots(self, slots):
+    def _build_slots(self, slots: _Slots) -> None:
         """Adds the optimizer variables and flags of ``slots``; extensions add theirs."""
 
-    def _add_slots(self, slots, name, shapes=None, initial=None):
+    def _add_slots(self, slots: _Slots, name: str, shapes: Sequence[Any] | None = None,
+                   initial: Callable[[Any], Any] | None = None) -> list[Any]:
         """One optimizer variable ``name`` per model variable (of its shape, or of
         ``shapes[i]``; None there for none), zeros or ``initial(variable)``."""
-        made = []
+        made: list[Any] = []
         for i, (variable, path) in enumerate(zip(slots.variables, slots.paths)):
             shape = variable.shape if shapes is None else shapes[i]
             if shape is None:
                 made.append(None)
                 continue
-            initializer = "zeros"
+            initializer: str | Callable[..., Any] = "zeros"
             if initial is not None:
                 value = initial(variable)
                 initializer = lambda shape, dtype, value=value: ops.cast(value, dtype)  # noqa: E731
@@ -239,7 +242,7 @@ class _Optimizer(keras.optimizers.Optimizer):
         slots.slots[name] = made
         return made
 
-    def _slot(self, name, index):
+    def _slot(self, name: str, index: int) -> Any:
         return self._kerasbert_slots.slots[name][index]
 
     def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:
@@ -251,20 +254,22 @@ class _Optimizer(keras.optimizers.Optimizer):
         new_value = self._new_value(gradient, variable, learning_rate, index)
         self.assign(variable, self._adjusted(variable, new_value, gradient, learning_rate, index))
 
-    def _fused_update(self, gradient, variable, learning_rate, index):
+    def _fused_update(self, gradient: Any, variable: Any, learning_rate: Any,
+                      index: int) -> bool:
         """Updates ``variable`` in one kernel and returns True, where an optimizer can."""
         return False
 
-    def _new_value(self, gradient, variable, learning_rate, index):
+    def _new_value(self, gradient: Any, variable: Any, learning_rate: Any, index: int) -> Any:
         """Updates the optimizer's slots of ``variable``; returns its new value."""
         raise NotImplementedError
 
-    def _adjusted(self, variable, new_value, gradient, learning_rate, index):
+    def _adjusted(self, variable: Any, new_value: Any, gradient: Any, learning_rate: Any,
+                  index: int) -> Any:
         """``new_value`` as the extensions change it (weight decay, layer adaptation ...),
         the innermost first; ``variable`` still holds its old value."""
         return new_value
 
-    def _step(self, dtype):
+    def _step(self, dtype: Any) -> Any:
         return ops.cast(self.iterations + 1, dtype)
 
     def get_config(self) -> dict[str, Any]:
@@ -302,19 +307,19 @@ class Adam(_Optimizer):
         self.epsilon = epsilon or keras.config.epsilon()
         self.bias_correction = bias_correction
 
-    def _build_slots(self, slots):
+    def _build_slots(self, slots: _Slots) -> None:
         super()._build_slots(slots)
         self._add_slots(slots, "m")
         self._add_slots(slots, "v")
 
-    def _beta_powers(self, dtype):
+    def _beta_powers(self, dtype: Any) -> tuple[Any, Any]:
         if not self.bias_correction:
             return ops.zeros((), dtype), ops.zeros((), dtype)
         step = self._step(dtype)
         return (ops.power(ops.cast(self.beta_1, dtype), step),
                 ops.power(ops.cast(self.beta_2, dtype), step))
 
-    def _new_value(self, gradient, variable, learning_rate, index):
+    def _new_value(self, gradient: Any, variable: Any, learning_rate: Any, index: int) -> Any:
         m, v = self._slot("m", index), self._slot("v", index)
         # In the variable's dtype, as bert4keras (1 - beta_2 rounds to 0.00099998713 in float32).
         beta_1, beta_2 = (ops.cast(beta, variable.dtype) for beta in (self.beta_1, self.beta_2))
@@ -326,7 +331,8 @@ class Adam(_Optimizer):
         m_hat, v_hat = m_t / (1.0 - power_1), v_t / (1.0 - power_2)
         return variable - learning_rate * m_hat / (ops.sqrt(v_hat) + self.epsilon)
 
-    def _fused_update(self, gradient, variable, learning_rate, index):
+    def _fused_update(self, gradient: Any, variable: Any, learning_rate: Any,
+                      index: int) -> bool:
         # TensorFlow's ApplyAdam adds epsilon to sqrt(v) before the correction of v; the
         # same update with bert4keras's placement takes epsilon * sqrt(1 - beta_2 ** step).
         adjusters = [klass for klass in type(self).__mro__
@@ -389,11 +395,11 @@ class Lion(_Optimizer):
         self.beta_1 = beta_1
         self.beta_2 = beta_2
 
-    def _build_slots(self, slots):
+    def _build_slots(self, slots: _Slots) -> None:
         super()._build_slots(slots)
         self._add_slots(slots, "m")
 
-    def _new_value(self, gradient, variable, learning_rate, index):
+    def _new_value(self, gradient: Any, variable: Any, learning_rate: Any, index: int) -> Any:
         m = self._slot("m", index)
         beta_1, beta_2 = (ops.cast(beta, variable.dtype) for beta in (self.beta_1, self.beta_2))
         direction = ops.sign(beta_1 * m + (1.0 - beta_1) * gradient)
@@ -465,7 +471,7 @@ class AdaFactor(_Optimizer):
         columns[order[-2]] = 1
         return tuple(rows), int(order[-1]), tuple(columns), int(order[-2])
 
-    def _build_slots(self, slots):
+    def _build_slots(self, slots: _Slots) -> None:
         super()._build_slots(slots)
         factored = [self.factored_shape(tuple(v.shape)) for v in slots.variables]
         if self.beta1 > 0.0:
@@ -479,7 +485,7 @@ class AdaFactor(_Optimizer):
             self.multiply_by_parameter_scale
             and not _matches(path, self.exclude_from_parameter_scale) for path in slots.paths]
 
-    def _new_value(self, gradient, variable, learning_rate, index):
+    def _new_value(self, gradient: Any, variable: Any, learning_rate: Any, index: int) -> Any:
         flags = self._kerasbert_slots.flags
         dtype = variable.dtype
         beta2 = self.beta2
@@ -553,19 +559,22 @@ def export_to_custom_objects(base_extend_with: Callable[[type[_Optimizer]], type
 
 
 # Each extend_with_* below is replaced by export_to_custom_objects's extend_with, whose
-# signature is typed (a class of its own is no type a checker can follow).
+# signature is typed (a class of its own is no type a checker can follow; so its
+# BaseOptimizer is Any here: a class statement takes no base typed type[...]).
 @export_to_custom_objects
-def extend_with_weight_decay(BaseOptimizer):
+def extend_with_weight_decay(BaseOptimizer: Any) -> type[_Optimizer]:
     """``BaseOptimizer`` whose update also subtracts ``learning_rate * weight_decay_rate *
     variable``, except on variables whose path matches ``exclude_from_weight_decay``.
 
     Keywords: ``weight_decay_rate=0.01``, ``exclude_from_weight_decay=[]``.
     """
     class NewOptimizer(BaseOptimizer):
-        _EXTENSION_OPTIONS = {"weight_decay_rate": 0.01, "exclude_from_weight_decay": []}
+        _EXTENSION_OPTIONS: dict[str, Any] = {"weight_decay_rate": 0.01,
+                                              "exclude_from_weight_decay": []}
 
         @classmethod
-        def _keras_arguments(cls, arguments, options):
+        def _keras_arguments(cls, arguments: dict[str, Any],
+                             options: dict[str, Any]) -> dict[str, Any]:
             arguments = super()._keras_arguments(arguments, options)
             if arguments.get("weight_decay") is not None:
                 raise ValueError(
@@ -574,17 +583,18 @@ def extend_with_weight_decay(BaseOptimizer):
                     f" would decay twice; give one")
             return arguments
 
-        def _build_slots(self, slots):
+        def _build_slots(self, slots: _Slots) -> None:
             super()._build_slots(slots)
             slots.flags["weight_decay"] = [not _matches(p, self.exclude_from_weight_decay)
                                            for p in slots.paths]
 
-        def _decay(self, variable, learning_rate, index):
+        def _decay(self, variable: Any, learning_rate: Any, index: int) -> Any:
             if not self._kerasbert_slots.flags["weight_decay"][index]:
                 return None
             return learning_rate * self.weight_decay_rate * variable
 
-        def _adjusted(self, variable, new_value, gradient, learning_rate, index):
+        def _adjusted(self, variable: Any, new_value: Any, gradient: Any, learning_rate: Any,
+                      index: int) -> Any:
             new_value = super()._adjusted(variable, new_value, gradient, learning_rate, index)
             decay = self._decay(variable, learning_rate, index)
             return new_value if decay is None else new_value - decay
@@ -593,7 +603,7 @@ def extend_with_weight_decay(BaseOptimizer):
 
 
 @export_to_custom_objects
-def extend_with_layer_adaptation(BaseOptimizer):
+def extend_with_layer_adaptation(BaseOptimizer: Any) -> type[_Optimizer]:
     """``BaseOptimizer`` whose step on each variable is rescaled to ``learning_rate *
     |variable|`` (LAMB's trust ratio, https://arxiv.org/abs/1904.00962), except on
     variables whose path matches ``exclude_from_layer_adaptation``.
@@ -601,14 +611,15 @@ def extend_with_layer_adaptation(BaseOptimizer):
     Keywords: ``exclude_from_layer_adaptation=[]``.
     """
     class NewOptimizer(BaseOptimizer):
-        _EXTENSION_OPTIONS = {"exclude_from_layer_adaptation": []}
+        _EXTENSION_OPTIONS: dict[str, Any] = {"exclude_from_layer_adaptation": []}
 
-        def _build_slots(self, slots):
+        def _build_slots(self, slots: _Slots) -> None:
             super()._build_slots(slots)
             slots.flags["layer_adaptation"] = [
                 not _matches(p, self.exclude_from_layer_adaptation) for p in slots.paths]
 
-        def _adjusted(self, variable, new_value, gradient, learning_rate, index):
+        def _adjusted(self, variable: Any, new_value: Any, gradient: Any, learning_rate: Any,
+                      index: int) -> Any:
             new_value = super()._adjusted(variable, new_value, gradient, learning_rate, index)
             if not self._kerasbert_slots.flags["layer_adaptation"][index]:
                 return new_value
@@ -624,7 +635,7 @@ def extend_with_layer_adaptation(BaseOptimizer):
 
 
 @export_to_custom_objects
-def extend_with_piecewise_linear_lr(BaseOptimizer):
+def extend_with_piecewise_linear_lr(BaseOptimizer: Any) -> type[_Optimizer]:
     """``BaseOptimizer`` whose learning rate is multiplied by the piecewise-linear
     ``lr_schedule`` (``{step: multiplier}``) of the count of batches seen
     (:class:`PiecewiseLinearRate`).
@@ -632,10 +643,11 @@ def extend_with_piecewise_linear_lr(BaseOptimizer):
     Keywords: ``lr_schedule={0: 1}``.
     """
     class NewOptimizer(BaseOptimizer):
-        _EXTENSION_OPTIONS = {"lr_schedule": {0: 1}}
+        _EXTENSION_OPTIONS: dict[str, Any] = {"lr_schedule": {0: 1}}
 
         @classmethod
-        def _keras_arguments(cls, arguments, options):
+        def _keras_arguments(cls, arguments: dict[str, Any],
+                             options: dict[str, Any]) -> dict[str, Any]:
             arguments = super()._keras_arguments(arguments, options)
             options["lr_schedule"] = {int(k): v for k, v in options["lr_schedule"].items()}
             arguments["learning_rate"] = PiecewiseLinearRate(arguments["learning_rate"],
@@ -646,17 +658,18 @@ def extend_with_piecewise_linear_lr(BaseOptimizer):
 
 
 @export_to_custom_objects
-def extend_with_gradient_accumulation(BaseOptimizer):
+def extend_with_gradient_accumulation(BaseOptimizer: Any) -> type[_Optimizer]:
     """``BaseOptimizer`` that updates once per ``grad_accum_steps`` batches with their mean
     gradient: Keras's ``gradient_accumulation_steps`` (see the module's notes).
 
     Keywords: ``grad_accum_steps=2``.
     """
     class NewOptimizer(BaseOptimizer):
-        _EXTENSION_OPTIONS = {"grad_accum_steps": 2}
+        _EXTENSION_OPTIONS: dict[str, Any] = {"grad_accum_steps": 2}
 
         @classmethod
-        def _keras_arguments(cls, arguments, options):
+        def _keras_arguments(cls, arguments: dict[str, Any],
+                             options: dict[str, Any]) -> dict[str, Any]:
             arguments = super()._keras_arguments(arguments, options)
             steps = options["grad_accum_steps"]
             if not isinstance(steps, (int, np.integer)) or steps < 1:
@@ -674,7 +687,7 @@ def extend_with_gradient_accumulation(BaseOptimizer):
 
 
 @export_to_custom_objects
-def extend_with_lookahead(BaseOptimizer):
+def extend_with_lookahead(BaseOptimizer: Any) -> type[_Optimizer]:
     """``BaseOptimizer`` with Lookahead (https://arxiv.org/abs/1907.08610): slow weights
     that move ``slow_step_size`` of the way to the fast ones, which then start from them,
     at every update whose step count (before it) is a multiple of ``steps_per_slow_update``.
@@ -682,10 +695,11 @@ def extend_with_lookahead(BaseOptimizer):
     Keywords: ``steps_per_slow_update=5``, ``slow_step_size=0.5``.
     """
     class NewOptimizer(BaseOptimizer):
-        _EXTENSION_OPTIONS = {"steps_per_slow_update": 5, "slow_step_size": 0.5}
+        _EXTENSION_OPTIONS: dict[str, Any] = {"steps_per_slow_update": 5, "slow_step_size": 0.5}
 
         @classmethod
-        def _keras_arguments(cls, arguments, options):
+        def _keras_arguments(cls, arguments: dict[str, Any],
+                             options: dict[str, Any]) -> dict[str, Any]:
             steps, size = options["steps_per_slow_update"], options["slow_step_size"]
             if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
                 raise ValueError(f"steps_per_slow_update must be an integer of at least 1; "
@@ -696,7 +710,7 @@ def extend_with_lookahead(BaseOptimizer):
                                  f"Received: slow_step_size={size!r}")
             return super()._keras_arguments(arguments, options)
 
-        def _build_slots(self, slots):
+        def _build_slots(self, slots: _Slots) -> None:
             super()._build_slots(slots)
             self._add_slots(slots, "slow", initial=ops.convert_to_tensor)
 
@@ -712,21 +726,22 @@ def extend_with_lookahead(BaseOptimizer):
 
 
 @export_to_custom_objects
-def extend_with_lazy_optimization(BaseOptimizer):
+def extend_with_lazy_optimization(BaseOptimizer: Any) -> type[_Optimizer]:
     """``BaseOptimizer`` that leaves unchanged the rows (last axis) whose gradient is all
     zero, on variables whose path matches ``include_in_lazy_optimization`` (embeddings).
 
     Keywords: ``include_in_lazy_optimization=[]``.
     """
     class NewOptimizer(BaseOptimizer):
-        _EXTENSION_OPTIONS = {"include_in_lazy_optimization": []}
+        _EXTENSION_OPTIONS: dict[str, Any] = {"include_in_lazy_optimization": []}
 
-        def _build_slots(self, slots):
+        def _build_slots(self, slots: _Slots) -> None:
             super()._build_slots(slots)
             slots.flags["lazy"] = [_matches(p, self.include_in_lazy_optimization)
                                    for p in slots.paths]
 
-        def _adjusted(self, variable, new_value, gradient, learning_rate, index):
+        def _adjusted(self, variable: Any, new_value: Any, gradient: Any, learning_rate: Any,
+                      index: int) -> Any:
             new_value = super()._adjusted(variable, new_value, gradient, learning_rate, index)
             if not self._kerasbert_slots.flags["lazy"][index]:
                 return new_value
@@ -737,7 +752,7 @@ def extend_with_lazy_optimization(BaseOptimizer):
 
 
 @export_to_custom_objects
-def extend_with_exponential_moving_average(BaseOptimizer):
+def extend_with_exponential_moving_average(BaseOptimizer: Any) -> type[_Optimizer]:
     """``BaseOptimizer`` keeping a moving average of the weights (from zero, updated after
     every update), which ``apply_ema_weights()`` puts into the model and
     ``reset_old_weights()`` takes out again.
@@ -745,10 +760,11 @@ def extend_with_exponential_moving_average(BaseOptimizer):
     Keywords: ``ema_momentum=0.999``.
     """
     class NewOptimizer(BaseOptimizer):
-        _EXTENSION_OPTIONS = {"ema_momentum": 0.999}
+        _EXTENSION_OPTIONS: dict[str, Any] = {"ema_momentum": 0.999}
 
         @classmethod
-        def _keras_arguments(cls, arguments, options):
+        def _keras_arguments(cls, arguments: dict[str, Any],
+                             options: dict[str, Any]) -> dict[str, Any]:
             arguments = super()._keras_arguments(arguments, options)
             if arguments.get("use_ema"):
                 raise ValueError("use_ema=True (Keras's moving average, written into the model "
@@ -756,7 +772,7 @@ def extend_with_exponential_moving_average(BaseOptimizer):
                                  "both given; give one")
             return arguments
 
-        def _build_slots(self, slots):
+        def _build_slots(self, slots: _Slots) -> None:
             super()._build_slots(slots)
             self._add_slots(slots, "ema")
 
@@ -787,7 +803,7 @@ def extend_with_exponential_moving_average(BaseOptimizer):
             for variable, value in zip(slots.variables, slots.old_weights):
                 variable.assign(value)
 
-        def _ema_slots(self, caller):
+        def _ema_slots(self, caller: str) -> _Slots:
             if self._kerasbert_slots is None:
                 raise ValueError(f"{caller}: the optimizer is not built yet (train a step first)")
             return self._kerasbert_slots
@@ -796,16 +812,16 @@ def extend_with_exponential_moving_average(BaseOptimizer):
 
 
 @export_to_custom_objects
-def extend_with_parameter_wise_lr(BaseOptimizer):
+def extend_with_parameter_wise_lr(BaseOptimizer: Any) -> type[_Optimizer]:
     """``BaseOptimizer`` whose step on a variable is multiplied by every value of
     ``paramwise_lr_schedule`` (``{substring: multiplier}``) whose key is in its path.
 
     Keywords: ``paramwise_lr_schedule={}``.
     """
     class NewOptimizer(BaseOptimizer):
-        _EXTENSION_OPTIONS = {"paramwise_lr_schedule": {}}
+        _EXTENSION_OPTIONS: dict[str, Any] = {"paramwise_lr_schedule": {}}
 
-        def _build_slots(self, slots):
+        def _build_slots(self, slots: _Slots) -> None:
             super()._build_slots(slots)
             multipliers = []
             for path in slots.paths:
@@ -816,7 +832,8 @@ def extend_with_parameter_wise_lr(BaseOptimizer):
                 multipliers.append(multiplier)
             slots.flags["lr_multiplier"] = multipliers
 
-        def _adjusted(self, variable, new_value, gradient, learning_rate, index):
+        def _adjusted(self, variable: Any, new_value: Any, gradient: Any, learning_rate: Any,
+                      index: int) -> Any:
             new_value = super()._adjusted(variable, new_value, gradient, learning_rate, index)
             multiplier = self._kerasbert_slots.flags["lr_multiplier"][index]
             if multiplier == 1.0:

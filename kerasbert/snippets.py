@@ -34,7 +34,7 @@ import os
 import queue
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeGuard, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -103,25 +103,25 @@ def is_one_of(x: object, ys: Iterable[object]) -> bool:
 def insert_arguments(**arguments: Any) -> Callable[[_F], _F]:
     """Decorator of a method (``__init__``): each keyword of ``arguments`` becomes an
     attribute of ``self``, from the call if given there (and taken out), else the default."""
-    def decorator(method):
-        def wrapper(self, *args, **kwargs):
+    def decorator(method: _F) -> _F:
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
             for name, default in arguments.items():
                 setattr(self, name, kwargs.pop(name, default))
             return method(self, *args, **kwargs)
-        return wrapper
+        return wrapper  # type: ignore[return-value]
     return decorator
 
 
 def delete_arguments(*arguments: str) -> Callable[[_F], _F]:
     """Decorator of a method that refuses the keywords ``arguments`` with a TypeError."""
-    def decorator(method):
-        def wrapper(self, *args, **kwargs):
+    def decorator(method: _F) -> _F:
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
             for name in arguments:
                 if name in kwargs:
                     raise TypeError(f"{type(self).__name__} got an unexpected keyword "
                                     f"argument '{name}'")
             return method(self, *args, **kwargs)
-        return wrapper
+        return wrapper  # type: ignore[return-value]
     return decorator
 
 
@@ -340,7 +340,7 @@ class open:  # noqa: N801  (bert4keras's name, shadowing the builtin on purpose)
     def __len__(self) -> int:
         return len(self.offsets)
 
-    def _text(self, text):
+    def _text(self, text: str | bytes) -> str | bytes:
         return convert_to_unicode(text, self.encoding, self.errors) if self.encoding else text
 
     def __iter__(self) -> Iterator[Any]:
@@ -389,11 +389,11 @@ class open:  # noqa: N801  (bert4keras's name, shadowing the builtin on purpose)
 class _Failed:
     """A worker's exception, sent back in place of its result."""
 
-    def __init__(self, error):
+    def __init__(self, error: Exception) -> None:
         self.error = error
 
 
-def _work(func, seeds, inbox, outbox):
+def _work(func: Callable[[Any], Any], seeds: Any, inbox: Any, outbox: Any) -> NoReturn:
     if not seeds.empty():
         np.random.seed(seeds.get())  # forked workers would otherwise share one stream
     while True:
@@ -440,7 +440,7 @@ def parallel_apply_generator(
         seeds.put(seed)
     pool = Pool(workers, _work, (func, seeds, inbox, outbox))
 
-    def result():
+    def result() -> tuple[int, Any]:
         i, value = outbox.get()
         if isinstance(value, _Failed):
             raise value.error
@@ -494,7 +494,7 @@ def parallel_apply(func: Callable[[Any], Any], iterable: Iterable[Any], workers:
 
 
 # -------------------------------------------------------------------------- data for fit
-def _keras_structure(batch, top=True):
+def _keras_structure(batch: Any, top: bool = True) -> Any:
     """A bert4keras batch as Keras 3 reads one: the batch and its lists of arrays become
     tuples, other lists arrays, and ``(x, None)`` becomes ``(x,)``."""
     if isinstance(batch, dict):
@@ -508,7 +508,7 @@ def _keras_structure(batch, top=True):
     return batch if hasattr(batch, "dtype") else np.asarray(batch)
 
 
-def _spec(array):
+def _spec(array: ArrayLike) -> tf.TensorSpec:
     """A TensorSpec of ``array``'s rank and dtype with its lengths open: every axis but
     those of size 1 (a label's ``(batch, 1)``, which Keras's losses read as static)."""
     import tensorflow as tf
@@ -522,11 +522,12 @@ def _spec(array):
 _WITH_NEXT: dict[type, type] = {}  # dataset class -> its subclass that also answers next()
 
 
-def _next_batch(dataset):
+def _next_batch(dataset: Any) -> Any:
     return next(dataset.kerasbert_batches)
 
 
-def _endless_dataset(make_batches, wrap):
+def _endless_dataset(make_batches: Callable[[], Iterator[Any]],
+                     wrap: Callable[[Any], Any]) -> tf.data.Dataset:
     """An endless ``tf.data.Dataset`` of ``wrap(batch)`` for the batches of
     ``make_batches()``, whose signature comes from the first batch with its lengths open.
 
@@ -542,7 +543,7 @@ def _endless_dataset(make_batches, wrap):
     signature = tf.nest.map_structure(_spec, first)
     unused = [itertools.chain([first], map(wrap, batches))]
 
-    def generate():  # the batches already started, on the first pass
+    def generate() -> Iterator[Any]:  # the batches already started, on the first pass
         return unused.pop() if unused else map(wrap, make_batches())
 
     dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
@@ -591,12 +592,13 @@ class DataGenerator:
         # None for data without a length: len() then raises TypeError, as in bert4keras.
         return self.steps  # type: ignore[return-value]
 
-    def _shuffled(self):
-        if self.steps is not None:
-            for i in np.random.permutation(len(self.data)):
-                yield self.data[i]
+    def _shuffled(self) -> Iterator[Any]:
+        if self.steps is not None:  # data with a length is indexed, as in bert4keras
+            for i in np.random.permutation(len(self.data)):  # type: ignore[arg-type]
+                yield self.data[i]  # type: ignore[index]
             return
-        buffer, full = [], False
+        buffer: list[Any] = []
+        full = False
         for item in self.data:  # a stream: shuffled within a moving buffer
             buffer.append(item)
             if full:
@@ -621,14 +623,15 @@ class DataGenerator:
     def __iter__(self, random: bool = False) -> Iterator[Any]:
         raise NotImplementedError("a DataGenerator subclass writes __iter__(self, random=False)")
 
-    def _forever(self, random, inputs_only=False):
+    def _forever(self, random: bool, inputs_only: bool = False) -> Iterator[Any]:
         while True:
             empty = True
             for batch in self.__iter__(random):
                 empty = False
                 yield batch[0] if inputs_only else batch
             if empty:  # another pass would yield nothing either: never loop without end
-                size = len(self.data) if self.steps is not None else "unknown"
+                size = (len(self.data)  # type: ignore[arg-type]  # has a length
+                        if self.steps is not None else "unknown")
                 raise ValueError(f"{type(self).__name__}: a pass of __iter__ yielded no batch "
                                  f"(data: {size} examples); an endless generator needs at "
                                  "least one")
@@ -671,7 +674,7 @@ class DataGenerator:
 _NOTHING = object()
 
 
-def _named_structure(names):
+def _named_structure(names: str | Sequence[Any] | None) -> Callable[[Any], Any]:
     """A function turning a ``to_dataset`` element into dicts keyed by ``names``.
 
     A target part with one name stays a tensor: Keras 3 fits a one-output model on a
@@ -684,14 +687,14 @@ def _named_structure(names):
     if is_string(names[0]):
         return lambda x: dict(zip(names, x))
 
-    def named(x):
+    def named(x: Any) -> tuple[Any, ...]:
         parts = [dict(zip(n, part)) for n, part in zip(names, x)]
         return tuple(part if n == 0 or len(part) > 1 else next(iter(part.values()))
                      for n, part in enumerate(parts))
     return named
 
 
-def _signature(types, shapes):
+def _signature(types: Any, shapes: Any) -> Any:
     """TensorSpecs in the structure of ``types`` (lists made tuples); ``shapes`` holds a
     shape (itself a list) where ``types`` holds a dtype."""
     import tensorflow as tf
@@ -703,7 +706,7 @@ def _signature(types, shapes):
     return tf.TensorSpec(shapes, tf.as_dtype(types))
 
 
-def _shaped_like(signature, value):
+def _shaped_like(signature: Any, value: Any) -> Any:
     """``value`` with the dicts and tuples of ``signature`` down to its tensors."""
     if isinstance(signature, dict):
         return {k: _shaped_like(signature[k], value[k]) for k in signature}

@@ -192,7 +192,7 @@ class TokenizerBase(Lookups):
     def decode(self, ids: Iterable[int]) -> str:
         raise NotImplementedError
 
-    def _tokenize(self, text):
+    def _tokenize(self, text: str) -> list[str]:
         raise NotImplementedError
 
 
@@ -261,7 +261,7 @@ class Tokenizer(TokenizerBase, WordPieceEngine):
         """
         return self._rules.join(tokens or self.ids_to_tokens(ids))
 
-    def _tokenize(self, text, pre_tokenize=True):
+    def _tokenize(self, text: str, pre_tokenize: bool = True) -> list[str]:
         """The tokens of ``text`` without the frame tokens."""
         if self._do_lower_case:
             text = lowercase_and_normalize(text)
@@ -282,7 +282,7 @@ class Tokenizer(TokenizerBase, WordPieceEngine):
     _is_control = staticmethod(is_control)
 
     @staticmethod
-    def _cjk_punctuation():
+    def _cjk_punctuation() -> str:
         """The full-width and CJK punctuation ``decode`` writes without a space after it."""
         return CJK_PUNCTUATION
 
@@ -359,17 +359,17 @@ class SpTokenizer(TokenizerBase):
         tokens = [self._token_translate_inv.get(t) or t for t in self.ids_to_tokens(ids)]
         return self.sp_model.decode_pieces(tokens)
 
-    def _tokenize(self, text):
+    def _tokenize(self, text: str) -> list[str]:
         """The pieces of ``text``, without the frame tokens."""
         if self._pre_tokenize is not None:
             text = " ".join(self._pre_tokenize(text))
         return self.sp_model.encode_as_pieces(text)
 
-    def _is_special(self, i):
+    def _is_special(self, i: int) -> bool:
         """Whether id ``i`` is a control, unknown or unused piece."""
         model = self.sp_model
         return model.is_control(i) or model.is_unknown(i) or model.is_unused(i)
 
-    def _is_decodable(self, i):
+    def _is_decodable(self, i: int) -> bool:
         """Whether id ``i`` is a piece that decodes to text."""
         return i < self._vocab_size and not self._is_special(i)
