@@ -36,7 +36,7 @@ from conftest import TINY
 from kerasbert import build_transformer_model, save_weights_as_checkpoint
 from kerasbert.cli.main import COMMANDS, main
 from kerasbert.tasks.classification.task import ClassificationOptions, train
-from kerasbert.training.options import flag
+from kerasbert.training.options import flag, saved_values
 
 GOOD, BAD, NEUTRAL = "好棒赞爱", "差烂坏糟", "这个东西我们买了用过书店"
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(GOOD + BAD + NEUTRAL))
@@ -117,15 +117,15 @@ def sandbox(inputs, finished_run, tmp_path, monkeypatch):
     root = tmp_path / "sandbox"
     shutil.copytree(inputs, root)
     shutil.copytree(finished_run, root / "run")
-    started = ClassificationOptions(**TRAIN_OPTIONS, output="interrupted").resolved()
-    (root / "interrupted").mkdir()
-    (root / "interrupted" / "train_config.json").write_text(
-        json.dumps(dataclasses.asdict(started), indent=2))
     (root / "notes").mkdir()
     (root / "notes" / "todo.md").write_text("buy milk\n")
     (root / "notes.txt").write_text("not a folder\n")
     (root / "empty").mkdir()
     monkeypatch.chdir(root)
+    started = ClassificationOptions(**TRAIN_OPTIONS, output="interrupted").resolved()
+    (root / "interrupted").mkdir()
+    (root / "interrupted" / "train_config.json").write_text(
+        json.dumps(saved_values(started), indent=2))
     monkeypatch.delenv("KERASBERT_DEBUG", raising=False)
     return root
 

@@ -5,7 +5,6 @@ result; it returns the exit code. Nothing here parses or checks flags beyond wha
 library's own option checks do, and TensorFlow is imported only when a command runs.
 """
 
-import functools
 import json
 import os
 import sys
@@ -124,40 +123,41 @@ def command_plot(args):
 
 
 def command_train(args):
-    options = options_from_arguments(args)
-    validate(options, flags=True)  # a bad flag is refused before TensorFlow is imported
-    from kerasbert.tasks import get_task
-    from kerasbert.tasks.base import train
+    """Parses, checks and resolves the flags once (:func:`~kerasbert.tasks.options.prepare`:
+    a bad flag is refused before TensorFlow is imported, a preset is fetched in its own
+    step), then trains on what they resolved to.
 
-    defaults = describe_defaults(options)
+    Keras's progress output is a live bar on a terminal and one line per epoch in a log
+    file or a pipe, where a bar's redraws would fill the file; there a line every minute
+    (:class:`~kerasbert.training.callbacks.ProgressLines`) shows a long epoch at work.
+    """
+    from kerasbert.tasks import get_task
+    from kerasbert.tasks.options import prepare
+
+    options = prepare(options_from_arguments(args), flags=True)
+    progress = _progress()
+    from kerasbert.tasks.base import train
+    from kerasbert.tasks.runs import describe_positions
 
     def say_checked():
         # Said once the inputs are checked: a refused run prints its one error line alone.
-        from kerasbert.tasks.runs import describe_positions
-
-        for line in (defaults, describe_positions(options.resolved())):
+        for line in (describe_defaults(options), describe_positions(options)):
             if line:
                 print(line, flush=True)
 
-    options, summary = _run_training(functools.partial(train, on_checked=say_checked), options)
-    for line in get_task(options.task).train_report(options.resolved(), summary):
+    summary = train(options, on_checked=say_checked, **progress)
+    for line in get_task(options.task).train_report(options, summary):
         print(line)
     return 0
 
 
-def _run_training(train, options):
-    """Runs ``train`` on ``options`` (from the flags); returns ``(options, summary)``.
-
-    Keras's progress output is a live bar on a terminal and one line per epoch in a
-    log file or a pipe, where a bar's redraws would fill the file; there a line every
-    minute (:class:`~kerasbert.training.callbacks.ProgressLines`) shows a long epoch at work.
-    """
+def _progress():
+    """``train``'s ``verbose`` and ``callbacks`` for this process's output."""
+    if sys.stdout.isatty():
+        return {"verbose": 1}
     from kerasbert.training.callbacks import ProgressLines
 
-    validate(options, flags=True)
-    if sys.stdout.isatty():
-        return options, train(options, verbose=1)
-    return options, train(options, verbose=2, callbacks=[ProgressLines(PROGRESS_SECONDS)])
+    return {"verbose": 2, "callbacks": [ProgressLines(PROGRESS_SECONDS)]}
 
 
 #: The seconds between two progress lines of a run whose output is not a terminal.
@@ -253,8 +253,9 @@ def command_export(args):
 def command_pretrain(args):
     from kerasbert.pretraining import mlm as pretrain  # the module
 
-    options, summary = _run_training(pretrain.pretrain,
-                                     from_arguments(pretrain.PretrainOptions, args))
+    options = from_arguments(pretrain.PretrainOptions, args)
+    validate(options, flags=True)  # named as flags; pretrain's own check then passes
+    summary = pretrain.pretrain(options, **_progress())
     print(f"\n{summary['steps']} steps, vocabulary {summary['vocab_size']}, "
           f"{summary['parameters']:,} parameters, {summary['wall_seconds']:.0f} s")
     if "dev" in summary:

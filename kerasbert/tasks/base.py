@@ -28,7 +28,7 @@ from kerasbert.training import batches, distribute
 from kerasbert.training.callbacks import inference_model
 from kerasbert.training.lifecycle import TrainingRun
 from kerasbert.training.optimizer import make_optimizer
-from kerasbert.training.options import OptionError, running_precision, validate
+from kerasbert.training.options import OptionError, running_precision
 from kerasbert.training.rundir import ADAPTERS_FILE, MODEL_FILE, RunDirectory
 from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
 
@@ -128,7 +128,6 @@ def train(options, callbacks=(), verbose="auto", on_checked=None):
         kerasbert.training.data.DataError: a bad row (file and line named).
         kerasbert.training.callbacks.TrainingDiverged: the loss became NaN or infinite.
     """
-    validate(options)
     options = running_precision(options.resolved())
     task = get_task(options.task)
     strategy_name = getattr(options, "strategy", None)

@@ -42,21 +42,65 @@ class TaskOptions(FinetuneOptions):
     BACKENDS = ("tensorflow",)
 
     def resolved(self):
-        """These options with every default filled in (see :func:`resolve`)."""
-        return resolve(self)
+        """These options ready to run (see :func:`prepare`); themselves if they are."""
+        return self if is_resolved(self) else prepare(self)
+
+
+def is_resolved(options):
+    """Whether ``options`` went through :func:`resolve` (their config is read)."""
+    return options.model_config is not None
+
+
+def prepare(options, flags=False):
+    """``options`` checked, their preset fetched and every default filled in: the one way
+    from what a user gave to what a run takes, each step once.
+
+    1. :func:`~kerasbert.training.options.validate` (``flags``: named as command-line
+       flags);
+    2. :func:`fetch_preset`, where ``model`` names a preset (downloaded on first use);
+    3. :func:`resolve`.
+
+    Raises:
+        OptionError: a value outside its rule, a preset with its own files given, or a
+            defaults file or config that is not readable.
+    """
+    validate(options, flags=flags)
+    return resolve(fetch_preset(options))
+
+
+def fetch_preset(options):
+    """``options`` with the family, config, checkpoint and vocab of the preset ``model``
+    names, downloaded on first use (with its progress); ``options`` themselves where
+    ``model`` is a family or None."""
+    if not options.model or options.model in FAMILIES:
+        return options
+    from kerasbert.models.convert import download_preset
+    from kerasbert.presets.table import get
+
+    given = [flag(name) for name in ("config", "checkpoint", "vocab") if getattr(options, name)]
+    if given:
+        raise OptionError(f"conflicting options in --model and {' and '.join(given)}: the preset "
+                          f"{options.model} brings its own config, checkpoint and vocab")
+    folder = download_preset(options.model)
+    return dataclasses.replace(options, model=get(options.model).family,
+                               config=os.path.join(folder, "bert_config.json"),
+                               checkpoint=os.path.join(folder, "bert_model.ckpt"),
+                               vocab=os.path.join(folder, "vocab.txt"))
 
 
 def resolve(options):
-    """``options`` (a task's options class) with every default filled in: the shipped
-    model and the task's shipped dataset where none is given, the model's fine-tuning
-    defaults for the task (else :data:`FALLBACK_DEFAULTS`) where none is given, and
-    ``weights`` (``checkpoint`` or ``random``)."""
+    """``options`` (a task's options class, checked, ``model`` a family) with every default
+    filled in: the shipped model and the task's shipped dataset where none is given, the
+    model's fine-tuning defaults for the task (else :data:`FALLBACK_DEFAULTS`) where none is
+    given, ``weights`` (``checkpoint`` or ``random``), and the derived ``model_config``
+    (:func:`model_config`) and ``defaults_taken``. The config and the defaults file are read
+    here and nowhere else in a run."""
     from kerasbert import shipped
 
-
-    values = dataclasses.asdict(options)
     if options.model and options.model not in FAMILIES:
-        values.update(_preset_values(options))
+        raise OptionError(f"invalid value {options.model!r} in model: a preset is fetched "
+                          "before resolution (prepare, or fetch_preset)")
+    values = {field.name: getattr(options, field.name) for field in dataclasses.fields(options)}
     if not options.train:
         values.update({split: getattr(options, split) or shipped.data_file(options.SHIPPED, split)
                        for split in shipped.SPLITS})
@@ -70,9 +114,11 @@ def resolve(options):
     if not values["vocab"] and not values.get("sp_model"):
         values["vocab"] = os.path.join(os.path.dirname(values["config"]), "vocab.txt")
     defaults = model_defaults(values["config"], options.task)
+    taken = []
     for key, fallback in FALLBACK_DEFAULTS.items():
         if key in values and values[key] is None:  # a task's own options: its fields
             values[key] = defaults.get(key, fallback)
+            taken += [key] if key in defaults else []
     if _default_copies_too_long(options, values):  # no text is cut to a longer copy
         values["prefix_copies"] = 0
     values["weights"] = "checkpoint" if values["checkpoint"] else "random"
@@ -83,7 +129,36 @@ def resolve(options):
                               "without --lora")
         # A LoRA run reads its base again wherever evaluate and predict run.
         values["checkpoint"] = os.path.abspath(values["checkpoint"])
+    values["defaults_taken"] = tuple(key for key in MODEL_DEFAULT_KEYS if key in taken)
+    values["model_config"] = model_config(values["config"], values["model"], values["maxlen"],
+                                          options.LONG_TEXTS)
     return type(options)(**values)
+
+
+def model_config(path, family, maxlen, long_texts):
+    """The config of a run's model: the file at ``path`` (of ``family``, None: its own), with
+    ``hierarchical_position`` (alpha :data:`LONG_TEXT_ALPHA`) added where ``maxlen`` runs
+    past its position table on a family that can read the table hierarchically, in a task
+    that reads long texts (``long_texts``, its options' ``LONG_TEXTS``). The run's
+    ``bert_config.json`` keeps the key, so every later build of the run (resume,
+    ``evaluate``, a rebuilt SavedModel) makes the same model.
+
+    Raises:
+        ValueError: a bad config (the file named).
+    """
+    from kerasbert.models.build import takes_hierarchical_position
+    from kerasbert.models.config import BertConfig
+
+    config = BertConfig.from_json_file(path, family=family)
+    if (config.hierarchical_position is None and long_texts and isinstance(maxlen, int)
+            and maxlen > config.max_position_embeddings
+            and takes_hierarchical_position(config.family)):
+        return config.replace(hierarchical_position=LONG_TEXT_ALPHA)
+    return config
+
+
+#: The alpha of a run's hierarchical positions, bert4keras's ``hierarchical_position=True``.
+LONG_TEXT_ALPHA = 0.4
 
 
 def _default_copies_too_long(options, values):
@@ -92,23 +167,6 @@ def _default_copies_too_long(options, values):
     copy, and the default turns off instead of being refused as a given value is."""
     return (getattr(options, "prefix_copies", 0) is None and values.get("prefix_copies")
             and values["prefix_copies"] >= values["maxlen"])
-
-
-def _preset_values(options):
-    """The family, config, checkpoint and vocab of the preset ``--model`` names (downloaded
-    on first use)."""
-    from kerasbert.models.convert import download_preset
-    from kerasbert.presets.table import get
-
-    given = [flag(name) for name in ("config", "checkpoint", "vocab") if getattr(options, name)]
-    if given:
-        raise OptionError(f"conflicting options in --model and {' and '.join(given)}: the preset "
-                          f"{options.model} brings its own config, checkpoint and vocab")
-    folder = download_preset(options.model)
-    return {"model": get(options.model).family,
-            "config": os.path.join(folder, "bert_config.json"),
-            "checkpoint": os.path.join(folder, "bert_model.ckpt"),
-            "vocab": os.path.join(folder, "vocab.txt")}
 
 
 def model_defaults(config_path, task=None):
@@ -167,14 +225,11 @@ def describe_defaults(options):
     or None: ``lr 0.0003, epochs 10, patience 3: the defaults of kerasbert-zh-small for
     --task ner (its finetune_defaults.json)``."""
     resolved = options.resolved()
-    found = model_defaults(resolved.config, resolved.task)
-    taken = [key for key in MODEL_DEFAULT_KEYS
-             if hasattr(options, key) and getattr(options, key) is None and key in found]
-    if not taken:
+    if not resolved.defaults_taken:
         return None
     model = os.path.basename(os.path.dirname(os.path.abspath(resolved.config)))
-    return (f"{', '.join(f'{key} {getattr(resolved, key):g}' for key in taken)}: the defaults of "
-            f"{model} for --task {resolved.task} (its {MODEL_DEFAULTS_FILE})")
+    return (f"{', '.join(f'{key} {getattr(resolved, key):g}' for key in resolved.defaults_taken)}"
+            f": the defaults of {model} for --task {resolved.task} (its {MODEL_DEFAULTS_FILE})")
 
 
 def saved_options(saved):

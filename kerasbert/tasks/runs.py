@@ -53,35 +53,17 @@ def check_model_files(options):
     return tokenizer
 
 
-#: The alpha of a run's hierarchical positions, bert4keras's ``hierarchical_position=True``.
-LONG_TEXT_ALPHA = 0.4
-
-
 def run_config(options):
-    """The config of the run's model: ``options.config``, with ``hierarchical_position``
-    (alpha :data:`LONG_TEXT_ALPHA`) added where ``maxlen`` runs past its position table on
-    a family that can read the table hierarchically, in a task that reads long texts (its
-    options' ``LONG_TEXTS``). The run's ``bert_config.json`` keeps
-    the key, so every later build of the run (resume, ``evaluate``, a rebuilt SavedModel)
-    makes the same model.
+    """The config of the run's model (a :class:`~kerasbert.models.config.BertConfig`), as
+    resolution read it (:func:`kerasbert.tasks.options.model_config`: hierarchical
+    positions added where ``maxlen`` needs them).
 
     Raises:
-        ValueError: a bad config (the file named).
+        ValueError: ``options`` are not resolved (``options.resolved()`` first).
     """
-    config = BertConfig.from_json_file(options.config, family=options.model)
-    if (config.hierarchical_position is None and options.LONG_TEXTS
-            and _reads_past_table(config, options.maxlen)):
-        return config.replace(hierarchical_position=LONG_TEXT_ALPHA)
-    return config
-
-
-def _reads_past_table(config, maxlen):
-    """Whether ``maxlen`` runs past ``config``'s position table, and its family builds
-    hierarchical positions (NEZHA's and RoFormer's positions have no table to run past)."""
-    from kerasbert.models.build import takes_hierarchical_position
-
-    return (isinstance(maxlen, int) and maxlen > config.max_position_embeddings
-            and takes_hierarchical_position(config.family))
+    if options.model_config is None:
+        raise ValueError("options without a config: resolve them first (options.resolved())")
+    return options.model_config
 
 
 def describe_positions(options):

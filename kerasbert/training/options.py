@@ -13,6 +13,7 @@ Example:
     invalid value 0 in batch_size: must be an integer of at least 1
 """
 
+import copy
 import dataclasses
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -59,6 +60,21 @@ def option(default: Any = None, help: str = "", rule: "Rule | None" = None,
     return dataclasses.field(default=default, metadata={
         "help": help, "rule": rule, "required": required, "choices": choices, "nargs": nargs,
         "metavar": metavar, "input": input, "const": const})
+
+
+def derived() -> Any:
+    """A dataclass field of a run's options that resolution fills in from the others (the
+    parsed model config): neither a flag nor saved in the run's options file, nor compared
+    on ``--resume`` (:func:`saved_values`)."""
+    return dataclasses.field(default=None, compare=False, repr=False,
+                             metadata={"derived": True})
+
+
+def saved_values(options: "RunOptions") -> dict[str, Any]:
+    """The fields of ``options`` a run saves in its options file, as a JSON-ready dict (the
+    :func:`derived` ones left out)."""
+    return {field.name: copy.deepcopy(getattr(options, field.name))
+            for field in dataclasses.fields(options) if not field.metadata.get("derived")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -260,9 +276,15 @@ class FinetuneOptions(RunOptions):
     lora_targets: list = option(None, "with --lora: the projections given adapters, of "
                                 f"{', '.join(LORA_TARGETS)}, or all (default: query value, as "
                                 "LoRA's paper)", nargs="+", metavar="NAME")
-    # Filled in by kerasbert.tasks.defaults.resolve, recorded in train_config.json; not a flag.
+    # Filled in by kerasbert.tasks.options.resolve, recorded in train_config.json; not a flag.
     # str, for validate() (which reads a field's type); None until it is filled in.
     weights: str = dataclasses.field(default=None)  # type: ignore[assignment]
+    #: The model's config as the run builds it (a BertConfig, hierarchical positions added
+    #: where ``maxlen`` needs them), read once by resolution; None before it.
+    model_config: object = derived()
+    #: The options taken from the model's ``finetune_defaults.json`` (none given), as
+    #: resolution found them; None before it.
+    defaults_taken: tuple = derived()
 
     def __post_init__(self) -> None:
         self.mixed_precision = precision(self.mixed_precision)
@@ -317,6 +339,8 @@ def validate(options: "RunOptions", flags: bool = False) -> None:
     for field in dataclasses.fields(options):
         meta, value = field.metadata, getattr(options, field.name)
         name = flag(field.name) if flags else field.name
+        if meta.get("derived"):
+            continue
         if value is None:
             if meta.get("required"):
                 raise OptionError(f"missing value in {name}: it is required")

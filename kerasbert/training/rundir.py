@@ -31,7 +31,7 @@ from kerasbert import disk_space, files
 from kerasbert.checkpoints.io import checkpoint_size
 from kerasbert.files import pause_point
 from kerasbert.training import fingerprints
-from kerasbert.training.options import running_precision
+from kerasbert.training.options import running_precision, saved_values
 
 try:
     import fcntl
@@ -268,7 +268,7 @@ class RunDirectory:
         if not os.path.exists(path):
             return  # killed before its options were written: nothing to compare
         saved = read_json(path, "options")
-        current = json.loads(json.dumps(dataclasses.asdict(options)))  # tuples as saved: lists
+        current = json.loads(json.dumps(saved_values(options)))  # tuples as saved: lists
         paths = {field.name for field in dataclasses.fields(options)
                  if field.metadata.get("input") or field.name == "output"}
         # An option newer than the run (--recompute) is saved at its default.
@@ -278,7 +278,7 @@ class RunDirectory:
         # Read as the options class reads them (an older run's "mixed_precision": true is
         # today's "bfloat16"), its precision as this machine runs it (an older run recorded
         # "bfloat16" where it ran float32).
-        saved = {**saved, **json.loads(json.dumps(dataclasses.asdict(running_precision(
+        saved = {**saved, **json.loads(json.dumps(saved_values(running_precision(
             type(options)(**{key: value for key, value in saved.items() if key in current}),
             warn=False))))}
         changed = [key for key in current if key not in _RESUME_FLAGS
@@ -308,7 +308,7 @@ class RunDirectory:
         files.remove_temporaries(self.path)
         files.remove_temporaries(self.file(BACKUP))
         if not os.path.exists(self.file(self.options_file)):
-            files.write_json(self.file(self.options_file), dataclasses.asdict(options))
+            files.write_json(self.file(self.options_file), saved_values(options))
         if (not options.resume or getattr(options, "accept_changed", False)
                 or not os.path.exists(self.file(fingerprints.FILE))):
             fingerprints.record_inputs(self.path, options)

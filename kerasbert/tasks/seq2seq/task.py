@@ -61,6 +61,7 @@ from kerasbert.tasks.runs import (
     export_saved_model,
     is_encoder_decoder,
     load_run_model,
+    run_config,
     run_directory_line,
     run_dtype,
     run_recompute,
@@ -253,10 +254,9 @@ def check_family(options: Seq2SeqOptions) -> bool:
     (:func:`kerasbert.tasks.seq2seq.t5.check_tokenizer_flags`); returns whether it is an
     encoder-decoder.
     """
-    from kerasbert.models.config import BertConfig
     from kerasbert.models.families import DEFAULT_FAMILY, family_class
 
-    config = BertConfig.from_json_file(options.config, family=options.model)
+    config = run_config(options)
     family = config.family or DEFAULT_FAMILY
     kind = family_class(family)
     encoder_decoder = is_encoder_decoder(config)
@@ -274,9 +274,7 @@ def check_family(options: Seq2SeqOptions) -> bool:
 def check_lengths(options):
     """Raises :class:`OptionError` when a source of ``maxlen`` tokens and the generated ones
     would run past the model's positions."""
-    from kerasbert.models.config import BertConfig
-
-    config = BertConfig.from_json_file(options.config, family=options.model)
+    config = run_config(options)
     if is_encoder_decoder(config):  # relative positions: no table to run past
         return
     if options.maxlen + options.max_new_tokens > config.max_position_embeddings:
@@ -431,7 +429,7 @@ class Seq2Seq(Task):
 
         # T5's decoder is a language model already; UniLM is BERT under UniLM's mask.
         mask = {} if inputs.encoder_decoder else {"application": "unilm"}
-        return build_transformer_model(options.config, options.checkpoint, model=options.model,
+        return build_transformer_model(run_config(options), options.checkpoint, model=options.model,
                                        dropout_rate=options.dropout, dtype=run_dtype(options),
                                        recompute=run_recompute(options), **mask)
 
