@@ -1,6 +1,7 @@
 """Fine-tuning end to end on a tiny model and a synthetic Chinese task the model can learn."""
 
 import json
+import sys
 
 import keras
 import pytest
@@ -181,3 +182,38 @@ def test_a_run_whose_output_is_not_a_terminal_shows_progress_within_each_epoch(
                                                        "epoch 1/1: batch 2/3",
                                                        "epoch 1/1: batch 3/3"], lines
     assert all(", loss " in line and line.endswith(" s") for line in lines)
+
+
+def test_kerasbert_train_checks_and_resolves_its_options_once_and_reads_its_config_once(
+        tiny_run_inputs, tmp_path, monkeypatch):
+    """The flags are checked once, resolved once (the model's defaults file read once), and
+    ``bert_config.json`` is parsed once: every later step takes the resolved options."""
+    from kerasbert.models.config import BertConfig
+    from kerasbert.tasks import options as task_options
+
+    calls = {"validate": 0, "resolve": 0, "model_defaults": 0}
+    for name in calls:  # under every name a module of the package imported it as
+        original = getattr(task_options, name)
+
+        def counted(*args, _name=name, _original=original, **kwargs):
+            calls[_name] += 1
+            return _original(*args, **kwargs)
+
+        for module in [module for key, module in sys.modules.items()
+                       if key.startswith("kerasbert")]:
+            for attribute, value in list(vars(module).items()):
+                if value is original:
+                    monkeypatch.setattr(module, attribute, counted)
+    read = []
+    parse = BertConfig.from_json_file.__func__
+
+    def from_json_file(cls, path, *args, **kwargs):
+        read.append(str(path))
+        return parse(cls, path, *args, **kwargs)
+
+    monkeypatch.setattr(BertConfig, "from_json_file", classmethod(from_json_file))
+    flags = [f"--{key}={value}" for key, value in tiny_run_inputs.items()]
+    assert main(["train", *flags, "--output", str(tmp_path / "run"), "--epochs", "1",
+                 "--batch-size", "128", "--maxlen", "16"]) == 0
+    assert calls == {"validate": 1, "resolve": 1, "model_defaults": 1}
+    assert read == [tiny_run_inputs["config"]]

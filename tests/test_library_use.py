@@ -268,7 +268,7 @@ def test_the_shipped_model_brings_its_defaults_per_task(tiny_run_inputs, tmp_pat
     assert shipped_defaults["lr"] == 1e-4
     # Short copies for the short texts a user tries (docs/classification.md): classification's.
     assert chosen.prefix_copies == 32
-    assert describe_defaults(ClassificationOptions(output="x", epochs=3)) == (
+    assert describe_defaults(ClassificationOptions(output="x", epochs=3).resolved()) == (
         "lr 0.0001, maxlen 128, batch_size 32, prefix_copies 32: the defaults of "
         "kerasbert-zh-small for --task classification (its finetune_defaults.json)")
     assert not hasattr(NerOptions(output="x").resolved(), "prefix_copies")
@@ -284,16 +284,18 @@ def test_the_shipped_model_brings_its_defaults_per_task(tiny_run_inputs, tmp_pat
                            batch_size=8).resolved()
     assert (given_ner.lr, given_ner.epochs, given_ner.patience, given_ner.maxlen,
             given_ner.batch_size) == (3e-5, 2, 0, 64, 8)
-    assert describe_defaults(NerOptions(output="x", epochs=2, batch_size=16)) == (
+    assert describe_defaults(NerOptions(output="x", epochs=2, batch_size=16).resolved()) == (
         "lr 0.0003, patience 3, maxlen 160: the defaults of kerasbert-zh-small for --task ner "
         "(its finetune_defaults.json)")
     assert describe_defaults(NerOptions(output="x", epochs=2, lr=1e-4, patience=1, maxlen=64,
-                                        batch_size=16)) is None
+                                        batch_size=16).resolved()) is None
+    with pytest.raises(ValueError, match="not resolved"):
+        describe_defaults(NerOptions(output="x"))
     given = dict(tiny_run_inputs, output="x")
     fallback = ClassificationOptions(**given).resolved()  # a model that carries none
     assert (fallback.lr, fallback.epochs, fallback.patience, fallback.batch_size,
             fallback.prefix_copies) == (BASE_LR, 3, 2, 32, 0)
-    assert describe_defaults(ClassificationOptions(**given)) is None
+    assert describe_defaults(ClassificationOptions(**given).resolved()) is None
 
     model = tmp_path / "model"
     model.mkdir()

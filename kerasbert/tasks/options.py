@@ -221,15 +221,21 @@ def model_defaults(config_path, task=None):
 
 
 def describe_defaults(options):
-    """One line naming the options a run takes from its model's defaults (those not given),
-    or None: ``lr 0.0003, epochs 10, patience 3: the defaults of kerasbert-zh-small for
-    --task ner (its finetune_defaults.json)``."""
-    resolved = options.resolved()
-    if not resolved.defaults_taken:
+    """One line naming the options resolved ``options`` took from their model's defaults
+    (those not given), or None: ``lr 0.0003, epochs 10, patience 3: the defaults of
+    kerasbert-zh-small for --task ner (its finetune_defaults.json)``.
+
+    Raises:
+        ValueError: ``options`` are not resolved (``options.resolved()`` first).
+    """
+    if not is_resolved(options):
+        raise ValueError("options not resolved: the defaults they take are found by "
+                         "resolution (options.resolved())")
+    if not options.defaults_taken:
         return None
-    model = os.path.basename(os.path.dirname(os.path.abspath(resolved.config)))
-    return (f"{', '.join(f'{key} {getattr(resolved, key):g}' for key in resolved.defaults_taken)}"
-            f": the defaults of {model} for --task {resolved.task} (its {MODEL_DEFAULTS_FILE})")
+    model = os.path.basename(os.path.dirname(os.path.abspath(options.config)))
+    return (f"{', '.join(f'{key} {getattr(options, key):g}' for key in options.defaults_taken)}"
+            f": the defaults of {model} for --task {options.task} (its {MODEL_DEFAULTS_FILE})")
 
 
 def saved_options(saved):
