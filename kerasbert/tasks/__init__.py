@@ -16,6 +16,8 @@ gives the names of its ``task.py`` (``Run``, ``train``, ``NerOptions``, ...) on 
 import importlib
 import json
 import os
+from collections.abc import Callable
+from typing import Any
 
 from kerasbert.training.options import OptionError
 
@@ -29,13 +31,14 @@ TASKS = (
 )
 
 
-def _folder(name):
+def _folder(name: str) -> str:
     if name not in TASKS:
         raise OptionError(f"invalid value {name!r} in --task: must be one of {', '.join(TASKS)}")
     return f"{__name__}.{name}"
 
 
-def options_class(name):
+# The options classes and tasks are Any here: their modules import this one.
+def options_class(name: str) -> Any:
     """The options class of the task called ``name`` (its ``options.py``'s ``OPTIONS``).
 
     Raises:
@@ -44,7 +47,7 @@ def options_class(name):
     return importlib.import_module(f"{_folder(name)}.options").OPTIONS
 
 
-def get_task(name):
+def get_task(name: str) -> Any:
     """The :class:`~kerasbert.tasks.base.Task` called ``name`` (its ``task.py``'s ``TASK``).
 
     Raises:
@@ -53,12 +56,12 @@ def get_task(name):
     return importlib.import_module(f"{_folder(name)}.task").TASK
 
 
-def task_names(task_module):
+def task_names(task_module: str) -> Callable[[str], Any]:
     """The ``__getattr__`` of a task's folder: its ``task.py``'s names, imported on first
     use, so that ``from kerasbert.tasks.ner import Run`` works while ``import
     kerasbert.tasks.ner.options`` stays free of TensorFlow."""
 
-    def names(name):
+    def names(name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
         return getattr(importlib.import_module(f"{task_module}.task"), name)
@@ -66,7 +69,7 @@ def task_names(task_module):
     return names
 
 
-def run_task(run_dir):
+def run_task(run_dir: str | os.PathLike[str]) -> Any:
     """The task of the run in ``run_dir``, from its saved options (the default task for
     runs saved before tasks were recorded, or when the file cannot be read: the task's
     ``Run`` then names what is wrong)."""
@@ -81,7 +84,7 @@ def run_task(run_dir):
     return get_task(task if task in TASKS else TASKS[0])
 
 
-def open_run(run_dir, accept_changed=False):
+def open_run(run_dir: str | os.PathLike[str], accept_changed: bool = False) -> Any:
     """The finished run in ``run_dir``, opened by its task's ``Run`` class.
 
     Args:

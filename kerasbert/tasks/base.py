@@ -18,14 +18,18 @@ Example::
 import json
 import logging
 import os
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import keras
+import numpy as np
 
 from kerasbert.models.lora import DEFAULT_TARGETS, enable_lora, own_variables
 from kerasbert.tasks import get_task
+from kerasbert.tasks.options import TaskOptions
 from kerasbert.tasks.runs import OPTIONS_FILE
 from kerasbert.training import batches, distribute
-from kerasbert.training.callbacks import inference_model
+from kerasbert.training.callbacks import RunRecorder, inference_model
 from kerasbert.training.lifecycle import TrainingRun
 from kerasbert.training.optimizer import make_optimizer
 from kerasbert.training.options import OptionError, running_precision
@@ -47,55 +51,58 @@ class Task:
         texts_per_example: how many ``TEXT`` arguments of ``predict`` make one example.
     """
 
-    name = None
-    monitor = None
-    run_class = None
+    name: str | None = None
+    monitor: str | None = None
+    run_class: Any = None  # the task's Run class, set after it is defined
     columns = False
     texts_per_example = 1
 
-    def read_inputs(self, options):
+    # ``options`` and ``inputs`` are Any: each task takes its own options class and inputs.
+    def read_inputs(self, options: Any) -> Any:
         """Reads and checks every input before anything is built or written; returns what
         the other methods take as ``inputs`` (with ``.steps``, the batches per epoch)."""
         raise NotImplementedError
 
-    def training_arrays(self, options, inputs):
+    def training_arrays(self, options: Any,
+                        inputs: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The arrays of the training set: token ids, segment ids, targets (a T5's: encoder
         ids, decoder ids, targets)."""
         raise NotImplementedError
 
-    def build_model(self, options, inputs):
+    def build_model(self, options: Any, inputs: Any) -> keras.Model:
         """The model trained: BERT (:func:`kerasbert.tasks.runs.build_encoder`) and the head."""
         raise NotImplementedError
 
-    def loss(self, model):
+    def loss(self, model: keras.Model) -> Any:
         """The loss ``compile`` takes, from the training model's outputs."""
         raise NotImplementedError
 
-    def metrics(self):
+    def metrics(self) -> list[Any]:
         """The metrics ``compile`` takes."""
         return []
 
-    def dev_scoring(self, options, inputs):
+    def dev_scoring(self, options: Any, inputs: Any) -> tuple[Any, list[Any]]:
         """``(validation_data, callbacks)`` that put :attr:`monitor` in each epoch's logs."""
         raise NotImplementedError
 
-    def saved_model(self, model):
+    def saved_model(self, model: keras.Model) -> keras.Model:
         """The model saved as ``model.keras`` from the trained one."""
         return inference_model(model)
 
-    def write_results(self, options, inputs, recorder):
+    def write_results(self, options: Any, inputs: Any,
+                      recorder: RunRecorder) -> dict[str, Any]:
         """Writes the run's files after training; returns the summary (``metrics.json``)."""
         raise NotImplementedError
 
-    def train_report(self, options, summary):
+    def train_report(self, options: Any, summary: dict[str, Any]) -> list[str]:
         """The lines ``kerasbert train`` prints at the end."""
         raise NotImplementedError
 
-    def evaluation_report(self, metrics):
+    def evaluation_report(self, metrics: dict[str, Any]) -> list[str]:
         """The lines ``kerasbert evaluate`` prints (without ``--json``)."""
         raise NotImplementedError
 
-    def check_texts(self, texts, run=None):
+    def check_texts(self, texts: Sequence[str], run: Any = None) -> None:
         """Raises ``ValueError`` when ``predict``'s texts do not make whole examples (for
         ``run``, the opened run, where its options decide)."""
         if len(texts) % self.texts_per_example:
@@ -103,7 +110,8 @@ class Task:
                              f"{self.texts_per_example} at a time")
 
 
-def train(options, callbacks=(), verbose="auto", on_checked=None):
+def train(options: TaskOptions, callbacks: Sequence[Any] = (), verbose: str | int = "auto",
+          on_checked: Callable[[], object] | None = None) -> dict[str, Any]:
     """Fine-tunes the task of ``options``; returns the run summary (also in ``metrics.json``).
 
     Everything that can be checked is checked before the first step: the options, the run
@@ -143,8 +151,10 @@ def train(options, callbacks=(), verbose="auto", on_checked=None):
         directory.release()
 
 
-def _train(task, options, strategy, directory, callbacks, verbose, on_checked):
-    def check():
+def _train(task: Task, options: TaskOptions, strategy: Any, directory: RunDirectory,
+           callbacks: Sequence[Any], verbose: str | int,
+           on_checked: Callable[[], object] | None) -> dict[str, Any]:
+    def check() -> Any:
         if distribute.is_chief(strategy):
             directory.check(options, options.resume)
         return task.read_inputs(options)
@@ -156,8 +166,10 @@ def _train(task, options, strategy, directory, callbacks, verbose, on_checked):
         log.warning("no --checkpoint: the encoder starts from RANDOM weights, not a pretrained "
                     "model (recorded as weights=random in %s); pass --checkpoint PREFIX to "
                     "fine-tune a pretrained BERT", OPTIONS_FILE)
-    # The other workers of a multi-worker run write into a temporary folder instead.
-    with distribute.worker_run(strategy, directory, options) as (directory, options):
+    # The other workers of a multi-worker run write into a temporary folder instead; the
+    # options come back as given (another worker's: a copy), still the task's class.
+    with distribute.worker_run(strategy, directory, options) as (  # type: ignore[assignment]
+            directory, options):
         run = TrainingRun(options, OPTIONS_FILE, FINISHED_FILE, directory=directory,
                           verbose=verbose).prepare(check=False)
         arrays = task.training_arrays(options, inputs)
@@ -198,7 +210,7 @@ def _train(task, options, strategy, directory, callbacks, verbose, on_checked):
         return run.finish(task.write_results(options, inputs, recorder))
 
 
-def step_compilation(jit_compile):
+def step_compilation(jit_compile: bool | str) -> bool | str:
     """Keras's ``jit_compile`` for a run's train step: on TensorFlow ``--jit-compile``
     (XLA, off by default); on JAX and PyTorch Keras's own default unless it is given
     (``"auto"``: JAX compiles the step with ``jax.jit``, where an uncompiled step would run
@@ -208,7 +220,7 @@ def step_compilation(jit_compile):
     return "auto"
 
 
-def check_cluster(strategy):
+def check_cluster(strategy: str | None) -> None:
     """Refuses ``--strategy multi-worker`` without a cluster: a ``TF_CONFIG`` that is a JSON
     object with ``cluster`` and ``task`` (one process alone would train as if it were all).
 
@@ -235,16 +247,16 @@ class DevScores(keras.callbacks.Callback):
     whole dev result, kept by epoch so that the run's summary takes the best epoch's
     (:meth:`result`) instead of scoring the dev set a second time."""
 
-    def __init__(self, score):
+    def __init__(self, score: Callable[[keras.Model], tuple[dict[str, Any], Any]]) -> None:
         super().__init__()
         self.score = score
-        self.results = {}  # 1-based epoch -> result
+        self.results: dict[int, Any] = {}  # 1-based epoch -> result
 
-    def on_epoch_end(self, epoch, logs=None):
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         values, self.results[epoch + 1] = self.score(self.model)
-        logs.update(values)
+        logs.update(values)  # type: ignore[union-attr]  # fit passes each epoch's logs
 
-    def result(self, epoch, compute):
+    def result(self, epoch: int, compute: Callable[[], Any]) -> Any:
         """The dev result of ``epoch`` (1-based, the recorder's best) when it was scored in
         this process, with the weights ``model.keras`` holds; else ``compute()`` (an epoch
         trained before a resume)."""

@@ -13,6 +13,7 @@ Example:
 import dataclasses
 import json
 import os
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from kerasbert.models.families import FAMILIES
 from kerasbert.presets.table import DEFAULT_KEYS as MODEL_DEFAULT_KEYS
@@ -27,6 +28,11 @@ from kerasbert.training.options import (
     validate,
 )
 
+if TYPE_CHECKING:
+    import argparse
+
+    from kerasbert.models.config import BertConfig
+
 #: The options whose default depends on the model and the task (those a model folder's
 #: finetune_defaults.json may set), and their values for a model that carries none.
 FALLBACK_DEFAULTS = {"lr": BASE_LR, "epochs": 3, "patience": 2, "maxlen": 128, "batch_size": 32,
@@ -39,19 +45,23 @@ class TaskOptions(FinetuneOptions):
 
     #: The Keras backends ``kerasbert train`` runs this task on; the command line refuses
     #: it by name on any other (docs/backends.md).
-    BACKENDS = ("tensorflow",)
+    BACKENDS: ClassVar[tuple[str, ...]] = ("tensorflow",)
 
-    def resolved(self):
+    def resolved(self: "_Options") -> "_Options":
         """These options ready to run (see :func:`prepare`); themselves if they are."""
         return self if is_resolved(self) else prepare(self)
 
 
-def is_resolved(options):
+#: A task's options class: :func:`prepare` and :func:`resolve` give one of the same back.
+_Options = TypeVar("_Options", bound=TaskOptions)
+
+
+def is_resolved(options: TaskOptions) -> bool:
     """Whether ``options`` went through :func:`resolve` (their config is read)."""
     return options.model_config is not None
 
 
-def prepare(options, flags=False):
+def prepare(options: _Options, flags: bool = False) -> _Options:
     """``options`` checked, their preset fetched and every default filled in: the one way
     from what a user gave to what a run takes, each step once.
 
@@ -68,7 +78,7 @@ def prepare(options, flags=False):
     return resolve(fetch_preset(options))
 
 
-def fetch_preset(options):
+def fetch_preset(options: _Options) -> _Options:
     """``options`` with the family, config, checkpoint and vocab of the preset ``model``
     names, downloaded on first use (with its progress); ``options`` themselves where
     ``model`` is a family or None."""
@@ -88,7 +98,7 @@ def fetch_preset(options):
                                vocab=os.path.join(folder, "vocab.txt"))
 
 
-def resolve(options):
+def resolve(options: _Options) -> _Options:
     """``options`` (a task's options class, checked, ``model`` a family) with every default
     filled in: the shipped model and the task's shipped dataset where none is given, the
     model's fine-tuning defaults for the task (else :data:`FALLBACK_DEFAULTS`) where none is
@@ -135,7 +145,8 @@ def resolve(options):
     return type(options)(**values)
 
 
-def model_config(path, family, maxlen, long_texts):
+def model_config(path: str, family: str | None, maxlen: int | None,
+                 long_texts: bool) -> "BertConfig":
     """The config of a run's model: the file at ``path`` (of ``family``, None: its own), with
     ``hierarchical_position`` (alpha :data:`LONG_TEXT_ALPHA`) added where ``maxlen`` runs
     past its position table on a family that can read the table hierarchically, in a task
@@ -161,15 +172,16 @@ def model_config(path, family, maxlen, long_texts):
 LONG_TEXT_ALPHA = 0.4
 
 
-def _default_copies_too_long(options, values):
+def _default_copies_too_long(options: TaskOptions, values: dict[str, Any]) -> bool:
     """Whether the model's default ``prefix_copies`` is no shorter than the ``maxlen`` the run
     takes (``--maxlen 32`` on a model whose copies are 32 tokens): then there is nothing to
     copy, and the default turns off instead of being refused as a given value is."""
-    return (getattr(options, "prefix_copies", 0) is None and values.get("prefix_copies")
-            and values["prefix_copies"] >= values["maxlen"])
+    return bool(getattr(options, "prefix_copies", 0) is None and values.get("prefix_copies")
+                and values["prefix_copies"] >= values["maxlen"])
 
 
-def model_defaults(config_path, task=None):
+def model_defaults(config_path: str | os.PathLike[str],
+                   task: str | None = None) -> dict[str, Any]:
     """The fine-tuning defaults in ``finetune_defaults.json`` beside a config ({} if none),
     for ``task`` where the file gives that task its own.
 
@@ -220,7 +232,7 @@ def model_defaults(config_path, task=None):
             **tasks.get(task, {})}
 
 
-def describe_defaults(options):
+def describe_defaults(options: TaskOptions) -> str | None:
     """One line naming the options resolved ``options`` took from their model's defaults
     (those not given), or None: ``lr 0.0003, epochs 10, patience 3: the defaults of
     kerasbert-zh-small for --task ner (its finetune_defaults.json)``.
@@ -238,7 +250,7 @@ def describe_defaults(options):
             f": the defaults of {model} for --task {options.task} (its {MODEL_DEFAULTS_FILE})")
 
 
-def saved_options(saved):
+def saved_options(saved: dict[str, Any]) -> TaskOptions:
     """A run's saved options (a dict) as its task's class, keys of other versions and tasks
     left out (the default task for runs saved before tasks were recorded)."""
     kind = options_class(saved.get("task") or TASKS[0])
@@ -246,7 +258,7 @@ def saved_options(saved):
     return kind(**{key: value for key, value in saved.items() if key in names})
 
 
-def add_task_arguments(parser):
+def add_task_arguments(parser: "argparse.ArgumentParser") -> None:
     """The flags of ``kerasbert train``: ``--task``, those every task takes, then a group
     per task with the flags only it takes, its summary and its files."""
     parser.add_argument("--task", default=TASKS[0], choices=TASKS,
@@ -263,7 +275,7 @@ def add_task_arguments(parser):
         add_arguments(group, kind, only=own)
 
 
-def options_from_arguments(arguments):
+def options_from_arguments(arguments: "argparse.Namespace") -> TaskOptions:
     """The options of ``arguments.task`` (an ``argparse`` namespace of ``kerasbert train``)
     as its class.
 
@@ -281,11 +293,11 @@ def options_from_arguments(arguments):
     return kind(**{key: value for key, value in vars(arguments).items() if key in names})
 
 
-def _default(kind, name):
+def _default(kind: type[TaskOptions], name: str) -> Any:
     return next(field.default for field in dataclasses.fields(kind) if field.name == name)
 
 
-def users_of(name):
+def users_of(name: str) -> list[str]:
     """The tasks whose options have the field ``name``."""
     return [task for task in TASKS
             if name in {field.name for field in dataclasses.fields(options_class(task))}]

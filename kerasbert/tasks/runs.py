@@ -6,13 +6,15 @@ Each task's folder adds its data, its head and its metrics
 """
 
 import os
+from collections.abc import Iterator
+from typing import Any, cast
 
 from kerasbert import files
 from kerasbert.hardware import compute_policy
 from kerasbert.models.build import build_transformer_model
 from kerasbert.models.config import BertConfig, check_maxlen, check_vocab_fits
 from kerasbert.models.layers import hierarchical_alpha
-from kerasbert.tasks.options import saved_options
+from kerasbert.tasks.options import TaskOptions, saved_options
 from kerasbert.training.options import MIXED_POLICIES
 from kerasbert.training.rundir import (
     ADAPTERS_FILE,
@@ -34,7 +36,7 @@ __all__ = ["FinishedRun", "OPTIONS_FILE", "build_encoder", "check_checkpoint", "
            "write_model_files"]
 
 
-def check_model_files(options):
+def check_model_files(options: TaskOptions) -> Any:
     """Reads the run's config and vocabulary (a T5's: its SentencePiece model,
     ``options.sp_model``) and checks them against each other and ``maxlen``; returns the
     :class:`~kerasbert.text.tokenizer.Tokenizer` (a T5's:
@@ -53,7 +55,7 @@ def check_model_files(options):
     return tokenizer
 
 
-def run_config(options):
+def run_config(options: TaskOptions) -> BertConfig:
     """The config of the run's model (a :class:`~kerasbert.models.config.BertConfig`), as
     resolution read it (:func:`kerasbert.tasks.options.model_config`: hierarchical
     positions added where ``maxlen`` needs them).
@@ -63,10 +65,11 @@ def run_config(options):
     """
     if options.model_config is None:
         raise ValueError("options without a config: resolve them first (options.resolved())")
-    return options.model_config
+    # Its field says object (validate reads a field's type); resolution puts a BertConfig.
+    return cast(BertConfig, options.model_config)
 
 
-def describe_positions(options):
+def describe_positions(options: TaskOptions) -> str | None:
     """One line saying that the run reads its position table hierarchically, or None:
     ``--maxlen 2048 exceeds the checkpoint's 512 positions: hierarchical positions (alpha
     0.4)``."""
@@ -79,7 +82,7 @@ def describe_positions(options):
             f"(alpha {hierarchical_alpha(alpha):g})")
 
 
-def _tokenizer(path, pieces):
+def _tokenizer(path: str, pieces: bool) -> Any:
     """The tokenizer of a ``vocab.txt``, or with ``pieces`` of a SentencePiece model (T5's)."""
     from kerasbert.text.pieces import SentencePieceText
     from kerasbert.text.tokenizer import Tokenizer
@@ -87,7 +90,7 @@ def _tokenizer(path, pieces):
     return SentencePieceText(path) if pieces else Tokenizer(path)
 
 
-def check_checkpoint(options):
+def check_checkpoint(options: TaskOptions) -> None:
     """Raises when the run's ``checkpoint`` (if any) is not there (see ``resolve_prefix``)."""
     if options.checkpoint:
         from kerasbert.checkpoints.io import resolve_prefix
@@ -95,7 +98,7 @@ def check_checkpoint(options):
         resolve_prefix(options.checkpoint)
 
 
-def build_encoder(options):
+def build_encoder(options: TaskOptions) -> Any:
     """The run's BERT (its family, config, checkpoint, dropout and precision), as a
     :class:`~kerasbert.models.families.base.Transformer`."""
     return build_transformer_model(run_config(options), options.checkpoint, model=options.model,
@@ -103,22 +106,22 @@ def build_encoder(options):
                                    dtype=run_dtype(options), recompute=run_recompute(options))
 
 
-def run_dtype(options):
+def run_dtype(options: TaskOptions) -> str | None:
     """``dtype=`` of the run's model: the mixed policy ``--mixed-precision`` names
     (``"mixed_float16"``, ``"mixed_bfloat16"``), as this machine runs it
     (:func:`kerasbert.hardware.compute_policy`), or None: float32. ``train`` has already
     recorded what runs (:func:`kerasbert.training.options.running_precision`)."""
-    policy = MIXED_POLICIES.get(getattr(options, "mixed_precision", None))
+    policy = MIXED_POLICIES.get(getattr(options, "mixed_precision", None))  # type: ignore[arg-type]
     return compute_policy(policy, "--mixed-precision") if policy else None
 
 
-def run_recompute(options):
+def run_recompute(options: TaskOptions) -> bool | None:
     """``recompute=`` of the run's model: True with ``--recompute``, else None (as
     ``RECOMPUTE`` in the environment says)."""
     return True if getattr(options, "recompute", False) else None
 
 
-def write_model_files(options, model):
+def write_model_files(options: TaskOptions, model: Any) -> None:
     """Writes ``bert_config.json``, ``vocab.txt`` (a T5's: its SentencePiece model as
     ``spiece.model``) and ``bert_model.ckpt`` (the fine-tuned weights under Google's names;
     a T5's under Mesh TensorFlow's, as bert4keras writes them; not for a LoRA run, whose
@@ -138,7 +141,7 @@ def write_model_files(options, model):
                                family=config.family if is_encoder_decoder(config) else None)
 
 
-def run_directory_line(options, *names):
+def run_directory_line(options: TaskOptions, *names: str) -> str:
     """The last line ``kerasbert train`` prints: the run directory and its files,
     ``metrics.json`` and the model's file first, then ``names``; a LoRA run's model file is
     its adapters and head, and it writes no ``bert_model.ckpt``."""
@@ -157,7 +160,7 @@ def is_encoder_decoder(config: BertConfig) -> bool:
     return family_class(config.family or DEFAULT_FAMILY).encoder_decoder
 
 
-def run_tokenizer(run_dir, model):
+def run_tokenizer(run_dir: str, model: Any) -> Any:
     """The tokenizer of a run's ``vocab.txt`` (a T5 run's: its ``spiece.model``), refused
     when it has more ids than ``model`` has embedding rows (a vocabulary replaced after
     training would fail in the middle of a batch).
@@ -181,7 +184,7 @@ def run_tokenizer(run_dir, model):
     return tokenizer
 
 
-def _layers(model):
+def _layers(model: Any) -> Iterator[Any]:
     """Every layer of ``model``, those of models inside it too."""
     for layer in model.layers:
         yield layer
@@ -197,7 +200,7 @@ class FinishedRun:
         RunError: not a finished run, or a missing or corrupt file (named).
     """
 
-    def __init__(self, run_dir, accept_changed=False):
+    def __init__(self, run_dir: str | os.PathLike[str], accept_changed: bool = False) -> None:
         self.run_dir = run_dir = os.fspath(run_dir)
         check_finished(run_dir, finished_file=FINISHED_FILE, accept_changed=accept_changed)
         self.options = read_options(run_dir)
@@ -205,11 +208,12 @@ class FinishedRun:
         self.check_model()
         self.tokenizer = run_tokenizer(run_dir, self.model)
 
-    def check_model(self):
+    def check_model(self) -> None:
         """Raises ``RunError`` when ``self.model`` is not the task's (nothing by default)."""
 
 
-def read_options(run_dir):
+# Any: the class is the saved task's, which the task's Run reads its own fields of.
+def read_options(run_dir: str) -> Any:
     """The options a run saved, as its task's class (keys of other versions and tasks left
     out).
 
@@ -223,7 +227,9 @@ def read_options(run_dir):
     return saved_options(saved)
 
 
-def export_saved_model(run, module, directory, overwrite, format, options, vocab=None):
+def export_saved_model(run: Any, module: str, directory: str | os.PathLike[str],
+                       overwrite: bool, format: str, options: dict[str, Any],
+                       vocab: str | None = None) -> list[str]:
     """A run's ``export``, for the tasks that export a SavedModel only: ``module``'s
     ``export`` (e.g. ``"kerasbert.tasks.ner.export"``), given the run's ``vocab.txt`` or
     ``vocab`` (a T5 run's SentencePiece model).
