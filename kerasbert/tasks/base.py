@@ -256,7 +256,7 @@ class DevScores(keras.callbacks.Callback):
         values, self.results[epoch + 1] = self.score(self.model)
         logs.update(values)  # type: ignore[union-attr]  # fit passes each epoch's logs
 
-    def result(self, epoch: int, compute: Callable[[], Any]) -> Any:
+    def result(self, epoch: int | None, compute: Callable[[], Any]) -> Any:
         """The dev result of ``epoch`` (1-based, the recorder's best) when it was scored in
         this process, with the weights ``model.keras`` holds; else ``compute()`` (an epoch
         trained before a resume)."""

@@ -222,7 +222,7 @@ class FinetuneOptions(RunOptions):
     TEXTS = "texts"
     TEXT_LINES = True
     SIGNATURE = ""
-    FORMATS = ("saved_model",)
+    FORMATS: ClassVar[tuple[str, ...]] = ("saved_model",)
     SHIPPED = ""
     LONG_TEXTS = True
     EXAMPLE: ClassVar[dict[str, str]] = {}  # noqa: RUF012 (read only)

@@ -28,6 +28,8 @@ Example::
 """
 
 import os
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import tensorflow as tf
 
@@ -35,8 +37,9 @@ from kerasbert.serving.graph_text import TextEncoder
 from kerasbert.serving.saved_model import version_folder, write_archive
 
 
-def export(model, vocab, directory, *, labels, maxlen, pairs=False, version=None,
-           overwrite=False, source=None):
+def export(model: Any, vocab: str | os.PathLike[str], directory: str | os.PathLike[str], *,
+           labels: Sequence[str], maxlen: int, pairs: bool = False, version: int | None = None,
+           overwrite: bool = False, source: str | None = None) -> list[str]:
     """Writes a classifier as ``<directory>/<version>/``, a SavedModel for TF Serving.
 
     Args:
@@ -73,10 +76,10 @@ def export(model, vocab, directory, *, labels, maxlen, pairs=False, version=None
     encoder = TextEncoder(os.fspath(vocab), maxlen)
     label_names = tf.constant(list(labels))
 
-    def probabilities(token_ids, segment_ids):
+    def probabilities(token_ids: Any, segment_ids: Any) -> Any:
         return tf.cast(model([token_ids, segment_ids], training=False), tf.float32)
 
-    def classify(text, pair=None):
+    def classify(text: Any, pair: Any = None) -> dict[str, Any]:
         found = probabilities(*encoder(text, pair))
         label_id = tf.argmax(found, axis=-1, output_type=tf.int32)
         return {"label": tf.gather(label_names, label_id), "label_id": label_id,
@@ -84,7 +87,7 @@ def export(model, vocab, directory, *, labels, maxlen, pairs=False, version=None
 
     ids = tf.TensorSpec((None, None), tf.int32)
     texts = tf.TensorSpec((None,), tf.string)
-    endpoints = [("serving_default",
+    endpoints: list[tuple[str, Callable[..., Any], list[Any]]] = [("serving_default",
                   lambda token_ids, segment_ids: {
                       "probabilities": probabilities(token_ids, segment_ids)},
                   [ids, ids])]

@@ -1,12 +1,20 @@
 """A classification run's metrics (scikit-learn) and its confusion matrix (matplotlib, with
 the fonts and atomic files of :mod:`kerasbert.training.reports`)."""
 
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from kerasbert.training.reports import figure, save, style
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-def classification_metrics(labels, y_true, y_pred):
+
+def classification_metrics(labels: Sequence[str], y_true: np.ndarray | Sequence[int],
+                           y_pred: np.ndarray | Sequence[int]) -> dict[str, Any]:
     """Accuracy, macro-F1, per-class precision/recall/F1/support and the confusion matrix."""
     from sklearn import metrics
 
@@ -26,7 +34,9 @@ def classification_metrics(labels, y_true, y_pred):
     }
 
 
-def plot_confusion_matrix(path, labels, matrix, title="Confusion matrix"):
+def plot_confusion_matrix(path: str | os.PathLike[str], labels: Sequence[str],
+                          matrix: np.ndarray | Sequence[Sequence[int]],
+                          title: str = "Confusion matrix") -> "Figure":
     """Draws the confusion matrix (counts, rows = true label) to a PNG, atomically.
 
     Label names may be Chinese (see :func:`kerasbert.training.reports.font_family`).

@@ -16,6 +16,8 @@ Example::
 
 import dataclasses
 import os
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import keras
 import numpy as np
@@ -38,7 +40,7 @@ from kerasbert.tasks.runs import (
     write_model_files,
 )
 from kerasbert.training import batches, data, distribute, reports
-from kerasbert.training.callbacks import ProgressBar
+from kerasbert.training.callbacks import ProgressBar, RunRecorder
 from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
 from kerasbert.training.rundir import RunError, read_json
 
@@ -52,16 +54,16 @@ class _Inputs:
     labels: list
     train: data.Examples
     dev: data.Examples
-    test: data.Examples = None
+    test: data.Examples | None = None
     steps: int = 0  # batches per epoch
     copies: int = 0  # short copies of long training rows (--prefix-copies)
 
 
-def _read_inputs(options):
+def _read_inputs(options: ClassificationOptions) -> _Inputs:
     """Reads and checks every input before anything is built or written."""
 
     tokenizer = check_model_files(options)
-    read = dict(text_column=options.text_column, pair_column=options.pair_column,
+    read: dict[str, Any] = dict(text_column=options.text_column, pair_column=options.pair_column,
                 label_column=options.label_column, skip_bad_rows=options.skip_bad_rows)
     train_rows = data.read_examples(options.train, **read)
     if options.max_train_examples:
@@ -81,7 +83,7 @@ def _read_inputs(options):
     return inputs
 
 
-def build_classifier(options, num_labels):
+def build_classifier(options: ClassificationOptions, num_labels: int) -> keras.Model:
     """The classifier a run trains: BERT from the run's config and checkpoint, then
     ``CLS-token`` → ``CLS-Dropout`` → ``dense_output`` giving logits.
 
@@ -94,13 +96,17 @@ def build_classifier(options, num_labels):
                               initializer_range=bert.config.initializer_range)
 
 
-def _encode(inputs, rows, maxlen):
+#: ``(token_ids, segment_ids, label_ids)``.
+_Arrays = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _encode(inputs: _Inputs, rows: data.Examples, maxlen: int) -> _Arrays:
     """``(token_ids, segment_ids, label_ids)`` of labelled rows."""
     return (*batches.encode_examples(inputs.tokenizer, rows, maxlen),
             data.label_ids(rows, inputs.labels))
 
 
-def _with_prefix_copies(inputs, arrays, length):
+def _with_prefix_copies(inputs: _Inputs, arrays: _Arrays, length: int) -> _Arrays:
     """``(token_ids, segment_ids, label_ids)`` of the training rows, then a copy of each row
     longer than ``length`` tokens cut to ``length`` (as ``--maxlen`` cuts), with its label.
 
@@ -125,17 +131,17 @@ class Classification(Task):
     monitor = "val_accuracy"
     columns = True
 
-    def read_inputs(self, options):
+    def read_inputs(self, options: ClassificationOptions) -> _Inputs:
         return _read_inputs(options)
 
-    def check_texts(self, texts, run=None):
+    def check_texts(self, texts: Sequence[str], run: "Run | None" = None) -> None:
         """A run on sentence pairs takes its texts two at a time, each text and its pair."""
         if run is not None and run.options.pair_column and len(texts) % 2:
             raise ValueError(f"odd number of texts in TEXT ({len(texts)}): this run classifies "
                              f"sentence pairs ({run.options.text_column}, "
                              f"{run.options.pair_column}): give TEXT PAIR, TEXT PAIR...")
 
-    def training_arrays(self, options, inputs):
+    def training_arrays(self, options: ClassificationOptions, inputs: _Inputs) -> _Arrays:
         arrays = _encode(inputs, inputs.train, options.maxlen)
         if options.prefix_copies:
             arrays = _with_prefix_copies(inputs, arrays, options.prefix_copies)
@@ -143,26 +149,29 @@ class Classification(Task):
             inputs.steps = -(-len(arrays[0]) // options.batch_size)
         return arrays
 
-    def build_model(self, options, inputs):
+    def build_model(self, options: ClassificationOptions, inputs: _Inputs) -> keras.Model:
         return build_classifier(options, len(inputs.labels))
 
-    def loss(self, model):
+    def loss(self, model: keras.Model) -> Any:
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
-    def metrics(self):
+    def metrics(self) -> list[Any]:
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
-    def dev_scoring(self, options, inputs):
+    def dev_scoring(self, options: ClassificationOptions,
+                    inputs: _Inputs) -> tuple[Any, list[Any]]:
         dev = batches.make_dataset(*_encode(inputs, inputs.dev, options.maxlen), batch_size=64)
         return distribute.shard_by_data(dev), []
 
-    def saved_model(self, model):
+    def saved_model(self, model: keras.Model) -> keras.Model:
         return with_probabilities(model)
 
-    def write_results(self, options, inputs, recorder):
+    def write_results(self, options: ClassificationOptions, inputs: _Inputs,
+                      recorder: RunRecorder) -> dict[str, Any]:
         return _write_results(options, inputs, recorder)
 
-    def train_report(self, options, summary):
+    def train_report(self, options: ClassificationOptions,
+                     summary: dict[str, Any]) -> list[str]:
         shown = "test" if "test" in summary else "dev"
         lines = [f"\n{shown} accuracy {summary[shown]['accuracy']:.4f}, "
                  f"macro-F1 {summary[shown]['macro_f1']:.4f} (best epoch "
@@ -180,7 +189,7 @@ class Classification(Task):
         lines.append(run_directory_line(options, "confusion_matrix.png", "training_curves.png"))
         return lines
 
-    def evaluation_report(self, metrics):
+    def evaluation_report(self, metrics: dict[str, Any]) -> list[str]:
         width = max(len(label) for label in metrics["per_class"])
         return [f"examples {metrics['examples']}  accuracy {metrics['accuracy']:.4f}  "
                 f"macro-F1 {metrics['macro_f1']:.4f}"] + [
@@ -189,14 +198,14 @@ class Classification(Task):
             for label, row in metrics["per_class"].items()]
 
 
-def _only_class(metrics, labels):
+def _only_class(metrics: dict[str, Any], labels: Sequence[str]) -> str | None:
     """The label every example of ``metrics`` was given, or None when there were several."""
     predicted = np.asarray(metrics["confusion_matrix"]).sum(axis=0)
     used = np.flatnonzero(predicted)
     return labels[int(used[0])] if len(used) == 1 and len(labels) > 1 else None
 
 
-def with_probabilities(model):
+def with_probabilities(model: keras.Model) -> keras.Model:
     """The saved form of a trained classifier: the same layers and weights, uncompiled,
     with a float32 softmax after ``dense_output`` so that it gives probabilities."""
     probabilities = keras.layers.Softmax(name=names.CLS_PROBABILITIES, dtype="float32")(
@@ -204,7 +213,8 @@ def with_probabilities(model):
     return keras.Model(model.inputs, probabilities, name=model.name)
 
 
-def _write_results(options, inputs, recorder):
+def _write_results(options: ClassificationOptions, inputs: _Inputs,
+                   recorder: RunRecorder) -> dict[str, Any]:
     """Writes the run's files; returns the summary, which ``finish`` writes last."""
     output = options.output
     model = load_run_model(output)
@@ -212,7 +222,7 @@ def _write_results(options, inputs, recorder):
     files.write_json(os.path.join(output, "labels.json"), inputs.labels)
 
     labels, tokenizer = inputs.labels, inputs.tokenizer
-    summary = {"labels": labels, "best_epoch": recorder.best_epoch,
+    summary: dict[str, Any] = {"labels": labels, "best_epoch": recorder.best_epoch,
                "train_examples": len(inputs.train), "prefix_copies": inputs.copies,
                "skipped_rows": {options.train: len(inputs.train.skipped),
                                 options.dev: len(inputs.dev.skipped)},
@@ -229,13 +239,15 @@ def _write_results(options, inputs, recorder):
     return summary
 
 
-def _metrics(model, tokenizer, labels, rows, options, progress=False):
+def _metrics(model: keras.Model, tokenizer: Any, labels: list[str], rows: data.Examples,
+             options: ClassificationOptions, progress: bool = False) -> dict[str, Any]:
     probabilities = _predict(model, tokenizer, rows, options.maxlen, progress=progress)
     return class_reports.classification_metrics(labels, data.label_ids(rows, labels),
                                           probabilities.argmax(-1))
 
 
-def _predict(model, tokenizer, rows, maxlen, batch_size=64, progress=False):
+def _predict(model: keras.Model, tokenizer: Any, rows: data.Examples, maxlen: int,
+             batch_size: int = 64, progress: bool = False) -> np.ndarray:
     token_ids, segment_ids = batches.encode_examples(tokenizer, rows, maxlen)
     dataset = batches.make_dataset(token_ids, segment_ids, batch_size=batch_size)
     bar = [ProgressBar(-(-len(token_ids) // batch_size), "batches")] if progress else []
@@ -255,7 +267,7 @@ class Run:
         kerasbert.training.fingerprints.ChangedFile: a file replaced since the run finished.
     """
 
-    def __init__(self, run_dir, accept_changed=False):
+    def __init__(self, run_dir: str | os.PathLike[str], accept_changed: bool = False) -> None:
 
         self.run_dir = run_dir = os.fspath(run_dir)
         check_finished(run_dir, finished_file=FINISHED_FILE, accept_changed=accept_changed)
@@ -268,7 +280,8 @@ class Run:
                            f"{len(self.labels)} labels but the model has {outputs} outputs")
         self.tokenizer = run_tokenizer(run_dir, self.model)
 
-    def _read(self, path, columns, require_labels, skip_bad_rows=None):
+    def _read(self, path: str | os.PathLike[str], columns: dict[str, str | None],
+              require_labels: bool, skip_bad_rows: bool | None = None) -> data.Examples:
         """Rows of a file, in the run's columns unless ``columns`` names others; bad rows
         skipped as the run did unless ``skip_bad_rows`` says otherwise."""
         o = self.options
@@ -282,7 +295,8 @@ class Run:
         return data.read_examples(path, **names, require_labels=require_labels,
                                   skip_bad_rows=skip)
 
-    def _read_texts(self, path, columns):
+    def _read_texts(self, path: str | os.PathLike[str],
+                    columns: dict[str, str | None]) -> data.Examples:
         """The lines of a plain text file, for a run that classifies single texts."""
         if columns:
             raise data.DataError(f"columns in {path}: a .txt file has one text per line and no "
@@ -294,7 +308,8 @@ class Run:
                 f"'{self.options.text_column}' and '{self.options.pair_column}'")
         return data.read_texts(path)
 
-    def evaluate(self, path, progress=False, skip_bad_rows=None, **columns):
+    def evaluate(self, path: str | os.PathLike[str], progress: bool = False,
+                 skip_bad_rows: bool | None = None, **columns: str | None) -> dict[str, Any]:
         """Metrics of the model on a labelled file.
 
         Args:
@@ -311,7 +326,9 @@ class Run:
         return _metrics(self.model, self.tokenizer, self.labels, rows, self.options,
                         progress=progress)
 
-    def predict(self, texts=None, path=None, progress=False, **columns):
+    def predict(self, texts: Iterable[str] | None = None,
+                path: str | os.PathLike[str] | None = None, progress: bool = False,
+                **columns: str | None) -> list[dict[str, Any]]:
         """``[{"text", "label", "probability"}]`` for texts, for the rows of a table (its
         columns as for :meth:`evaluate`), or for the lines of a ``.txt`` file (one text per
         line, blank lines skipped). A run on sentence pairs takes ``texts`` as ``[text,
@@ -321,11 +338,11 @@ class Run:
         elif path is not None:
             rows = self._read(path, columns, require_labels=False)
         elif self.options.pair_column:
-            texts = list(texts)
+            texts = list(texts)  # type: ignore[arg-type]  # given where no path is
             TASK.check_texts(texts, self)
             rows = data.Examples.from_texts(texts[::2], texts[1::2])
         else:
-            rows = data.Examples.from_texts(list(texts))
+            rows = data.Examples.from_texts(list(texts))  # type: ignore[arg-type]
         if not len(rows):
             return []
         probabilities = _predict(self.model, self.tokenizer, rows, self.options.maxlen,
@@ -336,12 +353,14 @@ class Run:
                  "probability": float(p[i])}
                 for text, pair, i, p in zip(rows.texts, rows.pairs, best, probabilities)]
 
-    def export(self, directory, overwrite=False, format="saved_model", **options):
+    def export(self, directory: str | os.PathLike[str], overwrite: bool = False,
+               format: str = "saved_model", **options: Any) -> list[str]:
         """Writes the model for serving; returns the files written.
 
         ``format`` ``saved_model`` (:func:`kerasbert.tasks.classification.export.export`),
         ``onnx`` or ``litert`` (:mod:`kerasbert.serving.portable`).
         """
+        export: Callable[..., list[str]]  # this task's SavedModel, or a portable format
         if format == "saved_model":
             from kerasbert.tasks.classification.export import export
 
@@ -358,7 +377,7 @@ class Run:
                       source=self.run_dir, **options)
 
 
-def _read_labels(path):
+def _read_labels(path: str) -> list[str]:
     labels = read_json(path, "labels")
     if (not isinstance(labels, list) or len(labels) < 2
             or not all(isinstance(label, str) for label in labels)):

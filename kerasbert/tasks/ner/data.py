@@ -28,6 +28,8 @@ against the file's own spans (:func:`char_tags`), so a lost entity counts as mis
 
 import dataclasses
 import os
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from kerasbert.files import open_input
 from kerasbert.tasks.ner.entities import entity_spans, split_tag
@@ -57,7 +59,7 @@ class Sentence:
     where: str = ""  # file and line, for messages
 
 
-def read_sentences(path):
+def read_sentences(path: str | os.PathLike[str]) -> list[Sentence]:
     """The sentences of a tagged file (CoNLL two-column or JSONL, by suffix).
 
     Raises:
@@ -76,7 +78,7 @@ def read_sentences(path):
     return _found(reader(lines, path), path, "tagged sentence")
 
 
-def read_texts(path):
+def read_texts(path: str | os.PathLike[str]) -> list[Sentence]:
     """The texts of a file to tag, as sentences (with the entities a tagged file gives).
 
     The form is read from the suffix, then the content:
@@ -114,18 +116,18 @@ def read_texts(path):
                   path, "text")
 
 
-def _lines(path, expected):
+def _lines(path: str, expected: str) -> list[str]:
     with open_input(path, "data", expected) as f:
         return text_lines(decode_text(f.read(), path))
 
 
-def _found(sentences, path, what):
+def _found(sentences: list[Sentence], path: str, what: str) -> list[Sentence]:
     if not sentences:
         raise DataError(f"data in {path}: no {what} found")
     return sentences
 
 
-def _is_tag(word):
+def _is_tag(word: str) -> bool:
     try:
         split_tag(word)
     except ValueError:
@@ -133,7 +135,10 @@ def _is_tag(word):
     return True
 
 
-def _read_conll(lines, path):
+def _read_conll(lines: list[str], path: str) -> list[Sentence]:
+    sentences: list[Sentence]
+    tokens: list[str]
+    tags: list[str]
     sentences, tokens, tags, first = [], [], [], 0
     for number, line in enumerate(lines + [""], start=1):
         columns = line.split()
@@ -162,7 +167,7 @@ def _read_conll(lines, path):
     return sentences
 
 
-def _conll_sentence(tokens, tags, where):
+def _conll_sentence(tokens: list[str], tags: list[str], where: str) -> Sentence:
     separator = "" if all(len(token) == 1 for token in tokens) else " "
     starts, position = [], 0
     for token in tokens:
@@ -173,7 +178,7 @@ def _conll_sentence(tokens, tags, where):
     return Sentence(separator.join(tokens), entities, where)
 
 
-def _read_jsonl(lines, path):
+def _read_jsonl(lines: list[str], path: str) -> list[Sentence]:
     sentences = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -193,8 +198,9 @@ def _read_jsonl(lines, path):
         if not isinstance(spans, list):
             raise DataError(f"bad row in {where}: {key!r} must be a list, got "
                             f"{json_kind(spans)}")
-        entities = sorted(_span(span, row["text"], f"{where}, {key}[{n}]")
-                          for n, span in enumerate(spans))
+        # (start, end, kind) to sort them, then (kind, start, end) as a Sentence keeps them
+        entities: list[Any] = sorted(_span(span, row["text"], f"{where}, {key}[{n}]")
+                                     for n, span in enumerate(spans))
         entities = [(kind, start, end) for start, end, kind in entities]
         for (_, _, end), (_, start, _) in zip(entities, entities[1:]):
             if start < end:
@@ -204,7 +210,7 @@ def _read_jsonl(lines, path):
     return sentences
 
 
-def _id_problem(row):
+def _id_problem(row: dict[str, Any]) -> str | None:
     value = row.get("id")
     if value is None or isinstance(value, str) or (isinstance(value, int)
                                                    and not isinstance(value, bool)):
@@ -212,7 +218,7 @@ def _id_problem(row):
     return f"'id' must be a string or an integer, got {json_kind(value)}"
 
 
-def _span(span, text, where):
+def _span(span: Any, text: str, where: str) -> tuple[int, int, str]:
     """``(start, end, label)`` of one entity, checked against the text."""
     given = None
     if isinstance(span, dict):
@@ -251,13 +257,14 @@ def _span(span, text, where):
     return start, end, kind
 
 
-def tag_names(sentences):
+def tag_names(sentences: Iterable[Sentence]) -> list[str]:
     """The BIO tags of the entity types in ``sentences``: ``["O", "B-LOC", "I-LOC", ...]``."""
     types = sorted({kind for sentence in sentences for kind, _, _ in sentence.entities})
     return ["O"] + [f"{prefix}-{kind}" for kind in types for prefix in ("B", "I")]
 
 
-def token_tags(tokenizer, sentence, maxlen, tags):
+def token_tags(tokenizer: Any, sentence: Sentence, maxlen: int, tags: Sequence[str],
+               ) -> tuple[list[int], list[int], list[tuple[int, int] | None], int]:
     """The sentence as WordPiece ids with one tag id per token.
 
     Args:
@@ -289,7 +296,7 @@ def token_tags(tokenizer, sentence, maxlen, tags):
     return tokenizer.tokens_to_ids(tokens), labels, spans, lost
 
 
-def char_tags(text, entities):
+def char_tags(text: str, entities: Iterable[tuple[str, int, int]]) -> list[str]:
     """One BIO tag per character of ``text`` for the entity spans (for scoring)."""
     tags = ["O"] * len(text)
     for kind, start, end in entities:

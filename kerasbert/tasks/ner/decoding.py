@@ -17,6 +17,9 @@ Example::
     # [b'PER', b'PER'], [1, 4], [3, 5]
 """
 
+from collections.abc import Iterable, Sequence
+from typing import Any
+
 import numpy as np
 import tensorflow as tf
 from keras import ops
@@ -25,7 +28,7 @@ from kerasbert.models import names
 from kerasbert.tasks.ner.entities import OUTSIDE, continues, split_tag
 
 
-def best_tags(model, token_ids, segment_ids):
+def best_tags(model: Any, token_ids: Any, segment_ids: Any) -> tuple[Any, Any]:
     """``(tag_ids, scores)`` of a tagger for int32 ``[batch, length]`` ids: the CRF's best
     paths (or the highest score per token without a CRF), 0 at padding, and the float32
     scores ``[batch, length, tags]``. In ``keras.ops``: the export's graph on TensorFlow,
@@ -39,7 +42,7 @@ def best_tags(model, token_ids, segment_ids):
     return best, scores
 
 
-def continuation_table(tags):
+def continuation_table(tags: Sequence[str]) -> np.ndarray:
     """``table[a, b]``: whether tag ``b`` after tag ``a`` continues the entity ``a`` is in
     (:func:`~kerasbert.tasks.ner.entities.continues`; False when ``a`` is ``O``).
 
@@ -63,20 +66,20 @@ class EntityReader:
     characters, from the first token's start to the last token's end.
     """
 
-    def __init__(self, tags):
+    def __init__(self, tags: Iterable[str]) -> None:
         tags = list(tags)
         self.outside = tags.index(OUTSIDE)
         self.continues = tf.constant(continuation_table(tags))
         self.kinds = tf.constant([split_tag(tag)[1] for tag in tags])
 
-    def __call__(self, tag_ids, starts, ends):
+    def __call__(self, tag_ids: Any, starts: Any, ends: Any) -> dict[str, Any]:
         tags = tf.cast(tag_ids.flat_values, tf.int32)
         first, last, row = self._chunks(tags, tag_ids.value_rowids(), tag_ids.row_splits)
         return {"row": row, "type": tf.gather(self.kinds, tf.gather(tags, first)),
                 "start": tf.gather(starts.flat_values, first),
                 "end": tf.gather(ends.flat_values, last)}
 
-    def _chunks(self, tags, rows, row_splits):
+    def _chunks(self, tags: Any, rows: Any, row_splits: Any) -> tuple[Any, Any, Any]:
         """``(first token, last token, row)`` of each entity, flat indices in order.
 
         An entity starts at a tag that is not ``O`` and does not continue the tag before
@@ -97,7 +100,9 @@ class EntityReader:
         return first, tf.where(stops)[:, 0], tf.gather(rows, first)
 
 
-def token_entities(reader, tag_ids, spans):
+def token_entities(reader: EntityReader, tag_ids: Sequence[Sequence[int]] | np.ndarray,
+                   spans: Sequence[Sequence[tuple[int, int] | None]],
+                   ) -> list[list[tuple[str, int, int]]]:
     """Character spans ``[(type, start, end)]`` of the entities of each sentence, read by
     ``reader`` off its predicted token tags.
 
@@ -119,12 +124,12 @@ def token_entities(reader, tag_ids, spans):
                           + [np.zeros(0, np.int32)])
     chars = np.array([span or (0, 0) for span in flat], np.int64).reshape(-1, 2)
 
-    def ragged(values):
+    def ragged(values: np.ndarray) -> Any:
         return tf.RaggedTensor.from_row_lengths(values, np.array(lengths, np.int64))
 
     found = reader(ragged(np.where(known, tags, reader.outside)), ragged(chars[:, 0]),
                    ragged(chars[:, 1]))
-    entities = [[] for _ in spans]
+    entities: list[list[tuple[str, int, int]]] = [[] for _ in spans]
     for row, kind, start, end in zip(*(found[key].numpy().tolist()
                                        for key in ("row", "type", "start", "end"))):
         entities[row].append((kind.decode("utf-8"), start, end))

@@ -30,6 +30,8 @@ Example::
 """
 
 import os
+from collections.abc import Sequence
+from typing import Any
 
 import tensorflow as tf
 
@@ -38,8 +40,9 @@ from kerasbert.serving.saved_model import version_folder, write_archive
 from kerasbert.tasks.ner.decoding import EntityReader, best_tags
 
 
-def export(model, vocab, directory, *, tags, maxlen, version=None, overwrite=False,
-           source=None):
+def export(model: Any, vocab: str | os.PathLike[str], directory: str | os.PathLike[str], *,
+           tags: Sequence[str], maxlen: int, version: int | None = None, overwrite: bool = False,
+           source: str | None = None) -> list[str]:
     """Writes a tagger as ``<directory>/<version>/``, a SavedModel for TF Serving.
 
     Args:
@@ -59,11 +62,11 @@ def export(model, vocab, directory, *, tags, maxlen, version=None, overwrite=Fal
     encoder = TextEncoder(os.fspath(vocab), maxlen)
     reader = EntityReader(tags)
 
-    def tagged(token_ids, segment_ids):
+    def tagged(token_ids: Any, segment_ids: Any) -> dict[str, Any]:
         best, scores = best_tags(model, token_ids, segment_ids)
         return {"tag_ids": best, "scores": scores}
 
-    def entities(text):
+    def entities(text: Any) -> dict[str, Any]:
         ids, starts, ends, _ = encoder.pieces(text)
         starts, ends = starts[:, :encoder.maxlen - 2], ends[:, :encoder.maxlen - 2]
         best = best_tags(model, *encoder.inputs(ids))[0][:, 1:]
@@ -72,7 +75,7 @@ def export(model, vocab, directory, *, tags, maxlen, version=None, overwrite=Fal
         row, start, end = found["row"], found["start"], found["end"]
         batch = tf.shape(text, out_type=tf.int64)[0]
 
-        def padded(values, fill):
+        def padded(values: Any, fill: Any) -> Any:
             return tf.RaggedTensor.from_value_rowids(values, row, nrows=batch).to_tensor(fill)
 
         return {"type": padded(found["type"], ""),

@@ -21,6 +21,8 @@ Example::
 
 import os
 import weakref
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import keras
 import numpy as np
@@ -47,7 +49,7 @@ from kerasbert.tasks.runs import (
     write_model_files,
 )
 from kerasbert.training import batches
-from kerasbert.training.callbacks import ProgressBar
+from kerasbert.training.callbacks import ProgressBar, RunRecorder
 from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
 from kerasbert.training.rundir import RunError, read_json
 
@@ -56,18 +58,21 @@ __all__ = ["NerOptions", "Run", "TASK", "build_tagger", "encode",
 TAGS_FILE = "tags.json"
 MONITOR = "val_entity_f1"
 
+#: ``(token_ids, segment_ids, tag_ids, spans, lost)`` of sentences (:func:`encode`).
+_Encoded = tuple[np.ndarray, np.ndarray, np.ndarray, list[list[tuple[int, int] | None]], int]
 
-def build_tagger(options, num_tags):
+
+def build_tagger(options: NerOptions, num_tags: int) -> keras.Model:
     """The tagger a run trains: the run's BERT, then :func:`add_tagger`."""
     bert = build_encoder(options)
     return add_tagger(bert.model, num_tags, crf=not options.no_crf, dropout_rate=options.dropout,
                       initializer_range=bert.config.initializer_range)
 
 
-_TAG_FUNCTIONS = weakref.WeakKeyDictionary()
+_TAG_FUNCTIONS: weakref.WeakKeyDictionary[Any, Callable[..., Any]] = weakref.WeakKeyDictionary()
 
 
-def _tag_function(model):
+def _tag_function(model: keras.Model) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """``(token_ids, segment_ids) -> tag ids`` for ``model``: :func:`best_tags` (the tagger
     and its decoding, as the export runs it) compiled once as the backend compiles it, for
     any batch and width (:func:`~kerasbert.inference.compiled.compiled`)."""
@@ -83,8 +88,17 @@ def _tag_function(model):
 class _Inputs:
     """A run's sentences, tags and encoded arrays, all read before the directory is made."""
 
+    tokenizer: Any
+    sentences: dict[str, list[ner_data.Sentence]]
+    tags: list[str]
+    maxlen: int
+    train: _Encoded
+    dev: _Encoded
+    steps: int
+    dev_scores: DevScores
+
     @classmethod
-    def read(cls, options):
+    def read(cls, options: NerOptions) -> "_Inputs":
         self = cls()
         self.tokenizer = check_model_files(options)
         self.sentences = {"train": ner_data.read_sentences(options.train)[
@@ -102,11 +116,12 @@ class _Inputs:
         self.steps = -(-len(self.sentences["train"]) // options.batch_size)
         return self
 
-    def encode(self, sentences):
+    def encode(self, sentences: Sequence[ner_data.Sentence]) -> _Encoded:
         return encode(self.tokenizer, sentences, self.maxlen, self.tags)
 
 
-def encode(tokenizer, sentences, maxlen, tags):
+def encode(tokenizer: Any, sentences: Iterable[ner_data.Sentence], maxlen: int,
+           tags: Sequence[str]) -> _Encoded:
     """``(token_ids, segment_ids, tag_ids, spans, lost)`` of ``sentences``, padded."""
     rows = [ner_data.token_tags(tokenizer, sentence, maxlen, tags) for sentence in sentences]
     width = max(len(ids) for ids, _, _, _ in rows)
@@ -118,7 +133,8 @@ def encode(tokenizer, sentences, maxlen, tags):
             sum(row[3] for row in rows))
 
 
-def predict_tags(model, token_ids, segment_ids, batch_size=64, progress=False):
+def predict_tags(model: keras.Model, token_ids: np.ndarray, segment_ids: np.ndarray,
+                 batch_size: int = 64, progress: bool = False) -> np.ndarray:
     """The best tag ids ``[examples, maxlen]`` for padded token ids (0 at padding).
 
     Rows go through the model in batches of similar length, each cut to its longest row;
@@ -143,7 +159,9 @@ def predict_tags(model, token_ids, segment_ids, batch_size=64, progress=False):
     return tags
 
 
-def score(model, encoded, sentences, tags, batch_size=64, progress=False):
+def score(model: keras.Model, encoded: _Encoded, sentences: Sequence[ner_data.Sentence],
+          tags: Sequence[str], batch_size: int = 64, progress: bool = False,
+          ) -> tuple[dict[str, Any], list[list[tuple[str, int, int]]]]:
     """Entity-level scores of ``model`` on encoded sentences (see :func:`entity_scores`),
     with the predicted entities of each sentence."""
     token_ids, segment_ids, _, spans, _ = encoded
@@ -155,12 +173,13 @@ def score(model, encoded, sentences, tags, batch_size=64, progress=False):
     return entity_scores(truth, guess), predicted
 
 
-def _write_results(options, inputs, recorder):
+def _write_results(options: NerOptions, inputs: _Inputs,
+                   recorder: RunRecorder) -> dict[str, Any]:
     output = options.output
     model = load_run_model(output)
     write_model_files(options, model)
     files.write_json(os.path.join(output, TAGS_FILE), inputs.tags)
-    summary = {"tags": inputs.tags, "best_epoch": recorder.best_epoch,
+    summary: dict[str, Any] = {"tags": inputs.tags, "best_epoch": recorder.best_epoch,
                "train_sentences": len(inputs.sentences["train"]),
                "lost_entities": {options.train: inputs.train[4], options.dev: inputs.dev[4]},
                "dev": inputs.dev_scores.result(recorder.best_epoch, lambda: score(
@@ -178,39 +197,41 @@ class Ner(Task):
     name = "ner"
     monitor = MONITOR
 
-    def read_inputs(self, options):
+    def read_inputs(self, options: NerOptions) -> _Inputs:
         return _Inputs.read(options)
 
-    def training_arrays(self, options, inputs):
+    def training_arrays(self, options: NerOptions,
+                        inputs: _Inputs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return inputs.train[:3]
 
-    def build_model(self, options, inputs):
+    def build_model(self, options: NerOptions, inputs: _Inputs) -> keras.Model:
         return build_tagger(options, len(inputs.tags))
 
-    def loss(self, model):
+    def loss(self, model: keras.Model) -> Any:
         if names.CRF in {layer.name for layer in model.layers}:
             return model.get_layer(names.CRF).loss
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
-    def dev_scoring(self, options, inputs):
-        def dev_f1(model):
+    def dev_scoring(self, options: NerOptions, inputs: _Inputs) -> tuple[Any, list[Any]]:
+        def dev_f1(model: keras.Model) -> tuple[dict[str, Any], dict[str, Any]]:
             scores, _ = score(model, inputs.dev, inputs.sentences["dev"], inputs.tags)
             return {MONITOR: scores["micro"]["f1"]}, scores
 
         inputs.dev_scores = DevScores(dev_f1)
         return None, [inputs.dev_scores]
 
-    def write_results(self, options, inputs, recorder):
+    def write_results(self, options: NerOptions, inputs: _Inputs,
+                      recorder: RunRecorder) -> dict[str, Any]:
         return _write_results(options, inputs, recorder)
 
-    def train_report(self, options, summary):
+    def train_report(self, options: NerOptions, summary: dict[str, Any]) -> list[str]:
         shown = "test" if "test" in summary else "dev"
         micro = summary[shown]["micro"]
         return [f"\n{shown} entity F1 {micro['f1']:.4f} (precision {micro['precision']:.4f}, "
                 f"recall {micro['recall']:.4f}; best epoch {summary['best_epoch']})",
                 run_directory_line(options, "tags.json")]
 
-    def evaluation_report(self, metrics):
+    def evaluation_report(self, metrics: dict[str, Any]) -> list[str]:
         micro = metrics["micro"]
         return [f"sentences {metrics['sentences']}  entity precision {micro['precision']:.4f}"
                 f"  recall {micro['recall']:.4f}  F1 {micro['f1']:.4f}"] + [
@@ -226,7 +247,7 @@ class Run:
         RunError: not a finished NER run, or a missing or corrupt file (named).
     """
 
-    def __init__(self, run_dir, accept_changed=False):
+    def __init__(self, run_dir: str | os.PathLike[str], accept_changed: bool = False) -> None:
 
         self.run_dir = run_dir = os.fspath(run_dir)
         check_finished(run_dir, finished_file=FINISHED_FILE, accept_changed=accept_changed)
@@ -242,22 +263,25 @@ class Run:
                            "outputs; is it the run's own file?")
         self.tokenizer = run_tokenizer(run_dir, self.model)
 
-    def _encode(self, sentences):
+    def _encode(self, sentences: Sequence[ner_data.Sentence]) -> _Encoded:
         return encode(self.tokenizer, sentences, self.options.maxlen, self.tags)
 
-    def evaluate(self, path, progress=False):
+    def evaluate(self, path: str | os.PathLike[str], progress: bool = False) -> dict[str, Any]:
         """Entity-level precision, recall and F1 per type, micro and macro, on a tagged file."""
         sentences = ner_data.read_sentences(path)
         encoded = self._encode(sentences)
         scores = score(self.model, encoded, sentences, self.tags, progress=progress)[0]
         return {**scores, "sentences": len(sentences), "lost_entities": encoded[4]}
 
-    def predict(self, texts=None, path=None, progress=False):
+    def predict(self, texts: Iterable[str] | None = None,
+                path: str | os.PathLike[str] | None = None,
+                progress: bool = False) -> list[dict[str, Any]]:
         """``[{"text", "entities": [{"type", "start", "end", "text"}]}]`` for texts, or for
         the texts of a file: plain text (one per line), a TSV / CSV / JSONL file with a
         ``text`` column, or a tagged file (see :func:`ner_data.read_texts`)."""
         sentences = (ner_data.read_texts(path) if path is not None
-                     else [ner_data.Sentence(text, []) for text in texts])
+                     else [ner_data.Sentence(text, [])
+                           for text in texts])  # type: ignore[union-attr]  # given where no path is
         if not sentences:
             return []
         _, predicted = score(self.model, self._encode(sentences), sentences, self.tags,
@@ -267,7 +291,8 @@ class Run:
                                "text": s.text[start:end]} for kind, start, end in found]}
                 for s, found in zip(sentences, predicted)]
 
-    def export(self, directory, overwrite=False, format="saved_model", **options):
+    def export(self, directory: str | os.PathLike[str], overwrite: bool = False,
+               format: str = "saved_model", **options: Any) -> list[str]:
         """Writes the model for serving, a SavedModel (:mod:`kerasbert.tasks.ner.export`);
         returns the files written."""
         return export_saved_model(self, "kerasbert.tasks.ner.export", directory, overwrite,
