@@ -11,6 +11,7 @@ questions are asked of real English text: ``fixtures/span_qa_pairs.json``.
 import json
 import os
 import shutil
+import sys
 
 import keras
 import numpy as np
@@ -28,11 +29,13 @@ from kerasbert import (
 from kerasbert.models import names
 from kerasbert.models.convert import convert_hf_to_google, google_name
 from kerasbert.serving.graph_text import TextEncoder
+from kerasbert.tasks.qa import answer_spans
 from kerasbert.tasks.qa.answer_spans import (
     best_spans,
     probabilities,
     read_context,
-    window_starts,
+    window_bounds,
+    window_refusals,
 )
 from kerasbert.tasks.qa.export import find_answers
 from kerasbert.tasks.qa.span_qa import QuestionAnswerer, add_span_head
@@ -129,6 +132,11 @@ def test_hugging_face_qa_outputs_are_converted_to_googles_squad_names():
     assert google_name("qa_outputs.bias") == ("cls/squad/output_bias", False)
 
 
+def window_starts(num_tokens, length, stride):
+    """The first token of each window of one context, as :func:`window_bounds` cuts them."""
+    return window_bounds([num_tokens], [length], stride)[1].numpy().tolist()
+
+
 @pytest.mark.parametrize("num_tokens, length, stride", [
     (1, 5, 2), (5, 5, 4), (6, 5, 0), (6, 5, 4), (37, 7, 3), (100, 16, 15), (101, 10, 1)])
 def test_windows_cover_every_token_and_overlap_by_the_stride(num_tokens, length, stride):
@@ -142,10 +150,64 @@ def test_windows_cover_every_token_and_overlap_by_the_stride(num_tokens, length,
 
 
 def test_windows_refuse_a_stride_as_long_as_the_window():
-    assert window_starts(5, 5, 9) == [0]  # one window: the stride is never used
-    with pytest.raises(ValueError, match=r"doc_stride \(5\) must be smaller than the context "
-                                         r"tokens a window holds \(5\)"):
-        window_starts(6, 5, 5)
+    def refused(tokens, length, stride):
+        return [reason.split(" ")[0] for bad, reason in window_refusals(
+            np.array(tokens), np.array(length), stride) if bad.any()]
+
+    assert window_starts(5, 5, 9) == [0] and refused([5], [5], 9) == []  # one window
+    assert refused([6], [5], 5) == ["doc_stride"]
+    assert refused([6, 1], [5, 0], 5) == ["the", "doc_stride"]  # no room, in the second
+    assert refused([0], [5], 1) == ["context"]
+
+
+def test_the_window_stride_is_one_rule_that_training_predict_and_the_export_follow(
+        chinese, monkeypatch):
+    """The stride a QA run's windows share is one function (``default_doc_stride``): an
+    edit of it changes the windows of training (``training_windows``), of ``predict``
+    (:class:`QuestionAnswerer`) and of the export's graph (``find_answers``) alike."""
+    from kerasbert.tasks.qa.squad import Question
+    from kerasbert.tasks.qa.task import training_windows
+
+    context = "甲乙丙丁戊己庚辛壬癸子丑寅卯辰巳午未申酉" * 3  # 60 tokens, one per character
+    model = pointing_model(chinese.vocab_size)
+
+    def windows(stride_rule=None):
+        if stride_rule is not None:  # under every name the package imported it as
+            original = answer_spans.default_doc_stride
+            for module in [m for k, m in sys.modules.items() if k.startswith("kerasbert")]:
+                for name, value in list(vars(module).items()):
+                    if value is original:
+                        monkeypatch.setattr(module, name, stride_rule)
+        answer = QuestionAnswerer(model, chinese, max_seq_len=16)
+        predicted = []
+
+        def recording(token_ids, segment_ids):
+            predicted.extend(row[row > 0].tolist() for row in np.asarray(token_ids))
+            return model([token_ids, segment_ids])
+
+        answer._predict = recording
+        answer(question="谁", context=context)
+        exported = []
+
+        def logits(token_ids, segment_ids):
+            exported.extend(row[row > 0].tolist() for row in token_ids.numpy())
+            found = model([token_ids, segment_ids])
+            return {"start_logits": found[..., 0], "end_logits": found[..., 1]}
+
+        find_answers(answer, TextEncoder(CHINESE_VOCAB, 16), logits, tf.constant(["谁"]),
+                     tf.constant([context]))
+        trained = [row[row > 0].tolist() for row in training_windows(
+            chinese, [Question("q", "谁", context, [])], maxlen=16)[0]]
+        assert predicted == exported == trained
+        return [row[3:-1] for row in predicted]  # [CLS] 谁 [SEP] ... [SEP]: the context
+
+    def shared(rows):
+        """The tokens the first window shares with the second (its end, the other's start)."""
+        first, second = rows[0], rows[1]
+        return next(n for n in range(len(first), 0, -1) if first[-n:] == second[:n])
+
+    assert shared(windows()) == 8  # half of 16
+    assert shared(windows(lambda max_seq_len: 5)) == 5
 
 
 def test_every_character_of_a_long_context_lies_in_a_window(chinese):

@@ -10,17 +10,18 @@ Each window proposes its ``2 * top_k + 10`` best spans, widened to whole words (
 window reaches); proposals whose text is the same, ignoring case, are one answer whose score
 is the sum of theirs, so an answer found in two overlapping windows counts twice.
 
-The windows are cut in Python here (:func:`window_starts`, for training and
-:class:`~kerasbert.tasks.qa.span_qa.QuestionAnswerer`) and in the graph of the export; what
+The windows are cut by one function (:func:`window_bounds`, with its refusals
+:func:`window_refusals` and its stride :func:`default_doc_stride`), which training,
+:class:`~kerasbert.tasks.qa.span_qa.QuestionAnswerer` and the export's graph all call; what
 follows the model, from the logits to the ranked answers (:func:`ranked_answers`), is
-TensorFlow ops that both run.
+TensorFlow ops that both run too.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import typing
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import tensorflow as tf
 
@@ -83,45 +84,78 @@ def read_context(tokenizer: Tokenizer, text: str) -> Context:
                    [index == 0 or not token.startswith("##") for index, token in enumerate(tokens)])
 
 
-def window_starts(num_tokens: int, length: int, stride: int) -> list[int]:
-    """The first token of each window of ``length`` tokens over ``num_tokens`` tokens.
+#: The most question tokens a window holds (Google's ``max_query_length``): a longer
+#: question is cut.
+MAX_QUESTION_LEN = 64
 
-    Each window shares ``stride`` tokens with the one before; the last one ends at the
-    last token (it may be shorter). This is how Hugging Face ``tokenizers`` cuts the
-    overflowing tokens of a pair truncated ``only_second`` with ``stride``.
+
+def default_doc_stride(max_seq_len: int) -> int:
+    """The context tokens each window shares with the one before when none is given: half
+    a window, at most 128 (Google's ``doc_stride``). Training, ``predict`` and the export
+    all take it from here.
+
+    Example:
+        >>> default_doc_stride(384), default_doc_stride(64)
+        (128, 32)
+    """
+    return min(max_seq_len // 2, 128)
+
+
+def window_refusals(tokens: Any, length: Any, stride: int) -> list[tuple[Any, str]]:
+    """Why contexts cannot be cut into windows: ``[(bad, reason)]``, ``bad`` a boolean per
+    example, each ``reason`` a format string of ``{asked}`` (the question's tokens, or
+    nothing), ``{max_seq_len}``, ``{stride}`` and ``{length}`` (the window's context
+    tokens, or nothing). Plain operators only, so NumPy arrays and tensors alike: the
+    Python side raises the first, the export's graph fails its request with them.
 
     Args:
-        num_tokens: the context's number of tokens.
-        length: the most context tokens a window holds.
+        tokens: each context's number of tokens.
+        length: the most context tokens a window of each example holds.
+        stride: tokens each window repeats from the one before.
+    """
+    return [
+        (length < 1, "the question{asked} leaves no room for context in max_seq_len "
+                     "({max_seq_len})"),
+        (tokens < 1, "context holds no token: nothing to answer from"),
+        ((tokens > length) & (length <= stride), "doc_stride ({stride}) must be smaller than "
+         "the context tokens a window holds{length}: lower doc_stride or raise max_seq_len"),
+    ]
+
+
+def window_bounds(tokens: Any, length: Any, stride: Any) -> tuple[tf.Tensor, tf.Tensor,
+                                                                    tf.Tensor]:
+    """The windows a batch of contexts is cut into: the one rule of the Python side
+    (:func:`~kerasbert.tasks.qa.span_qa.question_windows`, for training and ``predict``) and
+    of the export's graph.
+
+    Each window holds ``length`` context tokens and shares ``stride`` with the one before;
+    the last one ends at the last token (it may be shorter). This is how Hugging Face
+    ``tokenizers`` cuts the overflowing tokens of a pair truncated ``only_second`` with
+    ``stride``. TensorFlow ops: eager on arrays, in a graph on tensors; the inputs are
+    those :func:`window_refusals` passes.
+
+    Args:
+        tokens: int ``[batch]``, each context's number of tokens.
+        length: int ``[batch]``, the most context tokens a window of each example holds.
         stride: tokens each window repeats from the one before.
 
     Returns:
-        A list of starts; ``[0]`` when the context fits in one window.
-
-    Raises:
-        ValueError: ``length`` is not positive, or the context needs several windows and
-            ``stride`` is not smaller than ``length``.
+        ``(example, begin, stop)``, int64 ``[windows]``: the example of each window and its
+        context tokens ``begin .. stop - 1``.
 
     Example:
-        >>> window_starts(10, 4, 1)
-        [0, 3, 6]
-        >>> window_starts(10, 4, 2)
-        [0, 2, 4, 6]
+        >>> example, begin, stop = window_bounds([10, 3], [4, 4], 1)
+        >>> example.numpy().tolist(), begin.numpy().tolist(), stop.numpy().tolist()
+        ([0, 0, 0, 1], [0, 3, 6, 0], [4, 7, 10, 3])
     """
-    if length < 1:
-        raise ValueError(f"a window must hold at least one context token, received "
-                         f"length={length}")
-    if num_tokens <= length:
-        return [0]
-    if not 0 <= stride < length:
-        raise ValueError(f"doc_stride ({stride}) must be smaller than the context tokens a "
-                         f"window holds ({length}): lower doc_stride or raise max_seq_len")
-    starts: list[int] = []
-    for start in range(0, num_tokens, length - stride):
-        starts.append(start)
-        if start + length >= num_tokens:
-            break
-    return starts
+    tokens = tf.cast(tokens, tf.int64)
+    length = tf.cast(length, tf.int64)
+    step = tf.maximum(length - tf.cast(stride, tf.int64), 1)
+    count = tf.where(tokens > length, 1 + (tokens - length + step - 1) // step, 1)
+    example = tf.repeat(tf.range(tf.size(tokens, out_type=tf.int64)), count)
+    begin = tf.ragged.range(count).flat_values * tf.gather(step, example)
+    stop = tf.minimum(begin + tf.gather(length, example), tf.gather(tokens, example))
+    return example, begin, stop
 
 
 class Windows(typing.NamedTuple):

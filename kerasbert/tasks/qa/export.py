@@ -38,7 +38,12 @@ import tensorflow as tf
 
 from kerasbert.serving.graph_text import TextEncoder, row_concat
 from kerasbert.serving.saved_model import version_folder, write_archive
-from kerasbert.tasks.qa.answer_spans import Windows, ranked_answers
+from kerasbert.tasks.qa.answer_spans import (
+    Windows,
+    ranked_answers,
+    window_bounds,
+    window_refusals,
+)
 from kerasbert.tasks.qa.span_qa import QuestionAnswerer
 from kerasbert.text.tokenizer import Tokenizer
 
@@ -102,27 +107,15 @@ def find_answers(settings, encoder, logits, question, context):
 
 def _windows(settings, encoder, questions, ids):
     """``(Windows, token_ids, segment_ids)``: ``[CLS] question [SEP] context part [SEP]``
-    rows, padded, as ``question_windows`` makes them, after the checks that it makes
-    (failing the request)."""
+    rows, padded, cut by :func:`~kerasbert.tasks.qa.answer_spans.window_bounds` as
+    ``question_windows`` cuts them, after its refusals (failing the request)."""
     tokens, asked = ids.row_lengths(), questions.row_lengths()
     length = settings.max_seq_len - asked - 3
-    stride = settings.doc_stride
-    several = tokens > length
-    checks = [
-        tf.debugging.assert_positive(length, message="the question leaves no room for context "
-                                     f"in max_seq_len ({settings.max_seq_len})"),
-        tf.debugging.assert_positive(tokens, message="context holds no token: nothing to "
-                                     "answer from"),
-        tf.debugging.Assert(tf.reduce_all(~several | (stride < length)), [
-            f"doc_stride ({stride}) must be smaller than the context tokens a window holds: "
-            "lower doc_stride or raise max_seq_len"])]
+    checks = [tf.debugging.Assert(~tf.reduce_any(bad), [reason.format(
+        asked="", max_seq_len=settings.max_seq_len, stride=settings.doc_stride, length="")])
+        for bad, reason in window_refusals(tokens, length, settings.doc_stride)]
     with tf.control_dependencies(checks):
-        step = tf.maximum(length - stride, 1)
-    # The first token of each window, as window_starts gives them.
-    count = tf.where(several, 1 + (tokens - length + step - 1) // step, 1)
-    example = tf.repeat(tf.range(tf.size(tokens, out_type=tf.int64)), count)
-    begin = tf.ragged.range(count).flat_values * tf.gather(step, example)
-    stop = tf.minimum(begin + tf.gather(length, example), tf.gather(tokens, example))
+        example, begin, stop = window_bounds(tokens, length, settings.doc_stride)
     taken = tf.ragged.range(begin, stop) + tf.expand_dims(tf.gather(ids.row_splits, example), 1)
     rows = row_concat([[encoder.cls_id], tf.gather(questions, example), [encoder.sep_id],
                        tf.gather(ids.flat_values, taken), [encoder.sep_id]])

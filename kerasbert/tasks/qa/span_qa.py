@@ -35,11 +35,14 @@ from kerasbert.models.loading import load_checkpoint
 from kerasbert.models.model import functional_model
 from kerasbert.tasks import TASKS
 from kerasbert.tasks.qa.answer_spans import (
+    MAX_QUESTION_LEN,
     Context,
     Windows,
+    default_doc_stride,
     ranked_answers,
     read_context,
-    window_starts,
+    window_bounds,
+    window_refusals,
 )
 from kerasbert.text.tokenizer import Tokenizer
 from kerasbert.training.rundir import (
@@ -106,7 +109,8 @@ class QuestionAnswerer:
             384 (a run: its ``maxlen``).
         doc_stride: context tokens each window shares with the one before (the
             pipeline's meaning; Google's ``run_squad.py`` steps by it instead); None:
-            ``min(max_seq_len // 2, 128)``, the pipeline's default.
+            :func:`~kerasbert.tasks.qa.answer_spans.default_doc_stride`, the pipeline's
+            default.
         max_question_len: question tokens kept (the pipeline with a fast tokenizer keeps
             them all; Google's ``max_query_length``).
         max_answer_len: the most tokens an answer spans; None: 15 (a run: 30).
@@ -142,7 +146,7 @@ class QuestionAnswerer:
 
     def __init__(self, model: keras.Model | str | os.PathLike[str],
                  tokenizer: Tokenizer | None = None, max_seq_len: int | None = None,
-                 doc_stride: int | None = None, max_question_len: int = 64,
+                 doc_stride: int | None = None, max_question_len: int = MAX_QUESTION_LEN,
                  max_answer_len: int | None = None, align_to_words: bool = True,
                  batch_size: int = 32, handle_impossible_answer: bool | None = None) -> None:
         if isinstance(model, (str, os.PathLike)):
@@ -160,7 +164,7 @@ class QuestionAnswerer:
         if handle_impossible_answer is None:
             handle_impossible_answer = defaults["handle_impossible_answer"]
         if doc_stride is None and _is_count(max_seq_len):
-            doc_stride = min(max_seq_len // 2, 128)
+            doc_stride = default_doc_stride(max_seq_len)
         settings = dict(max_seq_len=max_seq_len, doc_stride=doc_stride,
                         max_question_len=max_question_len, max_answer_len=max_answer_len,
                         batch_size=batch_size)
@@ -244,8 +248,8 @@ class QuestionAnswerer:
         if not _is_count(top_k) or top_k < 1:
             raise ValueError(f"top_k ({top_k!r}) must be a positive integer")
         pairs, single = _pairs(question, context)
-        prepared = [question_windows(self.tokenizer, q, c, self.max_seq_len, self.doc_stride,
-                                     self.max_question_len) for q, c in pairs]
+        prepared = question_windows(self.tokenizer, pairs, self.max_seq_len, self.doc_stride,
+                                    self.max_question_len)
         if not prepared:
             return []
         logits = self._logits([row for *_, rows in prepared for row in rows], progress)
@@ -379,32 +383,47 @@ def _texts(value: str | Sequence[str], what: str) -> list[str]:
 
 
 def question_windows(
-        tokenizer: Tokenizer, question: str, context: str, max_seq_len: int, doc_stride: int,
-        max_question_len: int,
-) -> tuple[list[int], Context, list[tuple[int, int]], list[tuple[list[int], list[int]]]]:
-    """A question and its context as the model's windows.
+        tokenizer: Tokenizer, pairs: Sequence[tuple[str, str]], max_seq_len: int,
+        doc_stride: int, max_question_len: int = MAX_QUESTION_LEN,
+) -> list[tuple[list[int], Context, list[tuple[int, int]], list[tuple[list[int], list[int]]]]]:
+    """Questions and their contexts as the model's windows, cut by
+    :func:`~kerasbert.tasks.qa.answer_spans.window_bounds` (as the export's graph cuts them).
+
+    Args:
+        pairs: ``(question, context)`` texts.
 
     Returns:
-        ``(question ids, Context, spans, rows)``: each window's context tokens
+        Per pair, ``(question ids, Context, spans, rows)``: each window's context tokens
         ``(start, stop)`` and its ``(token ids, segment ids)``, ``[CLS] question [SEP]
         context part [SEP]``.
 
     Raises:
-        ValueError: the question leaves no room for context in ``max_seq_len``.
+        ValueError: a context without a token, a question that leaves no room for context
+            in ``max_seq_len``, or a context needing several windows that hold no more
+            context tokens than ``doc_stride`` (the first such pair named).
     """
-    question_ids = tokenizer.tokens_to_ids(tokenizer.tokenize(question)[1:-1][:max_question_len])
-    found = read_context(tokenizer, context)
-    length = max_seq_len - len(question_ids) - 3
-    if length < 1:
-        raise ValueError(f"the question ({len(question_ids)} tokens) leaves no room for "
-                         f"context in max_seq_len ({max_seq_len}): {question!r:.60}")
+    if not pairs:
+        return []
+    asked = [tokenizer.tokens_to_ids(tokenizer.tokenize(question)[1:-1][:max_question_len])
+             for question, _ in pairs]
+    contexts = [read_context(tokenizer, context) for _, context in pairs]
+    tokens = np.array([len(found.ids) for found in contexts])
+    length = max_seq_len - np.array([len(ids) for ids in asked]) - 3
+    for bad, reason in window_refusals(tokens, length, doc_stride):
+        if bad.any():
+            n = int(np.argmax(bad))
+            raise ValueError(reason.format(asked=f" ({len(asked[n])} tokens)",
+                                           max_seq_len=max_seq_len, stride=doc_stride,
+                                           length=f" ({length[n]})")
+                             + f": {pairs[n][0]!r:.60}")
     cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
-    spans: list[tuple[int, int]] = []
-    rows: list[tuple[list[int], list[int]]] = []
-    for start in window_starts(len(found.ids), length, doc_stride):
-        stop = min(start + length, len(found.ids))
-        ids = [cls, *question_ids, sep, *found.ids[start:stop], sep]
-        segments = [0] * (len(question_ids) + 2) + [1] * (stop - start + 1)
+    found: list[tuple[list[int], Context, list[tuple[int, int]],
+                      list[tuple[list[int], list[int]]]]] = [
+        (ids, context, [], []) for ids, context in zip(asked, contexts)]
+    for n, start, stop in zip(*(bound.numpy().tolist()
+                                for bound in window_bounds(tokens, length, doc_stride))):
+        question_ids, context, spans, rows = found[n]
         spans.append((start, stop))
-        rows.append((ids, segments))
-    return question_ids, found, spans, rows
+        rows.append(([cls, *question_ids, sep, *context.ids[start:stop], sep],
+                     [0] * (len(question_ids) + 2) + [1] * (stop - start + 1)))
+    return found

@@ -29,6 +29,7 @@ from keras import ops
 from kerasbert.internals import get_keras_mask
 from kerasbert.models import names
 from kerasbert.tasks.base import DevScores, Task, train
+from kerasbert.tasks.qa.answer_spans import default_doc_stride
 from kerasbert.tasks.qa.options import QaOptions
 from kerasbert.tasks.qa.span_qa import (
     QuestionAnswerer,
@@ -51,7 +52,6 @@ from kerasbert.tasks.runs import (
 __all__ = ["QaOptions", "Run", "SpanLoss", "TASK", "answer_settings", "answerer",
            "predictions", "train", "training_windows"]
 MONITOR = "val_f1"
-MAX_QUESTION_LEN = 64  # QuestionAnswerer's default
 MASKED_LOGIT = -1e4
 
 
@@ -119,10 +119,10 @@ def training_windows(tokenizer, questions, maxlen):
     ``[windows, 2]`` are the answer's first and last token in the window, or ``(0, 0)``
     ([CLS]) when the window does not hold it or there is none."""
     rows, positions = [], []
-    for question in questions:
-        question_ids, context, spans, windows = question_windows(
-            tokenizer, question.question, question.context, maxlen, min(maxlen // 2, 128),
-            MAX_QUESTION_LEN)
+    cut = question_windows(tokenizer, [(question.question, question.context)
+                                       for question in questions], maxlen,
+                           default_doc_stride(maxlen))
+    for question, (question_ids, context, spans, windows) in zip(questions, cut):
         first = len(question_ids) + 2
         answer = question.answers[0] if question.answers else None
         tokens = ([k for k, (start, end) in enumerate(zip(context.starts, context.ends))
