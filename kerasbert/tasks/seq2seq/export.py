@@ -32,6 +32,7 @@ Example::
 """
 
 import os
+from typing import Any
 
 import tensorflow as tf
 
@@ -40,8 +41,9 @@ from kerasbert.serving.graph_text import TextDecoder, TextEncoder, row_concat
 from kerasbert.serving.saved_model import version_folder, write_archive
 
 
-def export(model, vocab, directory, *, maxlen, max_new_tokens, num_beams=1, version=None,
-           overwrite=False, source=None):
+def export(model: Any, vocab: str | os.PathLike[str], directory: str | os.PathLike[str], *,
+           maxlen: int, max_new_tokens: int, num_beams: int = 1, version: int | None = None,
+           overwrite: bool = False, source: str | None = None) -> list[str]:
     """Writes a UniLM or T5 generator as ``<directory>/<version>/``, a SavedModel for TF
     Serving.
 
@@ -68,11 +70,11 @@ def export(model, vocab, directory, *, maxlen, max_new_tokens, num_beams=1, vers
                         num_beams=int(num_beams))
     settings.check()
 
-    def probabilities(token_ids, segment_ids):
+    def probabilities(token_ids: Any, segment_ids: Any) -> dict[str, Any]:
         return {"probabilities": tf.cast(model([token_ids, segment_ids], training=False),
                                          tf.float32)}
 
-    def generate(source):
+    def generate(source: Any) -> dict[str, Any]:
         ids = row_concat([[encoder.cls_id], encoder.token_ids(source)[:, :maxlen - 2],
                           [encoder.sep_id]])
         lengths = ids.row_lengths()
@@ -93,7 +95,8 @@ def export(model, vocab, directory, *, maxlen, max_new_tokens, num_beams=1, vers
                           ("generate", generate, [tf.TensorSpec((None,), tf.string)])])
 
 
-def _export_t5(model, sp_model, target, maxlen, max_new_tokens, num_beams):
+def _export_t5(model: Any, sp_model: str, target: str, maxlen: int, max_new_tokens: int,
+               num_beams: int) -> list[str]:
     """A T5 generator's SavedModel into ``target``, its SentencePiece model in the graph."""
     import tensorflow_text
 
@@ -106,11 +109,11 @@ def _export_t5(model, sp_model, target, maxlen, max_new_tokens, num_beams):
     settings = Settings(int(max_new_tokens), end_ids=(text.end_id,), num_beams=int(num_beams))
     settings.check()
 
-    def probabilities(source_ids, target_ids):
+    def probabilities(source_ids: Any, target_ids: Any) -> dict[str, Any]:
         return {"probabilities": tf.cast(model([source_ids, target_ids], training=False),
                                          tf.float32)}
 
-    def generate(source):
+    def generate(source: Any) -> dict[str, Any]:
         ids = row_concat([tf.cast(pieces.tokenize(source), tf.int64)[:, :maxlen - 1],
                           [text.end_id]])
         # Padded on the right, as generate() pads an encoder's sources.

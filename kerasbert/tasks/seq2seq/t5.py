@@ -12,14 +12,21 @@ Example::
     encoder_ids, decoder_ids, labels, cut = training_arrays(pieces, pairs, maxlen=64)
 """
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from kerasbert.training.options import OptionError
 
+if TYPE_CHECKING:
+    from kerasbert.tasks.seq2seq.options import Seq2SeqOptions
+
 __all__ = ["check_tokenizer_flags", "training_arrays"]
 
 
-def check_tokenizer_flags(options, family, encoder_decoder):
+def check_tokenizer_flags(options: "Seq2SeqOptions", family: str,
+                          encoder_decoder: bool) -> None:
     """Raises :class:`OptionError` when a T5 family has no ``--sp-model`` or is given a
     ``--vocab``, or a BERT family is given ``--sp-model``.
 
@@ -43,7 +50,8 @@ def check_tokenizer_flags(options, family, encoder_decoder):
                           "through --sp-model's SentencePiece model, not vocab.txt")
 
 
-def training_arrays(tokenizer, pairs, maxlen):
+def training_arrays(tokenizer: Any, pairs: Iterable[Any], maxlen: int,
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """``(encoder_ids, decoder_ids, labels, cut)``: each pair's ``source </s>``, ``0
     target`` and ``target </s>`` (each side cut to ``maxlen`` ids), padded with 0 to the
     longest, and the number of pairs that lost tokens.
@@ -57,6 +65,7 @@ def training_arrays(tokenizer, pairs, maxlen):
         With ``encode("ab") == [5, 6, 1]`` and ``encode("c") == [7, 1]``, ``Pair("ab", "c")``
         gives the rows ``[5, 6, 1]``, ``[0, 7, 0]`` and ``[7, 1, 0]``.
     """
+    rows: list[tuple[list[int], list[int]]]
     rows, cut = [], 0
     for pair in pairs:
         source = tokenizer.encode(pair.source, maxlen)

@@ -47,6 +47,8 @@ import dataclasses
 import os
 import statistics
 import unicodedata
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import keras
 import numpy as np
@@ -70,6 +72,7 @@ from kerasbert.tasks.runs import (
 from kerasbert.tasks.seq2seq import t5 as seq2seq_t5
 from kerasbert.tasks.seq2seq.options import Seq2SeqOptions
 from kerasbert.text.pieces import SentencePieceText
+from kerasbert.training.callbacks import RunRecorder
 from kerasbert.training.data import (
     TEXT_SUFFIXES,
     DataError,
@@ -100,14 +103,14 @@ class Pair:
     line: int
 
 
-def _invisible(text):
+def _invisible(text: str) -> bool:
     """Whether ``text`` has no character a tokenizer keeps: only white space, control and
     format characters (``\u200b``, ``\x07``), which Google's and SentencePiece's
     tokenizers drop."""
     return all(ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf") for ch in text)
 
 
-def read_pairs(path, targets=True):
+def read_pairs(path: str | os.PathLike[str], targets: bool = True) -> list[Pair]:
     """The pairs of a JSONL file: one object per line with a string ``source`` and, when
     ``targets``, a string ``target`` (blank lines skipped).
 
@@ -148,14 +151,16 @@ def read_pairs(path, targets=True):
                 raise DataError(f"bad row in {where}: {key!r} holds only control or invisible "
                                 f"characters ({value!r}), nothing once tokenized")
         target = row.get("target")
-        pairs.append(Pair(row["source"], target if isinstance(target, str) else None, number))
+        pairs.append(Pair(row["source"], target if isinstance(target, str) else None,  # type: ignore[arg-type]
+                          number))
     if not pairs:
         raise DataError(f"data file in {path}: no pair, every line is blank (one JSON object "
                         "with 'source' and 'target' per line is expected)")
     return pairs
 
 
-def training_arrays(tokenizer, pairs, maxlen):
+def training_arrays(tokenizer: Any, pairs: Iterable[Pair], maxlen: int,
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """``(token_ids, segment_ids, next_ids, cut)``: each pair as ``[CLS] source [SEP] target
     [SEP]`` (segments 0 and 1), ``next_ids`` the id each position must predict (the next
     target token, 0 elsewhere) and ``cut`` the number of pairs that lost tokens to
@@ -170,6 +175,7 @@ def training_arrays(tokenizer, pairs, maxlen):
         ([101, 6427, 6241, 102, 3563, 1798, 102], [0, 0, 0, 0, 1, 1, 1], \
 [0, 0, 0, 3563, 1798, 102, 0], 0)
     """
+    rows: list[tuple[list[int], list[int]]]
     rows, cut = [], 0
     for pair in pairs:
         whole = tokenizer.encode(pair.source, pair.target)[0]
@@ -193,10 +199,11 @@ class UnilmLoss(keras.losses.Loss):
     id each position must predict (0: not a target position), ``y_pred`` the MLM head's
     (T5: the decoder's) probabilities ``[batch, length, vocab]``."""
 
-    def __init__(self, name="unilm_loss", reduction="sum_over_batch_size"):
+    def __init__(self, name: str = "unilm_loss",
+                 reduction: str = "sum_over_batch_size") -> None:
         super().__init__(name=name, reduction=reduction)
 
-    def __call__(self, y_true, y_pred, sample_weight=None):
+    def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
         # Keras would weigh the loss by the padding mask of y_pred: the target mask is ours.
         y_true = ops.cast(y_true, "int32")
         weights = ops.cast(y_true > 0, "float32")
@@ -204,11 +211,11 @@ class UnilmLoss(keras.losses.Loss):
             y_true, ops.cast(y_pred, "float32"))
         return ops.sum(losses * weights) / ops.maximum(ops.sum(weights), 1.0)
 
-    def call(self, y_true, y_pred):
+    def call(self, y_true: Any, y_pred: Any) -> Any:
         return self(y_true, y_pred)
 
 
-def _normal(text):
+def _normal(text: str) -> str:
     """A text as it is scored: lower case, without spaces."""
     return "".join(text.lower().split())
 
@@ -216,11 +223,11 @@ def _normal(text):
 class _Characters:
     """rouge-score's tokenizer interface: a text's characters, spaces left out."""
 
-    def tokenize(self, text):
+    def tokenize(self, text: str) -> list[str]:
         return list(_normal(text))
 
 
-def scores(outputs, targets):
+def scores(outputs: Sequence[str], targets: Sequence[str]) -> dict[str, Any]:
     """ROUGE-L (F measure on characters, averaged), corpus BLEU (sacrebleu, ``zh``
     tokens) and exact match of ``outputs`` against ``targets``, all in percent.
 
@@ -242,7 +249,7 @@ def scores(outputs, targets):
             "exact": 100 * float(np.mean(exact)), "pairs": len(targets)}
 
 
-def copy_baseline(sources, length):
+def copy_baseline(sources: Iterable[str], length: int) -> list[str]:
     """Each source's first ``length`` characters (spaces left out): the output of copying."""
     return [_normal(source)[:length] for source in sources]
 
@@ -271,7 +278,7 @@ def check_family(options: Seq2SeqOptions) -> bool:
     return encoder_decoder
 
 
-def check_lengths(options):
+def check_lengths(options: Seq2SeqOptions) -> None:
     """Raises :class:`OptionError` when a source of ``maxlen`` tokens and the generated ones
     would run past the model's positions."""
     config = run_config(options)
@@ -283,11 +290,13 @@ def check_lengths(options):
                           f"{config.max_position_embeddings} positions of {options.config}")
 
 
-def generate_texts(model, tokenizer, sources, options, progress=False):
+def generate_texts(model: keras.Model, tokenizer: Any, sources: Iterable[str],
+                   options: Seq2SeqOptions, progress: bool = False) -> tuple[list[str], int]:
     """``(outputs, cut)``: the text generated for each source (see the module's text) and
     the number of sources cut to ``maxlen``."""
     from kerasbert.inference.generation import generate
 
+    prompts: list[list[int]]
     prompts, cut = [], 0
     for source in sources:
         ids = _encoded(tokenizer, source, options.maxlen)
@@ -299,12 +308,12 @@ def generate_texts(model, tokenizer, sources, options, progress=False):
         # chunks' (CHUNK rows, the longest width), and the compiled program is reused,
         # which costs less than compiling one for a short chunk.
         prompts += [max(prompts, key=len)] * (-count % CHUNK)
-    chunks = range(0, len(prompts), CHUNK)
+    chunks: Iterable[int] = range(0, len(prompts), CHUNK)
     if progress:
         from tqdm import tqdm
 
         chunks = tqdm(chunks, desc="generating", unit="chunk", leave=False)
-    outputs = []
+    outputs: list[str] = []
     for start in chunks:
         new = generate(model, prompts[start:start + CHUNK], max_new_tokens=options.max_new_tokens,
                        end_id=_end_id(tokenizer), num_beams=options.num_beams)
@@ -312,7 +321,7 @@ def generate_texts(model, tokenizer, sources, options, progress=False):
     return outputs[:count], cut
 
 
-def _encoded(tokenizer, text, maxlen=None):
+def _encoded(tokenizer: Any, text: str, maxlen: int | None = None) -> list[int]:
     """A source's ids as the model reads it: ``[CLS] text [SEP]`` (UniLM), or the pieces and
     ``</s>`` (T5, whose tokenizer is a :class:`SentencePieceText`)."""
     if isinstance(tokenizer, SentencePieceText):
@@ -326,7 +335,7 @@ UNKNOWN_SHARE = 0.5
 _SAMPLE = 200
 
 
-def check_unknown_share(tokenizer, pairs, options):
+def check_unknown_share(tokenizer: Any, pairs: Sequence[Pair], options: Seq2SeqOptions) -> None:
     """Refuses a vocabulary or SentencePiece model that reads most of the first training
     pairs as unknown tokens (another language's: every Chinese source became ``[3, 2]``,
     and the run "succeeded" at ROUGE-L 0), before the first step.
@@ -352,14 +361,16 @@ def check_unknown_share(tokenizer, pairs, options):
             "not a vocabulary of the data's language: give the model's own")
 
 
-def _end_id(tokenizer):
+def _end_id(tokenizer: Any) -> int:
     """The id that ends a generated text: ``[SEP]`` (UniLM) or ``</s>`` (T5)."""
     if isinstance(tokenizer, SentencePieceText):
         return tokenizer.end_id
     return tokenizer.token_to_id("[SEP]")
 
 
-def _score_pairs(model, tokenizer, pairs, options, progress=False):
+def _score_pairs(model: keras.Model, tokenizer: Any, pairs: Sequence[Pair],
+                 options: Seq2SeqOptions,
+                 progress: bool = False) -> tuple[dict[str, Any], list[str]]:
     outputs, cut = generate_texts(model, tokenizer, [p.source for p in pairs], options, progress)
     return {**scores(outputs, [p.target for p in pairs]), "cut_sources": cut}, outputs
 
@@ -367,8 +378,17 @@ def _score_pairs(model, tokenizer, pairs, options, progress=False):
 class _Inputs:
     """A run's pairs and training arrays, all read before the directory is made."""
 
+    encoder_decoder: bool
+    tokenizer: Any
+    pairs: dict[str, list[Pair]]
+    arrays: list[np.ndarray]  # token (T5: encoder) ids, segment (decoder) ids, next ids
+    cut: int
+    steps: int
+    copy_length: int
+    dev_scores: DevScores
+
     @classmethod
-    def read(cls, options):
+    def read(cls, options: Seq2SeqOptions) -> "_Inputs":
         self = cls()
         self.encoder_decoder = check_family(options)
         self.tokenizer = check_model_files(options)
@@ -387,16 +407,18 @@ class _Inputs:
         return self
 
 
-def _write_results(options, inputs, recorder):
+def _write_results(options: Seq2SeqOptions, inputs: _Inputs,
+                   recorder: RunRecorder) -> dict[str, Any]:
     model = load_run_model(options.output)
     write_model_files(options, model)
-    summary = {"best_epoch": recorder.best_epoch, "train_pairs": len(inputs.pairs["train"]),
-               "train_pairs_cut": inputs.cut, "copy_length": inputs.copy_length}
+    summary: dict[str, Any] = {"best_epoch": recorder.best_epoch,
+                               "train_pairs": len(inputs.pairs["train"]),
+                               "train_pairs_cut": inputs.cut, "copy_length": inputs.copy_length}
     for split in ("dev", "test"):
         if split in inputs.pairs:
             pairs = inputs.pairs[split]
 
-            def scored(pairs=pairs):
+            def scored(pairs: list[Pair] = pairs) -> dict[str, Any]:
                 return _score_pairs(model, inputs.tokenizer, pairs, options)[0]
 
             summary[split] = (inputs.dev_scores.result(recorder.best_epoch, scored)
@@ -407,7 +429,7 @@ def _write_results(options, inputs, recorder):
     return summary
 
 
-def _line(result):
+def _line(result: dict[str, Any]) -> str:
     return (f"ROUGE-L {result['rouge_l']:.2f}, BLEU {result['bleu']:.2f}, exact match "
             f"{result['exact']:.2f}")
 
@@ -418,36 +440,39 @@ class Seq2Seq(Task):
     name = "seq2seq"
     monitor = MONITOR
 
-    def read_inputs(self, options):
+    def read_inputs(self, options: Seq2SeqOptions) -> _Inputs:
         return _Inputs.read(options)
 
-    def training_arrays(self, options, inputs):
-        return inputs.arrays
+    def training_arrays(self, options: Seq2SeqOptions,
+                        inputs: _Inputs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return inputs.arrays  # type: ignore[return-value]  # a list of the three
 
-    def build_model(self, options, inputs):
+    def build_model(self, options: Seq2SeqOptions, inputs: _Inputs) -> keras.Model:
         from kerasbert.models.build import build_transformer_model
 
         # T5's decoder is a language model already; UniLM is BERT under UniLM's mask.
-        mask = {} if inputs.encoder_decoder else {"application": "unilm"}
+        mask: dict[str, Any] = {} if inputs.encoder_decoder else {"application": "unilm"}
         return build_transformer_model(run_config(options), options.checkpoint, model=options.model,
                                        dropout_rate=options.dropout, dtype=run_dtype(options),
                                        recompute=run_recompute(options), **mask)
 
-    def loss(self, model):
+    def loss(self, model: keras.Model) -> Any:
         return UnilmLoss()
 
-    def dev_scoring(self, options, inputs):
-        def dev_rouge(model):
+    def dev_scoring(self, options: Seq2SeqOptions,
+                    inputs: _Inputs) -> tuple[Any, list[Any]]:
+        def dev_rouge(model: keras.Model) -> tuple[dict[str, Any], dict[str, Any]]:
             result, _ = _score_pairs(model, inputs.tokenizer, inputs.pairs["dev"], options)
             return {MONITOR: result["rouge_l"], "val_exact": result["exact"]}, result
 
         inputs.dev_scores = DevScores(dev_rouge)
         return None, [inputs.dev_scores]
 
-    def write_results(self, options, inputs, recorder):
+    def write_results(self, options: Seq2SeqOptions, inputs: _Inputs,
+                      recorder: RunRecorder) -> dict[str, Any]:
         return _write_results(options, inputs, recorder)
 
-    def train_report(self, options, summary):
+    def train_report(self, options: Seq2SeqOptions, summary: dict[str, Any]) -> list[str]:
         shown = "test" if "test" in summary else "dev"
         lines = [f"\n{shown} {_line(summary[shown])} (best epoch {summary['best_epoch']})",
                  f"copying each source's first {summary['copy_length']} characters: "
@@ -457,7 +482,7 @@ class Seq2Seq(Task):
                          f"({options.maxlen}) and lost tokens")
         return [*lines, run_directory_line(options, "bert_model.ckpt")]
 
-    def evaluation_report(self, metrics):
+    def evaluation_report(self, metrics: dict[str, Any]) -> list[str]:
         cut = (f" ({metrics['cut_sources']} sources cut to --maxlen)"
                if metrics["cut_sources"] else "")
         return [f"pairs {metrics['pairs']}  {_line(metrics)}{cut}"]
@@ -470,20 +495,22 @@ class Run(FinishedRun):
         RunError: not a finished seq2seq run, or a missing or corrupt file (named).
     """
 
-    def check_model(self):
+    def check_model(self) -> None:
         layers = {layer.name for layer in self.model.layers}
         if names.MLM_ACTIVATION not in layers and names.DECODER_INPUT_TOKEN not in layers:
             raise RunError(f"model in {os.path.join(self.run_dir, 'model.keras')}: not a "
                            f"seq2seq model (it has no {names.MLM_ACTIVATION} and no "
                            f"{names.DECODER_INPUT_TOKEN})")
 
-    def evaluate(self, path, progress=False):
+    def evaluate(self, path: str | os.PathLike[str], progress: bool = False) -> dict[str, Any]:
         """ROUGE-L, BLEU and exact match (percent) on a JSONL file of pairs, and the number
         of sources cut to ``maxlen``."""
         return _score_pairs(self.model, self.tokenizer, read_pairs(path), self.options,
                             progress)[0]
 
-    def predict(self, texts=None, path=None, progress=False):
+    def predict(self, texts: Iterable[str] | None = None,
+                path: str | os.PathLike[str] | None = None,
+                progress: bool = False) -> list[dict[str, Any]]:
         """``[{"source", "output"}]`` for ``texts``, or for the sources of a file: JSONL with
         ``source`` (a ``target`` is allowed and not used) or plain ``.txt``, one source per
         line."""
@@ -492,13 +519,14 @@ class Run(FinishedRun):
                 texts = read_texts(path).texts
             else:
                 texts = [pair.source for pair in read_pairs(path, targets=False)]
-        texts = list(texts)
+        texts = list(texts)  # type: ignore[arg-type]  # given where no path is
         if not texts:
             return []
         outputs, _ = generate_texts(self.model, self.tokenizer, texts, self.options, progress)
         return [{"source": source, "output": output} for source, output in zip(texts, outputs)]
 
-    def export(self, directory, overwrite=False, format="saved_model", **options):
+    def export(self, directory: str | os.PathLike[str], overwrite: bool = False,
+               format: str = "saved_model", **options: Any) -> list[str]:
         """Writes the model for serving, a SavedModel whose ``generate`` signature takes raw
         sources (:mod:`kerasbert.tasks.seq2seq.export`); returns the files written.
 
