@@ -21,6 +21,7 @@ import collections
 import csv
 import math
 import os
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ RENAMING = ("a similarity file has the columns text_a, text_b and label: rename 
 ONE_LABEL_WARNING = 0.05
 
 
-def read_pairs(path, require_labels=True):
+def read_pairs(path: str | os.PathLike[str], require_labels: bool = True) -> data.Examples:
     """The pairs of a file as :class:`~kerasbert.training.data.Examples` (``texts`` the
     first texts, ``pairs`` the second, ``labels`` as written, each a number; None without
     a label where ``require_labels`` is False).
@@ -59,17 +60,17 @@ def read_pairs(path, require_labels=True):
     return pairs
 
 
-def label_values(pairs):
+def label_values(pairs: data.Examples) -> np.ndarray:
     """The labels of ``pairs`` as float32 numbers."""
     return np.asarray([_number(label) for label in pairs.labels], "float32")
 
 
-def is_binary(pairs):
+def is_binary(pairs: data.Examples) -> bool:
     """Whether every label of ``pairs`` is 0 or 1 (a threshold can be found on them)."""
     return set(label_values(pairs).tolist()) <= set(BINARY)
 
 
-def check_labels(pairs):
+def check_labels(pairs: data.Examples) -> None:
     """Raises ``DataError`` when the labels of a file's pairs cannot rank its cosines: all
     of one value, or 0/1 labels of one kind only (neither the Spearman correlation nor a
     threshold can be found on it)."""
@@ -82,7 +83,7 @@ def check_labels(pairs):
                         "pairs of different labels are needed to rank their cosines")
 
 
-def check_different_texts(pairs):
+def check_different_texts(pairs: data.Examples) -> None:
     """Raises ``DataError`` when ``text_a`` equals ``text_b`` on every row: every cosine is
     then 1, and there is nothing to learn or to score."""
     if all(a.strip() == b.strip() for a, b in zip(pairs.texts, pairs.pairs)):
@@ -91,7 +92,7 @@ def check_different_texts(pairs):
                         "texts to compare?")
 
 
-def one_label_share(pairs, batch_size):
+def one_label_share(pairs: data.Examples, batch_size: int) -> float:
     """The share of batches of ``batch_size`` pairs drawn at random from ``pairs`` whose
     labels are all equal: such a batch gives CoSENT no pair to rank, and adds 0 to the
     loss.
@@ -106,7 +107,7 @@ def one_label_share(pairs, batch_size):
     return sum(math.comb(count, size) for count in counts) / math.comb(len(pairs), size)
 
 
-def _number(label):
+def _number(label: Any) -> float | None:
     """A label as a finite float, or None."""
     try:
         value = float(label)
@@ -115,7 +116,7 @@ def _number(label):
     return value if math.isfinite(value) else None
 
 
-def _headerless(path):
+def _headerless(path: str) -> bool:
     """Whether a TSV / CSV file has no header row: its first row names none of
     :data:`COLUMNS`, has three fields, and the last is a label."""
     kind = data.FORMATS.get(os.path.splitext(path)[1].lower())

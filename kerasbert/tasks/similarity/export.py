@@ -28,6 +28,7 @@ Example::
 """
 
 import os
+from typing import Any
 
 import tensorflow as tf
 
@@ -35,8 +36,9 @@ from kerasbert.serving.graph_text import TextEncoder, same_count
 from kerasbert.serving.saved_model import version_folder, write_archive
 
 
-def export(model, vocab, directory, *, threshold, maxlen, version=None, overwrite=False,
-           source=None):
+def export(model: Any, vocab: str | os.PathLike[str], directory: str | os.PathLike[str], *,
+           threshold: float | None, maxlen: int, version: int | None = None,
+           overwrite: bool = False, source: str | None = None) -> list[str]:
     """Writes a run's encoder as ``<directory>/<version>/``, a SavedModel for TF Serving.
 
     Args:
@@ -55,13 +57,13 @@ def export(model, vocab, directory, *, threshold, maxlen, version=None, overwrit
     target = version_folder(directory, source, version, overwrite)
     encoder = TextEncoder(os.fspath(vocab), maxlen)
 
-    def vector(token_ids, segment_ids):
+    def vector(token_ids: Any, segment_ids: Any) -> dict[str, Any]:
         return {"vector": tf.cast(model([token_ids, segment_ids], training=False), tf.float32)}
 
-    def embed(text):
+    def embed(text: Any) -> dict[str, Any]:
         return vector(*encoder(text))
 
-    def similarity(text_a, text_b):
+    def similarity(text_a: Any, text_b: Any) -> dict[str, Any]:
         text_a, text_b = same_count(text_a, text_b, "text_a", "text_b")
         a, b = (tf.math.l2_normalize(embed(text)["vector"], axis=-1, epsilon=1e-24)
                 for text in (text_a, text_b))

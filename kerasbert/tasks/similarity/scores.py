@@ -17,13 +17,16 @@ Example:
     0.25
 """
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 #: CoSENT's λ: the cosines' differences are scaled by it before the exponential.
 COSENT_SCALE = 20.0
 
 
-def cosent_loss(labels, cosines, scale=COSENT_SCALE):
+def cosent_loss(labels: Any, cosines: Any, scale: float = COSENT_SCALE) -> Any:
     """The CoSENT loss of a batch: ``log(1 + Σ exp(scale · (cos_i − cos_j)))`` over the
     pairs ``i, j`` of the batch where ``label_i < label_j``.
 
@@ -46,7 +49,7 @@ def cosent_loss(labels, cosines, scale=COSENT_SCALE):
     return ops.logsumexp(ops.concatenate([ops.zeros((1,)), ops.reshape(differences, (-1,))]))
 
 
-def average_ranks(values):
+def average_ranks(values: np.ndarray | Sequence[float]) -> np.ndarray:
     """The ranks of ``values`` from 1, ties given the mean of their ranks (as Spearman's
     correlation ranks them).
 
@@ -61,7 +64,8 @@ def average_ranks(values):
     return (np.bincount(group, weights=ranks) / counts)[group]
 
 
-def spearman(cosines, labels):
+def spearman(cosines: np.ndarray | Sequence[float],
+             labels: np.ndarray | Sequence[float]) -> float | None:
     """Spearman's rank correlation of ``cosines`` with ``labels``; None when either is
     constant (it is undefined there)."""
     x, y = average_ranks(cosines), average_ranks(np.asarray(labels, "float64"))
@@ -70,7 +74,8 @@ def spearman(cosines, labels):
     return float((x * y).sum() / norm) if norm > 0 else None
 
 
-def best_threshold(cosines, labels):
+def best_threshold(cosines: np.ndarray | Sequence[float],
+                   labels: np.ndarray | Sequence[float]) -> float:
     """The cosine threshold with the best accuracy on ``labels`` (a pair is 1 when its
     cosine is at least the threshold): the middle of the gap between two cosines, the
     lowest such gap among equally good ones."""
@@ -91,7 +96,8 @@ def best_threshold(cosines, labels):
     return float((sorted_cosines[k - 1] + sorted_cosines[k]) / 2)
 
 
-def pair_scores(cosines, labels, threshold):
+def pair_scores(cosines: np.ndarray | Sequence[float], labels: np.ndarray | Sequence[float],
+                threshold: float | None) -> dict[str, Any]:
     """``{"pairs", "spearman", "threshold", "accuracy", "precision", "recall", "f1"}`` of
     cosines against 0/1 labels, a pair called 1 at a cosine of at least ``threshold`` (F1,
     precision and recall of the label 1); ``{"pairs", "spearman", "threshold"}`` alone

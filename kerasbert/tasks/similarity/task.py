@@ -24,6 +24,8 @@ Example::
 
 import logging
 import os
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import keras
 import numpy as np
@@ -45,7 +47,7 @@ from kerasbert.tasks.similarity import data as pair_data
 from kerasbert.tasks.similarity.options import SimilarityOptions
 from kerasbert.tasks.similarity.scores import best_threshold, cosent_loss, pair_scores
 from kerasbert.training import batches, data
-from kerasbert.training.callbacks import ProgressBar, inference_model
+from kerasbert.training.callbacks import ProgressBar, RunRecorder, inference_model
 from kerasbert.training.options import OptionError
 from kerasbert.training.rundir import RunError, read_json
 
@@ -72,20 +74,20 @@ class MeanPooling(keras.layers.Layer):
         [[2.0, 3.0]]
     """
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         sequence, token_ids = inputs
         mask = keras.ops.cast(keras.ops.not_equal(token_ids, 0), "float32")[:, :, None]
         total = keras.ops.sum(keras.ops.cast(sequence, "float32") * mask, axis=1)
         return total / keras.ops.maximum(keras.ops.sum(mask, axis=1), 1.0)
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> None:
         return None
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> tuple[Any, Any]:
         return (input_shape[0][0], input_shape[0][-1])
 
 
-def build_encoder_model(options):
+def build_encoder_model(options: SimilarityOptions) -> keras.Model:
     """The model a run saves: the run's BERT (token and segment ids), then ``Pooler-Mean``:
     one vector per text."""
     bert = build_encoder(options).model
@@ -93,7 +95,7 @@ def build_encoder_model(options):
     return keras.Model(bert.inputs, vector, name=ENCODER)
 
 
-def build_siamese(encoder):
+def build_siamese(encoder: keras.Model) -> keras.Model:
     """The model trained: the token ids of both texts -> the cosine of their vectors, each
     text encoded by ``encoder`` with zero segment ids."""
     first = keras.Input((None,), dtype="int32", name="Input-Token-A")
@@ -104,7 +106,8 @@ def build_siamese(encoder):
     return keras.Model([first, second], cosine, name="siamese")
 
 
-def embed(model, tokenizer, texts, maxlen, batch_size=64, progress=False):
+def embed(model: keras.Model, tokenizer: Any, texts: Iterable[str], maxlen: int,
+          batch_size: int = 64, progress: bool = False) -> np.ndarray:
     """The vectors ``[texts, hidden]`` of ``model`` (a run's encoder) for ``texts``."""
     texts = list(texts)
     if not texts:
@@ -115,7 +118,8 @@ def embed(model, tokenizer, texts, maxlen, batch_size=64, progress=False):
     return np.asarray(model.predict(dataset, verbose=0, callbacks=bar), dtype="float32")
 
 
-def cosines(model, tokenizer, pairs, maxlen, progress=False):
+def cosines(model: keras.Model, tokenizer: Any, pairs: data.Examples, maxlen: int,
+            progress: bool = False) -> np.ndarray:
     """The cosine of each pair of :class:`~kerasbert.training.data.Examples` (its
     ``texts`` and ``pairs``)."""
     a, b = (embed(model, tokenizer, texts, maxlen, progress=progress)
@@ -125,7 +129,8 @@ def cosines(model, tokenizer, pairs, maxlen, progress=False):
     return (a * b).sum(-1)
 
 
-def _dev_result(model, inputs, options):
+def _dev_result(model: keras.Model, inputs: "_Inputs",
+                options: SimilarityOptions) -> dict[str, Any]:
     """The dev scores of an encoder, at the threshold it is best at where the dev labels
     are 0 or 1 (graded labels: Spearman alone, no threshold)."""
     found = cosines(model, inputs.tokenizer, inputs.dev, options.maxlen)
@@ -137,8 +142,15 @@ def _dev_result(model, inputs, options):
 class _Inputs:
     """A run's pairs, read and checked before the directory is made."""
 
+    tokenizer: Any
+    train: data.Examples
+    dev: data.Examples
+    test: data.Examples | None
+    steps: int
+    dev_scores: DevScores
+
     @classmethod
-    def read(cls, options):
+    def read(cls, options: SimilarityOptions) -> "_Inputs":
         self = cls()
         self.tokenizer = check_model_files(options)
         self.train = pair_data.read_pairs(options.train)
@@ -171,10 +183,11 @@ class Similarity(Task):
     monitor = MONITOR
     texts_per_example = 2
 
-    def read_inputs(self, options):
+    def read_inputs(self, options: SimilarityOptions) -> _Inputs:
         return _Inputs.read(options)
 
-    def training_arrays(self, options, inputs):
+    def training_arrays(self, options: SimilarityOptions,
+                        inputs: _Inputs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         # The second text's ids go where other tasks have segment ids (make_dataset cuts
         # both to the batch's longest row).
         first, second = (inputs.tokenizer.encode_batch(texts, maxlen=options.maxlen)[0]
@@ -184,39 +197,42 @@ class Similarity(Task):
                          for ids in (first, second))
         return first, second, pair_data.label_values(inputs.train)
 
-    def build_model(self, options, inputs):
+    def build_model(self, options: SimilarityOptions, inputs: _Inputs) -> keras.Model:
         return build_siamese(build_encoder_model(options))
 
-    def loss(self, model):
+    def loss(self, model: keras.Model) -> Any:
         return cosent_loss
 
-    def dev_scoring(self, options, inputs):
-        def dev_spearman(model):
+    def dev_scoring(self, options: SimilarityOptions,
+                    inputs: _Inputs) -> tuple[Any, list[Any]]:
+        def dev_spearman(model: keras.Model) -> tuple[dict[str, Any], dict[str, Any]]:
             result = _dev_result(model.get_layer(ENCODER), inputs, options)
             return {MONITOR: result["spearman"]}, result
 
         inputs.dev_scores = DevScores(dev_spearman)
         return None, [inputs.dev_scores]
 
-    def saved_model(self, model):
+    def saved_model(self, model: keras.Model) -> keras.Model:
         return inference_model(model.get_layer(ENCODER))
 
-    def write_results(self, options, inputs, recorder):
+    def write_results(self, options: SimilarityOptions, inputs: _Inputs,
+                      recorder: RunRecorder) -> dict[str, Any]:
         output = options.output
         model = load_run_model(output)
         write_model_files(options, model)
         dev = inputs.dev_scores.result(recorder.best_epoch,
                                        lambda: _dev_result(model, inputs, options))
         files.write_json(os.path.join(output, THRESHOLD_FILE), {"threshold": dev["threshold"]})
-        summary = {"best_epoch": recorder.best_epoch, "train_pairs": len(inputs.train),
-                   "dev": dev}
+        summary: dict[str, Any] = {"best_epoch": recorder.best_epoch,
+                                   "train_pairs": len(inputs.train), "dev": dev}
         if inputs.test is not None:
             summary["test"] = pair_scores(
                 cosines(model, inputs.tokenizer, inputs.test, options.maxlen),
                 pair_data.label_values(inputs.test), dev["threshold"])
         return summary
 
-    def train_report(self, options, summary):
+    def train_report(self, options: SimilarityOptions,
+                     summary: dict[str, Any]) -> list[str]:
         shown = "test" if "test" in summary else "dev"
         threshold = summary["dev"]["threshold"]
         found = ("graded dev labels: no threshold" if threshold is None
@@ -225,13 +241,13 @@ class Similarity(Task):
                 f"{summary['best_epoch']})",
                 run_directory_line(options, THRESHOLD_FILE)]
 
-    def evaluation_report(self, metrics):
+    def evaluation_report(self, metrics: dict[str, Any]) -> list[str]:
         threshold = ("" if "accuracy" not in metrics
                      else f"  (threshold {metrics['threshold']:.4f})")
         return [f"pairs {metrics['pairs']}  {_scores_line(metrics)}{threshold}"]
 
 
-def _scores_line(scores):
+def _scores_line(scores: dict[str, Any]) -> str:
     rho = "n/a" if scores["spearman"] is None else f"{scores['spearman']:.4f}"
     if "accuracy" not in scores:  # graded labels, or a run without a threshold
         return f"Spearman {rho}"
@@ -246,7 +262,7 @@ class Run(FinishedRun):
         RunError: not a finished similarity run, or a missing or corrupt file (named).
     """
 
-    def __init__(self, run_dir, accept_changed=False):
+    def __init__(self, run_dir: str | os.PathLike[str], accept_changed: bool = False) -> None:
         super().__init__(run_dir, accept_changed=accept_changed)
         path = os.path.join(self.run_dir, THRESHOLD_FILE)
         saved = read_json(path, "threshold")
@@ -257,19 +273,21 @@ class Run(FinishedRun):
                            "{\"threshold\": <cosine>} (null: a run on graded labels)")
         self.threshold = None if value is None else float(value)
 
-    def check_model(self):
+    def check_model(self) -> None:
         if len(self.model.inputs) != 2 or len(self.model.outputs[0].shape) != 2:
             raise RunError(f"model in {os.path.join(self.run_dir, 'model.keras')}: not a text "
                            "encoder (token and segment ids -> a vector); is it the run's own?")
 
-    def evaluate(self, path, progress=False):
+    def evaluate(self, path: str | os.PathLike[str], progress: bool = False) -> dict[str, Any]:
         """Spearman, and accuracy, precision, recall and F1 at the run's threshold (where
         it has one and the file's labels are 0 or 1), on a labelled file of pairs."""
         pairs = pair_data.read_pairs(path)
         found = cosines(self.model, self.tokenizer, pairs, self.options.maxlen, progress)
         return pair_scores(found, pair_data.label_values(pairs), self.threshold)
 
-    def predict(self, texts=None, path=None, progress=False):
+    def predict(self, texts: Sequence[str] | None = None,
+                path: str | os.PathLike[str] | None = None,
+                progress: bool = False) -> list[dict[str, Any]]:
         """``[{"text_a", "text_b", "similarity", "label"}]`` for ``texts`` given as
         ``[text_a, text_b, text_a, text_b...]``, or for the pairs of a file (labels not
         needed); ``label`` is 1 where the cosine is at least the run's threshold (a run on
@@ -282,19 +300,21 @@ class Run(FinishedRun):
         if path is not None:
             pairs = pair_data.read_pairs(path, require_labels=False)
         else:
-            TASK.check_texts(texts)
-            pairs = data.Examples.from_texts(texts[::2], texts[1::2])
+            # texts: given where no path is
+            TASK.check_texts(texts)  # type: ignore[arg-type]
+            pairs = data.Examples.from_texts(texts[::2], texts[1::2])  # type: ignore[index]
         found = cosines(self.model, self.tokenizer, pairs, self.options.maxlen, progress)
         return [{"text_a": a, "text_b": b, "similarity": float(cosine),
                  **({} if self.threshold is None else {"label": int(cosine >= self.threshold)})}
                 for a, b, cosine in zip(pairs.texts, pairs.pairs, found)]
 
-    def embed(self, texts, progress=False):
+    def embed(self, texts: Iterable[str], progress: bool = False) -> np.ndarray:
         """The vectors ``[texts, hidden]`` (float32) of the run's encoder for ``texts``
         (``[0, hidden]`` for none)."""
         return embed(self.model, self.tokenizer, texts, self.options.maxlen, progress=progress)
 
-    def export(self, directory, overwrite=False, format="saved_model", **options):
+    def export(self, directory: str | os.PathLike[str], overwrite: bool = False,
+               format: str = "saved_model", **options: Any) -> list[str]:
         """Writes the model for serving, a SavedModel (:mod:`kerasbert.tasks.similarity.export`);
         returns the files written."""
         return export_saved_model(self, "kerasbert.tasks.similarity.export", directory,
