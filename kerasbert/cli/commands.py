@@ -5,18 +5,26 @@ result; it returns the exit code. Nothing here parses or checks flags beyond wha
 library's own option checks do, and TensorFlow is imported only when a command runs.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import sys
+from typing import TYPE_CHECKING, Any
 
 from kerasbert.tasks import TASKS, options_class
 from kerasbert.tasks.options import describe_defaults, options_from_arguments, users_of
 from kerasbert.training.distribute import backend_refusal
 from kerasbert.training.options import from_arguments, validate
 
+if TYPE_CHECKING:
+    import argparse
+
 
 class UsageError(ValueError):
     """Bad command-line arguments; the message names the flag."""
+
+    missing: list[str]  # argparse's: the required flags not given (set by the parser)
 
 
 #: What runs on TensorFlow's backend only: refused by name on JAX and PyTorch, before any
@@ -25,7 +33,7 @@ class UsageError(ValueError):
 TENSORFLOW_ONLY_COMMANDS = ("pretrain", "export")
 
 
-def check_backend(command, args):
+def check_backend(command: str | None, args: argparse.Namespace) -> None:
     """Raises :class:`UsageError` naming ``KERAS_BACKEND`` when ``command`` (or its
     ``--task``, ``--strategy``) does not run on the Keras backend of this process."""
     if command not in ("train", *TENSORFLOW_ONLY_COMMANDS):
@@ -48,7 +56,7 @@ def check_backend(command, args):
         raise UsageError(f"unsupported backend in {where}: {refusal}{switch}")
 
 
-def configured_backend():
+def configured_backend() -> str:
     """The Keras backend this process will run, as Keras finds it when imported
     (``KERAS_BACKEND``, else ``keras.json`` in ``KERAS_HOME`` or ``~/.keras``, else
     TensorFlow), read without importing Keras: a refused flag loads no TensorFlow."""
@@ -62,7 +70,7 @@ def configured_backend():
         return "tensorflow"
 
 
-def _build(args, **overrides):
+def _build(args: argparse.Namespace, **overrides: Any) -> Any:
     """The model ``audit`` and ``plot`` count and draw: weights with shapes, no values."""
     from kerasbert.models.build import build_transformer_model
     from kerasbert.models.deferred import shapes_only
@@ -82,7 +90,7 @@ def _build(args, **overrides):
     return built
 
 
-def command_audit(args):
+def command_audit(args: argparse.Namespace) -> int:
     from kerasbert.models import audit
 
     if args.lora_targets and not args.lora:
@@ -105,7 +113,7 @@ def command_audit(args):
     return 0 if report["ok"] else 1
 
 
-def command_plot(args):
+def command_plot(args: argparse.Namespace) -> int:
     from kerasbert.models import plot as plotting
     from kerasbert.training.rundir import check_writable
 
@@ -122,7 +130,7 @@ def command_plot(args):
     return 0
 
 
-def command_train(args):
+def command_train(args: argparse.Namespace) -> int:
     """Parses, checks and resolves the flags once (:func:`~kerasbert.tasks.options.prepare`:
     a bad flag is refused before TensorFlow is imported, a preset is fetched in its own
     step), then trains on what they resolved to.
@@ -139,7 +147,7 @@ def command_train(args):
     from kerasbert.tasks.base import train
     from kerasbert.tasks.runs import describe_positions
 
-    def say_checked():
+    def say_checked() -> None:
         # Said once the inputs are checked: a refused run prints its one error line alone.
         for line in (describe_defaults(options), describe_positions(options)):
             if line:
@@ -151,7 +159,7 @@ def command_train(args):
     return 0
 
 
-def _progress():
+def _progress() -> dict[str, Any]:
     """``train``'s ``verbose`` and ``callbacks`` for this process's output."""
     if sys.stdout.isatty():
         return {"verbose": 1}
@@ -164,13 +172,13 @@ def _progress():
 PROGRESS_SECONDS = 60.0
 
 
-def _columns(args):
+def _columns(args: argparse.Namespace) -> dict[str, str]:
     """The column overrides of evaluate / predict (None: the run's own)."""
     return {name: getattr(args, name) for name in ("text_column", "pair_column", "label_column")
             if getattr(args, name, None) is not None}
 
 
-def _open(args):
+def _open(args: argparse.Namespace) -> tuple[Any, Any]:
     """The run of ``--model`` and its task; column flags refused where its files have none."""
     from kerasbert.tasks import open_run, run_task
 
@@ -182,7 +190,7 @@ def _open(args):
     return open_run(args.model, accept_changed=args.accept_changed), task
 
 
-def command_evaluate(args):
+def command_evaluate(args: argparse.Namespace) -> int:
     run, task = _open(args)
     skipping = {}
     if args.skip_bad_rows:
@@ -199,7 +207,7 @@ def command_evaluate(args):
     return 0
 
 
-def command_predict(args):
+def command_predict(args: argparse.Namespace) -> int:
     if not args.input and not args.texts:
         raise UsageError("missing input in --input or TEXT: give texts, or a file")
     if args.input and args.texts:
@@ -227,7 +235,7 @@ def command_predict(args):
     return 0
 
 
-def command_export(args):
+def command_export(args: argparse.Namespace) -> int:
     from kerasbert.tasks import open_run
 
     options = {"version": args.version} if args.format == "saved_model" else {}
@@ -250,7 +258,7 @@ def command_export(args):
     return 0
 
 
-def command_pretrain(args):
+def command_pretrain(args: argparse.Namespace) -> int:
     from kerasbert.pretraining import mlm as pretrain  # the module
 
     options = from_arguments(pretrain.PretrainOptions, args)
@@ -266,7 +274,7 @@ def command_pretrain(args):
     return 0
 
 
-def command_convert(args):
+def command_convert(args: argparse.Namespace) -> int:
     from kerasbert.models.convert import convert_hf_to_google
     from kerasbert.training.rundir import check_export_target
 
@@ -280,14 +288,14 @@ def command_convert(args):
     return 0
 
 
-def command_download(args):
+def command_download(args: argparse.Namespace) -> int:
     from kerasbert.models.convert import download_preset
 
     print(download_preset(args.name, progress=not args.quiet))
     return 0
 
 
-def command_presets(args):
+def command_presets(args: argparse.Namespace) -> int:
     from kerasbert.presets import table
     from kerasbert.presets.download import damage
 
@@ -297,7 +305,8 @@ def command_presets(args):
         size = (_folder_mb(table.preset_dir(preset.name)) if cached else preset.size_mb)
         state = ("damaged (downloaded again on use)" if damage(preset.name) else "yes") \
             if cached else "no"
-        rows.append((preset.name, preset.family, f"{size:.0f} MB" if size else "-",
+        # A loaded preset has a source: exactly one of zip and hf (table.load checks it).
+        rows.append((preset.name, preset.family, f"{size:.0f} MB" if size else "-",  # type: ignore[arg-type]
                      preset.licence, preset.source, state))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
@@ -305,5 +314,5 @@ def command_presets(args):
     return 0
 
 
-def _folder_mb(folder):
+def _folder_mb(folder: str) -> float:
     return sum(os.path.getsize(os.path.join(folder, name)) for name in os.listdir(folder)) / 1e6

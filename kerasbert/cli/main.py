@@ -12,6 +12,9 @@ import signal
 import sys
 import textwrap
 import traceback
+from collections.abc import Callable, Sequence
+from types import FrameType
+from typing import Any, NoReturn
 
 from kerasbert.cli import commands as handlers
 from kerasbert.cli.commands import UsageError, check_backend
@@ -20,7 +23,7 @@ from kerasbert.models.names import LORA_TARGETS
 from kerasbert.quiet import quiet_tensorflow
 from kerasbert.tasks import TASKS, options_class
 from kerasbert.tasks.options import add_task_arguments, users_of
-from kerasbert.training.options import add_arguments
+from kerasbert.training.options import RunOptions, add_arguments
 
 DESCRIPTION = """kerasbert: Chinese (and any Google) BERT on Keras 3, with bert4keras layer names.
 
@@ -48,14 +51,14 @@ EXPORT_QUANTIZATION = ("int8", "int4")
 class _Parser(argparse.ArgumentParser):
     """argparse, with its errors raised (one line, from :func:`main`) instead of printed."""
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         error = UsageError(_usage_message(message, self.prog))
         required = re.fullmatch(r"the following arguments are required: (.+)", message)
         error.missing = required[1].split(", ") if required else []  # for _parse
         raise error
 
 
-def _usage_message(message, prog):
+def _usage_message(message: str, prog: str) -> str:
     """argparse's error as ``<what> in <flag>: <why>``."""
     patterns = (
         (r"the following arguments are required: (.+)",
@@ -81,7 +84,7 @@ def _usage_message(message, prog):
     return f"invalid arguments in {prog}: {message}"
 
 
-def _count(text):
+def _count(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -91,13 +94,13 @@ def _count(text):
     return value
 
 
-def _path(text):
+def _path(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("invalid value '': must not be empty")
     return text
 
 
-def _model_arguments(parser):
+def _model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", type=_path,
                         help="bert_config.json (Google) or config.json (Hugging Face)")
     parser.add_argument("--num-labels", type=_count, default=None, metavar="N",
@@ -113,7 +116,9 @@ def _model_arguments(parser):
                              "ALBERT's for an ALBERT config, else bert)")
 
 
-def _command(commands, name, summary, examples, run, description=None, options=None):
+def _command(commands: Any, name: str, summary: str, examples: Sequence[str],
+             run: Callable[[argparse.Namespace], int], description: str | None = None,
+             options: type[RunOptions] | None = None) -> argparse.ArgumentParser:
     """A subcommand whose help says what it does and shows examples.
 
     Args:
@@ -132,7 +137,7 @@ def _command(commands, name, summary, examples, run, description=None, options=N
     return parser
 
 
-def _run_argument(parser):
+def _run_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, type=_path, metavar="DIR",
                         help="run directory of kerasbert train (required)")
     parser.add_argument("--accept-changed", action="store_true",
@@ -140,7 +145,7 @@ def _run_argument(parser):
                              "model) changed since it finished (refused by default)")
 
 
-def _column_arguments(parser):
+def _column_arguments(parser: argparse.ArgumentParser) -> None:
     for name, what in (("text", "the text"), ("pair", "the second text of pairs"),
                        ("label", "the label")):
         parser.add_argument(f"--{name}-column", metavar="NAME",
@@ -148,7 +153,7 @@ def _column_arguments(parser):
                                  "train_config.json)")
 
 
-def _examples(task, *commands):
+def _examples(task: str, *commands: str) -> list[str]:
     """The command lines a task's options give as examples (``EXAMPLE``) for ``commands``
     (``"train"``, ``"predict"``)."""
     example = options_class(task).EXAMPLE
@@ -160,18 +165,18 @@ def _examples(task, *commands):
             for command in commands]
 
 
-def _runs_with(field):
+def _runs_with(field: str) -> str:
     """``"ner runs"``: the tasks whose options have ``field``, in words."""
     return " and ".join(users_of(field)) + " runs"
 
 
-def _runs_in(export_format):
+def _runs_in(export_format: str) -> str:
     """The tasks that export as ``export_format``, in words."""
     return " and ".join(name for name in TASKS
                         if export_format in options_class(name).FORMATS) + " runs"
 
 
-def make_parser():
+def make_parser() -> argparse.ArgumentParser:
     tasks = {name: options_class(name) for name in TASKS}
     intro = ("Audit and draw a model from its bert_config.json; fine-tune it from a Google "
              "checkpoint (or the shipped small Chinese model) for a task ("
@@ -357,7 +362,7 @@ def make_parser():
     return parser
 
 
-def _parse(parser, words, prefix):
+def _parse(parser: argparse.ArgumentParser, words: list[str], prefix: str) -> argparse.Namespace:
     """The parsed ``words``; an unknown flag is named first, before a missing one (argparse
     reports a missing required flag before it looks at the rest)."""
     try:
@@ -380,7 +385,7 @@ def _parse(parser, words, prefix):
     return args
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     """Runs one command; returns its exit code (2 on any failure, with one line on stderr)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     command = next((word for word in argv if word in COMMANDS), None)
@@ -421,7 +426,7 @@ def main(argv=None):
             signal.signal(signal.SIGTERM, terminate)
 
 
-def _stdout_to_devnull():
+def _stdout_to_devnull() -> None:
     """Points the closed standard output at /dev/null, so that Python's flush at exit does
     not fail on it a second time."""
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -438,10 +443,10 @@ class Terminated(KeyboardInterrupt):
     undone, the run's lock released, the last epoch's backup kept."""
 
 
-def _on_sigterm():
+def _on_sigterm() -> Any:
     """Makes SIGTERM raise :class:`Terminated` while a command runs; returns the handler it
     replaced (None where signals cannot be set: not the main thread)."""
-    def stop(signum, frame):
+    def stop(signum: int, frame: FrameType | None) -> NoReturn:
         raise Terminated()
 
     try:
@@ -450,7 +455,7 @@ def _on_sigterm():
         return None
 
 
-def _how_to_continue(command, args):
+def _how_to_continue(command: str | None, args: argparse.Namespace | None) -> str:
     """``; continue it with ...`` for an interrupted training run ("" otherwise)."""
     output = getattr(args, "output", None)
     if command not in ("train", "pretrain") or not output:
@@ -468,22 +473,22 @@ class _WarningLines(logging.Handler):
     succeeded; a command that fails prints its one line alone (:meth:`drop`).
     """
 
-    def __init__(self, prefix, verbose=False):
+    def __init__(self, prefix: str, verbose: bool = False) -> None:
         super().__init__(logging.INFO)
         self.prefix = prefix
         self.verbose = verbose
-        self.held = []
+        self.held: list[str] | None = []
         self.logger = logging.getLogger("kerasbert")
         self.saved_level = self.logger.level
         self.logger.setLevel(logging.INFO)
         self.logger.addHandler(self)
 
-    def emit(self, record):
+    def emit(self, record: logging.LogRecord) -> None:
         if getattr(record, "event", None) is not None:
             # Only the library logs, and it is loaded by then (not when the command starts).
             from kerasbert.training.rundir import STARTED
 
-            if record.event == STARTED:
+            if record.event == STARTED:  # type: ignore[attr-defined]  # logged with extra=
                 self.flush()
         if record.levelno < logging.WARNING and not self.verbose:
             return
@@ -494,23 +499,23 @@ class _WarningLines(logging.Handler):
         else:
             self.held.append(line)
 
-    def flush(self):
+    def flush(self) -> None:
         """Shows the lines held so far; later ones are shown at once."""
         for line in self.held or ():
             print(line, file=sys.stderr)
         self.held = None
 
-    def drop(self):
+    def drop(self) -> None:
         """Forgets the lines held: the command failed, and says why in its one line."""
         self.held = []
 
-    def close(self):
+    def close(self) -> None:
         self.logger.removeHandler(self)
         self.logger.setLevel(self.saved_level)
         super().close()
 
 
-def one_line(error):
+def one_line(error: BaseException) -> str:
     """An exception as one line: ``<what> in <where>: <why>`` where the error says so.
 
     A full disk is ``no space in <folder>: ...``: kerasbert's own
