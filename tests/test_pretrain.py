@@ -13,13 +13,13 @@ from kerasbert import Tokenizer, build_transformer_model
 from kerasbert.cli.main import main
 from kerasbert.pretraining.corpus import (
     SPECIAL_TOKENS,
-    pad_rows,
     read_corpus,
     reduce_vocab,
     split_rows,
 )
 from kerasbert.pretraining.masking import Masker
 from kerasbert.pretraining.mlm import PretrainOptions, evaluate_mlm, mlm_training_model, pretrain
+from kerasbert.text.padding import sequence_padding
 from kerasbert.training.rundir import RunError
 
 CHINESE_VOCAB = "checkpoints/chinese_L-12_H-768_A-12/vocab.txt"
@@ -154,7 +154,7 @@ def test_long_rows_are_split_with_their_own_cls_and_sep():
     pieces = split_rows([row], maxlen=6, continuation=continuation)
     assert [p.tolist() for p in pieces] == [[CLS, 5, 6, 7, SEP], [CLS, 10, 11, 12, 8, SEP],
                                             [CLS, 9, SEP]]
-    assert pad_rows(pieces).shape == (3, 6)
+    assert sequence_padding(pieces).shape == (3, 6)
     with pytest.raises(ValueError, match=r"maxlen \(2\) must be at least 3"):
         split_rows([row], maxlen=2)
 

@@ -52,6 +52,7 @@ from keras import ops
 from kerasbert import internals
 from kerasbert.inference.compiled import compiled
 from kerasbert.models import kernels, names
+from kerasbert.text.padding import sequence_padding
 
 if TYPE_CHECKING:  # annotations only
     import keras
@@ -921,12 +922,8 @@ def _prompts(token_ids: Sequence[Sequence[int]] | np.ndarray,
     if any(len(t) != len(r) for t, r in zip(types, rows)):
         raise ValueError("segment_ids: one segment id per prompt token, as token_ids")
     length = padded_width(max(len(row) for row in rows))
-    ids = np.zeros((len(rows), length), "int32")
-    segments = np.zeros((len(rows), length), "int32")
-    for index, (row, types_row) in enumerate(zip(rows, types)):
-        ids[index, length - len(row):] = row
-        segments[index, length - len(row):] = types_row
-    return ids, segments
+    return (sequence_padding(rows, length, mode="pre", dtype="int32"),
+            sequence_padding(types, length, mode="pre", dtype="int32"))
 
 
 def _whole(where: str, value: Any, low: int, high: int) -> int:

@@ -162,11 +162,3 @@ def split_rows(rows: Iterable[np.ndarray], maxlen: int,
             pieces.append(np.concatenate([cls, body[start:end], sep]))
             start = end
     return pieces
-
-
-def pad_rows(rows: Sequence[np.ndarray]) -> np.ndarray:
-    """Rows of different lengths as one int32 matrix padded with 0 ([PAD])."""
-    matrix = np.zeros((len(rows), max(len(r) for r in rows)), dtype=np.int32)
-    for i, row in enumerate(rows):
-        matrix[i, :len(row)] = row
-    return matrix

@@ -44,6 +44,7 @@ from kerasbert.models.families.base import Transformer
 from kerasbert.models.model import functional_model
 from kerasbert.pretraining import corpus
 from kerasbert.pretraining.masking import Masker
+from kerasbert.text.padding import sequence_padding
 from kerasbert.training import batches
 from kerasbert.training.callbacks import StopAtStep
 from kerasbert.training.lifecycle import TrainingRun
@@ -270,7 +271,8 @@ class _TrainingData:
         texts = corpus.read_corpus(options.corpus, options.text_column)
         vocab = corpus.reduce_vocab(options.vocab, texts)
         continuation = np.array([t.startswith("##") for t in vocab.tokens])
-        matrix = corpus.pad_rows(corpus.split_rows(vocab.rows, options.maxlen, continuation))
+        matrix = sequence_padding(corpus.split_rows(vocab.rows, options.maxlen, continuation),
+                                  dtype=np.int32)
         return cls(texts, vocab, matrix, Masker.for_vocab(vocab.token_dict))
 
 
@@ -293,7 +295,7 @@ def _write_results(options: PretrainOptions, bert: Transformer,
 
         rows = corpus.token_rows(Tokenizer(prepared.vocab.token_dict),
                                  corpus.read_corpus(options.dev, options.text_column))
-        dev = corpus.pad_rows(corpus.split_rows(rows, options.maxlen))
+        dev = sequence_padding(corpus.split_rows(rows, options.maxlen), dtype=np.int32)
         summary["dev"] = {"files": list(options.dev), "mask_seed": DEV_MASK_SEED,
                           **evaluate_mlm(bert.model, dev, prepared.masker)}
     return summary

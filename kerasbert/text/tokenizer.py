@@ -22,6 +22,7 @@ from tokenizers import Tokenizer as _Engine
 from tokenizers import processors
 
 from kerasbert.text.engine import WordPieceEngine, _encode, _named, _need_str
+from kerasbert.text.padding import sequence_padding
 from kerasbert.text.rules import Rules
 from kerasbert.text.vocab import check_vocab, load_vocab
 
@@ -222,12 +223,10 @@ class Tokenizer(WordPieceEngine):
                                 add_special_tokens=False)
             rows = [self._pair_row(encodings[i].ids, encodings[len(texts) + i].ids, maxlen,
                                    pattern, truncate_from) for i in range(len(texts))]
-            width = (maxlen or 0) if pad_to_maxlen else max(len(ids) for ids, _ in rows)
-            token_ids: np.ndarray = np.full((len(rows), width), self._pad_id, dtype=np.int32)
-            segment_ids = np.zeros((len(rows), width), dtype=np.int32)
-            for i, (ids, segments) in enumerate(rows):
-                token_ids[i, :len(ids)], segment_ids[i, :len(ids)] = ids, segments
-            return token_ids, segment_ids
+            width = (maxlen or 0) if pad_to_maxlen else None
+            return (sequence_padding([ids for ids, _ in rows], width, self._pad_id,
+                                     dtype=np.int32),
+                    sequence_padding([segments for _, segments in rows], width, dtype=np.int32))
         engine = self._engine_for(maxlen, truncate_from, "maxlen" if pad_to_maxlen else "longest")
         # No offsets needed; the engine truncates and pads, so all rows are as long.
         encodings = _encode(engine, texts, _named_batch(len(texts)))

@@ -48,6 +48,7 @@ from kerasbert.tasks.runs import (
     run_tokenizer,
     write_model_files,
 )
+from kerasbert.text.padding import sequence_padding
 from kerasbert.training import batches
 from kerasbert.training.callbacks import ProgressBar, RunRecorder
 from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
@@ -124,11 +125,8 @@ def encode(tokenizer: Any, sentences: Iterable[ner_data.Sentence], maxlen: int,
            tags: Sequence[str]) -> _Encoded:
     """``(token_ids, segment_ids, tag_ids, spans, lost)`` of ``sentences``, padded."""
     rows = [ner_data.token_tags(tokenizer, sentence, maxlen, tags) for sentence in sentences]
-    width = max(len(ids) for ids, _, _, _ in rows)
-    token_ids = np.zeros((len(rows), width), "int32")
-    tag_ids = np.zeros((len(rows), width), "int32")
-    for i, (ids, labels, _, _) in enumerate(rows):
-        token_ids[i, :len(ids)], tag_ids[i, :len(labels)] = ids, labels
+    token_ids = sequence_padding([row[0] for row in rows], dtype="int32")
+    tag_ids = sequence_padding([row[1] for row in rows], token_ids.shape[1], dtype="int32")
     return (token_ids, np.zeros_like(token_ids), tag_ids, [row[2] for row in rows],
             sum(row[3] for row in rows))
 

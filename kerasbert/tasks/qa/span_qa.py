@@ -44,6 +44,7 @@ from kerasbert.tasks.qa.answer_spans import (
     window_bounds,
     window_refusals,
 )
+from kerasbert.text.padding import sequence_padding
 from kerasbert.text.tokenizer import Tokenizer
 from kerasbert.training.rundir import (
     TRAIN_OPTIONS_FILE,
@@ -253,10 +254,7 @@ class QuestionAnswerer:
         if not prepared:
             return []
         logits = self._logits([row for *_, rows in prepared for row in rows], progress)
-        width = max(len(window) for window in logits)
-        padded = np.zeros((len(logits), width, 2), np.float32)
-        for k, window in enumerate(logits):
-            padded[k, :len(window)] = window
+        padded = sequence_padding(logits, dtype=np.float32)
         windows = [(n, start, stop, len(question_ids) + 2)
                    for n, (question_ids, _, spans, _) in enumerate(prepared)
                    for start, stop in spans]
@@ -293,11 +291,8 @@ class QuestionAnswerer:
             bar.on_predict_begin()
         for begin in range(0, len(rows), self.batch_size):
             batch = rows[begin:begin + self.batch_size]
-            width = max(len(ids) for ids, _ in batch)
-            token_ids = np.zeros((len(batch), width), np.int32)
-            segment_ids = np.zeros((len(batch), width), np.int32)
-            for k, (ids, segments) in enumerate(batch):
-                token_ids[k, :len(ids)], segment_ids[k, :len(ids)] = ids, segments
+            token_ids = sequence_padding([ids for ids, _ in batch], dtype=np.int32)
+            segment_ids = sequence_padding([segments for _, segments in batch], dtype=np.int32)
             logits = np.asarray(self._predict(token_ids, segment_ids))
             outputs += [logits[k, :len(ids)] for k, (ids, _) in enumerate(batch)]
             if bar:

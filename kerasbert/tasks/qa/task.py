@@ -48,6 +48,7 @@ from kerasbert.tasks.runs import (
     run_directory_line,
     write_model_files,
 )
+from kerasbert.text.padding import sequence_padding
 
 __all__ = ["QaOptions", "Run", "SpanLoss", "TASK", "answer_settings", "answerer",
            "predictions", "train", "training_windows"]
@@ -133,12 +134,9 @@ def training_windows(tokenizer, questions, maxlen):
             positions.append((first + tokens[0] - start, first + tokens[-1] - start)
                              if inside else (0, 0))
             rows.append(window)
-    width = max(len(ids) for ids, _ in rows)
-    token_ids = np.zeros((len(rows), width), "int32")
-    segment_ids = np.zeros((len(rows), width), "int32")
-    for k, (ids, segments) in enumerate(rows):
-        token_ids[k, :len(ids)], segment_ids[k, :len(ids)] = ids, segments
-    return token_ids, segment_ids, np.array(positions, "int32")
+    return (sequence_padding([ids for ids, _ in rows], dtype="int32"),
+            sequence_padding([segments for _, segments in rows], dtype="int32"),
+            np.array(positions, "int32"))
 
 
 def _write_results(options, inputs, recorder):

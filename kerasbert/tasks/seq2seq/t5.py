@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kerasbert.text.padding import sequence_padding
 from kerasbert.training.options import OptionError
 
 if TYPE_CHECKING:
@@ -74,9 +75,9 @@ def training_arrays(tokenizer: Any, pairs: Iterable[Any], maxlen: int,
                 or len(tokenizer.encode(pair.target)) > len(target))
         rows.append((source, target))
     width = max(max(len(source), len(target)) for source, target in rows)
-    encoder_ids, decoder_ids, labels = (np.zeros((len(rows), width), "int32") for _ in range(3))
-    for k, (source, target) in enumerate(rows):
-        encoder_ids[k, :len(source)] = source
-        labels[k, :len(target)] = target
-        decoder_ids[k, 1:len(target)] = target[:-1]  # position 0: the start id, 0
+    # The decoder reads the target one step late; position 0: the start id, 0.
+    encoder_ids, labels, decoder_ids = (
+        sequence_padding(column, width, dtype="int32") for column in (
+            [source for source, _ in rows], [target for _, target in rows],
+            [[0, *target[:-1]] for _, target in rows]))
     return encoder_ids, decoder_ids, labels, cut

@@ -71,6 +71,7 @@ from kerasbert.tasks.runs import (
 )
 from kerasbert.tasks.seq2seq import t5 as seq2seq_t5
 from kerasbert.tasks.seq2seq.options import Seq2SeqOptions
+from kerasbert.text.padding import sequence_padding
 from kerasbert.text.pieces import SentencePieceText
 from kerasbert.training.callbacks import RunRecorder
 from kerasbert.training.data import (
@@ -182,11 +183,8 @@ def training_arrays(tokenizer: Any, pairs: Iterable[Pair], maxlen: int,
         ids, segments = tokenizer.encode(pair.source, pair.target, maxlen=maxlen)
         cut += len(ids) < len(whole)
         rows.append((ids, segments))
-    width = max(len(ids) for ids, _ in rows)
-    token_ids = np.zeros((len(rows), width), "int32")
-    segment_ids = np.zeros((len(rows), width), "int32")
-    for k, (ids, segments) in enumerate(rows):
-        token_ids[k, :len(ids)], segment_ids[k, :len(ids)] = ids, segments
+    token_ids = sequence_padding([ids for ids, _ in rows], dtype="int32")
+    segment_ids = sequence_padding([segments for _, segments in rows], dtype="int32")
     # Position t predicts token t + 1 where that token is in the target (segment 1).
     next_ids = np.zeros_like(token_ids)
     next_ids[:, :-1] = np.where(segment_ids[:, 1:] == 1, token_ids[:, 1:], 0)
