@@ -33,6 +33,8 @@ Example::
 """
 
 import os
+from collections.abc import Callable
+from typing import Any
 
 import tensorflow as tf
 
@@ -48,7 +50,10 @@ from kerasbert.tasks.qa.span_qa import QuestionAnswerer
 from kerasbert.text.tokenizer import Tokenizer
 
 
-def export(model, vocab, directory, *, settings, version=None, overwrite=False, source=None):
+# settings: Any, as it is the settings' dict, then the QuestionAnswerer that checks them.
+def export(model: Any, vocab: str | os.PathLike[str], directory: str | os.PathLike[str], *,
+           settings: Any, version: int | None = None, overwrite: bool = False,
+           source: str | None = None) -> list[str]:
     """Writes a span QA model as ``<directory>/<version>/``, a SavedModel for TF Serving.
 
     Args:
@@ -69,11 +74,11 @@ def export(model, vocab, directory, *, settings, version=None, overwrite=False, 
     settings = QuestionAnswerer(model, Tokenizer(os.fspath(vocab)), **settings)
     encoder = TextEncoder(os.fspath(vocab), settings.max_seq_len)
 
-    def logits(token_ids, segment_ids):
+    def logits(token_ids: Any, segment_ids: Any) -> dict[str, Any]:
         found = tf.cast(model([token_ids, segment_ids], training=False), tf.float32)
         return {"start_logits": found[..., 0], "end_logits": found[..., 1]}
 
-    def answer(question, context):
+    def answer(question: Any, context: Any) -> dict[str, Any]:
         return find_answers(settings, encoder, logits, question, context)
 
     ids, texts = tf.TensorSpec((None, None), tf.int32), tf.TensorSpec((None,), tf.string)
@@ -82,7 +87,9 @@ def export(model, vocab, directory, *, settings, version=None, overwrite=False, 
                           ("answer", answer, [texts, texts])])
 
 
-def find_answers(settings, encoder, logits, question, context):
+def find_answers(settings: QuestionAnswerer, encoder: TextEncoder,
+                 logits: Callable[[Any, Any], dict[str, Any]], question: Any,
+                 context: Any) -> dict[str, Any]:
     """The ``answer`` signature's graph: see the module's docstring.
 
     Args:
@@ -105,7 +112,8 @@ def find_answers(settings, encoder, logits, question, context):
             "end": tf.cast(best["end"][:, 0], tf.int32), "score": best["score"][:, 0]}
 
 
-def _windows(settings, encoder, questions, ids):
+def _windows(settings: QuestionAnswerer, encoder: TextEncoder, questions: Any,
+             ids: Any) -> tuple[Windows, Any, Any]:
     """``(Windows, token_ids, segment_ids)``: ``[CLS] question [SEP] context part [SEP]``
     rows, padded, cut by :func:`~kerasbert.tasks.qa.answer_spans.window_bounds` as
     ``question_windows`` cuts them, after its refusals (failing the request)."""

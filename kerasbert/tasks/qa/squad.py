@@ -29,6 +29,8 @@ import os
 import re
 import string
 import unicodedata
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from kerasbert.files import open_input
 from kerasbert.text.vocab import is_cjk
@@ -62,14 +64,14 @@ _TYPES = {str: "a string", list: "a list", dict: "an object", bool: "true or fal
 class Question:
     """One question of a file, with its context and gold answers (character offsets)."""
 
-    id: str  # None for a question of a file to answer that gives none
+    id: str | None  # None for a question of a file to answer that gives none
     question: str
     context: str
     answers: list  # [(text, start)]; empty for an unanswerable question
     where: str = ""
 
 
-def read_squad(path, require_answers=True):
+def read_squad(path: str | os.PathLike[str], require_answers: bool = True) -> list[Question]:
     """The questions of a SQuAD v1.1 / v2.0 JSON file (CMRC 2018 and DRCD too).
 
     Args:
@@ -99,16 +101,18 @@ def read_squad(path, require_answers=True):
     return _squad_questions(document, text, path, require_answers)
 
 
-def _read_text(path, expected):
+def _read_text(path: str, expected: str) -> str:
     with open_input(path, "data", expected) as f:
         return decode_text(f.read(), path)
 
 
-def _squad_questions(document, text, path, require_answers):
+def _squad_questions(document: Any, text: str, path: str,
+                     require_answers: bool) -> list[Question]:
     if not isinstance(document, dict) or not isinstance(document.get("data"), list):
         raise DataError(f"data in {path}: expected an object with a 'data' list (SQuAD format)")
     check = _Checks(path, text)
-    questions, seen = [], {}
+    questions: list[Question] = []
+    seen: dict[str | None, str] = {}
     for a, article in enumerate(document["data"]):
         where = f"data[{a}]"
         check.keys(article, ARTICLE_KEYS, "article", where)
@@ -132,10 +136,10 @@ def _squad_questions(document, text, path, require_answers):
 class _Checks:
     """The checks of one file's objects; ``where`` names an object in the file."""
 
-    def __init__(self, path, text):
+    def __init__(self, path: str, text: str) -> None:
         self.path, self.source = path, text
 
-    def keys(self, obj, known, what, where):
+    def keys(self, obj: Any, known: Sequence[str], what: str, where: str) -> None:
         if not isinstance(obj, dict):
             raise DataError(f"bad {what} in {self.path}, {where}: expected an object, got "
                             f"{json_kind(obj)}")
@@ -143,7 +147,8 @@ class _Checks:
         if problem:
             raise DataError(f"bad {what} in {self.path}, {where}: {problem}")
 
-    def field(self, obj, key, kind, where, default=...):
+    def field(self, obj: dict[str, Any], key: str, kind: type, where: str,
+              default: Any = ...) -> Any:
         """``obj[key]``, of the JSON type ``kind``; ``default`` where it may be left out."""
         if key not in obj:
             if default is not ...:
@@ -155,7 +160,7 @@ class _Checks:
                             f"{_TYPES[kind]}, got {json_kind(value)}")
         return value
 
-    def text(self, obj, key, where, default=...):
+    def text(self, obj: dict[str, Any], key: str, where: str, default: Any = ...) -> Any:
         """A string field that is not blank and holds no lone surrogate."""
         value = self.field(obj, key, str, where, default)
         if value is default:
@@ -164,12 +169,15 @@ class _Checks:
             raise DataError(f"bad field in {self.path}, {where}: empty {key!r}")
         problem = lone_surrogate(value, repr(key))
         if problem:
-            line = json_surrogate_line(self.source, ord(SURROGATE.search(value).group()))
+            # lone_surrogate found one: the search finds it.
+            line = json_surrogate_line(self.source, ord(
+                SURROGATE.search(value).group()))  # type: ignore[union-attr]
             raise DataError(f"bad field in {self.path}, line {line}, {where}: {problem}")
         return value
 
 
-def _question(check, qa, context, where, require_answers):
+def _question(check: _Checks, qa: Any, context: str, where: str,
+              require_answers: bool) -> Question:
     if isinstance(qa, dict) and isinstance(qa.get("id"), str) and qa["id"].strip():
         where = f"question {qa['id']!r} at {where}"
     check.keys(qa, QUESTION_KEYS, "question", where)
@@ -192,7 +200,7 @@ def _question(check, qa, context, where, require_answers):
                     f"{check.path}, {where}")
 
 
-def _answer(check, answer, context, where):
+def _answer(check: _Checks, answer: Any, context: str, where: str) -> tuple[str, int]:
     check.keys(answer, ANSWER_KEYS, "answer", where)
     text = check.text(answer, "text", where)
     start = check.field(answer, "answer_start", int, where)
@@ -209,7 +217,7 @@ def _answer(check, answer, context, where):
     return text, start
 
 
-def read_questions(path):
+def read_questions(path: str | os.PathLike[str]) -> list[Question]:
     """The questions of a file to answer, whatever its form (answers are not needed):
 
     - SQuAD JSON (``.json``, or any file holding one JSON object with ``data``), read by
@@ -250,8 +258,9 @@ def read_questions(path):
     return _line_questions(text, path, _tab_question)
 
 
-def _line_questions(text, path, parse):
-    questions = []
+def _line_questions(text: str, path: str,
+                    parse: Callable[..., Question | None]) -> list[Question]:
+    questions: list[Question] = []
     for number, line in enumerate(text_lines(text), start=1):
         if line.strip():
             question = parse(line, f"{path}, line {number}", first=not questions)
@@ -262,7 +271,7 @@ def _line_questions(text, path, parse):
     return questions
 
 
-def _json_question(line, where, first):
+def _json_question(line: str, where: str, first: bool) -> Question:
     row = json_object(line, where, "an object")
     problem = unknown_keys(row, LINE_KEYS) or next(
         filter(None, (_line_field(row, key) for key in LINE_KEYS)), None)
@@ -271,7 +280,7 @@ def _json_question(line, where, first):
     return Question(row.get("id"), row["question"], row["context"], [], where)
 
 
-def _line_field(row, key):
+def _line_field(row: dict[str, Any], key: str) -> str | None:
     """The problem of one field of a JSONL question, or None."""
     if key not in row:
         return None if key == "id" else f"no {key!r}"
@@ -281,7 +290,7 @@ def _line_field(row, key):
     return f"empty {key!r}" if not value.strip() else lone_surrogate(value, repr(key))
 
 
-def _tab_question(line, where, first):
+def _tab_question(line: str, where: str, first: bool) -> Question | None:
     question, tab, context = line.partition("\t")
     if first and (question.strip().lower(), context.strip().lower()) == ("question", "context"):
         return None  # the header
@@ -295,7 +304,7 @@ def _tab_question(line, where, first):
     return Question(None, question, context, [], where)
 
 
-def normalize_answer(text):
+def normalize_answer(text: str) -> str:
     """SQuAD's normalisation: lowercase, no punctuation, no English articles, single spaces.
 
     Example:
@@ -307,7 +316,7 @@ def normalize_answer(text):
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
-def answer_tokens(text):
+def answer_tokens(text: str) -> list[str]:
     """The tokens F1 counts: words, and each CJK character on its own."""
     tokens = []
     for word in normalize_answer(text).split():
@@ -323,12 +332,12 @@ def answer_tokens(text):
     return tokens
 
 
-def exact_match(prediction, gold):
+def exact_match(prediction: str, gold: str) -> float:
     """1.0 if the normalised texts are equal, else 0.0."""
     return float(normalize_answer(prediction) == normalize_answer(gold))
 
 
-def f1(prediction, gold):
+def f1(prediction: str, gold: str) -> float:
     """Token-overlap F1 of two answers (see :func:`answer_tokens`); two empty answers: 1.0.
 
     Example:
@@ -345,7 +354,8 @@ def f1(prediction, gold):
     return 2 * precision * recall / (precision + recall)
 
 
-def squad_scores(questions, predictions):
+def squad_scores(questions: Iterable[Question],
+                 predictions: Mapping[str | None, str]) -> dict[str, float]:
     """Exact match and F1 in percent over ``questions``, as SQuAD's script computes them.
 
     Args:
@@ -356,7 +366,7 @@ def squad_scores(questions, predictions):
         ``{"exact", "f1", "total"}``, and ``"has_answer_*"`` / ``"no_answer_*"`` splits
         when the file has unanswerable questions.
     """
-    rows = {"has_answer": [], "no_answer": []}
+    rows: dict[str, list[tuple[float, float]]] = {"has_answer": [], "no_answer": []}
     for question in questions:
         predicted = predictions.get(question.id, "")
         golds = [text for text, _ in question.answers] or [""]
@@ -371,7 +381,7 @@ def squad_scores(questions, predictions):
     return scores
 
 
-def _percent(rows):
+def _percent(rows: Sequence[tuple[float, float]]) -> dict[str, float]:
     total = len(rows)
     return {"exact": 100.0 * sum(e for e, _ in rows) / max(total, 1),
             "f1": 100.0 * sum(f for _, f in rows) / max(total, 1), "total": total}

@@ -22,6 +22,10 @@ Example::
 """
 
 
+import os
+from collections.abc import Sequence
+from typing import Any, cast
+
 import keras
 import numpy as np
 from keras import ops
@@ -37,7 +41,7 @@ from kerasbert.tasks.qa.span_qa import (
     question_windows,
     run_settings,
 )
-from kerasbert.tasks.qa.squad import read_questions, read_squad, squad_scores
+from kerasbert.tasks.qa.squad import Question, read_questions, read_squad, squad_scores
 from kerasbert.tasks.runs import (
     FinishedRun,
     build_encoder,
@@ -49,6 +53,8 @@ from kerasbert.tasks.runs import (
     write_model_files,
 )
 from kerasbert.text.padding import sequence_padding
+from kerasbert.text.tokenizer import Tokenizer
+from kerasbert.training.callbacks import RunRecorder
 
 __all__ = ["QaOptions", "Run", "SpanLoss", "TASK", "answer_settings", "answerer",
            "predictions", "train", "training_windows"]
@@ -62,10 +68,11 @@ class SpanLoss(keras.losses.Loss):
     tokens, padding left out (read from the Keras mask of the ``[batch, length, 2]``
     logits)."""
 
-    def __init__(self, name="span_loss", reduction="sum_over_batch_size"):
+    def __init__(self, name: str = "span_loss",
+                 reduction: str = "sum_over_batch_size") -> None:
         super().__init__(name=name, reduction=reduction)
 
-    def __call__(self, y_true, y_pred, sample_weight=None):
+    def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
         # Keras would apply the [batch, length] mask to [batch] losses: it is used here.
         mask = get_keras_mask(y_pred)
         logits = ops.transpose(ops.cast(y_pred, "float32"), (0, 2, 1))  # [batch, 2, length]
@@ -75,34 +82,45 @@ class SpanLoss(keras.losses.Loss):
             ops.cast(y_true, "int32"), logits, from_logits=True)
         return ops.mean(losses)
 
-    def call(self, y_true, y_pred):
+    def call(self, y_true: Any, y_pred: Any) -> Any:
         return self(y_true, y_pred)
 
 
-def answer_settings(options, questions=None):
+def answer_settings(options: QaOptions,
+                    questions: Sequence[Question] | None = None) -> dict[str, Any]:
     """The :class:`QuestionAnswerer` settings of a run; "no answer" is considered where
     ``questions`` hold unanswerable ones, and always without ``questions``."""
     return run_settings(options.maxlen,
                         questions is None or any(not q.answers for q in questions))
 
 
-def answerer(model, tokenizer, options, questions=None):
+def answerer(model: keras.Model, tokenizer: Tokenizer, options: QaOptions,
+             questions: Sequence[Question] | None = None) -> QuestionAnswerer:
     """The :class:`QuestionAnswerer` of a run's settings (:func:`answer_settings`)."""
     return QuestionAnswerer(model, tokenizer, **answer_settings(options, questions))
 
 
-def predictions(answer, questions, progress=False):
+def predictions(answer: QuestionAnswerer, questions: Sequence[Question],
+                progress: bool = False) -> dict[str | None, str]:
     """``{id: answer text}`` of ``answer`` (a :class:`QuestionAnswerer`) on ``questions``."""
-    found = answer([q.question for q in questions], [q.context for q in questions],
-                   progress=progress)
+    # Lists of questions and contexts: a list of answers.
+    found = cast(list[dict[str, Any]], answer([q.question for q in questions],
+                                              [q.context for q in questions],
+                                              progress=progress))
     return {q.id: row["answer"] for q, row in zip(questions, found)}
 
 
 class _Inputs:
     """A run's questions and training windows, all read before the directory is made."""
 
+    tokenizer: Any
+    questions: dict[str, list[Question]]
+    features: tuple[np.ndarray, np.ndarray, np.ndarray]
+    steps: int
+    dev_scores: DevScores
+
     @classmethod
-    def read(cls, options):
+    def read(cls, options: QaOptions) -> "_Inputs":
         self = cls()
         self.tokenizer = check_model_files(options)
         self.questions = {"train": read_squad(options.train)[:options.max_train_examples or None],
@@ -115,7 +133,8 @@ class _Inputs:
         return self
 
 
-def training_windows(tokenizer, questions, maxlen):
+def training_windows(tokenizer: Tokenizer, questions: Sequence[Question],
+                     maxlen: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(token_ids, segment_ids, positions)`` of every window of ``questions``: positions
     ``[windows, 2]`` are the answer's first and last token in the window, or ``(0, 0)``
     ([CLS]) when the window does not hold it or there is none."""
@@ -139,13 +158,14 @@ def training_windows(tokenizer, questions, maxlen):
             np.array(positions, "int32"))
 
 
-def _write_results(options, inputs, recorder):
+def _write_results(options: QaOptions, inputs: _Inputs,
+                   recorder: RunRecorder) -> dict[str, Any]:
     model = load_run_model(options.output)
     write_model_files(options, model)
-    summary = {"best_epoch": recorder.best_epoch,
+    summary: dict[str, Any] = {"best_epoch": recorder.best_epoch,
                "train_questions": len(inputs.questions["train"]),
                "train_windows": len(inputs.features[0])}
-    def scored(split):
+    def scored(split: str) -> dict[str, float]:
         questions = inputs.questions[split]
         return squad_scores(questions, predictions(
             answerer(model, inputs.tokenizer, options, questions), questions))
@@ -163,21 +183,22 @@ class Qa(Task):
     monitor = MONITOR
     texts_per_example = 2
 
-    def read_inputs(self, options):
+    def read_inputs(self, options: QaOptions) -> _Inputs:
         return _Inputs.read(options)
 
-    def training_arrays(self, options, inputs):
+    def training_arrays(self, options: QaOptions,
+                        inputs: _Inputs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return inputs.features
 
-    def build_model(self, options, inputs):
+    def build_model(self, options: QaOptions, inputs: _Inputs) -> keras.Model:
         bert = build_encoder(options)
         return add_span_head(bert.model, initializer_range=bert.config.initializer_range)
 
-    def loss(self, model):
+    def loss(self, model: keras.Model) -> SpanLoss:
         return SpanLoss()
 
-    def dev_scoring(self, options, inputs):
-        def dev_f1(model):
+    def dev_scoring(self, options: QaOptions, inputs: _Inputs) -> tuple[Any, list[Any]]:
+        def dev_f1(model: keras.Model) -> tuple[dict[str, float], dict[str, float]]:
             questions = inputs.questions["dev"]
             answer = answerer(model, inputs.tokenizer, options, questions)
             scores = squad_scores(questions, predictions(answer, questions))
@@ -186,20 +207,21 @@ class Qa(Task):
         inputs.dev_scores = DevScores(dev_f1)
         return None, [inputs.dev_scores]
 
-    def write_results(self, options, inputs, recorder):
+    def write_results(self, options: QaOptions, inputs: _Inputs,
+                      recorder: RunRecorder) -> dict[str, Any]:
         return _write_results(options, inputs, recorder)
 
-    def train_report(self, options, summary):
+    def train_report(self, options: QaOptions, summary: dict[str, Any]) -> list[str]:
         shown = "test" if "test" in summary else "dev"
         return [f"\n{shown} exact match {summary[shown]['exact']:.2f}, F1 "
                 f"{summary[shown]['f1']:.2f} (best epoch {summary['best_epoch']})",
                 run_directory_line(options, "bert_model.ckpt")]
 
-    def evaluation_report(self, metrics):
+    def evaluation_report(self, metrics: dict[str, Any]) -> list[str]:
         return [f"questions {metrics['total']}  exact match {metrics['exact']:.2f}  "
                 f"F1 {metrics['f1']:.2f}"]
 
-    def check_texts(self, texts, run=None):
+    def check_texts(self, texts: Sequence[str], run: Any = None) -> None:
         if len(texts) % 2:
             raise ValueError(f"odd number of texts in TEXT ({len(texts)}): a QA run takes "
                              "QUESTION CONTEXT pairs")
@@ -212,13 +234,15 @@ class Run(FinishedRun):
         RunError: not a finished run, or a missing or corrupt file (named).
     """
 
-    def evaluate(self, path, progress=False):
+    def evaluate(self, path: str | os.PathLike[str], progress: bool = False) -> dict[str, float]:
         """SQuAD exact match and F1 (percent) on a SQuAD JSON file."""
         questions = read_squad(path)
         answer = answerer(self.model, self.tokenizer, self.options, questions)
         return squad_scores(questions, predictions(answer, questions, progress))
 
-    def predict(self, texts=None, path=None, progress=False):
+    def predict(self, texts: Sequence[str] | None = None,
+                path: str | os.PathLike[str] | None = None,
+                progress: bool = False) -> list[dict[str, Any]]:
         """``[{"question", "answer", "start", "end", "score"}]`` for ``texts`` given as
         ``[question, context, question, context...]``, or for the questions of a file (with
         their ``id`` where it gives one): SQuAD JSON (answers not needed), JSONL with
@@ -228,8 +252,9 @@ class Run(FinishedRun):
             questions = read_questions(path)
             pairs = [(q.question, q.context) for q in questions]
         else:
-            TASK.check_texts(texts)
-            pairs, questions = list(zip(texts[::2], texts[1::2])), None
+            # texts: given where no path is.
+            TASK.check_texts(texts)  # type: ignore[arg-type]
+            pairs, questions = list(zip(texts[::2], texts[1::2])), None  # type: ignore[index]
         if not pairs:
             return []
         answer = answerer(self.model, self.tokenizer, self.options)
@@ -240,7 +265,8 @@ class Run(FinishedRun):
                     for q, row in zip(questions, rows)]
         return rows
 
-    def export(self, directory, overwrite=False, format="saved_model", **options):
+    def export(self, directory: str | os.PathLike[str], overwrite: bool = False,
+               format: str = "saved_model", **options: Any) -> list[str]:
         """Writes the model for serving, a SavedModel (:mod:`kerasbert.tasks.qa.export`);
         returns the files written."""
         return export_saved_model(self, "kerasbert.tasks.qa.export", directory, overwrite,
