@@ -171,6 +171,49 @@ class Predictor:
         return np.pad(x, ((0, padded_batch - batch), (0, padded_length - length)))
 
 
+def predict_in_batches(function: Callable[[np.ndarray, np.ndarray], Any],
+                       token_ids: np.ndarray, segment_ids: np.ndarray, batch_size: int = 64,
+                       per_token: bool = False, progress: bool = False) -> list[np.ndarray]:
+    """``function``'s output for each row of padded ids, run ``batch_size`` rows at a time:
+    the one batched prediction of the tasks (classification, similarity, NER, span QA).
+
+    Rows go through in batches of similar length, each cut to its longest row (rounded up
+    as :func:`kerasbert.training.batches.batch_width` rounds, so few shapes are traced);
+    the outputs come back in the rows' order.
+
+    Args:
+        function: ``(token_ids, segment_ids) -> [batch, ...]``: a :class:`Predictor`, or a
+            task's compiled decoding.
+        token_ids, segment_ids: int ``[rows, length]``, token id 0 at padding.
+        per_token: the output's second axis is the batch's width: each row's comes back
+            cut to the row's tokens.
+        progress: a bar over the batches on stderr (when it is a terminal).
+
+    Returns:
+        One array per row.
+    """
+    from kerasbert.training.batches import batch_width
+    from kerasbert.training.callbacks import ProgressBar
+
+    lengths = np.count_nonzero(token_ids, axis=1)
+    order = np.argsort(-lengths, kind="stable")
+    found: list[np.ndarray] = [np.zeros(0)] * len(order)
+    bar = ProgressBar(-(-len(order) // batch_size)) if progress else None
+    if bar:
+        bar.on_predict_begin()
+    for begin in range(0, len(order), batch_size):
+        rows = order[begin:begin + batch_size]
+        width = batch_width(lengths[rows], token_ids.shape[1])
+        output = np.asarray(function(token_ids[rows, :width], segment_ids[rows, :width]))
+        for k, row in enumerate(rows):
+            found[row] = output[k, :lengths[row]] if per_token else output[k]
+        if bar:
+            bar.on_predict_batch_end(begin)
+    if bar:
+        bar.on_predict_end()
+    return found
+
+
 def _max_length(model: keras.Model) -> int | None:
     """The longest input the model's position embedding accepts, if it has one (a table
     read hierarchically: its square, the layer's ``max_length``)."""

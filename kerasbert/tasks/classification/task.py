@@ -23,6 +23,7 @@ import keras
 import numpy as np
 
 from kerasbert import files
+from kerasbert.inference.predictor import Predictor, predict_in_batches
 from kerasbert.models import names
 from kerasbert.models.heads import add_cls_classifier
 from kerasbert.tasks.base import Task, train
@@ -40,7 +41,7 @@ from kerasbert.tasks.runs import (
     write_model_files,
 )
 from kerasbert.training import batches, data, distribute, reports
-from kerasbert.training.callbacks import ProgressBar, RunRecorder
+from kerasbert.training.callbacks import RunRecorder
 from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
 from kerasbert.training.rundir import RunError, read_json
 
@@ -249,9 +250,8 @@ def _metrics(model: keras.Model, tokenizer: Any, labels: list[str], rows: data.E
 def _predict(model: keras.Model, tokenizer: Any, rows: data.Examples, maxlen: int,
              batch_size: int = 64, progress: bool = False) -> np.ndarray:
     token_ids, segment_ids = batches.encode_examples(tokenizer, rows, maxlen)
-    dataset = batches.make_dataset(token_ids, segment_ids, batch_size=batch_size)
-    bar = [ProgressBar(-(-len(token_ids) // batch_size), "batches")] if progress else []
-    return np.asarray(model.predict(dataset, verbose=0, callbacks=bar), dtype="float32")
+    return np.stack(predict_in_batches(Predictor(model), token_ids, segment_ids, batch_size,
+                                       progress=progress))
 
 
 class Run:

@@ -29,6 +29,7 @@ import numpy as np
 
 from kerasbert import files
 from kerasbert.inference.compiled import compiled
+from kerasbert.inference.predictor import predict_in_batches
 from kerasbert.models import names
 from kerasbert.models.heads import add_tagger
 from kerasbert.tasks.base import DevScores, Task, train
@@ -49,8 +50,7 @@ from kerasbert.tasks.runs import (
     write_model_files,
 )
 from kerasbert.text.padding import sequence_padding
-from kerasbert.training import batches
-from kerasbert.training.callbacks import ProgressBar, RunRecorder
+from kerasbert.training.callbacks import RunRecorder
 from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
 from kerasbert.training.rundir import RunError, read_json
 
@@ -138,23 +138,11 @@ def predict_tags(model: keras.Model, token_ids: np.ndarray, segment_ids: np.ndar
     Rows go through the model in batches of similar length, each cut to its longest row;
     ``progress`` shows a bar over them on stderr (when it is a terminal).
     """
-    tag = _tag_function(model)
-    lengths = np.count_nonzero(token_ids, axis=1)
-    order = np.argsort(-lengths, kind="stable")
-    tags = np.zeros(token_ids.shape, "int32")
-    bar = ProgressBar(-(-len(order) // batch_size)) if progress else None
-    if bar:
-        bar.on_predict_begin()
-    for start in range(0, len(order), batch_size):
-        rows = order[start:start + batch_size]
-        width = batches.batch_width(lengths[rows], token_ids.shape[1])
-        ids = token_ids[rows, :width]
-        tags[rows, :width] = tag(ids, segment_ids[rows, :width])
-        if bar:
-            bar.on_predict_batch_end(start)
-    if bar:
-        bar.on_predict_end()
-    return tags
+    if not len(token_ids):
+        return np.zeros(token_ids.shape, "int32")
+    return sequence_padding(predict_in_batches(_tag_function(model), token_ids, segment_ids,
+                                               batch_size, per_token=True, progress=progress),
+                            token_ids.shape[1], dtype="int32")
 
 
 def score(model: keras.Model, encoded: _Encoded, sentences: Sequence[ner_data.Sentence],

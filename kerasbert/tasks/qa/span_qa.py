@@ -27,7 +27,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kerasbert.inference.predictor import Predictor
+from kerasbert.inference.predictor import Predictor, predict_in_batches
 from kerasbert.models import names
 from kerasbert.models.build import build_transformer_model
 from kerasbert.models.layers import truncated_normal
@@ -283,23 +283,10 @@ class QuestionAnswerer:
                 progress: bool = False) -> list[np.ndarray]:
         """Each row's ``[length, 2]`` logits, the model run ``batch_size`` rows at a time
         (padded with id 0, which the model masks out)."""
-        from kerasbert.training.callbacks import ProgressBar
-
-        outputs: list[np.ndarray] = []
-        bar = ProgressBar(-(-len(rows) // self.batch_size)) if progress else None
-        if bar:
-            bar.on_predict_begin()
-        for begin in range(0, len(rows), self.batch_size):
-            batch = rows[begin:begin + self.batch_size]
-            token_ids = sequence_padding([ids for ids, _ in batch], dtype=np.int32)
-            segment_ids = sequence_padding([segments for _, segments in batch], dtype=np.int32)
-            logits = np.asarray(self._predict(token_ids, segment_ids))
-            outputs += [logits[k, :len(ids)] for k, (ids, _) in enumerate(batch)]
-            if bar:
-                bar.on_predict_batch_end(begin)
-        if bar:
-            bar.on_predict_end()
-        return outputs
+        return predict_in_batches(
+            self._predict, sequence_padding([ids for ids, _ in rows], dtype=np.int32),
+            sequence_padding([segments for _, segments in rows], dtype=np.int32),
+            self.batch_size, per_token=True, progress=progress)
 
 
 #: The settings a model and its tokenizer are used with unless given (the pipeline's).

@@ -31,6 +31,7 @@ import keras
 import numpy as np
 
 from kerasbert import files
+from kerasbert.inference.predictor import Predictor, predict_in_batches
 from kerasbert.models.names import SERIALIZATION_PACKAGE
 from kerasbert.tasks.base import DevScores, Task, train
 from kerasbert.tasks.runs import (
@@ -46,8 +47,8 @@ from kerasbert.tasks.runs import (
 from kerasbert.tasks.similarity import data as pair_data
 from kerasbert.tasks.similarity.options import SimilarityOptions
 from kerasbert.tasks.similarity.scores import best_threshold, cosent_loss, pair_scores
-from kerasbert.training import batches, data
-from kerasbert.training.callbacks import ProgressBar, RunRecorder, inference_model
+from kerasbert.training import data
+from kerasbert.training.callbacks import RunRecorder, inference_model
 from kerasbert.training.options import OptionError
 from kerasbert.training.rundir import RunError, read_json
 
@@ -113,9 +114,8 @@ def embed(model: keras.Model, tokenizer: Any, texts: Iterable[str], maxlen: int,
     if not texts:
         return np.zeros((0, model.outputs[0].shape[-1]), "float32")
     token_ids, segment_ids = tokenizer.encode_batch(texts, maxlen=maxlen)
-    dataset = batches.make_dataset(token_ids, segment_ids, batch_size=batch_size)
-    bar = [ProgressBar(-(-len(token_ids) // batch_size), "batches")] if progress else []
-    return np.asarray(model.predict(dataset, verbose=0, callbacks=bar), dtype="float32")
+    return np.stack(predict_in_batches(Predictor(model), token_ids, segment_ids, batch_size,
+                                       progress=progress))
 
 
 def cosines(model: keras.Model, tokenizer: Any, pairs: data.Examples, maxlen: int,
