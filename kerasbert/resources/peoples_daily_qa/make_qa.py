@@ -17,6 +17,8 @@ import json
 import os
 import random
 import sys
+from collections.abc import Sequence
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPLIT_DIR = os.path.join(HERE, "..", "peoples_daily")
@@ -25,7 +27,7 @@ QUESTIONS = {"PER": "这句话提到的人是谁？", "LOC": "这句话提到的
 UNANSWERABLE_RATE = 0.15
 
 
-def read_conll(path):
+def read_conll(path: str) -> list[tuple[str, list[tuple[str, int, int]]]]:
     """``[(text, [(type, start, end)])]`` of a character BIO file."""
     sentences, chars, tags = [], [], []
     with open(path, encoding="utf-8") as f:
@@ -48,7 +50,8 @@ def read_conll(path):
     return sentences
 
 
-def questions(sentences, split, rng):
+def questions(sentences: list[tuple[str, list[tuple[str, int, int]]]], split: str,
+              rng: random.Random) -> dict[str, Any]:
     paragraphs = []
     for n, (text, entities) in enumerate(sentences):
         qas = []
@@ -68,7 +71,7 @@ def questions(sentences, split, rng):
                                          "paragraphs": paragraphs}]}
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--output", default=HERE, help="folder to write to (default: here)")

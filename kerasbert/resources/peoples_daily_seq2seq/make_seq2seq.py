@@ -16,13 +16,14 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Sequence
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 QA_DIR = os.path.join(HERE, "..", "peoples_daily_qa")
 MAX_CHARS = 120
 
 
-def pairs(path):
+def pairs(path: str) -> list[dict[str, str]]:
     """``[{"source", "target"}]`` of a SQuAD v2.0 file's answerable questions."""
     with open(path, encoding="utf-8") as f:
         document = json.load(f)
@@ -39,7 +40,7 @@ def pairs(path):
     return found
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", default=HERE, help="folder to write to (default: here)")
     args = parser.parse_args(argv)

@@ -14,21 +14,22 @@ import argparse
 import csv
 import os
 import random
+from collections.abc import Sequence
 
 FRACTIONS = (("train", 0.8), ("dev", 0.1), ("test", 0.1))
 LABELS = {"neg.txt": "negative", "pos.txt": "positive"}
 
 
-def read_unique(path):
+def read_unique(path: str) -> set[str]:
     with open(path, encoding="utf-8") as f:
         return {line.strip() for line in f if line.strip()}
 
 
-def split(source, seed):
+def split(source: str, seed: int) -> tuple[dict[str, list[tuple[str, str]]], int]:
     texts = {label: read_unique(os.path.join(source, name)) for name, label in LABELS.items()}
     conflicts = texts["negative"] & texts["positive"]
     rng = random.Random(seed)
-    parts = {name: [] for name, _ in FRACTIONS}
+    parts: dict[str, list[tuple[str, str]]] = {name: [] for name, _ in FRACTIONS}
     for label in sorted(texts):
         items = sorted(texts[label] - conflicts)
         rng.shuffle(items)
@@ -43,7 +44,7 @@ def split(source, seed):
     return parts, len(conflicts)
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("source", help="folder with pos.txt and neg.txt")
     parser.add_argument("--seed", type=int, default=42)
