@@ -115,7 +115,7 @@ def test_mixed_precision_training_falls_back_to_float32_without_hardware_bfloat1
     from kerasbert.tasks.classification.task import build_classifier
 
     options = ClassificationOptions(output="unused", config=str(tiny_config_path),
-                                    mixed_precision="bfloat16")
+                                    mixed_precision="bfloat16").resolved()
     monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx2"}))
     with caplog.at_level("WARNING", logger="kerasbert"):
         model = build_classifier(options, 2)

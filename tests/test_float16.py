@@ -338,7 +338,7 @@ def test_a_visible_gpu_keeps_a_bfloat16_run_on_a_cpu_without_bfloat16(monkeypatc
     monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx2"}))
     monkeypatch.setattr(hardware, "visible_gpus", lambda: ["/physical_device:GPU:0"])
     options = ClassificationOptions(output="unused", config=str(tiny_config_path),
-                                    mixed_precision="bfloat16")
+                                    mixed_precision="bfloat16").resolved()
     model = build_classifier(running_precision(options), 2)
     assert model.get_layer(names.attention_name(0)).dtype_policy.name == "mixed_bfloat16"
 
