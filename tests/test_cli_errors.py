@@ -816,3 +816,19 @@ def test_the_help_speaks_of_every_task(capsys):
     for words in ("a text classifier", "a named-entity tagger", "--task ner",
                   "span question answering", "--task qa", "pretrain", "convert", "export"):
         assert words in text, words
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["train", "--output", "out", "--batch-size", "0"], "--batch-size"),
+    (["audit", "bert_config.json", "--num-labels", "0"], "--num-labels"),
+    (["plot", "bert_config.json", "-o", "m.png", "--layers", "0"], "--layers"),
+    (["export", "--model", "run", "--to", "out", "--version", "0"], "--version"),
+], ids=lambda value: value if isinstance(value, str) else value[0])
+def test_every_command_words_a_count_out_of_range_by_one_rule(argv, flag, tmp_path, capsys,
+                                                                monkeypatch):
+    """A count flag of any command is checked by the options' rule (``COUNT``), in the same
+    words as ``kerasbert train``'s own flags."""
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"kerasbert {argv[0]}: invalid value 0 in {flag}: must be an integer of at least 1")

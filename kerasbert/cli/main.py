@@ -23,7 +23,7 @@ from kerasbert.models.names import LORA_TARGETS
 from kerasbert.quiet import quiet_tensorflow
 from kerasbert.tasks import TASKS, options_class
 from kerasbert.tasks.options import add_task_arguments, users_of
-from kerasbert.training.options import RunOptions, add_arguments
+from kerasbert.training.options import COUNT, RunOptions, add_arguments, argument_type
 
 DESCRIPTION = """kerasbert: Chinese (and any Google) BERT on Keras 3, with bert4keras layer names.
 
@@ -84,20 +84,8 @@ def _usage_message(message: str, prog: str) -> str:
     return f"invalid arguments in {prog}: {message}"
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid value {text!r}: not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"invalid value {value}: must be at least 1")
-    return value
-
-
-def _path(text: str) -> str:
-    if not text.strip():
-        raise argparse.ArgumentTypeError("invalid value '': must not be empty")
-    return text
+#: The argparse types of the flags no options class holds: the options' own rules.
+_count, _path = argument_type(COUNT), argument_type()
 
 
 def _model_arguments(parser: argparse.ArgumentParser) -> None:

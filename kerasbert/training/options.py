@@ -13,6 +13,7 @@ Example:
     invalid value 0 in batch_size: must be an integer of at least 1
 """
 
+import argparse
 import copy
 import dataclasses
 import math
@@ -387,6 +388,35 @@ def validate(options: "RunOptions", flags: bool = False) -> None:
 def integer(text: str) -> int:
     """argparse type: an integer (its name shows in argparse's messages)."""
     return int(text)
+
+
+def argument_type(rule: Rule | None = None) -> Callable[[str], Any]:
+    """The argparse ``type`` of a flag that no options class holds (``audit --num-labels``,
+    ``export --version``): its text read as ``rule``'s kind and checked by the rule, in the
+    words :func:`validate` gives a field (``invalid value 0 in --num-labels: must be an
+    integer of at least 1``); without a rule, a text that is not empty.
+
+    Example:
+        >>> argument_type(COUNT)("3")
+        3
+    """
+    def read(text: str) -> Any:
+        if rule is None:
+            if not text.strip():
+                raise argparse.ArgumentTypeError("invalid value '': must not be empty")
+            return text
+        try:
+            value = rule.kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid value {text!r}: must be "
+                                             f"{rule.words()}") from None
+        why = rule.why_not(value)
+        if why:
+            raise argparse.ArgumentTypeError(f"invalid value {value!r}: {why}")
+        return value
+
+    read.__name__ = "text" if rule is None else "integer" if rule.kind is int else "number"
+    return read
 
 
 def number(text: str) -> float:
