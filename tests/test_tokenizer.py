@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kerasbert.text.tokenizer import Tokenizer, _longest_first, load_vocab
+from kerasbert.text.padding import longest_first
+from kerasbert.text.tokenizer import Tokenizer, load_vocab
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = os.path.join(ROOT, "checkpoints", "chinese_L-12_H-768_A-12", "vocab.txt")
@@ -153,10 +154,15 @@ def test_single_text_truncation(tok):
 
 
 def test_longest_first_is_bert4keras_loop():
-    for a in range(15):
-        for b in range(15):
-            for budget in range(32):
-                assert _longest_first(a, b, budget) == bert4keras_truncation(a, b, budget)
+    import tensorflow as tf
+
+    cases = [(a, b, budget) for a in range(15) for b in range(15) for budget in range(32)]
+    expected = [bert4keras_truncation(a, b, budget) for a, b, budget in cases]
+    assert [tuple(int(n) for n in longest_first(*case)) for case in cases] == expected
+    # The same rule on tensors of lengths, as the exported graph cuts its pairs.
+    a, b, budget = (tf.constant(column, tf.int64) for column in zip(*cases))
+    found = longest_first(a, b, budget, xp=tf.experimental.numpy)
+    assert list(zip(*(n.numpy().tolist() for n in found))) == expected
 
 
 @pytest.mark.parametrize("pattern, specials", [("S*E*E", 3), ("S*ES*E", 4)])

@@ -31,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from kerasbert import shipped
+from kerasbert.text.padding import longest_first
 from kerasbert.text.rules import MAX_WORD_CHARS, google_normalizer, google_pre_tokenizer
 from kerasbert.text.vocab import load_vocab
 
@@ -233,8 +234,8 @@ class TextEncoder(tf.Module):
             ids = row_concat([[self.cls_id], first[:, :self.maxlen - 2], [self.sep_id]])
             segment_ids = tf.zeros_like(ids)
         else:
-            keep_a, keep_b = _longest_first(first.row_lengths(), second.row_lengths(),
-                                            self.maxlen - 3)
+            keep_a, keep_b = longest_first(first.row_lengths(), second.row_lengths(),
+                                           self.maxlen - 3, xp=tf.experimental.numpy)
             ids = row_concat([[self.cls_id], _row_head(first, keep_a), [self.sep_id],
                               _row_head(second, keep_b), [self.sep_id]])
             segment_ids = tf.ragged.range(ids.row_lengths()) >= tf.expand_dims(keep_a + 2, 1)
@@ -402,15 +403,6 @@ def _row_head(rows: Any, lengths: Any) -> Any:
     """The first ``lengths[i]`` items of each row ``i``."""
     return tf.ragged.boolean_mask(rows, tf.ragged.range(rows.row_lengths())
                                   < tf.expand_dims(lengths, 1))
-
-
-def _longest_first(a: Any, b: Any, budget: Any) -> tuple[Any, Any]:
-    """``kerasbert.text.tokenizer._longest_first`` on tensors of lengths."""
-    excess = tf.maximum(a + b - budget, 0)
-    cut = tf.minimum(excess, tf.abs(a - b))
-    a, b = tf.where(a >= b, a - cut, a), tf.where(a >= b, b, b - cut)
-    excess -= cut
-    return a - (excess + 1) // 2, b - excess // 2
 
 
 class TextDecoder(tf.Module):

@@ -1,17 +1,44 @@
-"""Rows of different lengths as one padded array: the one padding helper of the package.
+"""Rows to a length: the one padding helper of the package, and the one truncation rule of
+a pair of texts.
 
 Every row of ids the library builds (a tokenizer's pairs, a task's training arrays, the
-prompts of ``generate``, a pretraining corpus) is padded here; it is bert4keras's
-``sequence_padding`` (``kerasbert.snippets`` gives it under that module's name), with a
-``dtype``.
+prompts of ``generate``, a pretraining corpus) is padded by :func:`sequence_padding`, which
+is bert4keras's (``kerasbert.snippets`` gives it under that module's name), with a
+``dtype``. Every pair of texts cut to ``maxlen`` is cut by :func:`longest_first`: the
+Python tokenizer's and the exported graph's (:mod:`kerasbert.serving.graph_text`) alike.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
+
+
+def longest_first(a: Any, b: Any, budget: Any, xp: ModuleType = np) -> tuple[Any, Any]:
+    """The lengths ``(a, b)`` of two texts cut to ``a + b <= budget`` as bert4keras cuts
+    them: one token at a time from the longer text, from the first on a tie (Google's
+    ``_truncate_seq_pair`` takes ties from the second text).
+
+    Args:
+        a, b: the texts' token counts (ints, or arrays of them).
+        budget: the tokens both may hold together.
+        xp: the array functions (``where``, ``minimum``...): NumPy's, or in a graph
+            ``tf.experimental.numpy`` on tensors of lengths.
+
+    Example:
+        >>> [int(n) for n in longest_first(10, 3, 8)], [int(n) for n in longest_first(5, 5, 7)]
+        ([5, 3], [3, 4])
+    """
+    excess = xp.maximum(a + b - budget, 0)
+    cut = xp.minimum(excess, xp.abs(a - b))
+    longer = a >= b
+    a, b = xp.where(longer, a - cut, a), xp.where(longer, b, b - cut)
+    excess = excess - cut
+    return a - (excess + 1) // 2, b - excess // 2
 
 
 def sequence_padding(inputs: Sequence[ArrayLike], length: int | Sequence[int] | None = None,

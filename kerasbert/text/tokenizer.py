@@ -22,7 +22,7 @@ from tokenizers import Tokenizer as _Engine
 from tokenizers import processors
 
 from kerasbert.text.engine import WordPieceEngine, _encode, _named, _need_str
-from kerasbert.text.padding import sequence_padding
+from kerasbert.text.padding import longest_first, sequence_padding
 from kerasbert.text.rules import Rules
 from kerasbert.text.vocab import check_vocab, load_vocab
 
@@ -177,7 +177,7 @@ class Tokenizer(WordPieceEngine):
         """
         repeat_cls = pattern == "S*ES*E"
         if maxlen is not None:
-            na, nb = _longest_first(len(a), len(b), maxlen - 3 - repeat_cls)
+            na, nb = (int(n) for n in longest_first(len(a), len(b), maxlen - 3 - repeat_cls))
             a, b = ((a[:na], b[:nb]) if truncate_from == "right"
                     else (a[len(a) - na:], b[len(b) - nb:]))
         second = [self._cls_id] * repeat_cls + b + [self._sep_id]
@@ -249,18 +249,3 @@ def _str_list(values: Iterable[str], name: str) -> list[str]:
     for i, value in enumerate(values):
         _need_str(value, f"{name}[{i}]")
     return values
-
-
-def _longest_first(a: int, b: int, budget: int) -> tuple[int, int]:
-    """Lengths `(a, b)` cut to `a + b <= budget` as bert4keras does.
-
-    One token at a time from the longer text, from the first text on a tie (Google's
-    `_truncate_seq_pair` takes ties from the second text).
-    """
-    excess = a + b - budget
-    if excess <= 0:
-        return a, b
-    cut = min(excess, abs(a - b))
-    a, b = (a - cut, b) if a >= b else (a, b - cut)
-    excess -= cut
-    return a - (excess + 1) // 2, b - excess // 2
