@@ -144,7 +144,7 @@ def command_train(args: argparse.Namespace) -> int:
 
     options = prepare(options_from_arguments(args), flags=True)
     progress = _progress()
-    from kerasbert.tasks.base import train
+    from kerasbert.tasks.base import train_resolved
     from kerasbert.tasks.runs import describe_positions
 
     def say_checked() -> None:
@@ -153,7 +153,7 @@ def command_train(args: argparse.Namespace) -> int:
             if line:
                 print(line, flush=True)
 
-    summary = train(options, on_checked=say_checked, **progress)
+    summary = train_resolved(options, on_checked=say_checked, **progress)
     for line in get_task(options.task).train_report(options, summary):
         print(line)
     return 0

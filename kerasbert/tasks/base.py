@@ -136,7 +136,22 @@ def train(options: TaskOptions, callbacks: Sequence[Any] = (), verbose: str | in
         kerasbert.training.data.DataError: a bad row (file and line named).
         kerasbert.training.callbacks.TrainingDiverged: the loss became NaN or infinite.
     """
-    options = running_precision(options.resolved())
+    return train_resolved(options.resolved(), callbacks, verbose, on_checked)
+
+
+def train_resolved(options: TaskOptions, callbacks: Sequence[Any] = (),
+                   verbose: str | int = "auto",
+                   on_checked: Callable[[], object] | None = None) -> dict[str, Any]:
+    """:func:`train` on options already resolved (:func:`kerasbert.tasks.options.prepare`,
+    as ``kerasbert train`` resolves its flags once).
+
+    Raises:
+        ValueError: ``options`` are not resolved.
+    """
+    if options.model_config is None:
+        raise ValueError("options not resolved: train() resolves them, or call "
+                         "options.resolved() first")
+    options = running_precision(options)
     task = get_task(options.task)
     strategy_name = getattr(options, "strategy", None)
     check_cluster(strategy_name)
