@@ -96,6 +96,17 @@ def test_the_strictly_typed_modules_are_checked_by_mypy():
                   if modules[module] not in files) == [], "add these to [mypy] files"
 
 
+def test_every_module_of_the_package_is_strictly_typed():
+    # A new module must be annotated from its first line: listed in [mypy] files and under
+    # a section that refuses a function without annotations.
+    config = configparser.ConfigParser(interpolation=None)
+    config.read(os.path.join(ROOT, "setup.cfg"))
+    modules = package_modules()
+    covered = {module for matched in strictly_typed(config, modules).values()
+               for module in matched}
+    assert sorted(set(modules) - covered) == [], "add these to a strict [mypy-...] section"
+
+
 def test_every_public_function_and_class_is_annotated():
     missing = [entry for name in kerasbert.__all__
                for entry in unannotated(getattr(kerasbert, name), name)]
