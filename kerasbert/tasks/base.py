@@ -27,7 +27,7 @@ import numpy as np
 from kerasbert.models.lora import DEFAULT_TARGETS, enable_lora, own_variables
 from kerasbert.tasks import get_task
 from kerasbert.tasks.options import TaskOptions
-from kerasbert.tasks.runs import OPTIONS_FILE
+from kerasbert.tasks.runs import OPTIONS_FILE, load_run_model, write_model_files
 from kerasbert.training import batches, distribute
 from kerasbert.training.callbacks import RunRecorder, inference_model
 from kerasbert.training.lifecycle import TrainingRun
@@ -89,9 +89,12 @@ class Task:
         """The model saved as ``model.keras`` from the trained one."""
         return inference_model(model)
 
-    def write_results(self, options: Any, inputs: Any,
-                      recorder: RunRecorder) -> dict[str, Any]:
-        """Writes the run's files after training; returns the summary (``metrics.json``)."""
+    def write_results(self, options: Any, inputs: Any, recorder: RunRecorder,
+                      model: keras.Model) -> dict[str, Any]:
+        """Writes the task's own files after training; returns the summary
+        (``metrics.json``). ``model``: the best epoch's, as ``evaluate`` and ``predict``
+        load it; the files every run writes beside it are written already
+        (:func:`kerasbert.tasks.runs.write_model_files`)."""
         raise NotImplementedError
 
     def train_report(self, options: Any, summary: dict[str, Any]) -> list[str]:
@@ -222,7 +225,9 @@ def _train(task: Task, options: TaskOptions, strategy: Any, directory: RunDirect
                            save_model=task.saved_model, stop=scoring,
                            model_file=model_file,
                            callbacks=list(callbacks))
-        return run.finish(task.write_results(options, inputs, recorder))
+        best = load_run_model(options.output)
+        write_model_files(options, best)
+        return run.finish(task.write_results(options, inputs, recorder, best))
 
 
 def step_compilation(jit_compile: bool | str) -> bool | str:

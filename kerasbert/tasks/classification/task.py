@@ -38,7 +38,6 @@ from kerasbert.tasks.runs import (
     read_options,
     run_directory_line,
     run_tokenizer,
-    write_model_files,
 )
 from kerasbert.training import batches, data, distribute, reports
 from kerasbert.training.callbacks import RunRecorder
@@ -168,8 +167,8 @@ class Classification(Task):
         return with_probabilities(model)
 
     def write_results(self, options: ClassificationOptions, inputs: _Inputs,
-                      recorder: RunRecorder) -> dict[str, Any]:
-        return _write_results(options, inputs, recorder)
+                      recorder: RunRecorder, model: keras.Model) -> dict[str, Any]:
+        return _write_results(options, inputs, recorder, model)
 
     def train_report(self, options: ClassificationOptions,
                      summary: dict[str, Any]) -> list[str]:
@@ -215,11 +214,9 @@ def with_probabilities(model: keras.Model) -> keras.Model:
 
 
 def _write_results(options: ClassificationOptions, inputs: _Inputs,
-                   recorder: RunRecorder) -> dict[str, Any]:
+                   recorder: RunRecorder, model: keras.Model) -> dict[str, Any]:
     """Writes the run's files; returns the summary, which ``finish`` writes last."""
     output = options.output
-    model = load_run_model(output)
-    write_model_files(options, model)
     files.write_json(os.path.join(output, "labels.json"), inputs.labels)
 
     labels, tokenizer = inputs.labels, inputs.tokenizer

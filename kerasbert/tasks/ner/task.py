@@ -47,7 +47,6 @@ from kerasbert.tasks.runs import (
     read_options,
     run_directory_line,
     run_tokenizer,
-    write_model_files,
 )
 from kerasbert.text.padding import sequence_padding
 from kerasbert.training.callbacks import RunRecorder
@@ -160,10 +159,8 @@ def score(model: keras.Model, encoded: _Encoded, sentences: Sequence[ner_data.Se
 
 
 def _write_results(options: NerOptions, inputs: _Inputs,
-                   recorder: RunRecorder) -> dict[str, Any]:
+                   recorder: RunRecorder, model: keras.Model) -> dict[str, Any]:
     output = options.output
-    model = load_run_model(output)
-    write_model_files(options, model)
     files.write_json(os.path.join(output, TAGS_FILE), inputs.tags)
     summary: dict[str, Any] = {"tags": inputs.tags, "best_epoch": recorder.best_epoch,
                "train_sentences": len(inputs.sentences["train"]),
@@ -207,8 +204,8 @@ class Ner(Task):
         return None, [inputs.dev_scores]
 
     def write_results(self, options: NerOptions, inputs: _Inputs,
-                      recorder: RunRecorder) -> dict[str, Any]:
-        return _write_results(options, inputs, recorder)
+                      recorder: RunRecorder, model: keras.Model) -> dict[str, Any]:
+        return _write_results(options, inputs, recorder, model)
 
     def train_report(self, options: NerOptions, summary: dict[str, Any]) -> list[str]:
         shown = "test" if "test" in summary else "dev"

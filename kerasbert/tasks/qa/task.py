@@ -48,9 +48,7 @@ from kerasbert.tasks.runs import (
     check_checkpoint,
     check_model_files,
     export_saved_model,
-    load_run_model,
     run_directory_line,
-    write_model_files,
 )
 from kerasbert.text.padding import sequence_padding
 from kerasbert.text.tokenizer import Tokenizer
@@ -159,9 +157,7 @@ def training_windows(tokenizer: Tokenizer, questions: Sequence[Question],
 
 
 def _write_results(options: QaOptions, inputs: _Inputs,
-                   recorder: RunRecorder) -> dict[str, Any]:
-    model = load_run_model(options.output)
-    write_model_files(options, model)
+                   recorder: RunRecorder, model: keras.Model) -> dict[str, Any]:
     summary: dict[str, Any] = {"best_epoch": recorder.best_epoch,
                "train_questions": len(inputs.questions["train"]),
                "train_windows": len(inputs.features[0])}
@@ -208,8 +204,8 @@ class Qa(Task):
         return None, [inputs.dev_scores]
 
     def write_results(self, options: QaOptions, inputs: _Inputs,
-                      recorder: RunRecorder) -> dict[str, Any]:
-        return _write_results(options, inputs, recorder)
+                      recorder: RunRecorder, model: keras.Model) -> dict[str, Any]:
+        return _write_results(options, inputs, recorder, model)
 
     def train_report(self, options: QaOptions, summary: dict[str, Any]) -> list[str]:
         shown = "test" if "test" in summary else "dev"

@@ -62,12 +62,10 @@ from kerasbert.tasks.runs import (
     check_model_files,
     export_saved_model,
     is_encoder_decoder,
-    load_run_model,
     run_config,
     run_directory_line,
     run_dtype,
     run_recompute,
-    write_model_files,
 )
 from kerasbert.tasks.seq2seq import t5 as seq2seq_t5
 from kerasbert.tasks.seq2seq.options import Seq2SeqOptions
@@ -406,9 +404,7 @@ class _Inputs:
 
 
 def _write_results(options: Seq2SeqOptions, inputs: _Inputs,
-                   recorder: RunRecorder) -> dict[str, Any]:
-    model = load_run_model(options.output)
-    write_model_files(options, model)
+                   recorder: RunRecorder, model: keras.Model) -> dict[str, Any]:
     summary: dict[str, Any] = {"best_epoch": recorder.best_epoch,
                                "train_pairs": len(inputs.pairs["train"]),
                                "train_pairs_cut": inputs.cut, "copy_length": inputs.copy_length}
@@ -467,8 +463,8 @@ class Seq2Seq(Task):
         return None, [inputs.dev_scores]
 
     def write_results(self, options: Seq2SeqOptions, inputs: _Inputs,
-                      recorder: RunRecorder) -> dict[str, Any]:
-        return _write_results(options, inputs, recorder)
+                      recorder: RunRecorder, model: keras.Model) -> dict[str, Any]:
+        return _write_results(options, inputs, recorder, model)
 
     def train_report(self, options: Seq2SeqOptions, summary: dict[str, Any]) -> list[str]:
         shown = "test" if "test" in summary else "dev"

@@ -40,9 +40,7 @@ from kerasbert.tasks.runs import (
     check_checkpoint,
     check_model_files,
     export_saved_model,
-    load_run_model,
     run_directory_line,
-    write_model_files,
 )
 from kerasbert.tasks.similarity import data as pair_data
 from kerasbert.tasks.similarity.options import SimilarityOptions
@@ -216,10 +214,8 @@ class Similarity(Task):
         return inference_model(model.get_layer(ENCODER))
 
     def write_results(self, options: SimilarityOptions, inputs: _Inputs,
-                      recorder: RunRecorder) -> dict[str, Any]:
+                      recorder: RunRecorder, model: keras.Model) -> dict[str, Any]:
         output = options.output
-        model = load_run_model(output)
-        write_model_files(options, model)
         dev = inputs.dev_scores.result(recorder.best_epoch,
                                        lambda: _dev_result(model, inputs, options))
         files.write_json(os.path.join(output, THRESHOLD_FILE), {"threshold": dev["threshold"]})
