@@ -30,18 +30,14 @@ from kerasbert.tasks.base import Task, train
 from kerasbert.tasks.classification import reports as class_reports
 from kerasbert.tasks.classification.options import ClassificationOptions
 from kerasbert.tasks.runs import (
+    FinishedRun,
     build_encoder,
     check_checkpoint,
-    check_finished,
     check_model_files,
-    load_run_model,
-    read_options,
     run_directory_line,
-    run_tokenizer,
 )
 from kerasbert.training import batches, data, distribute, reports
 from kerasbert.training.callbacks import RunRecorder
-from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
 from kerasbert.training.rundir import RunError, read_json
 
 __all__ = ["ClassificationOptions", "Run", "TASK", "build_classifier", "train",
@@ -251,7 +247,7 @@ def _predict(model: keras.Model, tokenizer: Any, rows: data.Examples, maxlen: in
                                        progress=progress))
 
 
-class Run:
+class Run(FinishedRun):
     """A finished run directory, for evaluate / predict / export.
 
     Args:
@@ -264,18 +260,14 @@ class Run:
         kerasbert.training.fingerprints.ChangedFile: a file replaced since the run finished.
     """
 
-    def __init__(self, run_dir: str | os.PathLike[str], accept_changed: bool = False) -> None:
-
-        self.run_dir = run_dir = os.fspath(run_dir)
-        check_finished(run_dir, finished_file=FINISHED_FILE, accept_changed=accept_changed)
-        self.labels = _read_labels(os.path.join(run_dir, "labels.json"))
-        self.options = read_options(run_dir)
-        self.model = load_run_model(run_dir, accept_changed)
+    def check_model(self) -> None:
+        """Reads ``labels.json``, refused unless it names one label per output."""
+        path = os.path.join(self.run_dir, "labels.json")
+        self.labels = _read_labels(path)
         outputs = self.model.outputs[0].shape[-1]
         if outputs != len(self.labels):
-            raise RunError(f"labels in {os.path.join(run_dir, 'labels.json')}: "
-                           f"{len(self.labels)} labels but the model has {outputs} outputs")
-        self.tokenizer = run_tokenizer(run_dir, self.model)
+            raise RunError(f"labels in {path}: {len(self.labels)} labels but the model has "
+                           f"{outputs} outputs")
 
     def _read(self, path: str | os.PathLike[str], columns: dict[str, str | None],
               require_labels: bool, skip_bad_rows: bool | None = None) -> data.Examples:

@@ -38,19 +38,15 @@ from kerasbert.tasks.ner.decoding import EntityReader, best_tags, token_entities
 from kerasbert.tasks.ner.entities import entity_scores
 from kerasbert.tasks.ner.options import NerOptions
 from kerasbert.tasks.runs import (
+    FinishedRun,
     build_encoder,
     check_checkpoint,
-    check_finished,
     check_model_files,
     export_saved_model,
-    load_run_model,
-    read_options,
     run_directory_line,
-    run_tokenizer,
 )
 from kerasbert.text.padding import sequence_padding
 from kerasbert.training.callbacks import RunRecorder
-from kerasbert.training.rundir import TRAIN_FINISHED_FILE as FINISHED_FILE
 from kerasbert.training.rundir import RunError, read_json
 
 __all__ = ["NerOptions", "Run", "TASK", "build_tagger", "encode",
@@ -223,28 +219,23 @@ class Ner(Task):
             for kind, row in metrics["per_type"].items()]
 
 
-class Run:
+class Run(FinishedRun):
     """A finished NER run directory, for evaluate / predict.
 
     Raises:
         RunError: not a finished NER run, or a missing or corrupt file (named).
     """
 
-    def __init__(self, run_dir: str | os.PathLike[str], accept_changed: bool = False) -> None:
-
-        self.run_dir = run_dir = os.fspath(run_dir)
-        check_finished(run_dir, finished_file=FINISHED_FILE, accept_changed=accept_changed)
-        self.options = read_options(run_dir)
-        self.tags = read_json(os.path.join(run_dir, TAGS_FILE), "tags")
-        self.model = load_run_model(run_dir, accept_changed)
+    def check_model(self) -> None:
+        """Reads the tags file, refused unless it names one tag per output."""
+        path = os.path.join(self.run_dir, TAGS_FILE)
+        self.tags = read_json(path, "tags")
         outputs = self.model.outputs[0].shape[-1]
-        path = os.path.join(run_dir, TAGS_FILE)
         if not (isinstance(self.tags, list) and all(isinstance(t, str) for t in self.tags)):
             raise RunError(f"tags in {path}: not a JSON list of tag names")
         if outputs != len(self.tags):
             raise RunError(f"tags in {path}: {len(self.tags)} tags but the model has {outputs} "
                            "outputs; is it the run's own file?")
-        self.tokenizer = run_tokenizer(run_dir, self.model)
 
     def _encode(self, sentences: Sequence[ner_data.Sentence]) -> _Encoded:
         return encode(self.tokenizer, sentences, self.options.maxlen, self.tags)
