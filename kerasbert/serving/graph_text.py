@@ -229,7 +229,15 @@ class TextEncoder(tf.Module):
 
     def inputs(self, first: Any, second: Any = None) -> tuple[Any, Any]:
         """The model's inputs from each text's token ids (ragged, as :meth:`token_ids` or
-        :meth:`pieces` give them), cut to ``maxlen`` as ``Tokenizer.encode`` cuts them."""
+        :meth:`pieces` give them), cut to ``maxlen`` as ``Tokenizer.encode`` cuts them:
+        :meth:`rows`, padded."""
+        # At least [CLS] [SEP] wide, so that an empty batch still has a [CLS] column.
+        return self.padded(*self.rows(first, second), 2)
+
+    def rows(self, first: Any, second: Any = None) -> tuple[Any, Any]:
+        """Ragged ``(token_ids, segment_ids)``: ``[CLS] first [SEP]`` (``second [SEP]``),
+        cut to ``maxlen`` as ``Tokenizer.encode`` cuts them (a pair by
+        :func:`~kerasbert.text.padding.longest_first`)."""
         if second is None:
             ids = row_concat([[self.cls_id], first[:, :self.maxlen - 2], [self.sep_id]])
             segment_ids = tf.zeros_like(ids)
@@ -239,8 +247,7 @@ class TextEncoder(tf.Module):
             ids = row_concat([[self.cls_id], _row_head(first, keep_a), [self.sep_id],
                               _row_head(second, keep_b), [self.sep_id]])
             segment_ids = tf.ragged.range(ids.row_lengths()) >= tf.expand_dims(keep_a + 2, 1)
-        # At least [CLS] [SEP] wide, so that an empty batch still has a [CLS] column.
-        return self.padded(ids, segment_ids, 2)
+        return ids, segment_ids
 
     def padded(self, ids: Any, segment_ids: Any, min_width: int,
                pad: int | None = None) -> tuple[Any, Any]:

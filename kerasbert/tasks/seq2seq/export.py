@@ -75,8 +75,7 @@ def export(model: Any, vocab: str | os.PathLike[str], directory: str | os.PathLi
                                          tf.float32)}
 
     def generate(source: Any) -> dict[str, Any]:
-        ids = row_concat([[encoder.cls_id], encoder.token_ids(source)[:, :maxlen - 2],
-                          [encoder.sep_id]])
+        ids = encoder.rows(encoder.token_ids(source))[0]
         lengths = ids.row_lengths()
         # Padded on the left, as generate() pads its prompts.
         width = padded_width(tf.reduce_max(tf.concat([lengths, [1]], 0)))
